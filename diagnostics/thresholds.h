@@ -1,0 +1,31 @@
+// Rule and reading thresholds, each with its source. The defaults are configs/thresholds.json,
+// compiled in; a file given at run time replaces them. No LibTorch.
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace trainlab {
+
+struct Threshold {
+  double value = 0;
+  std::string unit;
+  std::string source;
+};
+
+class Thresholds {
+ public:
+  static const Thresholds& defaults();
+  // Throws std::invalid_argument with a readable message on malformed text or missing fields.
+  static Thresholds parse(const std::string& json_text);
+
+  // Throws std::out_of_range naming the key when it is not defined.
+  const Threshold& at(const std::string& key) const;
+  double value(const std::string& key) const { return at(key).value; }
+  const std::map<std::string, Threshold>& all() const { return by_key_; }
+
+ private:
+  std::map<std::string, Threshold> by_key_;
+};
+
+}  // namespace trainlab

@@ -1,0 +1,220 @@
+// trainlab's command line: wires the subcommands (list, run, baseline) to the runner. Bad input
+// anywhere becomes one line on stderr and exit status 2.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <set>
+
+#include "diagnostics/thresholds.h"
+#include "harness/core/atomic_file.h"
+#include "harness/core/errors.h"
+#include "harness/runner/lab.h"
+#include "harness/train/environment.h"
+#include "harness/train/training_loop.h"
+#include "scenarios/registry.h"
+
+namespace trainlab {
+namespace {
+
+// Options shared by every command that runs variants.
+struct VariantOptions {
+  std::string scenario = kDefaultScenario;
+  std::string precision = "fp32";
+  std::string compiled = "off";
+  int64_t batch = 0;
+  int threads = 0;
+  int64_t steps = -1;
+  int64_t warmup = -1;
+  int64_t seed = -1;
+  int64_t sync_every = -1;
+  int64_t callback_every = -1;
+  double callback_ms = -1;
+  std::string device = "auto";
+  std::vector<std::string> knobs;       // name=value
+  std::string results_dir = "results";
+  double timeout_s = 1800;
+  std::string thresholds_path;
+};
+
+void add_variant_options(CLI::App* cmd, VariantOptions& o, bool lab) {
+  cmd->add_option("--scenario,-s", o.scenario, "built-in scenario (see `trainlab list`)");
+  if (!lab) {
+    cmd->add_option("--precision", o.precision, "fp32 or bf16 (autocast)");
+    cmd->add_option("--compiled", o.compiled, "on: TorchScript-traced forward run by the JIT fusers");
+  }
+  cmd->add_option("--batch,-b", o.batch, "batch size (default: the scenario's)");
+  cmd->add_option("--threads", o.threads, "intra-op threads (default: LibTorch's)");
+  cmd->add_option("--steps", o.steps, "measured steps (default 50)");
+  cmd->add_option("--warmup", o.warmup, "warm-up steps, never timed (default 5)");
+  cmd->add_option("--seed", o.seed, "seed for model init and the data slice (default 1234)");
+  cmd->add_option("--sync-every", o.sync_every, "read the loss as a number every N steps (1 = each step, 0 = never; default 10)");
+  cmd->add_option("--callback-every", o.callback_every, "run a host-side callback every N steps (default 0 = never)");
+  cmd->add_option("--callback-ms", o.callback_ms, "cost of that callback in ms");
+  cmd->add_option("--device", o.device, "auto, cpu or cuda");
+  cmd->add_option("--knob,-k", o.knobs, "scenario knob NAME=VALUE (repeatable; see `trainlab list`)");
+  cmd->add_option("--results", o.results_dir, "results folder (default ./results)");
+  cmd->add_option("--timeout-s", o.timeout_s, "kill a variant that runs longer than this (default 1800)");
+  cmd->add_option("--thresholds", o.thresholds_path, "thresholds JSON replacing configs/thresholds.json");
+}
+
+std::pair<std::string, std::string> split_setting(const std::string& text, const std::string& option) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw InputError("invalid " + option + " '" + text + "' (expected NAME=VALUE)");
+  }
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+VariantSpec build_spec(const VariantOptions& o) {
+  VariantSpec spec;
+  const ScenarioInfo& info = find_scenario(o.scenario);
+  spec.precision = parse_precision(o.precision);
+  spec.compiled = parse_on_off("--compiled", o.compiled);
+  spec.batch_size = o.batch;
+  if (o.batch < 0 || o.batch >= kMaxBatchSize) {
+    throw InputError("impossible batch size " + std::to_string(o.batch));
+  }
+  if (o.batch == 0) spec.batch_size = 0;
+  spec.threads = o.threads;
+  if (o.steps >= 0) spec.steps = o.steps;
+  if (o.steps == 0) throw InputError("invalid --steps 0 (must be at least 1)");
+  if (o.warmup >= 0) spec.warmup_steps = o.warmup;
+  if (o.seed >= 0) spec.seed = static_cast<uint64_t>(o.seed);
+  if (o.sync_every >= 0) spec.sync_every_steps = o.sync_every;
+  if (o.callback_every >= 0) spec.callback_every_steps = o.callback_every;
+  if (o.callback_ms >= 0) spec.callback_ms = o.callback_ms;
+  if (o.steps < -1 || o.warmup < -1 || o.seed < -1 || o.sync_every < -1 || o.callback_every < -1 ||
+      (o.callback_ms < 0 && o.callback_ms != -1)) {
+    throw InputError("negative values are not allowed for --steps, --warmup, --seed, --sync-every, "
+                     "--callback-every, --callback-ms");
+  }
+  spec.device = parse_device(o.device);
+  for (const std::string& knob : o.knobs) {
+    auto [name, value] = split_setting(knob, "--knob");
+    spec.knobs[name] = parse_double("--knob " + name, value);
+  }
+  resolve(spec, info);
+  if (spec.device == DeviceChoice::kCuda && !cuda_usable()) {
+    throw InputError("--device cuda requested but no CUDA device is usable here");
+  }
+  return spec;
+}
+
+LabOptions build_lab_options(const VariantOptions& o, Thresholds* thresholds_storage) {
+  LabOptions lab;
+  lab.base = build_spec(o);
+  lab.results_dir = o.results_dir;
+  if (!(o.timeout_s > 0)) throw InputError("invalid --timeout-s (must be positive)");
+  lab.variant_timeout_s = o.timeout_s;
+  if (!o.thresholds_path.empty()) {
+    try {
+      *thresholds_storage = Thresholds::parse(read_file(o.thresholds_path));
+    } catch (const std::invalid_argument& e) {
+      throw InputError(o.thresholds_path + ": " + e.what());
+    }
+    lab.thresholds = thresholds_storage;
+  }
+  ensure_writable_dir(lab.results_dir);
+  return lab;
+}
+
+int cmd_list() {
+  for (const ScenarioInfo* info : all_scenarios()) {
+    std::cout << info->name << (info->name == kDefaultScenario ? " (default)" : "") << "  "
+              << info->description << "\n";
+    std::cout << "    batch " << info->default_batch_size;
+    for (const KnobInfo& knob : info->knobs) std::cout << ", " << knob.name << " " << knob.default_value;
+    std::cout << "\n";
+  }
+  return kExitOk;
+}
+
+int report_run(const LabOutcome& outcome) {
+  std::cout << "\n" << render_variant_table(outcome.record);
+  if (!outcome.record.reading.empty()) {
+    std::cout << "\nReading:\n";
+    for (const std::string& line : outcome.record.reading) std::cout << "  - " << line << "\n";
+  }
+  std::cout << "\nRun record: " << outcome.run_dir << "/run.json\n";
+  for (const VariantRecord& v : outcome.record.variants) {
+    if (!v.ok()) return kExitGateFailed;  // a variant failed: results are kept, status says so
+  }
+  return kExitOk;
+}
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"trainlab: find out why training is slow, then verify the fix by measurement"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all");
+
+  CLI::App* list = app.add_subcommand("list", "list the built-in scenarios and their knobs");
+
+  VariantOptions run_options;
+  CLI::App* run = app.add_subcommand("run", "run one variant of a scenario");
+  add_variant_options(run, run_options, /*lab=*/false);
+
+  VariantOptions lab_options;
+  std::vector<std::string> overrides;
+  CLI::App* baseline = app.add_subcommand("baseline", "the three-run lab: fp32, bf16, bf16+compiled");
+  add_variant_options(baseline, lab_options, /*lab=*/true);
+  baseline->add_option("--override", overrides,
+                       "per-variant setting VARIANT:NAME=VALUE, e.g. bf16:batch=32 (repeatable)");
+
+  std::string spec_path, record_path;
+  CLI::App* child = app.add_subcommand("__variant", "");  // internal: a variant's child process
+  child->group("");
+  child->add_option("--spec", spec_path)->required();
+  child->add_option("--out", record_path)->required();
+
+  const std::set<std::string> commands = {"list", "run", "baseline", "__variant"};
+  if (argc > 1 && argv[1][0] != '-' && commands.count(argv[1]) == 0) {
+    throw InputError(std::string("unknown command '") + argv[1] + "' (commands: list, run, baseline)");
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return kExitOk;
+  } catch (const CLI::CallForAllHelp&) {
+    std::cout << app.help("", CLI::AppFormatMode::All);
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "trainlab: error: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+
+  if (child->parsed()) return variant_child_main(spec_path, record_path);
+  if (list->parsed()) return cmd_list();
+
+  Thresholds thresholds_storage;
+  if (run->parsed()) {
+    LabOptions lab = build_lab_options(run_options, &thresholds_storage);
+    return report_run(run_single_variant(lab, std::cerr));
+  }
+  LabOptions lab = build_lab_options(lab_options, &thresholds_storage);
+  for (const std::string& text : overrides) {
+    const auto colon = text.find(':');
+    if (colon == std::string::npos) {
+      throw InputError("invalid --override '" + text + "' (expected VARIANT:NAME=VALUE)");
+    }
+    auto [name, value] = split_setting(text.substr(colon + 1), "--override");
+    lab.overrides[text.substr(0, colon)].emplace_back(name, value);
+  }
+  baseline_variants(lab);  // validates overrides before anything runs
+  return report_run(run_baseline_lab(lab, std::cerr));
+}
+
+}  // namespace
+}  // namespace trainlab
+
+int main(int argc, char** argv) {
+  try {
+    return trainlab::run_cli(argc, argv);
+  } catch (const trainlab::InputError& e) {
+    std::cerr << "trainlab: error: " << e.what() << "\n";
+    return trainlab::kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "trainlab: internal error: " << e.what() << "\n";
+    return 3;
+  }
+}

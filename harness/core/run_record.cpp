@@ -1,0 +1,204 @@
+// JSON mapping of RunRecord / VariantRecord, with schema checks and derived aggregates.
+#include "harness/core/run_record.h"
+
+#include <filesystem>
+
+#include "harness/core/atomic_file.h"
+#include "harness/core/errors.h"
+#include "harness/core/statistics.h"
+
+namespace trainlab {
+
+namespace {
+constexpr std::array<const char*, kPhaseCount> kPhaseNames = {
+    "data_wait", "host_to_device", "forward", "backward", "optimizer", "communication", "other"};
+
+nlohmann::json env_to_json(const Environment& env) {
+  return {{"cpu_model", env.cpu_model},
+          {"logical_cores", env.logical_cores},
+          {"intra_op_threads", env.intra_op_threads},
+          {"blas", env.blas},
+          {"libtorch_version", env.libtorch_version},
+          {"cuda_compiled_version", env.cuda_compiled_version},
+          {"cuda_device", env.cuda_device},
+          {"git_revision", env.git_revision},
+          {"hostname", env.hostname}};
+}
+
+Environment env_from_json(const nlohmann::json& j) {
+  Environment env;
+  env.cpu_model = j.at("cpu_model").get<std::string>();
+  env.logical_cores = j.at("logical_cores").get<int>();
+  env.intra_op_threads = j.at("intra_op_threads").get<int>();
+  env.blas = j.at("blas").get<std::string>();
+  env.libtorch_version = j.at("libtorch_version").get<std::string>();
+  env.cuda_compiled_version = j.at("cuda_compiled_version").get<std::string>();
+  env.cuda_device = j.at("cuda_device").get<std::string>();
+  env.git_revision = j.at("git_revision").get<std::string>();
+  env.hostname = j.value("hostname", "");
+  return env;
+}
+
+nlohmann::json aggregate_to_json(const VariantAggregate& agg) {
+  nlohmann::json phases = nlohmann::json::object();
+  for (size_t i = 0; i < kPhaseCount; ++i) phases[kPhaseNames[i]] = agg.phase_pct[i];
+  return {{"measured_steps", agg.measured_steps}, {"measured_ns", agg.measured_ns},
+          {"samples_per_s", agg.samples_per_s},   {"step_ms_mean", agg.step_ms_mean},
+          {"step_ms_p50", agg.step_ms_p50},       {"step_ms_p95", agg.step_ms_p95},
+          {"step_ms_stddev", agg.step_ms_stddev}, {"phase_pct", phases}};
+}
+}  // namespace
+
+const char* phase_name(Phase phase) { return kPhaseNames[static_cast<size_t>(phase)]; }
+
+VariantAggregate aggregate(const VariantRecord& record) {
+  VariantAggregate agg;
+  std::vector<double> step_ms;
+  std::array<int64_t, kPhaseCount> phase_total_ns{};
+  for (const StepRecord& step : record.steps) {
+    if (step.warmup) continue;
+    step_ms.push_back(static_cast<double>(step.step_ns) / 1e6);
+    agg.measured_ns += step.step_ns;
+    for (size_t i = 0; i < kPhaseCount; ++i) phase_total_ns[i] += step.phase_ns[i];
+  }
+  agg.measured_steps = static_cast<int64_t>(step_ms.size());
+  if (step_ms.empty() || agg.measured_ns <= 0) return agg;
+  const double measured_s = static_cast<double>(agg.measured_ns) / 1e9;
+  agg.samples_per_s = static_cast<double>(record.spec.batch_size * agg.measured_steps) / measured_s;
+  agg.step_ms_mean = stats::mean(step_ms);
+  agg.step_ms_p50 = stats::percentile(step_ms, 50);
+  agg.step_ms_p95 = stats::percentile(step_ms, 95);
+  agg.step_ms_stddev = stats::stddev(step_ms);
+  for (size_t i = 0; i < kPhaseCount; ++i) {
+    agg.phase_pct[i] = 100.0 * static_cast<double>(phase_total_ns[i]) /
+                       static_cast<double>(agg.measured_ns);
+  }
+  return agg;
+}
+
+nlohmann::json to_json(const VariantRecord& record) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const StepRecord& step : record.steps) {
+    nlohmann::json phases = nlohmann::json::object();
+    for (size_t i = 0; i < kPhaseCount; ++i) phases[kPhaseNames[i]] = step.phase_ns[i];
+    steps.push_back({{"index", step.index}, {"warmup", step.warmup}, {"step_ns", step.step_ns},
+                     {"phase_ns", phases}, {"loss", step.loss}});
+  }
+  nlohmann::json j = {{"name", record.spec.name()},
+                      {"spec", record.spec},
+                      {"error", record.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(record.error)},
+                      {"device", record.device},
+                      {"peak_memory_bytes", record.peak_memory_bytes},
+                      {"peak_memory_source", record.peak_memory_source},
+                      {"ops_per_step", record.ops_per_step},
+                      {"op_input_dtypes", record.op_input_dtypes},
+                      {"forward_output_dtype", record.forward_output_dtype},
+                      {"compile_info", record.compile_info},
+                      {"init_ns", record.init_ns},
+                      {"environment", env_to_json(record.environment)},
+                      {"steps", steps}};
+  if (record.ok()) j["aggregate"] = aggregate_to_json(aggregate(record));
+  return j;
+}
+
+VariantRecord variant_record_from_json(const nlohmann::json& j) {
+  VariantRecord record;
+  record.spec = j.at("spec").get<VariantSpec>();
+  record.error = j.at("error").is_null() ? "" : j.at("error").get<std::string>();
+  record.device = j.at("device").get<std::string>();
+  record.peak_memory_bytes = j.at("peak_memory_bytes").get<int64_t>();
+  record.peak_memory_source = j.at("peak_memory_source").get<std::string>();
+  record.ops_per_step = j.at("ops_per_step").get<double>();
+  record.op_input_dtypes = j.at("op_input_dtypes").get<std::map<std::string, int64_t>>();
+  record.forward_output_dtype = j.at("forward_output_dtype").get<std::string>();
+  record.compile_info = j.at("compile_info");
+  record.init_ns = j.at("init_ns").get<int64_t>();
+  record.environment = env_from_json(j.at("environment"));
+  for (const nlohmann::json& s : j.at("steps")) {
+    StepRecord step;
+    step.index = s.at("index").get<int64_t>();
+    step.warmup = s.at("warmup").get<bool>();
+    step.step_ns = s.at("step_ns").get<int64_t>();
+    step.loss = s.at("loss").get<double>();
+    const nlohmann::json& phases = s.at("phase_ns");
+    for (size_t i = 0; i < kPhaseCount; ++i) step.phase_ns[i] = phases.at(kPhaseNames[i]).get<int64_t>();
+    record.steps.push_back(step);
+  }
+  return record;
+}
+
+nlohmann::json to_json(const RunRecord& record) {
+  nlohmann::json variants = nlohmann::json::array();
+  for (const VariantRecord& v : record.variants) variants.push_back(to_json(v));
+  return {{"schema_version", record.schema_version},
+          {"tool", "trainlab"},
+          {"run_id", record.run_id},
+          {"kind", record.kind},
+          {"created_utc", record.created_utc},
+          {"scenario", record.scenario},
+          {"environment", env_to_json(record.environment)},
+          {"variants", variants},
+          {"reading", record.reading}};
+}
+
+RunRecord run_record_from_json(const nlohmann::json& j) {
+  if (!j.is_object() || !j.contains("schema_version") || !j["schema_version"].is_number_integer()) {
+    throw InputError("not a trainlab run record (no integer schema_version)");
+  }
+  const int version = j["schema_version"].get<int>();
+  if (version != kRunSchemaVersion) {
+    throw InputError("unsupported run record schema_version " + std::to_string(version) +
+                     " (this trainlab reads version " + std::to_string(kRunSchemaVersion) + ")");
+  }
+  try {
+    RunRecord record;
+    record.schema_version = version;
+    record.run_id = j.at("run_id").get<std::string>();
+    record.kind = j.at("kind").get<std::string>();
+    record.created_utc = j.at("created_utc").get<std::string>();
+    record.scenario = j.at("scenario").get<std::string>();
+    record.environment = env_from_json(j.at("environment"));
+    for (const nlohmann::json& v : j.at("variants")) record.variants.push_back(variant_record_from_json(v));
+    record.reading = j.at("reading").get<std::vector<std::string>>();
+    return record;
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(std::string("malformed run record: ") + e.what());
+  }
+}
+
+void write_run_record(const std::string& path, const RunRecord& record) {
+  write_file_atomically(path, to_json(record).dump(1) + "\n");
+}
+
+namespace {
+nlohmann::json parse_json_file(const std::string& path) {
+  const std::string text = read_file(path);
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw InputError("malformed JSON in " + path);
+  return j;
+}
+}  // namespace
+
+RunRecord read_run_record(const std::string& path_or_folder) {
+  std::string path = path_or_folder;
+  if (std::filesystem::is_directory(path)) path = (std::filesystem::path(path) / "run.json").string();
+  try {
+    return run_record_from_json(parse_json_file(path));
+  } catch (const InputError& e) {
+    throw InputError(path + ": " + e.what());
+  }
+}
+
+void write_variant_record(const std::string& path, const VariantRecord& record) {
+  write_file_atomically(path, to_json(record).dump(1) + "\n");
+}
+
+VariantRecord read_variant_record(const std::string& path) {
+  try {
+    return variant_record_from_json(parse_json_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path + ": malformed variant record: " + e.what());
+  }
+}
+
+}  // namespace trainlab

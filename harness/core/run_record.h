@@ -1,0 +1,97 @@
+// The results contract between running and analysing (DESIGN §2): RunRecord holds one
+// invocation (lab, single run) and a VariantRecord per variant with its per-step phase times.
+// Serialised as versioned JSON (run.json); readers refuse versions they do not know.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/core/variant.h"
+
+namespace trainlab {
+
+inline constexpr int kRunSchemaVersion = 1;
+
+// Phases of one training step, in loop order. kCommunication stays 0 in single-process runs.
+enum class Phase { kDataWait, kHostToDevice, kForward, kBackward, kOptimizer, kCommunication, kOther };
+inline constexpr size_t kPhaseCount = 7;
+const char* phase_name(Phase phase);
+using PhaseTimes = std::array<int64_t, kPhaseCount>;  // nanoseconds, indexed by Phase
+
+struct StepRecord {
+  int64_t index = 0;       // 0-based over warm-up and measured steps together
+  bool warmup = false;     // warm-up steps are recorded but never enter any figure
+  int64_t step_ns = 0;     // wall time of the whole step
+  PhaseTimes phase_ns{};   // sums to step_ns up to timer resolution
+  double loss = 0.0;
+};
+
+// The machine and software a record was measured on.
+struct Environment {
+  std::string cpu_model;
+  int logical_cores = 0;
+  int intra_op_threads = 0;
+  std::string blas;
+  std::string libtorch_version;
+  std::string cuda_compiled_version;   // empty when LibTorch has no CUDA
+  std::string cuda_device;             // empty when none is usable
+  std::string git_revision;
+  std::string hostname;
+};
+
+struct VariantRecord {
+  VariantSpec spec;
+  std::string error;                   // empty when the variant completed
+  std::string device;                  // "cpu" or "cuda:0"
+  std::vector<StepRecord> steps;
+  int64_t peak_memory_bytes = 0;
+  std::string peak_memory_source;      // "rss" (process peak RSS) or "cuda_allocator"
+  double ops_per_step = 0;             // dispatcher ops in one untimed census step (fwd+bwd+opt)
+  std::map<std::string, int64_t> op_input_dtypes;  // census: first tensor input dtype -> ops
+  std::string forward_output_dtype;    // dtype of the model output, evidence of autocast
+  nlohmann::json compile_info = nlohmann::json::object();  // what compiling did (graph, fusions)
+  int64_t init_ns = 0;                 // process start of the variant to first step
+  Environment environment;
+
+  bool ok() const { return error.empty(); }
+};
+
+// Figures derived from the measured (non-warm-up) steps.
+struct VariantAggregate {
+  int64_t measured_steps = 0;
+  int64_t measured_ns = 0;             // sum of measured step times
+  double samples_per_s = 0;
+  double step_ms_mean = 0, step_ms_p50 = 0, step_ms_p95 = 0, step_ms_stddev = 0;
+  std::array<double, kPhaseCount> phase_pct{};  // share of measured step time per phase
+};
+VariantAggregate aggregate(const VariantRecord& record);
+
+struct RunRecord {
+  int schema_version = kRunSchemaVersion;
+  std::string run_id;
+  std::string kind;                    // "baseline" | "run"
+  std::string created_utc;             // ISO 8601
+  std::string scenario;
+  Environment environment;
+  std::vector<VariantRecord> variants;
+  std::vector<std::string> reading;    // the lab's interpretation, one sentence a line
+};
+
+nlohmann::json to_json(const VariantRecord& record);
+VariantRecord variant_record_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const RunRecord& record);
+// Throws InputError on an unknown schema version or a malformed document.
+RunRecord run_record_from_json(const nlohmann::json& j);
+
+// File helpers: atomic write; read accepts a run folder or a run.json path.
+void write_run_record(const std::string& path, const RunRecord& record);
+RunRecord read_run_record(const std::string& path_or_folder);
+void write_variant_record(const std::string& path, const VariantRecord& record);
+VariantRecord read_variant_record(const std::string& path);
+
+}  // namespace trainlab

@@ -1,0 +1,176 @@
+// Variant parsing, validation against a scenario's knob table, and JSON mapping.
+#include "harness/core/variant.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "harness/core/errors.h"
+#include "scenarios/scenario_info.h"
+
+namespace trainlab {
+
+std::string to_string(Precision precision) {
+  return precision == Precision::kBf16 ? "bf16" : "fp32";
+}
+
+std::string to_string(DeviceChoice device) {
+  switch (device) {
+    case DeviceChoice::kCpu: return "cpu";
+    case DeviceChoice::kCuda: return "cuda";
+    case DeviceChoice::kAuto: break;
+  }
+  return "auto";
+}
+
+Precision parse_precision(const std::string& text) {
+  if (text == "fp32") return Precision::kFp32;
+  if (text == "bf16") return Precision::kBf16;
+  throw InputError("invalid precision '" + text + "' (expected fp32 or bf16)");
+}
+
+DeviceChoice parse_device(const std::string& text) {
+  if (text == "auto") return DeviceChoice::kAuto;
+  if (text == "cpu") return DeviceChoice::kCpu;
+  if (text == "cuda") return DeviceChoice::kCuda;
+  throw InputError("invalid device '" + text + "' (expected auto, cpu or cuda)");
+}
+
+bool parse_on_off(const std::string& option, const std::string& text) {
+  if (text == "on" || text == "true" || text == "1" || text == "yes") return true;
+  if (text == "off" || text == "false" || text == "0" || text == "no") return false;
+  throw InputError("invalid value '" + text + "' for " + option + " (expected on or off)");
+}
+
+int64_t parse_int(const std::string& option, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE) {
+    throw InputError("invalid value '" + text + "' for " + option + " (expected a whole number)");
+  }
+  return value;
+}
+
+double parse_double(const std::string& option, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(value)) {
+    throw InputError("invalid value '" + text + "' for " + option + " (expected a number)");
+  }
+  return value;
+}
+
+std::string VariantSpec::name() const {
+  return to_string(precision) + (compiled ? "+compiled" : "");
+}
+
+namespace {
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw InputError(message);
+}
+
+}  // namespace
+
+void resolve(VariantSpec& spec, const ScenarioInfo& scenario) {
+  spec.scenario = scenario.name;
+  if (spec.batch_size == 0) spec.batch_size = scenario.default_batch_size;
+  require(spec.batch_size >= 1 && spec.batch_size < kMaxBatchSize,
+          "impossible batch size " + std::to_string(spec.batch_size) + " (must be 1 to " +
+              std::to_string(kMaxBatchSize - 1) + ")");
+  require(spec.steps >= 1 && spec.steps <= kMaxSteps,
+          "invalid --steps " + std::to_string(spec.steps) + " (must be 1 to " +
+              std::to_string(kMaxSteps) + ")");
+  require(spec.warmup_steps >= 0 && spec.warmup_steps <= kMaxSteps,
+          "invalid --warmup " + std::to_string(spec.warmup_steps) + " (must be 0 or more)");
+  require(spec.threads >= 0 && spec.threads <= kMaxThreads,
+          "invalid --threads " + std::to_string(spec.threads) + " (0 = default, up to " +
+              std::to_string(kMaxThreads) + ")");
+  require(spec.sync_every_steps >= 0, "invalid --sync-every (must be 0 or more)");
+  require(spec.callback_every_steps >= 0, "invalid --callback-every (must be 0 or more)");
+  require(spec.callback_ms >= 0.0 && spec.callback_ms <= 60'000.0,
+          "invalid --callback-ms (must be 0 to 60000)");
+  for (const auto& [name, value] : spec.knobs) {
+    const KnobInfo* knob = scenario.find_knob(name);
+    require(knob != nullptr, "unknown knob '" + name + "' for scenario " + scenario.name +
+                                 " (known: " + scenario.knob_names() + ")");
+    require(value >= knob->min_value && value <= knob->max_value,
+            "knob " + name + "=" + std::to_string(value) + " out of range [" +
+                std::to_string(knob->min_value) + ", " + std::to_string(knob->max_value) + "]");
+    require(!knob->integer || std::floor(value) == value,
+            "knob " + name + " takes a whole number");
+  }
+  for (const KnobInfo& knob : scenario.knobs) spec.knobs.emplace(knob.name, knob.default_value);
+}
+
+void apply_setting(VariantSpec& spec, const std::string& key, const std::string& value) {
+  if (key == "precision") {
+    spec.precision = parse_precision(value);
+  } else if (key == "compiled") {
+    spec.compiled = parse_on_off("compiled", value);
+  } else if (key == "batch") {
+    spec.batch_size = parse_int("batch", value);
+    require(spec.batch_size >= 1 && spec.batch_size < kMaxBatchSize,
+            "impossible batch size " + value);
+  } else if (key == "threads") {
+    spec.threads = static_cast<int>(parse_int("threads", value));
+  } else if (key == "steps") {
+    spec.steps = parse_int("steps", value);
+  } else if (key == "warmup") {
+    spec.warmup_steps = parse_int("warmup", value);
+  } else if (key == "seed") {
+    const int64_t seed = parse_int("seed", value);
+    require(seed >= 0, "invalid seed " + value + " (must be 0 or more)");
+    spec.seed = static_cast<uint64_t>(seed);
+  } else if (key == "sync-every") {
+    spec.sync_every_steps = parse_int("sync-every", value);
+  } else if (key == "callback-every") {
+    spec.callback_every_steps = parse_int("callback-every", value);
+  } else if (key == "callback-ms") {
+    spec.callback_ms = parse_double("callback-ms", value);
+  } else if (key == "device") {
+    spec.device = parse_device(value);
+  } else if (!key.empty()) {
+    spec.knobs[key] = parse_double(key, value);  // checked against the scenario in resolve()
+  } else {
+    throw InputError("empty setting name");
+  }
+}
+
+void to_json(nlohmann::json& j, const VariantSpec& spec) {
+  j = nlohmann::json{{"name", spec.name()},
+                     {"scenario", spec.scenario},
+                     {"precision", to_string(spec.precision)},
+                     {"compiled", spec.compiled},
+                     {"batch_size", spec.batch_size},
+                     {"threads", spec.threads},
+                     {"steps", spec.steps},
+                     {"warmup_steps", spec.warmup_steps},
+                     {"seed", spec.seed},
+                     {"sync_every_steps", spec.sync_every_steps},
+                     {"callback_every_steps", spec.callback_every_steps},
+                     {"callback_ms", spec.callback_ms},
+                     {"device", to_string(spec.device)},
+                     {"knobs", spec.knobs}};
+}
+
+void from_json(const nlohmann::json& j, VariantSpec& spec) {
+  spec.scenario = j.at("scenario").get<std::string>();
+  spec.precision = parse_precision(j.at("precision").get<std::string>());
+  spec.compiled = j.at("compiled").get<bool>();
+  spec.batch_size = j.at("batch_size").get<int64_t>();
+  spec.threads = j.at("threads").get<int>();
+  spec.steps = j.at("steps").get<int64_t>();
+  spec.warmup_steps = j.at("warmup_steps").get<int64_t>();
+  spec.seed = j.at("seed").get<uint64_t>();
+  spec.sync_every_steps = j.at("sync_every_steps").get<int64_t>();
+  spec.callback_every_steps = j.at("callback_every_steps").get<int64_t>();
+  spec.callback_ms = j.at("callback_ms").get<double>();
+  spec.device = parse_device(j.at("device").get<std::string>());
+  spec.knobs = j.at("knobs").get<std::map<std::string, double>>();
+}
+
+}  // namespace trainlab

@@ -1,0 +1,66 @@
+// A variant: everything that defines one measured training configuration (scenario, precision,
+// compiled, batch, threads, loop knobs, scenario knobs). Torch-free so parsing is testable fast.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace trainlab {
+
+struct ScenarioInfo;
+
+enum class Precision { kFp32, kBf16 };
+enum class DeviceChoice { kAuto, kCpu, kCuda };
+
+std::string to_string(Precision precision);
+std::string to_string(DeviceChoice device);
+// Throw InputError with the accepted values on anything else.
+Precision parse_precision(const std::string& text);
+DeviceChoice parse_device(const std::string& text);
+bool parse_on_off(const std::string& option, const std::string& text);
+
+// Limits that make a value impossible (bad input, exit 2) rather than merely too large for the
+// machine (a runtime failure recorded in the variant's result).
+inline constexpr int64_t kMaxBatchSize = int64_t{1} << 31;
+inline constexpr int64_t kMaxSteps = 1'000'000;
+inline constexpr int kMaxThreads = 4096;
+
+struct VariantSpec {
+  std::string scenario;
+  Precision precision = Precision::kFp32;
+  bool compiled = false;
+  int64_t batch_size = 0;          // 0 until resolved: the scenario's default
+  int threads = 0;                 // intra-op threads; 0 = LibTorch's default
+  int64_t steps = 50;              // measured steps
+  int64_t warmup_steps = 5;        // run first, never timed
+  uint64_t seed = 1234;
+  int64_t sync_every_steps = 10;   // read the loss as a number every N steps (1 = each step; 0 = never)
+  int64_t callback_every_steps = 0;  // host-side callback (logging/eval/checkpoint work) every N steps
+  double callback_ms = 0.0;        // cost of that callback
+  DeviceChoice device = DeviceChoice::kAuto;
+  std::map<std::string, double> knobs;  // scenario knobs; defaults filled in by resolve()
+
+  // "fp32", "bf16", "bf16+compiled", ...
+  std::string name() const;
+};
+
+// Checks every value and fills scenario defaults (batch size, knobs). Throws InputError naming the
+// offending option on unknown knobs, out-of-range or impossible values.
+void resolve(VariantSpec& spec, const ScenarioInfo& scenario);
+
+// Sets one field from text, as in `--override bf16:batch=64` or a config preset. Keys: precision,
+// compiled, batch, threads, steps, warmup, seed, sync-every, callback-every, callback-ms, device,
+// or any scenario knob name. Throws InputError on unknown keys or unparsable values.
+void apply_setting(VariantSpec& spec, const std::string& key, const std::string& value);
+
+// Parses a whole number / a real number from an option value; throws InputError naming the option.
+int64_t parse_int(const std::string& option, const std::string& text);
+double parse_double(const std::string& option, const std::string& text);
+
+void to_json(nlohmann::json& j, const VariantSpec& spec);
+void from_json(const nlohmann::json& j, VariantSpec& spec);
+
+}  // namespace trainlab

@@ -1,0 +1,27 @@
+// Runs this same binary as a child process with its output in a log file, waits with a timeout,
+// and reports how it ended (exit status, signal, timed out). Torch-free.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace trainlab {
+
+struct ChildOutcome {
+  int exit_status = -1;   // valid when exited
+  int signal = 0;         // non-zero when killed by a signal
+  bool exited = false;
+  bool timed_out = false;
+  double wall_s = 0;
+
+  std::string describe() const;  // "exit status 1", "killed by signal 9 (SIGKILL: ...)", ...
+};
+
+// args excludes argv[0]; the child is /proc/self/exe. stdout and stderr go to log_path.
+ChildOutcome run_self_as_child(const std::vector<std::string>& args, const std::string& log_path,
+                               double timeout_s);
+
+// The last non-empty line of a text file (a child's last words), or "".
+std::string last_line_of(const std::string& path);
+
+}  // namespace trainlab

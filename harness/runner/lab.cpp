@@ -1,0 +1,195 @@
+// Baseline lab and single run: spawn variants, collect records, read the lab, write run.json.
+#include "harness/runner/lab.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <sstream>
+
+#include "diagnostics/baseline_reading.h"
+#include "harness/core/atomic_file.h"
+#include "harness/core/errors.h"
+#include "harness/runner/variant_runner.h"
+#include "scenarios/registry.h"
+
+namespace trainlab {
+namespace fs = std::filesystem;
+namespace {
+
+std::string utc_now(const char* format) {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), format, &tm);
+  return buf;
+}
+
+std::string fmt(const char* format, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, value);
+  return buf;
+}
+
+LabVariantFigures figures_of(const VariantRecord* record) {
+  LabVariantFigures figures;
+  if (record == nullptr || !record->ok()) return figures;
+  const VariantAggregate agg = aggregate(*record);
+  figures.ok = agg.measured_steps > 0;
+  figures.samples_per_s = agg.samples_per_s;
+  figures.data_wait_pct = agg.phase_pct[static_cast<size_t>(Phase::kDataWait)];
+  return figures;
+}
+
+void report_progress(std::ostream& progress, size_t k, size_t n, const VariantRecord& record, double wall_s) {
+  progress << "[" << k << "/" << n << "] " << record.spec.name() << ": ";
+  if (record.ok()) {
+    progress << fmt("%.1f samples/s", aggregate(record).samples_per_s);
+  } else {
+    progress << "FAILED (" << record.error << ")";
+  }
+  progress << fmt(", %.1f s", wall_s) << std::endl;
+}
+
+LabOutcome run_variants(const std::vector<VariantSpec>& specs, const LabOptions& options,
+                        const std::string& kind, std::ostream& progress) {
+  LabOutcome outcome;
+  RunRecord& record = outcome.record;
+  record.kind = kind;
+  record.scenario = options.base.scenario;
+  record.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  outcome.run_dir = make_run_dir(options.results_dir, options.base.scenario, kind, &record.run_id);
+  progress << "trainlab " << kind << ": scenario " << record.scenario << ", " << specs.size()
+           << " variant(s), results in " << outcome.run_dir << std::endl;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    VariantRunOptions run_options;
+    run_options.run_dir = outcome.run_dir;
+    run_options.timeout_s = options.variant_timeout_s;
+    record.variants.push_back(run_variant_isolated(specs[i], run_options));
+    const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    report_progress(progress, i + 1, specs.size(), record.variants.back(), wall_s);
+  }
+  for (const VariantRecord& v : record.variants) {
+    if (v.ok()) {
+      record.environment = v.environment;
+      break;
+    }
+  }
+  return outcome;
+}
+
+const VariantRecord* find_variant(const RunRecord& record, const std::string& name) {
+  for (const VariantRecord& v : record.variants) {
+    if (v.spec.name() == name) return &v;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string make_run_dir(const std::string& results_dir, const std::string& scenario,
+                         const std::string& kind, std::string* run_id) {
+  ensure_writable_dir(results_dir);
+  const std::string base = utc_now("%Y%m%d-%H%M%S") + "-" + scenario + "-" + kind;
+  for (int n = 1; n < 1000; ++n) {
+    const std::string id = n == 1 ? base : base + "-" + std::to_string(n);
+    const fs::path dir = fs::path(results_dir) / id;
+    std::error_code ec;
+    if (fs::create_directory(dir, ec)) {
+      *run_id = id;
+      return dir.string();
+    }
+    if (ec) throw InputError("cannot create run folder " + dir.string() + ": " + ec.message());
+  }
+  throw InputError("too many runs with the same id in " + results_dir);
+}
+
+std::vector<VariantSpec> baseline_variants(const LabOptions& options) {
+  std::vector<VariantSpec> specs;
+  for (auto [precision, compiled] : {std::pair{Precision::kFp32, false}, std::pair{Precision::kBf16, false},
+                                     std::pair{Precision::kBf16, true}}) {
+    VariantSpec spec = options.base;
+    spec.precision = precision;
+    spec.compiled = compiled;
+    const std::string name = spec.name();
+    if (auto it = options.overrides.find(name); it != options.overrides.end()) {
+      for (const auto& [key, value] : it->second) {
+        if (key == "precision" || key == "compiled") {
+          throw InputError("--override cannot change " + key + " of lab variant " + name);
+        }
+        apply_setting(spec, key, value);
+      }
+    }
+    resolve(spec, find_scenario(spec.scenario));
+    specs.push_back(spec);
+  }
+  for (const auto& [name, settings] : options.overrides) {
+    if (name != "fp32" && name != "bf16" && name != "bf16+compiled") {
+      throw InputError("--override names unknown lab variant '" + name + "' (fp32, bf16, bf16+compiled)");
+    }
+  }
+  return specs;
+}
+
+LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress) {
+  const std::vector<VariantSpec> specs = baseline_variants(options);
+  LabOutcome outcome = run_variants(specs, options, "baseline", progress);
+  const LabReading reading = read_baseline_lab(
+      figures_of(find_variant(outcome.record, "fp32")), figures_of(find_variant(outcome.record, "bf16")),
+      figures_of(find_variant(outcome.record, "bf16+compiled")), *options.thresholds);
+  outcome.record.reading = reading.lines;
+  write_run_record((fs::path(outcome.run_dir) / "run.json").string(), outcome.record);
+  return outcome;
+}
+
+LabOutcome run_single_variant(const LabOptions& options, std::ostream& progress) {
+  LabOutcome outcome = run_variants({options.base}, options, "run", progress);
+  write_run_record((fs::path(outcome.run_dir) / "run.json").string(), outcome.record);
+  return outcome;
+}
+
+std::string render_variant_table(const RunRecord& record) {
+  const std::vector<std::string> header = {"variant", "samples/s", "step p50 ms", "step p95 ms",
+                                           "peak MiB", "ops/step", "data wait", "vs fp32"};
+  std::vector<std::vector<std::string>> rows;
+  const VariantRecord* fp32 = find_variant(record, "fp32");
+  const double fp32_sps = (fp32 && fp32->ok()) ? aggregate(*fp32).samples_per_s : 0;
+  std::vector<std::string> errors;
+  for (const VariantRecord& v : record.variants) {
+    if (!v.ok()) {
+      rows.push_back({v.spec.name(), "error", "-", "-", "-", "-", "-", "-"});
+      errors.push_back(v.spec.name() + ": " + v.error);
+      continue;
+    }
+    const VariantAggregate agg = aggregate(v);
+    rows.push_back({v.spec.name(), fmt("%.1f", agg.samples_per_s), fmt("%.2f", agg.step_ms_p50),
+                    fmt("%.2f", agg.step_ms_p95), fmt("%.0f", v.peak_memory_bytes / 1048576.0),
+                    fmt("%.0f", v.ops_per_step),
+                    fmt("%.1f %%", agg.phase_pct[static_cast<size_t>(Phase::kDataWait)]),
+                    fp32_sps > 0 ? fmt("%.2fx", agg.samples_per_s / fp32_sps) : "-"});
+  }
+  std::vector<size_t> width(header.size());
+  for (size_t c = 0; c < header.size(); ++c) {
+    width[c] = header[c].size();
+    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+  }
+  std::ostringstream out;
+  auto line = [&](const std::vector<std::string>& cells) {
+    for (size_t c = 0; c < cells.size(); ++c) {
+      const std::string pad(width[c] - cells[c].size(), ' ');
+      out << (c == 0 ? cells[c] + pad : pad + cells[c]) << (c + 1 < cells.size() ? "  " : "\n");
+    }
+  };
+  line(header);
+  size_t total = 0;
+  for (size_t w : width) total += w + 2;
+  out << std::string(total - 2, '-') << "\n";
+  for (const auto& row : rows) line(row);
+  for (const std::string& e : errors) out << "error in " << e << "\n";
+  return out.str();
+}
+
+}  // namespace trainlab

@@ -1,0 +1,42 @@
+// The commands' orchestration: the three-run baseline lab (fp32, bf16, bf16+compiled) and the
+// single-variant run, each variant in its own child process, results in results/<run-id>/.
+#pragma once
+
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "diagnostics/thresholds.h"
+#include "harness/core/run_record.h"
+
+namespace trainlab {
+
+struct LabOptions {
+  VariantSpec base;                  // resolved; precision/compiled are set per variant
+  std::string results_dir = "results";
+  double variant_timeout_s = 1800;
+  // Per-variant settings applied on top of base, e.g. {"bf16", {{"batch", "64"}}}.
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> overrides;
+  const Thresholds* thresholds = &Thresholds::defaults();
+};
+
+struct LabOutcome {
+  RunRecord record;
+  std::string run_dir;
+};
+
+// The lab's three variant specs, overrides applied and validated (throws InputError).
+std::vector<VariantSpec> baseline_variants(const LabOptions& options);
+
+LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress);
+LabOutcome run_single_variant(const LabOptions& options, std::ostream& progress);
+
+// Creates results/<YYYYmmdd-HHMMSS>-<scenario>-<kind>[-N]/ and returns its path.
+std::string make_run_dir(const std::string& results_dir, const std::string& scenario,
+                         const std::string& kind, std::string* run_id);
+
+// Terminal table: variant, samples/s, step p50/p95, peak memory, ops/step, data wait, speed-up.
+std::string render_variant_table(const RunRecord& record);
+
+}  // namespace trainlab

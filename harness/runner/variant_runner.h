@@ -1,0 +1,19 @@
+// Runs one variant in its own child process (same binary, hidden `__variant` command) and
+// always returns a record: the child's own, or one whose error says how the child died.
+#pragma once
+
+#include <string>
+
+#include "harness/core/run_record.h"
+
+namespace trainlab {
+
+struct VariantRunOptions {
+  std::string run_dir;        // the child's spec, record and log go under run_dir/variants/
+  double timeout_s = 1800;    // a hung variant is killed and recorded as timed out
+  std::string file_stem;      // defaults to the variant name
+};
+
+VariantRecord run_variant_isolated(const VariantSpec& spec, const VariantRunOptions& options);
+
+}  // namespace trainlab

@@ -1,0 +1,210 @@
+// The training loop and the variant child's entry point.
+#include "harness/train/training_loop.h"
+
+#include <sys/resource.h>
+
+#include <ATen/autocast_mode.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <torch/torch.h>
+
+#include <iostream>
+#include <sstream>
+
+#include "harness/core/atomic_file.h"
+#include "harness/core/errors.h"
+#include "harness/train/autocast_scope.h"
+#include "harness/train/batch_loader.h"
+#include "harness/train/compiled_forward.h"
+#include "harness/train/environment.h"
+#include "harness/train/phase_clock.h"
+#include "profiler/op_census.h"
+#include "scenarios/registry.h"
+#include "scenarios/workload.h"
+
+namespace trainlab {
+namespace {
+
+// The fixed data slice: this many batches, reused every epoch.
+constexpr int64_t kSliceBatches = 32;
+
+// Stands in for logging / evaluation / checkpoint work done on the host every N steps: copies
+// the parameters to host memory and checksums them, repeating until the requested cost is spent.
+double run_host_callback(torch::nn::Module& model, double cost_ms) {
+  const int64_t deadline_ns = now_ns() + static_cast<int64_t>(cost_ms * 1e6);
+  double checksum = 0;
+  do {
+    for (const torch::Tensor& p : model.parameters()) {
+      torch::Tensor host = p.detach().to(torch::kCPU, torch::kFloat, /*non_blocking=*/false, /*copy=*/true);
+      const float* data = host.data_ptr<float>();
+      for (int64_t i = 0; i < host.numel(); i += 64) checksum += data[i];
+    }
+  } while (now_ns() < deadline_ns);
+  return checksum;
+}
+
+std::vector<torch::Tensor> to_device(const std::vector<torch::Tensor>& tensors, const torch::Device& device) {
+  std::vector<torch::Tensor> out;
+  out.reserve(tensors.size());
+  for (const torch::Tensor& t : tensors) out.push_back(t.to(device, /*non_blocking=*/true));
+  return out;
+}
+
+// One line out of a LibTorch message that can run to pages: the TorchScript interpreter puts
+// the real cause on a later "...Error: ..." line; otherwise the first line says it.
+std::string summarize_error(const std::string& message) {
+  std::istringstream lines(message);
+  std::string line, first, cause;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    if (first.empty()) first = line;
+    if (line.rfind("RuntimeError: ", 0) == 0) cause = line.substr(14);
+  }
+  return cause.empty() ? first : cause;
+}
+
+int64_t peak_rss_bytes() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // ru_maxrss is in KiB on Linux
+}
+
+}  // namespace
+
+VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns) {
+  VariantRecord record;
+  record.spec = spec;
+  if (spec.threads > 0) at::set_num_threads(spec.threads);
+  const bool use_cuda = spec.device != DeviceChoice::kCpu && cuda_usable();
+  if (spec.device == DeviceChoice::kCuda && !use_cuda) {
+    throw InputError("--device cuda requested but no CUDA device is usable");
+  }
+  const torch::Device device = use_cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+  record.device = use_cuda ? "cuda:0" : "cpu";
+  record.environment = capture_environment();
+
+  torch::manual_seed(spec.seed);
+  WorkloadConfig config{spec.batch_size, kSliceBatches, spec.seed, spec.knobs};
+  std::unique_ptr<Workload> workload = make_workload(spec.scenario, config);
+  workload->model().to(device);
+  workload->model().train();
+  std::unique_ptr<torch::optim::Optimizer> optimizer = workload->make_optimizer();
+  BatchLoader loader(workload->make_dataset(), spec.batch_size, spec.seed);
+
+  const bool bf16 = spec.precision == Precision::kBf16;
+  std::unique_ptr<CompiledForward> compiled;
+  if (spec.compiled) {
+    Batch example = loader.peek_first();
+    compiled = std::make_unique<CompiledForward>(
+        *workload, workload->prepare(to_device(example.inputs, device)), device.type(), bf16);
+  }
+  // Forward and loss under autocast when bf16 (compiled graphs get their casts from the JIT's
+  // autocast pass, which runs when eager autocast is on).
+  auto forward_and_loss = [&](const std::vector<torch::Tensor>& inputs, const torch::Tensor& targets,
+                              torch::Tensor* output) {
+    AutocastScope autocast(device.type(), bf16);
+    std::vector<torch::Tensor> prepared = workload->prepare(inputs);
+    *output = compiled ? (*compiled)(prepared) : workload->body(prepared);
+    return workload->loss(*output, targets);
+  };
+
+  PhaseClock clock(use_cuda);
+  std::vector<torch::Tensor> losses;
+  const int64_t total_steps = spec.warmup_steps + spec.steps;
+  record.init_ns = now_ns() - process_start_ns;
+  for (int64_t i = 0; i < total_steps; ++i) {
+    StepRecord step;
+    step.index = i;
+    step.warmup = i < spec.warmup_steps;
+    clock.begin_step();
+
+    Batch batch = loader.next();
+    clock.end_phase(Phase::kDataWait);
+
+    std::vector<torch::Tensor> inputs = to_device(batch.inputs, device);
+    torch::Tensor targets = batch.targets.to(device, /*non_blocking=*/true);
+    clock.end_phase(Phase::kHostToDevice);
+
+    torch::Tensor output;
+    torch::Tensor loss = forward_and_loss(inputs, targets, &output);
+    clock.end_phase(Phase::kForward);
+
+    loss.backward();
+    clock.end_phase(Phase::kBackward);
+
+    optimizer->step();
+    optimizer->zero_grad(/*set_to_none=*/true);
+    clock.end_phase(Phase::kOptimizer);
+
+    losses.push_back(loss.detach());
+    if (spec.sync_every_steps > 0 && (i + 1) % spec.sync_every_steps == 0) {
+      // The knob's deliberate host synchronisation: reading the loss as a number.
+      (void)loss.item<double>();
+    }
+    if (spec.callback_every_steps > 0 && (i + 1) % spec.callback_every_steps == 0) {
+      run_host_callback(workload->model(), spec.callback_ms);
+    }
+    clock.end_step(step);
+    record.steps.push_back(step);
+  }
+  clock.finalize(record.steps);  // CUDA: one synchronisation, after the timed loop
+
+  // Loss values: one transfer after timing (losses stayed on the device).
+  torch::Tensor loss_values = torch::stack(losses).to(torch::kCPU, torch::kDouble);
+  for (size_t i = 0; i < record.steps.size(); ++i) {
+    record.steps[i].loss = loss_values[static_cast<int64_t>(i)].item<double>();
+  }
+
+  // Census step: untimed, with an op-counting callback installed.
+  {
+    OpCensus census;
+    census.start();
+    Batch batch = loader.next();
+    torch::Tensor output;
+    torch::Tensor loss = forward_and_loss(to_device(batch.inputs, device),
+                                          batch.targets.to(device, /*non_blocking=*/true), &output);
+    if (compiled) record.compile_info = compiled->describe_last_execution();
+    loss.backward();
+    optimizer->step();
+    optimizer->zero_grad(true);
+    census.stop();
+    record.ops_per_step = static_cast<double>(census.ops());
+    record.op_input_dtypes = census.input_dtypes();
+    record.forward_output_dtype = c10::toString(output.scalar_type());
+  }
+
+  if (use_cuda) {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+    record.peak_memory_bytes =
+        stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak;
+    record.peak_memory_source = "cuda_allocator";
+  } else {
+    record.peak_memory_bytes = peak_rss_bytes();
+    record.peak_memory_source = "rss";
+  }
+  return record;
+}
+
+int variant_child_main(const std::string& spec_path, const std::string& record_path) {
+  const int64_t start_ns = now_ns();
+  VariantRecord record;
+  try {
+    const nlohmann::json spec_json = nlohmann::json::parse(read_file(spec_path));
+    record.spec = spec_json.get<VariantSpec>();
+    record = run_variant(record.spec, start_ns);
+  } catch (const c10::Error& e) {
+    record.error = e.what_without_backtrace();
+  } catch (const std::exception& e) {
+    record.error = e.what();
+  }
+  if (!record.error.empty()) {
+    std::cerr << "trainlab: variant " << record.spec.name() << " failed:\n" << record.error << "\n";
+    record.error = summarize_error(record.error);
+    record.steps.clear();
+    record.peak_memory_bytes = peak_rss_bytes();
+    record.peak_memory_source = "rss";
+  }
+  write_variant_record(record_path, record);
+  return record.ok() ? 0 : 1;
+}
+
+}  // namespace trainlab

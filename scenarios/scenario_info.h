@@ -1,0 +1,40 @@
+// What a scenario says about itself without building anything: name, one-line description,
+// default batch size and its knobs with ranges. Torch-free, so the CLI and tests can validate
+// options without LibTorch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trainlab {
+
+struct KnobInfo {
+  std::string name;
+  double default_value = 0;
+  double min_value = 0;
+  double max_value = 0;
+  bool integer = true;
+  std::string description;
+};
+
+struct ScenarioInfo {
+  std::string name;
+  std::string description;
+  int64_t default_batch_size = 1;
+  std::vector<KnobInfo> knobs;
+
+  const KnobInfo* find_knob(const std::string& knob_name) const {
+    for (const KnobInfo& knob : knobs) {
+      if (knob.name == knob_name) return &knob;
+    }
+    return nullptr;
+  }
+  std::string knob_names() const {
+    std::string names;
+    for (const KnobInfo& knob : knobs) names += (names.empty() ? "" : ", ") + knob.name;
+    return names.empty() ? "none" : names;
+  }
+};
+
+}  // namespace trainlab

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds trainlab, then runs the three-run lab ("lab") or the test
+# suite ("test"). For a fresh Debian 12 machine, run as root; safe to run again (idempotent).
+#   Debian packages: compiler, CMake, Ninja, ccache, CLI11, nlohmann/json, GoogleTest, Benchmark.
+#   PyTorch (pinned) from PyPI into a virtual environment outside the repository; its bundled
+#   LibTorch is what trainlab builds against (torch.utils.cmake_prefix_path).
+set -euo pipefail
+
+mode="${1:-lab}"
+case "$mode" in lab|test|build) ;; *) echo "usage: $0 [lab|test|build]" >&2; exit 2 ;; esac
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${TRAINLAB_VENV:-/opt/trainlab/venv}"
+build_dir="${TRAINLAB_BUILD_DIR:-$repo/build}"
+torch_version="2.11.0"
+
+say() { printf '==> %s\n' "$*"; }
+
+# 1. Debian packages.
+packages=(build-essential cmake ninja-build ccache git python3 python3-venv python3-pip
+          libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  say "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# 2. PyTorch wheel (LibTorch inside) in a virtual environment.
+if ! "$venv/bin/python" -c "import torch, sys; sys.exit(0 if torch.__version__.split('+')[0] == '$torch_version' else 1)" 2>/dev/null; then
+  say "installing torch==$torch_version into $venv"
+  mkdir -p "$(dirname "$venv")"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --progress-bar off "torch==$torch_version"
+fi
+torch_prefix="$("$venv/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null)"
+
+# The wheel is a CUDA build; its CMake config needs the CUDA toolkit's headers (present on the
+# project's machines; nothing CUDA has to run).
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+fi
+command -v nvcc >/dev/null 2>&1 || { echo "trainlab: the CUDA toolkit (nvcc) is required to build against the CUDA LibTorch wheel" >&2; exit 2; }
+
+# 3. Build (ccache + a precompiled LibTorch header keep rebuilds short).
+export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
+say "configuring and building in $build_dir"
+cmake -S "$repo" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_prefix" >"$build_dir.configure.log" 2>&1 \
+  || { cat "$build_dir.configure.log" >&2; exit 1; }
+cmake --build "$build_dir" -j "$(nproc)"
+
+# 4. Run.
+cd "$repo"
+case "$mode" in
+  lab)  say "three-run baseline lab on the default scenario"; exec "$build_dir/trainlab" baseline --scenario recsys ;;
+  test) say "tests"; exec ctest --test-dir "$build_dir" --output-on-failure -j 2 ;;
+  build) ;;
+esac

@@ -1,0 +1,113 @@
+// End to end: the three-run lab and single runs on tiny scenario sizes, through the real binary
+// (each variant in its own child process), checked through the run record.
+#include <gtest/gtest.h>
+
+#include "e2e_support.h"
+#include "harness/core/run_record.h"
+
+namespace trainlab {
+namespace {
+using e2e::run_trainlab;
+
+constexpr const char* kTinyRecsys =
+    "--scenario recsys --batch 16 --steps 6 --warmup 3 -k items=500 -k dim=32 -k layers=1 -k heads=2 "
+    "-k seq_len=8 -k user_vocab=50 -k categories=20";
+constexpr const char* kTinyMlp =
+    "--scenario mlp --batch 16 --steps 5 --warmup 2 -k in_features=64 -k hidden=64 -k classes=10";
+
+const VariantRecord& variant(const RunRecord& run, const std::string& name) {
+  for (const VariantRecord& v : run.variants) {
+    if (v.spec.name() == name) return v;
+  }
+  throw std::runtime_error("no variant " + name);
+}
+
+TEST(BaselineLabE2E, ThreeVariantsWithConsistentFigures) {
+  const std::string results = e2e::fresh_results_dir("lab");
+  const auto r = run_trainlab(std::string("baseline ") + kTinyRecsys + " --results " + results);
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_NE(r.out.find("samples/s"), std::string::npos);  // the table
+  EXPECT_NE(r.out.find("Reading:"), std::string::npos);
+
+  const RunRecord run = read_run_record(e2e::only_run_dir(results));
+  EXPECT_EQ(run.kind, "baseline");
+  ASSERT_EQ(run.variants.size(), 3u);
+  EXPECT_EQ(run.variants[0].spec.name(), "fp32");
+  EXPECT_EQ(run.variants[1].spec.name(), "bf16");
+  EXPECT_EQ(run.variants[2].spec.name(), "bf16+compiled");
+  EXPECT_FALSE(run.environment.libtorch_version.empty());
+  EXPECT_GT(run.environment.logical_cores, 0);
+  EXPECT_FALSE(run.reading.empty());
+
+  for (const VariantRecord& v : run.variants) {
+    ASSERT_TRUE(v.ok()) << v.spec.name() << ": " << v.error;
+    ASSERT_EQ(v.steps.size(), 9u);  // 3 warm-up + 6 measured
+    int64_t measured_ns = 0;
+    for (const StepRecord& s : v.steps) {
+      if (s.warmup) continue;
+      measured_ns += s.step_ns;
+      int64_t phases = 0;
+      for (int64_t p : s.phase_ns) phases += p;
+      EXPECT_NEAR(static_cast<double>(phases), static_cast<double>(s.step_ns), 0.01 * s.step_ns);
+    }
+    const VariantAggregate agg = aggregate(v);
+    EXPECT_EQ(agg.measured_steps, 6);
+    // samples/s = batch x measured steps / measured time, and that time fits in the wall clock.
+    EXPECT_NEAR(agg.samples_per_s, 16.0 * 6 / (measured_ns / 1e9), 1e-6 * agg.samples_per_s);
+    EXPECT_GT(measured_ns, 0);
+    EXPECT_LT(measured_ns / 1e9, r.wall_s);
+    EXPECT_GT(v.peak_memory_bytes, 10 << 20);
+    EXPECT_GT(v.ops_per_step, 10);
+  }
+
+  const VariantRecord& fp32 = variant(run, "fp32");
+  const VariantRecord& bf16 = variant(run, "bf16");
+  const VariantRecord& compiled = variant(run, "bf16+compiled");
+  // bf16 is really used: ops ran on bf16 inputs and the model output is bf16.
+  EXPECT_EQ(fp32.op_input_dtypes.count("BFloat16"), 0u);
+  EXPECT_EQ(fp32.forward_output_dtype, "Float");
+  ASSERT_EQ(bf16.op_input_dtypes.count("BFloat16"), 1u);
+  EXPECT_GT(bf16.op_input_dtypes.at("BFloat16"), 10);
+  EXPECT_EQ(bf16.forward_output_dtype, "BFloat16");
+  EXPECT_EQ(compiled.forward_output_dtype, "BFloat16");
+  // Compiling really changed what runs: a traced graph, and a different op count per step.
+  EXPECT_GT(compiled.compile_info.at("traced_graph_nodes").get<int64_t>(), 10);
+  EXPECT_NE(compiled.ops_per_step, bf16.ops_per_step);
+}
+
+TEST(BaselineLabE2E, SameSeedGivesSameFp32Losses) {
+  std::vector<std::vector<double>> losses;
+  for (int i = 0; i < 2; ++i) {
+    const std::string results = e2e::fresh_results_dir("seed" + std::to_string(i));
+    const auto r = run_trainlab(std::string("run ") + kTinyMlp + " --seed 7 --results " + results);
+    ASSERT_EQ(r.exit_status, 0) << r.err;
+    const RunRecord run = read_run_record(e2e::only_run_dir(results));
+    ASSERT_EQ(run.variants.size(), 1u);
+    std::vector<double> l;
+    for (const StepRecord& s : run.variants[0].steps) l.push_back(s.loss);
+    losses.push_back(l);
+  }
+  ASSERT_EQ(losses[0].size(), 7u);
+  EXPECT_EQ(losses[0], losses[1]);
+  EXPECT_NE(losses[0].front(), losses[0].back());  // it trained: the loss moved
+}
+
+TEST(BaselineLabE2E, FailingVariantIsRecordedAndOthersComplete) {
+  const std::string results = e2e::fresh_results_dir("failing");
+  // A batch this large cannot be allocated: the bf16 child fails, the lab goes on.
+  const auto r = run_trainlab(std::string("baseline ") + kTinyMlp +
+                              " --override bf16:batch=1000000000 --results " + results);
+  EXPECT_EQ(r.exit_status, 1) << r.err;  // results kept, status says a variant failed
+  const RunRecord run = read_run_record(e2e::only_run_dir(results));
+  ASSERT_EQ(run.variants.size(), 3u);
+  EXPECT_TRUE(variant(run, "fp32").ok());
+  EXPECT_TRUE(variant(run, "bf16+compiled").ok());
+  const VariantRecord& failed = variant(run, "bf16");
+  EXPECT_FALSE(failed.ok());
+  EXPECT_FALSE(failed.error.empty());
+  EXPECT_EQ(failed.spec.batch_size, 1000000000);
+  EXPECT_NE(r.out.find("error in bf16"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainlab

@@ -1,0 +1,47 @@
+// End to end: bad input gives one clear line on stderr and exit status 2; `list` shows scenarios.
+#include <gtest/gtest.h>
+
+#include "e2e_support.h"
+
+namespace trainlab {
+namespace {
+using e2e::run_trainlab;
+
+TEST(CliE2E, ListShowsBuiltInScenarios) {
+  const auto r = run_trainlab("list");
+  ASSERT_EQ(r.exit_status, 0);
+  for (const char* name : {"recsys (default)", "mlp", "tinyops"}) {
+    EXPECT_NE(r.out.find(name), std::string::npos) << name;
+  }
+}
+
+void expect_bad_input(const std::string& args, const std::string& message_part) {
+  const auto r = run_trainlab(args);
+  EXPECT_EQ(r.exit_status, 2) << args << "\n" << r.err;
+  EXPECT_EQ(e2e::count_lines(r.err), 1) << args << "\n" << r.err;
+  EXPECT_NE(r.err.find(message_part), std::string::npos) << args << "\n" << r.err;
+}
+
+TEST(CliE2E, BadInputIsOneLineAndExitTwo) {
+  const std::string results = e2e::fresh_results_dir("bad");
+  const std::string r = " --results " + results;
+  expect_bad_input("run --scenario nope" + r, "unknown scenario 'nope'");
+  expect_bad_input("run --precision fp8" + r, "invalid precision 'fp8'");
+  expect_bad_input("run --compiled maybe" + r, "expected on or off");
+  expect_bad_input("run --batch -5" + r, "impossible batch size");
+  expect_bad_input("run --batch 99999999999" + r, "impossible batch size");
+  expect_bad_input("run --steps 0" + r, "--steps");
+  expect_bad_input("run -k nope=3" + r, "unknown knob 'nope'");
+  expect_bad_input("run -k hidden=0 --scenario mlp" + r, "out of range");
+  expect_bad_input("run --device tpu" + r, "invalid device");
+  expect_bad_input("baseline --override fp64:batch=3" + r, "unknown lab variant");
+  expect_bad_input("baseline --override bf16:precision=fp32" + r, "cannot change precision");
+  expect_bad_input("run --no-such-option" + r, "no-such-option");
+  expect_bad_input("run --results /proc/trainlab-cannot-write", "results folder");
+  expect_bad_input("run --thresholds " + results + "/missing.json" + r, "no such file");
+  expect_bad_input("frobnicate", "frobnicate");
+  EXPECT_TRUE(e2e::only_run_dir(results).empty());  // nothing ran, nothing written
+}
+
+}  // namespace
+}  // namespace trainlab

@@ -1,0 +1,68 @@
+// Helpers for end-to-end tests: run the built trainlab binary with arguments, capture its exit
+// status, stdout and stderr, and find the run folder it wrote.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace trainlab::e2e {
+
+struct CliResult {
+  int exit_status = -1;
+  std::string out, err;
+  double wall_s = 0;
+};
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline CliResult run_trainlab(const std::string& args) {
+  static int counter = 0;
+  const std::string base = ::testing::TempDir() + "/trainlab_cli_" + std::to_string(::getpid()) + "_" +
+                           std::to_string(counter++);
+  const std::string cmd = std::string("'") + TRAINLAB_BINARY + "' " + args + " >" + base + ".out 2>" + base + ".err";
+  const auto start = std::chrono::steady_clock::now();
+  const int status = std::system(cmd.c_str());
+  CliResult r;
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(base + ".out");
+  r.err = slurp(base + ".err");
+  return r;
+}
+
+// A fresh, empty results folder for one test.
+inline std::string fresh_results_dir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/trainlab_results_" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// The only run folder inside a results folder.
+inline std::string only_run_dir(const std::string& results_dir) {
+  std::vector<std::string> dirs;
+  for (const auto& entry : std::filesystem::directory_iterator(results_dir)) {
+    if (entry.is_directory()) dirs.push_back(entry.path().string());
+  }
+  return dirs.size() == 1 ? dirs[0] : std::string();
+}
+
+inline int count_lines(const std::string& text) {
+  int n = 0;
+  for (char c : text) n += c == '\n';
+  return n;
+}
+
+}  // namespace trainlab::e2e

@@ -1,0 +1,101 @@
+// RunRecord JSON: round trip, derived aggregates, refusal of unknown schema versions.
+#include "harness/core/run_record.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "harness/core/errors.h"
+
+namespace trainlab {
+namespace {
+
+VariantRecord sample_variant() {
+  VariantRecord v;
+  v.spec.scenario = "mlp";
+  v.spec.precision = Precision::kBf16;
+  v.spec.batch_size = 8;
+  v.spec.knobs = {{"hidden", 64}};
+  v.device = "cpu";
+  v.peak_memory_bytes = 123456789;
+  v.peak_memory_source = "rss";
+  v.ops_per_step = 321;
+  v.op_input_dtypes = {{"BFloat16", 10}, {"Float", 5}};
+  v.forward_output_dtype = "BFloat16";
+  v.environment.cpu_model = "Test CPU";
+  v.environment.logical_cores = 2;
+  v.environment.libtorch_version = "2.11.0";
+  for (int i = 0; i < 4; ++i) {
+    StepRecord s;
+    s.index = i;
+    s.warmup = i == 0;
+    s.step_ns = 1'000'000 * (i + 1);               // 1, 2, 3, 4 ms
+    s.phase_ns[static_cast<size_t>(Phase::kDataWait)] = 250'000;
+    s.phase_ns[static_cast<size_t>(Phase::kForward)] = s.step_ns - 250'000;
+    s.loss = 1.0 / (i + 1);
+    v.steps.push_back(s);
+  }
+  return v;
+}
+
+TEST(RunRecordTest, AggregateSkipsWarmupAndUsesMeasuredTime) {
+  const VariantAggregate agg = aggregate(sample_variant());
+  EXPECT_EQ(agg.measured_steps, 3);
+  EXPECT_EQ(agg.measured_ns, 9'000'000);              // 2 + 3 + 4 ms
+  EXPECT_NEAR(agg.samples_per_s, 8.0 * 3 / 0.009, 1e-6);
+  EXPECT_DOUBLE_EQ(agg.step_ms_p50, 3.0);
+  EXPECT_NEAR(agg.step_ms_p95, 3.9, 1e-9);            // rank 1.9 between 3 and 4
+  EXPECT_NEAR(agg.phase_pct[static_cast<size_t>(Phase::kDataWait)], 100.0 * 0.75 / 9.0, 1e-9);
+}
+
+TEST(RunRecordTest, RoundTripPreservesEverything) {
+  RunRecord run;
+  run.run_id = "20260101-000000-mlp-baseline";
+  run.kind = "baseline";
+  run.created_utc = "2026-01-01T00:00:00Z";
+  run.scenario = "mlp";
+  run.environment.blas = "mkl";
+  run.variants.push_back(sample_variant());
+  VariantRecord failed;
+  failed.spec.scenario = "mlp";
+  failed.error = "out of memory";
+  run.variants.push_back(failed);
+  run.reading = {"a line"};
+
+  const nlohmann::json j = to_json(run);
+  EXPECT_EQ(j.at("schema_version").get<int>(), kRunSchemaVersion);
+  const RunRecord back = run_record_from_json(nlohmann::json::parse(j.dump()));
+  EXPECT_EQ(to_json(back), j);
+  ASSERT_EQ(back.variants.size(), 2u);
+  EXPECT_EQ(back.variants[0].steps.size(), 4u);
+  EXPECT_EQ(back.variants[0].steps[2].step_ns, 3'000'000);
+  EXPECT_DOUBLE_EQ(back.variants[0].steps[3].loss, 0.25);
+  EXPECT_EQ(back.variants[0].spec.precision, Precision::kBf16);
+  EXPECT_EQ(back.variants[0].spec.knobs.at("hidden"), 64);
+  EXPECT_FALSE(back.variants[1].ok());
+  EXPECT_EQ(back.variants[1].error, "out of memory");
+}
+
+TEST(RunRecordTest, RejectsUnknownSchemaVersionAndMalformedDocuments) {
+  RunRecord run;
+  nlohmann::json j = to_json(run);
+  j["schema_version"] = kRunSchemaVersion + 1;
+  EXPECT_THROW(run_record_from_json(j), InputError);
+  EXPECT_THROW(run_record_from_json(nlohmann::json::array()), InputError);
+  nlohmann::json missing = to_json(run);
+  missing.erase("variants");
+  EXPECT_THROW(run_record_from_json(missing), InputError);
+}
+
+TEST(RunRecordTest, FileRoundTripAndMissingFile) {
+  const std::string dir = ::testing::TempDir() + "/trainlab_record_test";
+  std::filesystem::create_directories(dir);
+  RunRecord run;
+  run.variants.push_back(sample_variant());
+  write_run_record(dir + "/run.json", run);
+  EXPECT_EQ(to_json(read_run_record(dir)), to_json(run));  // a folder reads its run.json
+  EXPECT_THROW(read_run_record(dir + "/missing.json"), InputError);
+}
+
+}  // namespace
+}  // namespace trainlab
