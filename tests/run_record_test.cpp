@@ -99,3 +99,19 @@ TEST(RunRecordTest, FileRoundTripAndMissingFile) {
 
 }  // namespace
 }  // namespace trainlab
+
+namespace trainlab {
+namespace {
+
+TEST(ErrorTextTest, CauseLineOfTorchScriptAndPlainErrors) {
+  EXPECT_EQ(error_cause_line("The following operation failed in the TorchScript interpreter.\n"
+                             "Traceback of TorchScript (most recent call last):\nRuntimeError: \n"
+                             "Schema not found for node. File a bug report.\nNode: ..."),
+            "Schema not found for node. File a bug report.");
+  EXPECT_EQ(error_cause_line("wrapper\nRuntimeError: shape mismatch\nmore"), "shape mismatch");
+  EXPECT_EQ(error_cause_line("DefaultCPUAllocator: can't allocate memory\nat ..."),
+            "DefaultCPUAllocator: can't allocate memory");
+}
+
+}  // namespace
+}  // namespace trainlab

@@ -68,26 +68,25 @@ std::pair<std::string, std::string> split_setting(const std::string& text, const
 VariantSpec build_spec(const VariantOptions& o) {
   VariantSpec spec;
   const ScenarioInfo& info = find_scenario(o.scenario);
-  spec.precision = parse_precision(o.precision);
-  spec.compiled = parse_on_off("--compiled", o.compiled);
-  spec.batch_size = o.batch;
-  if (o.batch < 0 || o.batch >= kMaxBatchSize) {
-    throw InputError("impossible batch size " + std::to_string(o.batch));
-  }
-  if (o.batch == 0) spec.batch_size = 0;
-  spec.threads = o.threads;
-  if (o.steps >= 0) spec.steps = o.steps;
-  if (o.steps == 0) throw InputError("invalid --steps 0 (must be at least 1)");
-  if (o.warmup >= 0) spec.warmup_steps = o.warmup;
-  if (o.seed >= 0) spec.seed = static_cast<uint64_t>(o.seed);
-  if (o.sync_every >= 0) spec.sync_every_steps = o.sync_every;
-  if (o.callback_every >= 0) spec.callback_every_steps = o.callback_every;
-  if (o.callback_ms >= 0) spec.callback_ms = o.callback_ms;
   if (o.steps < -1 || o.warmup < -1 || o.seed < -1 || o.sync_every < -1 || o.callback_every < -1 ||
       (o.callback_ms < 0 && o.callback_ms != -1)) {
     throw InputError("negative values are not allowed for --steps, --warmup, --seed, --sync-every, "
                      "--callback-every, --callback-ms");
   }
+  if (o.batch < 0 || o.batch >= kMaxBatchSize) {
+    throw InputError("impossible batch size " + std::to_string(o.batch));
+  }
+  spec.precision = parse_precision(o.precision);
+  spec.compiled = parse_on_off("--compiled", o.compiled);
+  spec.batch_size = o.batch;  // 0: the scenario's default, filled in by resolve()
+  spec.threads = o.threads;
+  // -1 means "not given": keep VariantSpec's default.
+  if (o.steps >= 0) spec.steps = o.steps;
+  if (o.warmup >= 0) spec.warmup_steps = o.warmup;
+  if (o.seed >= 0) spec.seed = static_cast<uint64_t>(o.seed);
+  if (o.sync_every >= 0) spec.sync_every_steps = o.sync_every;
+  if (o.callback_every >= 0) spec.callback_every_steps = o.callback_every;
+  if (o.callback_ms >= 0) spec.callback_ms = o.callback_ms;
   spec.device = parse_device(o.device);
   for (const std::string& knob : o.knobs) {
     auto [name, value] = split_setting(knob, "--knob");

@@ -2,6 +2,7 @@
 // or malformed file): the CLI prints its message as one line and exits with status 2.
 #pragma once
 
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -16,5 +17,24 @@ class InputError : public std::runtime_error {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitGateFailed = 1;
 inline constexpr int kExitBadInput = 2;
+
+// One line out of a LibTorch error that can run to pages: the TorchScript interpreter puts the
+// cause on a "RuntimeError: ..." line (or the line after an empty one); otherwise the first line.
+inline std::string error_cause_line(const std::string& message) {
+  std::istringstream lines(message);
+  std::string line, first;
+  bool cause_follows = false;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    if (first.empty()) first = line;
+    if (cause_follows) return line;
+    if (line.rfind("RuntimeError:", 0) == 0) {
+      const auto start = line.find_first_not_of(' ', 13);
+      if (start != std::string::npos) return line.substr(start);
+      cause_follows = true;
+    }
+  }
+  return first;
+}
 
 }  // namespace trainlab

@@ -8,8 +8,7 @@
 #include <torch/csrc/jit/passes/tensorexpr_fuser.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 
-#include <sstream>
-
+#include "harness/core/errors.h"
 #include "harness/train/autocast_scope.h"
 #include "scenarios/workload.h"
 
@@ -44,23 +43,6 @@ void set_fuser_enabled(c10::DeviceType device_type, bool enabled) {
   } else {
     torch::jit::setTensorExprFuserEnabled(enabled);         // NNC, CUDA
   }
-}
-
-// The cause line of a TorchScript interpreter error ("Schema not found ...", etc.).
-std::string first_error_line(const std::string& message) {
-  std::istringstream lines(message);
-  std::string line;
-  bool after_runtime_error = false;
-  while (std::getline(lines, line)) {
-    if (line.rfind("RuntimeError:", 0) == 0) {
-      std::string rest = line.substr(13);
-      if (rest.find_first_not_of(' ') != std::string::npos) return rest.substr(rest.find_first_not_of(' '));
-      after_runtime_error = true;
-    } else if (after_runtime_error && !line.empty()) {
-      return line;
-    }
-  }
-  return message.substr(0, message.find('\n'));
 }
 
 }  // namespace
@@ -116,9 +98,9 @@ std::string CompiledForward::probe(const std::vector<torch::Tensor>& example_pre
       (*this)(prepared).to(torch::kFloat).sum().backward();
     }
   } catch (const c10::Error& e) {
-    error = first_error_line(e.what_without_backtrace());
+    error = error_cause_line(e.what_without_backtrace());
   } catch (const std::exception& e) {  // torch::jit::JITException is a std::runtime_error
-    error = first_error_line(e.what());
+    error = error_cause_line(e.what());
   }
   for (torch::Tensor& p : parameters_) p.mutable_grad().reset();
   return error;

@@ -8,7 +8,6 @@
 #include <torch/torch.h>
 
 #include <iostream>
-#include <sstream>
 
 #include "harness/core/atomic_file.h"
 #include "harness/core/errors.h"
@@ -47,19 +46,6 @@ std::vector<torch::Tensor> to_device(const std::vector<torch::Tensor>& tensors, 
   out.reserve(tensors.size());
   for (const torch::Tensor& t : tensors) out.push_back(t.to(device, /*non_blocking=*/true));
   return out;
-}
-
-// One line out of a LibTorch message that can run to pages: the TorchScript interpreter puts
-// the real cause on a later "...Error: ..." line; otherwise the first line says it.
-std::string summarize_error(const std::string& message) {
-  std::istringstream lines(message);
-  std::string line, first, cause;
-  while (std::getline(lines, line)) {
-    if (line.empty()) continue;
-    if (first.empty()) first = line;
-    if (line.rfind("RuntimeError: ", 0) == 0) cause = line.substr(14);
-  }
-  return cause.empty() ? first : cause;
 }
 
 int64_t peak_rss_bytes() {
@@ -198,7 +184,7 @@ int variant_child_main(const std::string& spec_path, const std::string& record_p
   }
   if (!record.error.empty()) {
     std::cerr << "trainlab: variant " << record.spec.name() << " failed:\n" << record.error << "\n";
-    record.error = summarize_error(record.error);
+    record.error = error_cause_line(record.error);
     record.steps.clear();
     record.peak_memory_bytes = peak_rss_bytes();
     record.peak_memory_source = "rss";
