@@ -28,7 +28,8 @@ class MlpWorkload : public Workload {
   torch::Tensor body(const std::vector<torch::Tensor>& prepared) override {
     return net_->forward(prepared.at(0));
   }
-  torch::Tensor loss(const torch::Tensor& output, const torch::Tensor& targets) override {
+  torch::Tensor loss(const torch::Tensor& output, const std::vector<torch::Tensor>& /*inputs*/,
+                     const torch::Tensor& targets) override {
     return torch::nn::functional::cross_entropy(output, targets);
   }
   std::unique_ptr<torch::optim::Optimizer> make_optimizer() override {

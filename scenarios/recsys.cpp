@@ -1,9 +1,13 @@
-// recsys: a transformer-based recommender. Item and item-category embeddings plus summed user
-// feature embeddings feed a TransformerEncoder over a user's recent items; the last position
-// predicts the next item over the whole catalogue with cross-entropy.
-// The data slice follows a seeded Markov chain over items, so the loss really falls.
+// recsys: a transformer-based recommender trained from on-disk data. Users' interaction histories
+// live in zstd-compressed, column-oriented shards (recsys_data.h), generated once by a Markov chain
+// over items so the loss really falls; each sample is a random window of a history (sequence crop,
+// masking, sampled negatives). Item, category and action embeddings plus summed user-feature
+// embeddings feed a TransformerEncoder; the last position scores the whole catalogue
+// (cross-entropy on the next item) and the sampled negatives add a pairwise ranking term.
+// Knob cache=1 reads the decoded cache instead of the compressed shards.
 #include <torch/torch.h>
 
+#include "scenarios/data/recsys_data.h"
 #include "scenarios/registry.h"
 #include "scenarios/workload.h"
 
@@ -11,10 +15,12 @@ namespace trainlab {
 namespace {
 
 struct RecsysModelImpl : torch::nn::Module {
-  RecsysModelImpl(int64_t items, int64_t categories, int64_t user_vocab, int64_t dim,
+  RecsysModelImpl(int64_t items, int64_t categories, int64_t actions, int64_t user_vocab, int64_t dim,
                   int64_t layers, int64_t heads, int64_t seq_len)
-      : item_embedding(register_module("item_embedding", torch::nn::Embedding(items, dim))),
+      // Two ids beyond the catalogue: the mask and padding tokens.
+      : item_embedding(register_module("item_embedding", torch::nn::Embedding(items + 2, dim))),
         category_embedding(register_module("category_embedding", torch::nn::Embedding(categories, dim))),
+        action_embedding(register_module("action_embedding", torch::nn::Embedding(actions, dim))),
         user_embedding(register_module("user_embedding", torch::nn::Embedding(user_vocab, dim))),
         position(register_parameter("position", torch::randn({seq_len, 1, dim}) * 0.02)),
         encoder(register_module(
@@ -25,10 +31,12 @@ struct RecsysModelImpl : torch::nn::Module {
         norm(register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
         head(register_module("head", torch::nn::Linear(dim, items))) {}
 
-  // item_ids, item_categories: [batch, seq]; user_features: [batch, features] -> [seq, batch, dim]
+  // item_ids, item_categories, actions: [batch, seq]; user_features: [batch, features]
+  // -> [seq, batch, dim]
   torch::Tensor embed(const torch::Tensor& item_ids, const torch::Tensor& item_categories,
-                      const torch::Tensor& user_features) {
-    torch::Tensor x = item_embedding(item_ids) + category_embedding(item_categories);  // [B, S, D]
+                      const torch::Tensor& actions, const torch::Tensor& user_features) {
+    torch::Tensor x = item_embedding(item_ids) + category_embedding(item_categories) +
+                      action_embedding(actions);                                     // [B, S, D]
     torch::Tensor user = user_embedding(user_features).sum(1);                        // [B, D]
     return (x + user.unsqueeze(1)).transpose(0, 1);
   }
@@ -38,7 +46,7 @@ struct RecsysModelImpl : torch::nn::Module {
     return head(norm(h.select(0, h.size(0) - 1)));
   }
 
-  torch::nn::Embedding item_embedding, category_embedding, user_embedding;
+  torch::nn::Embedding item_embedding, category_embedding, action_embedding, user_embedding;
   torch::Tensor position;
   torch::nn::TransformerEncoder encoder;
   torch::nn::LayerNorm norm;
@@ -50,58 +58,73 @@ class RecsysWorkload : public Workload {
  public:
   explicit RecsysWorkload(const WorkloadConfig& config)
       : config_(config),
-        items_(config.knob_int("items")),
-        categories_(config.knob_int("categories")),
-        user_vocab_(config.knob_int("user_vocab")),
-        user_features_(config.knob_int("user_features")),
-        seq_len_(config.knob_int("seq_len")),
-        model_(items_, categories_, user_vocab_, config.knob_int("dim"), config.knob_int("layers"),
-               config.knob_int("heads"), seq_len_) {}
+        data_spec_(data_spec(config)),
+        model_(data_spec_.items, data_spec_.categories, data_spec_.actions, data_spec_.user_vocab,
+               config.knob_int("dim"), config.knob_int("layers"), config.knob_int("heads"),
+               config.knob_int("seq_len")) {}
 
   torch::nn::Module& model() override { return *model_; }
   std::vector<torch::Tensor> prepare(const std::vector<torch::Tensor>& inputs) override {
-    return {model_->embed(inputs.at(0), inputs.at(1), inputs.at(2))};
+    return {model_->embed(inputs.at(0), inputs.at(1), inputs.at(2), inputs.at(3))};
   }
   torch::Tensor body(const std::vector<torch::Tensor>& prepared) override {
     return model_->encode_and_score(prepared.at(0));
   }
-  torch::Tensor loss(const torch::Tensor& output, const torch::Tensor& targets) override {
-    return torch::nn::functional::cross_entropy(output, targets);
+  torch::Tensor loss(const torch::Tensor& output, const std::vector<torch::Tensor>& inputs,
+                     const torch::Tensor& targets) override {
+    torch::Tensor loss = torch::nn::functional::cross_entropy(output, targets);
+    const torch::Tensor& negatives = inputs.at(4);  // [B, K]
+    if (negatives.size(1) > 0) {
+      // Pairwise ranking: the next item should score above each sampled negative.
+      torch::Tensor positive = output.gather(1, targets.unsqueeze(1));
+      loss = loss + 0.1 * torch::nn::functional::softplus(output.gather(1, negatives) - positive).mean();
+    }
+    return loss;
   }
   std::unique_ptr<torch::optim::Optimizer> make_optimizer() override {
     return std::make_unique<torch::optim::AdamW>(model_->parameters(),
                                                  torch::optim::AdamWOptions(1e-3).weight_decay(0.01));
   }
   std::unique_ptr<Dataset> make_dataset() override {
-    const int64_t n = config_.batch_size * config_.slice_batches;
-    torch::Generator gen = at::detail::createCPUGenerator(config_.seed ^ 0x5eed5eedULL);
-    // Markov chain: the next item is a fixed function of the current one, plus occasional jumps.
-    torch::Tensor seq = torch::empty({n, seq_len_ + 1}, torch::kLong);
-    seq.select(1, 0).copy_(torch::randint(items_, {n}, gen, torch::kLong));
-    for (int64_t t = 1; t <= seq_len_; ++t) {
-      torch::Tensor step = (seq.select(1, t - 1) * 31 + 7).remainder(items_);
-      torch::Tensor jump = torch::randint(items_, {n}, gen, torch::kLong);
-      torch::Tensor take_jump = torch::rand({n}, gen) < 0.2;
-      seq.select(1, t).copy_(torch::where(take_jump, jump, step));
+    const PreparedDataset prepared = prepare_recsys_dataset(config_.data_root, data_spec_);
+    RecsysAugment augment;
+    augment.seq_len = config_.knob_int("seq_len");
+    augment.intensity = config_.knob("augment");
+    nlohmann::json info = {{"dir", prepared.dir}, {"generated", prepared.generated},
+                           {"generate_s", prepared.generate_s}};
+    if (config_.knob_int("cache") != 0) {
+      const int64_t start_ns = monotonic_ns();
+      info["decoded_cache"] = prepare_recsys_decoded_cache(prepared.dir);
+      info["decoded_cache_prepare_s"] = static_cast<double>(monotonic_ns() - start_ns) * 1e-9;
+      return std::make_unique<HostDataset>(open_recsys_cache_source(prepared.dir, augment), config_.allocate, info);
     }
-    torch::Tensor item_ids = seq.slice(1, 0, seq_len_).contiguous();
-    torch::Tensor targets = seq.select(1, seq_len_).contiguous();
-    torch::Tensor item_categories = item_ids.remainder(categories_);
-    torch::Tensor user_features = torch::randint(user_vocab_, {n, user_features_}, gen, torch::kLong);
-    return std::make_unique<TensorDataset>(
-        std::vector<torch::Tensor>{item_ids, item_categories, user_features}, targets);
+    return std::make_unique<HostDataset>(open_recsys_shard_source(prepared.dir, augment), config_.allocate, info);
   }
 
  private:
+  static RecsysDataSpec data_spec(const WorkloadConfig& config) {
+    RecsysDataSpec spec;
+    spec.samples = config.knob_int("samples");
+    spec.items = config.knob_int("items");
+    spec.categories = config.knob_int("categories");
+    spec.user_vocab = config.knob_int("user_vocab");
+    spec.user_features = config.knob_int("user_features");
+    spec.mean_history = config.knob_int("mean_history");
+    spec.max_history = std::max(spec.mean_history, config.knob_int("max_history"));
+    spec.records_per_block = config.knob_int("records_per_block");
+    spec.seed = config.knob_int("data_seed");
+    return spec;
+  }
+
   WorkloadConfig config_;
-  int64_t items_, categories_, user_vocab_, user_features_, seq_len_;
+  RecsysDataSpec data_spec_;
   RecsysModel model_;
 };
 
 const ScenarioRegistrar kRegistrar(
     ScenarioInfo{"recsys",
-                 "transformer recommender: item/feature embeddings, TransformerEncoder over recent "
-                 "items, next-item cross-entropy over the catalogue",
+                 "transformer recommender on zstd-compressed interaction shards: item/action/feature "
+                 "embeddings, TransformerEncoder over a history window, next-item cross-entropy",
                  /*default_batch_size=*/64,
                  {{"items", 20000, 16, 5'000'000, true, "catalogue size (output classes)"},
                   {"categories", 200, 1, 100'000, true, "item category vocabulary"},
@@ -110,10 +133,17 @@ const ScenarioRegistrar kRegistrar(
                   {"dim", 128, 8, 4096, true, "embedding / model width"},
                   {"layers", 2, 1, 48, true, "TransformerEncoder layers"},
                   {"heads", 4, 1, 64, true, "attention heads (must divide dim)"},
-                  {"seq_len", 32, 2, 4096, true, "recent items per user"}}},
+                  {"seq_len", 32, 2, 4096, true, "history window fed to the model"},
+                  {"samples", 4096, 64, 10'000'000, true, "users in the on-disk dataset"},
+                  {"mean_history", 400, 8, 100'000, true, "mean events per user history"},
+                  {"max_history", 1024, 8, 100'000, true, "longest history (and decoded-cache row length)"},
+                  {"records_per_block", 128, 1, 65'536, true, "users per compressed block (a row group)"},
+                  {"augment", 1, 0, 4, false, "augmentation intensity (masking 0.15x, negatives 32x)"},
+                  {"cache", 0, 0, 1, true, "1: read the decoded cache instead of compressed shards"},
+                  {"data_seed", 1234, 0, 1e9, true, "seed the dataset is generated from"}}},
     [](const WorkloadConfig& config) -> std::unique_ptr<Workload> {
       if (config.knob_int("dim") % config.knob_int("heads") != 0) {
-        throw std::invalid_argument("recsys: heads must divide dim");
+        throw InputError("recsys: heads must divide dim");
       }
       return std::make_unique<RecsysWorkload>(config);
     });

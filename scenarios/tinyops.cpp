@@ -31,7 +31,8 @@ class TinyOpsWorkload : public Workload {
   torch::Tensor body(const std::vector<torch::Tensor>& prepared) override {
     return net_->forward(prepared.at(0));
   }
-  torch::Tensor loss(const torch::Tensor& output, const torch::Tensor& targets) override {
+  torch::Tensor loss(const torch::Tensor& output, const std::vector<torch::Tensor>& /*inputs*/,
+                     const torch::Tensor& targets) override {
     return torch::mse_loss(output.to(torch::kFloat), targets);
   }
   std::unique_ptr<torch::optim::Optimizer> make_optimizer() override {

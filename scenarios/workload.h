@@ -7,6 +7,9 @@
 #include <memory>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "scenarios/data/sample_source.h"
 #include "scenarios/registry.h"
 #include "scenarios/workload_config.h"
 
@@ -16,14 +19,17 @@ struct Batch {
   std::vector<torch::Tensor> inputs;
   torch::Tensor targets;
   int64_t samples = 0;
+  StageTimes stage_ns;  // read / decode / augment / collate time spent building it
 };
 
-// Where batches come from. load_batch may be called from several loader threads at once.
+// Where batches come from. load_batch is called from several loader threads at once.
 class Dataset {
  public:
   virtual ~Dataset() = default;
   virtual int64_t num_samples() const = 0;
-  virtual Batch load_batch(const std::vector<int64_t>& sample_indices) = 0;
+  virtual Batch load_batch(const BatchRequest& request) const = 0;
+  // What the data is and where it lives, for the run record.
+  virtual nlohmann::json info() const = 0;
 };
 
 class Workload {
@@ -36,30 +42,78 @@ class Workload {
   virtual std::vector<torch::Tensor> prepare(const std::vector<torch::Tensor>& inputs) { return inputs; }
   virtual torch::Tensor body(const std::vector<torch::Tensor>& prepared) = 0;
   torch::Tensor forward(const std::vector<torch::Tensor>& inputs) { return body(prepare(inputs)); }
-  virtual torch::Tensor loss(const torch::Tensor& output, const torch::Tensor& targets) = 0;
+  // inputs are the batch's inputs (some losses use more than the output, e.g. sampled negatives).
+  virtual torch::Tensor loss(const torch::Tensor& output, const std::vector<torch::Tensor>& inputs,
+                             const torch::Tensor& targets) = 0;
   virtual std::unique_ptr<torch::optim::Optimizer> make_optimizer() = 0;
-  // The fixed, seeded data slice (config.slice_batches batches' worth of samples).
+  // The fixed, seeded data: in memory (config.slice_batches batches' worth of samples) or an
+  // on-disk dataset generated once under config.data_root.
   virtual std::unique_ptr<Dataset> make_dataset() = 0;
 };
 
-// An in-memory dataset: sample tensors stacked along dim 0; a batch is an index_select.
+// An in-memory dataset: sample tensors stacked along dim 0; a batch is an index_select (all of
+// its time counts as collate).
 class TensorDataset : public Dataset {
  public:
   TensorDataset(std::vector<torch::Tensor> inputs, torch::Tensor targets)
       : inputs_(std::move(inputs)), targets_(std::move(targets)) {}
   int64_t num_samples() const override { return targets_.size(0); }
-  Batch load_batch(const std::vector<int64_t>& sample_indices) override {
-    torch::Tensor index = torch::tensor(sample_indices, torch::kLong);
+  Batch load_batch(const BatchRequest& request) const override {
+    const int64_t start_ns = monotonic_ns();
+    torch::Tensor index = torch::tensor(request.sample_indices, torch::kLong);
     Batch batch;
     for (const torch::Tensor& input : inputs_) batch.inputs.push_back(input.index_select(0, index));
     batch.targets = targets_.index_select(0, index);
-    batch.samples = static_cast<int64_t>(sample_indices.size());
+    batch.samples = static_cast<int64_t>(request.sample_indices.size());
+    batch.stage_ns.collate_ns = monotonic_ns() - start_ns;
     return batch;
+  }
+  nlohmann::json info() const override {
+    return {{"source", "in memory: " + std::to_string(num_samples()) + " samples generated from the seed"}};
   }
 
  private:
   std::vector<torch::Tensor> inputs_;
   torch::Tensor targets_;
+};
+
+// An on-disk dataset: a SampleSource builds host batches; their buffers become tensors without a
+// copy (the tensor keeps the buffer alive).
+class HostDataset : public Dataset {
+ public:
+  HostDataset(std::unique_ptr<SampleSource> source, BufferAllocator allocate, nlohmann::json info)
+      : source_(std::move(source)), allocate_(std::move(allocate)), info_(std::move(info)) {
+    info_["source"] = source_->describe();
+  }
+  int64_t num_samples() const override { return source_->num_samples(); }
+  Batch load_batch(const BatchRequest& request) const override {
+    HostBatch host = source_->load_batch(request, allocate_);
+    Batch batch;
+    for (const HostTensor& t : host.inputs) batch.inputs.push_back(as_tensor(t));
+    batch.targets = as_tensor(host.targets);
+    batch.samples = host.samples;
+    batch.stage_ns = host.stage_ns;
+    return batch;
+  }
+  nlohmann::json info() const override { return info_; }
+
+  static torch::Tensor as_tensor(const HostTensor& t) {
+    torch::ScalarType type = torch::kFloat;
+    switch (t.type) {
+      case ElementType::kUInt8: type = torch::kUInt8; break;
+      case ElementType::kInt32: type = torch::kInt; break;
+      case ElementType::kInt64: type = torch::kLong; break;
+      case ElementType::kFloat32: type = torch::kFloat; break;
+    }
+    std::shared_ptr<void> keep_alive = t.storage;
+    return torch::from_blob(t.data, t.shape, [keep_alive](void*) mutable { keep_alive.reset(); },
+                            torch::TensorOptions().dtype(type));
+  }
+
+ private:
+  std::unique_ptr<SampleSource> source_;
+  BufferAllocator allocate_;
+  nlohmann::json info_;
 };
 
 inline std::unique_ptr<Workload> make_workload(const std::string& name, const WorkloadConfig& config) {

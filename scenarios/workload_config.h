@@ -1,10 +1,13 @@
-// The resolved settings a workload is built from: batch size, seed and scenario knobs. Torch-free.
+// The resolved settings a workload is built from: batch size, seed, scenario knobs, where on-disk
+// data lives and how batch buffers are allocated. Torch-free.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <stdexcept>
 #include <string>
+
+#include "scenarios/data/host_batch.h"
 
 namespace trainlab {
 
@@ -13,6 +16,8 @@ struct WorkloadConfig {
   int64_t slice_batches = 32;   // the fixed data slice holds this many batches, reused each epoch
   uint64_t seed = 0;
   std::map<std::string, double> knobs;
+  std::string data_root;        // on-disk datasets are generated / found here
+  BufferAllocator allocate = heap_allocator();  // batch buffers (pinned when copying to CUDA)
 
   int64_t knob_int(const std::string& name) const { return static_cast<int64_t>(knob(name)); }
   double knob(const std::string& name) const {

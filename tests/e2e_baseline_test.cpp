@@ -11,7 +11,7 @@ using e2e::run_trainlab;
 
 constexpr const char* kTinyRecsys =
     "--scenario recsys --batch 16 --steps 6 --warmup 3 -k items=500 -k dim=32 -k layers=1 -k heads=2 "
-    "-k seq_len=8 -k user_vocab=50 -k categories=20";
+    "-k seq_len=8 -k user_vocab=50 -k categories=20 -k samples=128 -k mean_history=40 -k max_history=100";
 constexpr const char* kTinyMlp =
     "--scenario mlp --batch 16 --steps 5 --warmup 2 -k in_features=64 -k hidden=64 -k classes=10";
 

@@ -10,7 +10,7 @@ using e2e::run_trainlab;
 TEST(CliE2E, ListShowsBuiltInScenarios) {
   const auto r = run_trainlab("list");
   ASSERT_EQ(r.exit_status, 0);
-  for (const char* name : {"recsys (default)", "mlp", "tinyops"}) {
+  for (const char* name : {"recsys (default)", "vision", "mlp", "tinyops"}) {
     EXPECT_NE(r.out.find(name), std::string::npos) << name;
   }
 }

@@ -2,6 +2,8 @@
 // anywhere becomes one line on stderr and exit status 2.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <iostream>
 #include <set>
 
@@ -9,6 +11,7 @@
 #include "harness/core/atomic_file.h"
 #include "harness/core/errors.h"
 #include "harness/runner/lab.h"
+#include "harness/runner/sweep.h"
 #include "harness/train/environment.h"
 #include "harness/train/training_loop.h"
 #include "scenarios/registry.h"
@@ -30,19 +33,35 @@ struct VariantOptions {
   int64_t callback_every = -1;
   double callback_ms = -1;
   std::string device = "auto";
+  int workers = 0;
+  int prefetch = 2;
+  std::string persistent_workers = "on";
+  std::string pin_memory = "off";
+  std::string data_dir;
   std::vector<std::string> knobs;       // name=value
   std::string results_dir = "results";
   double timeout_s = 1800;
   std::string thresholds_path;
 };
 
-void add_variant_options(CLI::App* cmd, VariantOptions& o, bool lab) {
+// Which command the options are for: the lab fixes precision/compiled per variant; the sweep takes
+// lists for the loader settings and batch size.
+enum class CommandKind { kRun, kLab, kSweep };
+
+void add_variant_options(CLI::App* cmd, VariantOptions& o, CommandKind kind) {
   cmd->add_option("--scenario,-s", o.scenario, "built-in scenario (see `trainlab list`)");
-  if (!lab) {
+  if (kind != CommandKind::kLab) {
     cmd->add_option("--precision", o.precision, "fp32 or bf16 (autocast)");
     cmd->add_option("--compiled", o.compiled, "on: TorchScript-traced forward run by the JIT fusers");
   }
-  cmd->add_option("--batch,-b", o.batch, "batch size (default: the scenario's)");
+  if (kind != CommandKind::kSweep) {
+    cmd->add_option("--batch,-b", o.batch, "batch size (default: the scenario's)");
+    cmd->add_option("--workers", o.workers, "data loader worker threads (0 = build batches in the training thread)");
+    cmd->add_option("--prefetch", o.prefetch, "batches in flight per loader worker (default 2)");
+    cmd->add_option("--pin-memory", o.pin_memory, "on: pinned staging buffers + non-blocking copies (CUDA only)");
+  }
+  cmd->add_option("--persistent-workers", o.persistent_workers, "off: restart loader workers every epoch (default on)");
+  cmd->add_option("--data-dir", o.data_dir, "where on-disk datasets are generated once (default results/datasets or $TRAINLAB_DATA_DIR)");
   cmd->add_option("--threads", o.threads, "intra-op threads (default: LibTorch's)");
   cmd->add_option("--steps", o.steps, "measured steps (default 50)");
   cmd->add_option("--warmup", o.warmup, "warm-up steps, never timed (default 5)");
@@ -85,6 +104,11 @@ VariantSpec build_spec(const VariantOptions& o) {
   if (o.callback_every >= 0) spec.callback_every_steps = o.callback_every;
   if (o.callback_ms >= 0) spec.callback_ms = o.callback_ms;
   spec.device = parse_device(o.device);
+  spec.workers = o.workers;
+  spec.prefetch = o.prefetch;
+  spec.persistent_workers = parse_on_off("--persistent-workers", o.persistent_workers);
+  spec.pin_memory = parse_on_off("--pin-memory", o.pin_memory);
+  spec.data_dir = o.data_dir;
   for (const std::string& knob : o.knobs) {
     auto [name, value] = split_setting(knob, "--knob");
     spec.knobs[name] = parse_double("--knob " + name, value);
@@ -125,7 +149,20 @@ int cmd_list() {
   return kExitOk;
 }
 
+// A variant that failed on bad input (a corrupt or missing data file, an impossible knob
+// combination): one error line and exit status 2; the run record is kept.
+const VariantRecord* bad_input_variant(const RunRecord& record) {
+  for (const VariantRecord& v : record.variants) {
+    if (!v.ok() && v.error_kind == "input") return &v;
+  }
+  return nullptr;
+}
+
 int report_run(const LabOutcome& outcome) {
+  if (const VariantRecord* bad = bad_input_variant(outcome.record)) {
+    std::cerr << "trainlab: error: " << bad->error << "\n";
+    return kExitBadInput;
+  }
   std::cout << "\n" << render_variant_table(outcome.record);
   if (!outcome.record.reading.empty()) {
     std::cout << "\nReading:\n";
@@ -147,14 +184,25 @@ int run_cli(int argc, char** argv) {
 
   VariantOptions run_options;
   CLI::App* run = app.add_subcommand("run", "run one variant of a scenario");
-  add_variant_options(run, run_options, /*lab=*/false);
+  add_variant_options(run, run_options, CommandKind::kRun);
 
   VariantOptions lab_options;
   std::vector<std::string> overrides;
   CLI::App* baseline = app.add_subcommand("baseline", "the three-run lab: fp32, bf16, bf16+compiled");
-  add_variant_options(baseline, lab_options, /*lab=*/true);
+  add_variant_options(baseline, lab_options, CommandKind::kLab);
   baseline->add_option("--override", overrides,
                        "per-variant setting VARIANT:NAME=VALUE, e.g. bf16:batch=32 (repeatable)");
+
+  VariantOptions sweep_options;
+  std::string sweep_workers = "0,1,2,4", sweep_prefetch = "2", sweep_pin = "off", sweep_batch;
+  double sweep_tolerance_pct = 5.0;
+  CLI::App* sweep = app.add_subcommand("sweep", "dataloader sweep: workers x prefetch x pinned memory x batch");
+  add_variant_options(sweep, sweep_options, CommandKind::kSweep);
+  sweep->add_option("--workers", sweep_workers, "loader worker counts, e.g. 0,1,2,4 (default)");
+  sweep->add_option("--prefetch", sweep_prefetch, "prefetch depths per worker, e.g. 2,4 (default 2)");
+  sweep->add_option("--pin-memory", sweep_pin, "off, on or off,on (on needs CUDA; default off)");
+  sweep->add_option("--batch,-b", sweep_batch, "batch sizes, e.g. 32,64 (default: the scenario's)");
+  sweep->add_option("--tolerance-pct", sweep_tolerance_pct, "recommend the cheapest point within this % of the best (default 5)");
 
   std::string spec_path, record_path;
   CLI::App* child = app.add_subcommand("__variant", "");  // internal: a variant's child process
@@ -162,9 +210,9 @@ int run_cli(int argc, char** argv) {
   child->add_option("--spec", spec_path)->required();
   child->add_option("--out", record_path)->required();
 
-  const std::set<std::string> commands = {"list", "run", "baseline", "__variant"};
+  const std::set<std::string> commands = {"list", "run", "baseline", "sweep", "__variant"};
   if (argc > 1 && argv[1][0] != '-' && commands.count(argv[1]) == 0) {
-    throw InputError(std::string("unknown command '") + argv[1] + "' (commands: list, run, baseline)");
+    throw InputError(std::string("unknown command '") + argv[1] + "' (commands: list, run, baseline, sweep)");
   }
   try {
     app.parse(argc, argv);
@@ -183,6 +231,41 @@ int run_cli(int argc, char** argv) {
   if (list->parsed()) return cmd_list();
 
   Thresholds thresholds_storage;
+  if (sweep->parsed()) {
+    SweepOptions options;
+    options.grid.workers.clear();
+    for (int64_t w : parse_int_list("--workers", sweep_workers, 0, kMaxLoaderWorkers)) options.grid.workers.push_back(static_cast<int>(w));
+    for (int64_t p : parse_int_list("--prefetch", sweep_prefetch, 1, kMaxPrefetch)) options.grid.prefetch.push_back(static_cast<int>(p));
+    options.grid.pin_memory = parse_on_off_list("--pin-memory", sweep_pin);
+    if (!sweep_batch.empty() || sweep->count("--batch") > 0) {
+      options.grid.batch_sizes = parse_int_list("--batch", sweep_batch, 1, kMaxBatchSize - 1);
+    }
+    if (!(sweep_tolerance_pct >= 0 && sweep_tolerance_pct < 100)) {
+      throw InputError("invalid --tolerance-pct (must be 0 to under 100)");
+    }
+    options.tolerance_pct = sweep_tolerance_pct;
+    options.lab = build_lab_options(sweep_options, &thresholds_storage);
+    const bool cpu_only = options.lab.base.device == DeviceChoice::kCpu;
+    options.cuda_available = !cpu_only && cuda_usable();
+    options.live_progress = ::isatty(STDERR_FILENO) == 1;
+    expand_sweep(options, nullptr);  // validates the whole grid before anything runs
+    const SweepOutcome outcome = run_sweep(options, std::cerr);
+    if (const VariantRecord* bad = bad_input_variant(outcome.record)) {
+      std::cerr << "trainlab: error: " << bad->error << "\n";
+      return kExitBadInput;
+    }
+    std::cout << "\n" << outcome.table;
+    std::cout << "\nReading:\n";
+    for (const std::string& line : outcome.record.reading) std::cout << "  - " << line << "\n";
+    if (outcome.record.details.contains("chart")) {
+      std::cout << "\nChart: " << outcome.run_dir << "/" << outcome.record.details["chart"].get<std::string>() << "\n";
+    }
+    std::cout << "Run record: " << outcome.run_dir << "/run.json\n";
+    for (const VariantRecord& v : outcome.record.variants) {
+      if (!v.ok()) return kExitGateFailed;
+    }
+    return kExitOk;
+  }
   if (run->parsed()) {
     LabOptions lab = build_lab_options(run_options, &thresholds_storage);
     return report_run(run_single_variant(lab, std::cerr));

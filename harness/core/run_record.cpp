@@ -12,6 +12,7 @@ namespace trainlab {
 namespace {
 constexpr std::array<const char*, kPhaseCount> kPhaseNames = {
     "data_wait", "host_to_device", "forward", "backward", "optimizer", "communication", "other"};
+constexpr std::array<const char*, kDataStageCount> kDataStageNames = {"read", "decode", "augment", "collate"};
 
 nlohmann::json env_to_json(const Environment& env) {
   return {{"cpu_model", env.cpu_model},
@@ -42,24 +43,32 @@ Environment env_from_json(const nlohmann::json& j) {
 nlohmann::json aggregate_to_json(const VariantAggregate& agg) {
   nlohmann::json phases = nlohmann::json::object();
   for (size_t i = 0; i < kPhaseCount; ++i) phases[kPhaseNames[i]] = agg.phase_pct[i];
+  nlohmann::json stages = nlohmann::json::object();
+  for (size_t i = 0; i < kDataStageCount; ++i) stages[kDataStageNames[i]] = agg.data_stage_ms_mean[i];
   return {{"measured_steps", agg.measured_steps}, {"measured_ns", agg.measured_ns},
           {"samples_per_s", agg.samples_per_s},   {"step_ms_mean", agg.step_ms_mean},
           {"step_ms_p50", agg.step_ms_p50},       {"step_ms_p95", agg.step_ms_p95},
-          {"step_ms_stddev", agg.step_ms_stddev}, {"phase_pct", phases}};
+          {"step_ms_stddev", agg.step_ms_stddev}, {"phase_pct", phases},
+          {"data_stage_ms_mean", stages},         {"data_busy_ms_mean", agg.data_busy_ms_mean}};
 }
 }  // namespace
 
 const char* phase_name(Phase phase) { return kPhaseNames[static_cast<size_t>(phase)]; }
+const char* data_stage_name(DataStage stage) { return kDataStageNames[static_cast<size_t>(stage)]; }
 
 VariantAggregate aggregate(const VariantRecord& record) {
   VariantAggregate agg;
   std::vector<double> step_ms;
   std::array<int64_t, kPhaseCount> phase_total_ns{};
+  DataStageTimes stage_total_ns{};
+  int64_t busy_total_ns = 0;
   for (const StepRecord& step : record.steps) {
     if (step.warmup) continue;
     step_ms.push_back(static_cast<double>(step.step_ns) / 1e6);
     agg.measured_ns += step.step_ns;
     for (size_t i = 0; i < kPhaseCount; ++i) phase_total_ns[i] += step.phase_ns[i];
+    for (size_t i = 0; i < kDataStageCount; ++i) stage_total_ns[i] += step.data_stage_ns[i];
+    busy_total_ns += step.data_busy_ns;
   }
   agg.measured_steps = static_cast<int64_t>(step_ms.size());
   if (step_ms.empty() || agg.measured_ns <= 0) return agg;
@@ -73,6 +82,11 @@ VariantAggregate aggregate(const VariantRecord& record) {
     agg.phase_pct[i] = 100.0 * static_cast<double>(phase_total_ns[i]) /
                        static_cast<double>(agg.measured_ns);
   }
+  const double steps = static_cast<double>(agg.measured_steps);
+  for (size_t i = 0; i < kDataStageCount; ++i) {
+    agg.data_stage_ms_mean[i] = static_cast<double>(stage_total_ns[i]) / 1e6 / steps;
+  }
+  agg.data_busy_ms_mean = static_cast<double>(busy_total_ns) / 1e6 / steps;
   return agg;
 }
 
@@ -81,12 +95,16 @@ nlohmann::json to_json(const VariantRecord& record) {
   for (const StepRecord& step : record.steps) {
     nlohmann::json phases = nlohmann::json::object();
     for (size_t i = 0; i < kPhaseCount; ++i) phases[kPhaseNames[i]] = step.phase_ns[i];
+    nlohmann::json stages = nlohmann::json::object();
+    for (size_t i = 0; i < kDataStageCount; ++i) stages[kDataStageNames[i]] = step.data_stage_ns[i];
     steps.push_back({{"index", step.index}, {"warmup", step.warmup}, {"step_ns", step.step_ns},
-                     {"phase_ns", phases}, {"loss", step.loss}});
+                     {"phase_ns", phases}, {"data_stage_ns", stages}, {"data_busy_ns", step.data_busy_ns},
+                     {"loss", step.loss}});
   }
   nlohmann::json j = {{"name", record.spec.name()},
                       {"spec", record.spec},
                       {"error", record.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(record.error)},
+                      {"error_kind", record.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(record.error_kind)},
                       {"device", record.device},
                       {"peak_memory_bytes", record.peak_memory_bytes},
                       {"peak_memory_source", record.peak_memory_source},
@@ -95,6 +113,9 @@ nlohmann::json to_json(const VariantRecord& record) {
                       {"forward_output_dtype", record.forward_output_dtype},
                       {"compile_info", record.compile_info},
                       {"init_ns", record.init_ns},
+                      {"cpu_util_pct", record.cpu_util_pct},
+                      {"loader", record.loader},
+                      {"data", record.data},
                       {"environment", env_to_json(record.environment)},
                       {"steps", steps}};
   if (record.ok()) j["aggregate"] = aggregate_to_json(aggregate(record));
@@ -105,6 +126,7 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
   VariantRecord record;
   record.spec = j.at("spec").get<VariantSpec>();
   record.error = j.at("error").is_null() ? "" : j.at("error").get<std::string>();
+  if (j.contains("error_kind") && j["error_kind"].is_string()) record.error_kind = j["error_kind"].get<std::string>();
   record.device = j.at("device").get<std::string>();
   record.peak_memory_bytes = j.at("peak_memory_bytes").get<int64_t>();
   record.peak_memory_source = j.at("peak_memory_source").get<std::string>();
@@ -113,6 +135,9 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
   record.forward_output_dtype = j.at("forward_output_dtype").get<std::string>();
   record.compile_info = j.at("compile_info");
   record.init_ns = j.at("init_ns").get<int64_t>();
+  record.cpu_util_pct = j.value("cpu_util_pct", 0.0);
+  record.loader = j.value("loader", nlohmann::json::object());
+  record.data = j.value("data", nlohmann::json::object());
   record.environment = env_from_json(j.at("environment"));
   for (const nlohmann::json& s : j.at("steps")) {
     StepRecord step;
@@ -122,6 +147,11 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
     step.loss = s.at("loss").get<double>();
     const nlohmann::json& phases = s.at("phase_ns");
     for (size_t i = 0; i < kPhaseCount; ++i) step.phase_ns[i] = phases.at(kPhaseNames[i]).get<int64_t>();
+    if (s.contains("data_stage_ns")) {
+      const nlohmann::json& stages = s.at("data_stage_ns");
+      for (size_t i = 0; i < kDataStageCount; ++i) step.data_stage_ns[i] = stages.at(kDataStageNames[i]).get<int64_t>();
+    }
+    step.data_busy_ns = s.value("data_busy_ns", int64_t{0});
     record.steps.push_back(step);
   }
   return record;
@@ -138,7 +168,8 @@ nlohmann::json to_json(const RunRecord& record) {
           {"scenario", record.scenario},
           {"environment", env_to_json(record.environment)},
           {"variants", variants},
-          {"reading", record.reading}};
+          {"reading", record.reading},
+          {"details", record.details}};
 }
 
 RunRecord run_record_from_json(const nlohmann::json& j) {
@@ -160,6 +191,7 @@ RunRecord run_record_from_json(const nlohmann::json& j) {
     record.environment = env_from_json(j.at("environment"));
     for (const nlohmann::json& v : j.at("variants")) record.variants.push_back(variant_record_from_json(v));
     record.reading = j.at("reading").get<std::vector<std::string>>();
+    record.details = j.value("details", nlohmann::json::object());
     return record;
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("malformed run record: ") + e.what());

@@ -23,11 +23,19 @@ inline constexpr size_t kPhaseCount = 7;
 const char* phase_name(Phase phase);
 using PhaseTimes = std::array<int64_t, kPhaseCount>;  // nanoseconds, indexed by Phase
 
+// Stages of building one batch (in a loader worker, or in the training thread with 0 workers).
+enum class DataStage { kRead, kDecode, kAugment, kCollate };
+inline constexpr size_t kDataStageCount = 4;
+const char* data_stage_name(DataStage stage);
+using DataStageTimes = std::array<int64_t, kDataStageCount>;  // nanoseconds, indexed by DataStage
+
 struct StepRecord {
   int64_t index = 0;       // 0-based over warm-up and measured steps together
   bool warmup = false;     // warm-up steps are recorded but never enter any figure
   int64_t step_ns = 0;     // wall time of the whole step
-  PhaseTimes phase_ns{};   // sums to step_ns up to timer resolution
+  PhaseTimes phase_ns{};   // sums to step_ns up to timer resolution; data_wait = time blocked on the loader
+  DataStageTimes data_stage_ns{};  // the step's batch: time it took to read, decode, augment, collate
+  int64_t data_busy_ns = 0;        // the step's batch: wall time of its producer (whoever ran it)
   double loss = 0.0;
 };
 
@@ -47,6 +55,7 @@ struct Environment {
 struct VariantRecord {
   VariantSpec spec;
   std::string error;                   // empty when the variant completed
+  std::string error_kind;              // "input" (bad option or data file: exit 2) or "runtime"
   std::string device;                  // "cpu" or "cuda:0"
   std::vector<StepRecord> steps;
   int64_t peak_memory_bytes = 0;
@@ -56,6 +65,11 @@ struct VariantRecord {
   std::string forward_output_dtype;    // dtype of the model output, evidence of autocast
   nlohmann::json compile_info = nlohmann::json::object();  // what compiling did (graph, fusions)
   int64_t init_ns = 0;                 // process start of the variant to first step
+  double cpu_util_pct = 0;             // process CPU time over the measured steps / (wall x cores)
+  // The loader as it ran: options applied, what could not apply and why, and its counters.
+  nlohmann::json loader = nlohmann::json::object();
+  // The dataset: source description, folder, whether this run generated it.
+  nlohmann::json data = nlohmann::json::object();
   Environment environment;
 
   bool ok() const { return error.empty(); }
@@ -68,18 +82,21 @@ struct VariantAggregate {
   double samples_per_s = 0;
   double step_ms_mean = 0, step_ms_p50 = 0, step_ms_p95 = 0, step_ms_stddev = 0;
   std::array<double, kPhaseCount> phase_pct{};  // share of measured step time per phase
+  std::array<double, kDataStageCount> data_stage_ms_mean{};  // per measured step's batch
+  double data_busy_ms_mean = 0;        // producer wall time per batch
 };
 VariantAggregate aggregate(const VariantRecord& record);
 
 struct RunRecord {
   int schema_version = kRunSchemaVersion;
   std::string run_id;
-  std::string kind;                    // "baseline" | "run"
+  std::string kind;                    // "baseline" | "run" | "sweep"
   std::string created_utc;             // ISO 8601
   std::string scenario;
   Environment environment;
   std::vector<VariantRecord> variants;
   std::vector<std::string> reading;    // the lab's interpretation, one sentence a line
+  nlohmann::json details = nlohmann::json::object();  // per kind: the sweep's grid, notes, recommendation
 };
 
 nlohmann::json to_json(const VariantRecord& record);

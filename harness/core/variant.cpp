@@ -67,6 +67,14 @@ std::string VariantSpec::name() const {
   return to_string(precision) + (compiled ? "+compiled" : "");
 }
 
+std::string VariantSpec::loader_label() const {
+  std::string label = "workers=" + std::to_string(workers);
+  if (workers > 0) label += " prefetch=" + std::to_string(prefetch);
+  label += std::string(" pin=") + (pin_memory ? "on" : "off");
+  if (workers > 0 && !persistent_workers) label += " restart";
+  return label;
+}
+
 namespace {
 
 void require(bool ok, const std::string& message) {
@@ -93,6 +101,12 @@ void resolve(VariantSpec& spec, const ScenarioInfo& scenario) {
   require(spec.callback_every_steps >= 0, "invalid --callback-every (must be 0 or more)");
   require(spec.callback_ms >= 0.0 && spec.callback_ms <= 60'000.0,
           "invalid --callback-ms (must be 0 to 60000)");
+  require(spec.workers >= 0 && spec.workers <= kMaxLoaderWorkers,
+          "invalid --workers " + std::to_string(spec.workers) + " (must be 0 to " +
+              std::to_string(kMaxLoaderWorkers) + ")");
+  require(spec.prefetch >= 1 && spec.prefetch <= kMaxPrefetch,
+          "invalid --prefetch " + std::to_string(spec.prefetch) + " (must be 1 to " +
+              std::to_string(kMaxPrefetch) + ")");
   for (const auto& [name, value] : spec.knobs) {
     const KnobInfo* knob = scenario.find_knob(name);
     require(knob != nullptr, "unknown knob '" + name + "' for scenario " + scenario.name +
@@ -133,6 +147,20 @@ void apply_setting(VariantSpec& spec, const std::string& key, const std::string&
     spec.callback_ms = parse_double("callback-ms", value);
   } else if (key == "device") {
     spec.device = parse_device(value);
+  } else if (key == "workers") {
+    const int64_t workers = parse_int("workers", value);
+    require(workers >= 0 && workers <= kMaxLoaderWorkers,
+            "invalid workers " + value + " (must be 0 to " + std::to_string(kMaxLoaderWorkers) + ")");
+    spec.workers = static_cast<int>(workers);
+  } else if (key == "prefetch") {
+    const int64_t prefetch = parse_int("prefetch", value);
+    require(prefetch >= 1 && prefetch <= kMaxPrefetch,
+            "invalid prefetch " + value + " (must be 1 to " + std::to_string(kMaxPrefetch) + ")");
+    spec.prefetch = static_cast<int>(prefetch);
+  } else if (key == "persistent-workers") {
+    spec.persistent_workers = parse_on_off("persistent-workers", value);
+  } else if (key == "pin-memory") {
+    spec.pin_memory = parse_on_off("pin-memory", value);
   } else if (!key.empty()) {
     spec.knobs[key] = parse_double(key, value);  // checked against the scenario in resolve()
   } else {
@@ -154,6 +182,11 @@ void to_json(nlohmann::json& j, const VariantSpec& spec) {
                      {"callback_every_steps", spec.callback_every_steps},
                      {"callback_ms", spec.callback_ms},
                      {"device", to_string(spec.device)},
+                     {"workers", spec.workers},
+                     {"prefetch", spec.prefetch},
+                     {"persistent_workers", spec.persistent_workers},
+                     {"pin_memory", spec.pin_memory},
+                     {"data_dir", spec.data_dir},
                      {"knobs", spec.knobs}};
 }
 
@@ -170,6 +203,11 @@ void from_json(const nlohmann::json& j, VariantSpec& spec) {
   spec.callback_every_steps = j.at("callback_every_steps").get<int64_t>();
   spec.callback_ms = j.at("callback_ms").get<double>();
   spec.device = parse_device(j.at("device").get<std::string>());
+  spec.workers = j.value("workers", 0);
+  spec.prefetch = j.value("prefetch", 2);
+  spec.persistent_workers = j.value("persistent_workers", true);
+  spec.pin_memory = j.value("pin_memory", false);
+  spec.data_dir = j.value("data_dir", std::string());
   spec.knobs = j.at("knobs").get<std::map<std::string, double>>();
 }
 

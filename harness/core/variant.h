@@ -27,6 +27,8 @@ bool parse_on_off(const std::string& option, const std::string& text);
 inline constexpr int64_t kMaxBatchSize = int64_t{1} << 31;
 inline constexpr int64_t kMaxSteps = 1'000'000;
 inline constexpr int kMaxThreads = 4096;
+inline constexpr int kMaxLoaderWorkers = 256;
+inline constexpr int kMaxPrefetch = 64;
 
 struct VariantSpec {
   std::string scenario;
@@ -41,10 +43,18 @@ struct VariantSpec {
   int64_t callback_every_steps = 0;  // host-side callback (logging/eval/checkpoint work) every N steps
   double callback_ms = 0.0;        // cost of that callback
   DeviceChoice device = DeviceChoice::kAuto;
+  // The data loader.
+  int workers = 0;                 // loader threads; 0 = batches built in the training thread
+  int prefetch = 2;                // batches in flight per worker
+  bool persistent_workers = true;  // false: workers restart at each epoch boundary
+  bool pin_memory = false;         // pinned staging buffers + non-blocking copies (CUDA only)
+  std::string data_dir;            // where on-disk datasets are generated; empty = default
   std::map<std::string, double> knobs;  // scenario knobs; defaults filled in by resolve()
 
   // "fp32", "bf16", "bf16+compiled", ...
   std::string name() const;
+  // "workers=2 prefetch=4 pin=off" (prefetch left out with 0 workers; "restart" when not persistent)
+  std::string loader_label() const;
 };
 
 // Checks every value and fills scenario defaults (batch size, knobs). Throws InputError naming the
@@ -53,7 +63,7 @@ void resolve(VariantSpec& spec, const ScenarioInfo& scenario);
 
 // Sets one field from text, as in `--override bf16:batch=64` or a config preset. Keys: precision,
 // compiled, batch, threads, steps, warmup, seed, sync-every, callback-every, callback-ms, device,
-// or any scenario knob name. Throws InputError on unknown keys or unparsable values.
+// workers, prefetch, persistent-workers, pin-memory, or any scenario knob name. Throws InputError on unknown keys or unparsable values.
 void apply_setting(VariantSpec& spec, const std::string& key, const std::string& value);
 
 // Parses a whole number / a real number from an option value; throws InputError naming the option.

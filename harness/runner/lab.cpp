@@ -71,6 +71,7 @@ LabOutcome run_variants(const std::vector<VariantSpec>& specs, const LabOptions&
     record.variants.push_back(run_variant_isolated(specs[i], run_options));
     const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     report_progress(progress, i + 1, specs.size(), record.variants.back(), wall_s);
+    if (record.variants.back().error_kind == "input") break;  // e.g. a corrupt data file: the rest would fail alike
   }
   for (const VariantRecord& v : record.variants) {
     if (v.ok()) {

@@ -1,33 +1,32 @@
-// The loader interface the training loop draws batches from: sample order shuffled per epoch
-// from the seed (so every variant sees identical batches), drop-last batching. Batches are built
-// in the calling thread for now; worker threads and prefetch plug in behind next().
+// The loader the training loop draws batches from: the seeded epoch sampler (every variant and
+// every worker count sees identical batches) feeding the ordered worker-thread engine
+// (harness/loader/ordered_loader.h) that builds batches from a scenario's Dataset.
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <vector>
 
+#include "harness/loader/epoch_sampler.h"
+#include "harness/loader/ordered_loader.h"
 #include "scenarios/workload.h"
 
 namespace trainlab {
 
 class BatchLoader {
  public:
-  BatchLoader(std::unique_ptr<Dataset> dataset, int64_t batch_size, uint64_t seed);
-  Batch next();
-  // A batch outside the epoch order (e.g. an example input for tracing); does not advance.
-  Batch peek_first();
-  int64_t epoch() const { return epoch_; }
+  using Delivered = OrderedLoader<Batch>::Delivered;
+
+  BatchLoader(std::unique_ptr<Dataset> dataset, int64_t batch_size, uint64_t seed, const LoaderOptions& options);
+  Delivered next();
+  // Batch 0, built here outside the delivery order (an example input for tracing).
+  Batch first_batch() const { return dataset_->load_batch(sampler_.request(0)); }
+  LoaderCounters counters() const { return loader_.counters(); }
+  const Dataset& dataset() const { return *dataset_; }
 
  private:
-  void start_epoch();
-
   std::unique_ptr<Dataset> dataset_;
-  int64_t batch_size_;
-  uint64_t seed_;
-  int64_t epoch_ = -1;
-  std::vector<int64_t> order_;
-  size_t cursor_ = 0;
+  EpochSampler sampler_;
+  OrderedLoader<Batch> loader_;
 };
 
 }  // namespace trainlab

@@ -2,12 +2,15 @@
 #include "harness/train/training_loop.h"
 
 #include <sys/resource.h>
+#include <time.h>
 
 #include <ATen/autocast_mode.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <iostream>
+#include <thread>
 
 #include "harness/core/atomic_file.h"
 #include "harness/core/errors.h"
@@ -17,6 +20,7 @@
 #include "harness/train/environment.h"
 #include "harness/train/phase_clock.h"
 #include "profiler/op_census.h"
+#include "scenarios/data/dataset_cache.h"
 #include "scenarios/registry.h"
 #include "scenarios/workload.h"
 
@@ -48,6 +52,23 @@ std::vector<torch::Tensor> to_device(const std::vector<torch::Tensor>& tensors, 
   return out;
 }
 
+// Batch buffers in page-locked host memory, so host-to-device copies can run asynchronously.
+BufferAllocator pinned_allocator() {
+  return [](size_t bytes) {
+    torch::Tensor buffer = torch::empty({static_cast<int64_t>(bytes)},
+                                        torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true));
+    void* data = buffer.data_ptr();
+    return std::shared_ptr<void>(data, [buffer](void*) mutable { buffer.reset(); });
+  };
+}
+
+// CPU time of all the process's threads (training, intra-op pool, loader workers).
+int64_t process_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
 int64_t peak_rss_bytes() {
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);
@@ -68,18 +89,37 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns) {
   record.device = use_cuda ? "cuda:0" : "cpu";
   record.environment = capture_environment();
 
+  // Pinned staging buffers only mean something when batches are copied to a CUDA device.
+  const bool pin_memory = spec.pin_memory && use_cuda;
+  record.loader = {{"workers", spec.workers},
+                   {"prefetch", spec.workers > 0 ? nlohmann::json(spec.prefetch) : nlohmann::json(nullptr)},
+                   {"persistent_workers", spec.persistent_workers},
+                   {"pin_memory_requested", spec.pin_memory},
+                   {"pin_memory_applied", pin_memory}};
+  if (spec.pin_memory && !pin_memory) {
+    record.loader["pin_memory_note"] = "not applicable: batches stay on the CPU (no CUDA device in use)";
+  }
+
   torch::manual_seed(spec.seed);
-  WorkloadConfig config{spec.batch_size, kSliceBatches, spec.seed, spec.knobs};
+  WorkloadConfig config;
+  config.batch_size = spec.batch_size;
+  config.slice_batches = kSliceBatches;
+  config.seed = spec.seed;
+  config.knobs = spec.knobs;
+  config.data_root = spec.data_dir.empty() ? default_data_root() : spec.data_dir;
+  if (pin_memory) config.allocate = pinned_allocator();
   std::unique_ptr<Workload> workload = make_workload(spec.scenario, config);
   workload->model().to(device);
   workload->model().train();
   std::unique_ptr<torch::optim::Optimizer> optimizer = workload->make_optimizer();
-  BatchLoader loader(workload->make_dataset(), spec.batch_size, spec.seed);
+  BatchLoader loader(workload->make_dataset(), spec.batch_size, spec.seed,
+                     LoaderOptions{spec.workers, spec.prefetch, spec.persistent_workers});
+  record.data = loader.dataset().info();
 
   const bool bf16 = spec.precision == Precision::kBf16;
   std::unique_ptr<CompiledForward> compiled;
   if (spec.compiled) {
-    Batch example = loader.peek_first();
+    Batch example = loader.first_batch();
     compiled = std::make_unique<CompiledForward>(
         *workload, workload->prepare(to_device(example.inputs, device)), device.type(), bf16);
   }
@@ -90,21 +130,30 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns) {
     AutocastScope autocast(device.type(), bf16);
     std::vector<torch::Tensor> prepared = workload->prepare(inputs);
     *output = compiled ? (*compiled)(prepared) : workload->body(prepared);
-    return workload->loss(*output, targets);
+    return workload->loss(*output, inputs, targets);
   };
 
   PhaseClock clock(use_cuda);
   std::vector<torch::Tensor> losses;
   const int64_t total_steps = spec.warmup_steps + spec.steps;
   record.init_ns = now_ns() - process_start_ns;
+  int64_t measured_start_ns = 0, measured_start_cpu_ns = 0;
   for (int64_t i = 0; i < total_steps; ++i) {
     StepRecord step;
     step.index = i;
     step.warmup = i < spec.warmup_steps;
+    if (i == spec.warmup_steps) {
+      measured_start_ns = now_ns();
+      measured_start_cpu_ns = process_cpu_ns();
+    }
     clock.begin_step();
 
-    Batch batch = loader.next();
+    BatchLoader::Delivered delivered = loader.next();
     clock.end_phase(Phase::kDataWait);
+    const Batch& batch = delivered.batch;
+    step.data_stage_ns = {batch.stage_ns.read_ns, batch.stage_ns.decode_ns, batch.stage_ns.augment_ns,
+                          batch.stage_ns.collate_ns};
+    step.data_busy_ns = delivered.busy_ns;
 
     std::vector<torch::Tensor> inputs = to_device(batch.inputs, device);
     torch::Tensor targets = batch.targets.to(device, /*non_blocking=*/true);
@@ -133,6 +182,14 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns) {
     record.steps.push_back(step);
   }
   clock.finalize(record.steps);  // CUDA: one synchronisation, after the timed loop
+  const double measured_wall_ns = static_cast<double>(now_ns() - measured_start_ns);
+  const int logical_cores = std::max(1u, std::thread::hardware_concurrency());
+  record.cpu_util_pct = 100.0 * static_cast<double>(process_cpu_ns() - measured_start_cpu_ns) /
+                        (measured_wall_ns * logical_cores);
+  const LoaderCounters counters = loader.counters();
+  record.loader["batches_built"] = counters.batches;
+  record.loader["worker_busy_ns"] = counters.worker_busy_ns;
+  record.loader["worker_starts"] = counters.worker_starts;
 
   // Loss values: one transfer after timing (losses stayed on the device).
   torch::Tensor loss_values = torch::stack(losses).to(torch::kCPU, torch::kDouble);
@@ -144,7 +201,7 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns) {
   {
     OpCensus census;
     census.start();
-    Batch batch = loader.next();
+    Batch batch = loader.next().batch;
     torch::Tensor output;
     torch::Tensor loss = forward_and_loss(to_device(batch.inputs, device),
                                           batch.targets.to(device, /*non_blocking=*/true), &output);
@@ -179,6 +236,9 @@ int variant_child_main(const std::string& spec_path, const std::string& record_p
     record = run_variant(record.spec, start_ns);
   } catch (const c10::Error& e) {
     record.error = e.what_without_backtrace();
+  } catch (const InputError& e) {  // bad options, a corrupt or missing data file: exit status 2
+    record.error = e.what();
+    record.error_kind = "input";
   } catch (const std::exception& e) {
     record.error = e.what();
   }

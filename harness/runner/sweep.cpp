@@ -1,0 +1,513 @@
+// Sweep expansion and validation, the run loop with its live progress line, the recommendation,
+// the table and the SVG chart.
+#include "harness/runner/sweep.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <tuple>
+
+#include "harness/core/atomic_file.h"
+#include "harness/core/errors.h"
+#include "harness/runner/variant_runner.h"
+#include "scenarios/registry.h"
+
+namespace trainlab {
+namespace fs = std::filesystem;
+namespace {
+
+std::string fmt(const char* format, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, value);
+  return buf;
+}
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> parts;
+  std::string part;
+  std::istringstream in(text);
+  while (std::getline(in, part, ',')) parts.push_back(part);
+  if (!text.empty() && text.back() == ',') parts.push_back("");
+  return parts;
+}
+
+std::string point_label(const VariantSpec& spec, bool with_batch) {
+  return spec.loader_label() + (with_batch ? " batch=" + std::to_string(spec.batch_size) : "");
+}
+
+SweepFigures figures_of(const VariantRecord& record) {
+  SweepFigures f;
+  f.workers = record.spec.workers;
+  f.prefetch = record.spec.workers > 0 ? record.spec.prefetch : 0;
+  f.pin_memory = record.spec.pin_memory;
+  f.batch_size = record.spec.batch_size;
+  if (!record.ok()) return f;
+  const VariantAggregate agg = aggregate(record);
+  f.ok = agg.measured_steps > 0;
+  f.samples_per_s = agg.samples_per_s;
+  f.data_wait_pct = agg.phase_pct[static_cast<size_t>(Phase::kDataWait)];
+  return f;
+}
+
+// Cost order: worker threads first (CPU cores), then batches in flight (memory), then pinned
+// memory (page-locked RAM), then batch size (memory).
+std::tuple<int, int, int, int64_t> cost_of(const SweepFigures& f) {
+  return {f.workers, f.workers * f.prefetch, f.pin_memory ? 1 : 0, f.batch_size};
+}
+
+std::string figures_label(const SweepFigures& f, bool with_batch) {
+  std::string label = "workers=" + std::to_string(f.workers);
+  if (f.workers > 0) label += " prefetch=" + std::to_string(f.prefetch);
+  label += std::string(" pin=") + (f.pin_memory ? "on" : "off");
+  if (with_batch) label += " batch=" + std::to_string(f.batch_size);
+  return label;
+}
+
+std::string xml_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// Rewrites one terminal line every second while a point runs: point k of n, elapsed, estimate.
+class ProgressTicker {
+ public:
+  ProgressTicker(std::ostream& out, bool live) : out_(out), live_(live) {}
+  ~ProgressTicker() { stop(); }
+
+  void start_point(size_t k, size_t n, const std::string& label, double elapsed_s, double estimate_left_s) {
+    stop();
+    if (!live_) return;
+    running_ = true;
+    thread_ = std::thread([=] {
+      const auto point_start = std::chrono::steady_clock::now();
+      std::unique_lock<std::mutex> lock(mutex_);
+      do {
+        const double in_point_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - point_start).count();
+        std::string line = "[" + std::to_string(k) + "/" + std::to_string(n) + "] " + label + "  elapsed " +
+                           fmt("%.0f s", elapsed_s + in_point_s);
+        if (estimate_left_s >= 0) line += ", about " + fmt("%.0f s", std::max(0.0, estimate_left_s - in_point_s)) + " left";
+        out_ << "\r\033[K" << line << std::flush;
+      } while (!wake_.wait_for(lock, std::chrono::seconds(1), [&] { return !running_; }));
+    });
+  }
+
+  void stop() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      running_ = false;
+    }
+    wake_.notify_all();
+    thread_.join();
+    out_ << "\r\033[K" << std::flush;
+  }
+
+ private:
+  std::ostream& out_;
+  bool live_;
+  bool running_ = false;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+std::vector<int64_t> parse_int_list(const std::string& option, const std::string& text, int64_t min_value,
+                                    int64_t max_value) {
+  std::vector<int64_t> values;
+  if (text.empty()) throw InputError(option + " needs at least one value (e.g. 0,1,2,4)");
+  for (const std::string& part : split_commas(text)) {
+    if (part.empty()) throw InputError("empty value in " + option + " '" + text + "'");
+    const int64_t value = parse_int(option, part);
+    if (value < min_value || value > max_value) {
+      throw InputError("invalid " + option + " value " + part + " (must be " + std::to_string(min_value) +
+                       " to " + std::to_string(max_value) + ")");
+    }
+    if (std::find(values.begin(), values.end(), value) == values.end()) values.push_back(value);
+  }
+  return values;
+}
+
+std::vector<bool> parse_on_off_list(const std::string& option, const std::string& text) {
+  std::vector<bool> values;
+  if (text.empty()) throw InputError(option + " needs at least one value (off, on or off,on)");
+  for (const std::string& part : split_commas(text)) {
+    if (part.empty()) throw InputError("empty value in " + option + " '" + text + "'");
+    const bool value = parse_on_off(option, part);
+    if (std::find(values.begin(), values.end(), value) == values.end()) values.push_back(value);
+  }
+  return values;
+}
+
+std::vector<SweepPoint> expand_sweep(const SweepOptions& options, std::vector<std::string>* notes) {
+  const SweepGrid& grid = options.grid;
+  if (grid.workers.empty() || grid.prefetch.empty() || grid.pin_memory.empty()) {
+    throw InputError("sweep needs at least one value for --workers, --prefetch and --pin-memory");
+  }
+  std::vector<int64_t> batches = grid.batch_sizes;
+  if (batches.empty()) batches.push_back(options.lab.base.batch_size);
+  std::vector<SweepPoint> points;
+  bool prefetch_collapsed = false;
+  for (int64_t batch : batches) {
+    for (bool pin : grid.pin_memory) {
+      for (int workers : grid.workers) {
+        for (size_t p = 0; p < grid.prefetch.size(); ++p) {
+          if (workers == 0 && p > 0) {  // with 0 workers nothing is prefetched: one point, not several
+            prefetch_collapsed = true;
+            continue;
+          }
+          SweepPoint point;
+          point.spec = options.lab.base;
+          point.spec.batch_size = batch;
+          point.spec.workers = workers;
+          point.spec.prefetch = grid.prefetch[p];
+          point.spec.pin_memory = pin;
+          resolve(point.spec, find_scenario(point.spec.scenario));  // validates every value
+          if (pin && !options.cuda_available) {
+            point.not_applicable = "pinned memory needs a CUDA device (batches stay on the CPU here)";
+          }
+          points.push_back(point);
+        }
+      }
+    }
+  }
+  if (prefetch_collapsed && notes != nullptr) {
+    notes->push_back("prefetch does not apply with 0 workers (the training thread builds each batch when it "
+                     "needs it): workers=0 runs once per pin/batch setting");
+  }
+  const bool any_runnable =
+      std::any_of(points.begin(), points.end(), [](const SweepPoint& p) { return p.not_applicable.empty(); });
+  if (!any_runnable) {
+    throw InputError("impossible sweep: every point needs pinned memory, which needs a CUDA device "
+                     "(add off to --pin-memory)");
+  }
+  if (notes != nullptr && !options.cuda_available &&
+      std::find(grid.pin_memory.begin(), grid.pin_memory.end(), true) != grid.pin_memory.end()) {
+    notes->push_back("pin-memory=on is not applicable here: no CUDA device, so batches are never copied to "
+                     "one; those points are listed as n/a and not run");
+  }
+  return points;
+}
+
+std::optional<SweepRecommendation> recommend_sweep_point(const std::vector<SweepFigures>& figures,
+                                                         double tolerance_pct, double data_bound_pct) {
+  std::optional<size_t> best;
+  for (size_t i = 0; i < figures.size(); ++i) {
+    if (figures[i].ok && (!best || figures[i].samples_per_s > figures[*best].samples_per_s)) best = i;
+  }
+  if (!best) return std::nullopt;
+  const double floor_sps = figures[*best].samples_per_s * (1.0 - tolerance_pct / 100.0);
+  size_t pick = *best;
+  for (size_t i = 0; i < figures.size(); ++i) {
+    if (figures[i].ok && figures[i].samples_per_s >= floor_sps && cost_of(figures[i]) < cost_of(figures[pick])) {
+      pick = i;
+    }
+  }
+  std::set<int64_t> batches;
+  for (const SweepFigures& f : figures) batches.insert(f.batch_size);
+  const bool with_batch = batches.size() > 1;
+  const SweepFigures& chosen = figures[pick];
+  const SweepFigures& top = figures[*best];
+  SweepRecommendation rec;
+  rec.index = pick;
+  rec.best_index = *best;
+  std::string reason = figures_label(chosen, with_batch) + ": " + fmt("%.1f samples/s", chosen.samples_per_s);
+  if (pick == *best) {
+    reason += ", the best measured, and no cheaper setting came within " + fmt("%.0f %%", tolerance_pct) + " of it";
+  } else {
+    reason += ", " + fmt("%.1f %%", 100.0 * chosen.samples_per_s / top.samples_per_s) + " of the best (" +
+              figures_label(top, with_batch) + ", " + fmt("%.1f samples/s", top.samples_per_s) +
+              "): costlier settings gain less than " + fmt("%.0f %%", tolerance_pct);
+  }
+  reason += "; data wait " + fmt("%.1f %%", chosen.data_wait_pct) + " of the step";
+  if (chosen.data_wait_pct >= data_bound_pct) {
+    reason += " - still input-bound: more workers do not remove it here; make each sample cheaper "
+              "(decoded cache, lighter augmentation) or add CPU cores";
+  }
+  // Where the curve flattens: the baseline point (0 workers, same other settings) for contrast.
+  for (const SweepFigures& f : figures) {
+    if (f.ok && f.workers == 0 && f.batch_size == chosen.batch_size && f.pin_memory == chosen.pin_memory &&
+        chosen.workers > 0 && f.samples_per_s > 0) {
+      reason += "; " + fmt("%.2fx", chosen.samples_per_s / f.samples_per_s) + " the throughput of workers=0 (" +
+                fmt("data wait %.1f %%", f.data_wait_pct) + ")";
+      break;
+    }
+  }
+  rec.reason = reason;
+  return rec;
+}
+
+std::string render_sweep_svg(const std::string& title, const std::vector<SweepFigures>& figures,
+                             std::optional<size_t> recommended) {
+  const double width = 760, height = 440, left = 70, right = 230, top = 50, bottom = 60;
+  const double plot_w = width - left - right, plot_h = height - top - bottom;
+  int max_workers = 1;
+  double max_sps = 1;
+  std::set<int64_t> batches;
+  for (const SweepFigures& f : figures) {
+    batches.insert(f.batch_size);
+    if (!f.ok) continue;
+    max_workers = std::max(max_workers, f.workers);
+    max_sps = std::max(max_sps, f.samples_per_s);
+  }
+  const bool with_batch = batches.size() > 1;
+  // A "nice" axis maximum: 1, 2 or 5 times a power of ten, above the largest value.
+  const double magnitude = std::pow(10.0, std::floor(std::log10(max_sps)));
+  double y_max = magnitude;
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (m * magnitude >= max_sps * 1.05) {
+      y_max = m * magnitude;
+      break;
+    }
+  }
+  auto x_of = [&](double workers) { return left + plot_w * workers / max_workers; };
+  auto y_of = [&](double sps) { return top + plot_h * (1.0 - sps / y_max); };
+
+  // Series: (prefetch, pin, batch); the workers=0 point belongs to every series with that pin/batch.
+  std::map<std::tuple<int, bool, int64_t>, std::vector<const SweepFigures*>> series;
+  for (const SweepFigures& f : figures) {
+    if (f.ok && f.workers > 0) series[{f.prefetch, f.pin_memory, f.batch_size}].push_back(&f);
+  }
+  for (const SweepFigures& f : figures) {
+    if (!f.ok || f.workers != 0) continue;
+    bool placed = false;
+    for (auto& [key, points] : series) {
+      if (std::get<1>(key) == f.pin_memory && std::get<2>(key) == f.batch_size) {
+        points.push_back(&f);
+        placed = true;
+      }
+    }
+    if (!placed) series[{0, f.pin_memory, f.batch_size}].push_back(&f);
+  }
+  static const char* colours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
+
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+      << "\" viewBox=\"0 0 " << width << " " << height << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  svg << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  svg << "<text x=\"" << left << "\" y=\"28\" font-size=\"15\" font-weight=\"bold\">" << xml_escape(title) << "</text>\n";
+  // Axes, grid and ticks.
+  for (int i = 0; i <= 5; ++i) {
+    const double v = y_max * i / 5, y = y_of(v);
+    svg << "<line x1=\"" << left << "\" y1=\"" << y << "\" x2=\"" << left + plot_w << "\" y2=\"" << y
+        << "\" stroke=\"#ddd\"/>\n<text x=\"" << left - 8 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">"
+        << fmt("%.0f", v) << "</text>\n";
+  }
+  std::set<int> worker_ticks;
+  for (const SweepFigures& f : figures) worker_ticks.insert(f.workers);
+  for (int w : worker_ticks) {
+    const double x = x_of(w);
+    svg << "<line x1=\"" << x << "\" y1=\"" << top + plot_h << "\" x2=\"" << x << "\" y2=\"" << top + plot_h + 5
+        << "\" stroke=\"black\"/>\n<text x=\"" << x << "\" y=\"" << top + plot_h + 20 << "\" text-anchor=\"middle\">"
+        << w << "</text>\n";
+  }
+  svg << "<line x1=\"" << left << "\" y1=\"" << top + plot_h << "\" x2=\"" << left + plot_w << "\" y2=\""
+      << top + plot_h << "\" stroke=\"black\"/>\n<line x1=\"" << left << "\" y1=\"" << top << "\" x2=\"" << left
+      << "\" y2=\"" << top + plot_h << "\" stroke=\"black\"/>\n";
+  svg << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << height - 18 << "\" text-anchor=\"middle\">loader workers</text>\n";
+  svg << "<text transform=\"translate(18," << top + plot_h / 2 << ") rotate(-90)\" text-anchor=\"middle\">samples/s</text>\n";
+  // Lines, points, legend.
+  size_t colour = 0;
+  double legend_y = top + 10;
+  for (auto& [key, points] : series) {
+    std::sort(points.begin(), points.end(), [](const SweepFigures* a, const SweepFigures* b) { return a->workers < b->workers; });
+    const char* c = colours[colour++ % (sizeof(colours) / sizeof(colours[0]))];
+    svg << "<polyline fill=\"none\" stroke=\"" << c << "\" stroke-width=\"2\" points=\"";
+    for (const SweepFigures* f : points) svg << x_of(f->workers) << "," << y_of(f->samples_per_s) << " ";
+    svg << "\"/>\n";
+    for (const SweepFigures* f : points) {
+      svg << "<circle cx=\"" << x_of(f->workers) << "\" cy=\"" << y_of(f->samples_per_s) << "\" r=\"3.5\" fill=\"" << c
+          << "\"><title>" << xml_escape(figures_label(*f, with_batch)) << ": " << fmt("%.1f samples/s", f->samples_per_s)
+          << "</title></circle>\n";
+    }
+    std::string name = "prefetch " + std::to_string(std::get<0>(key)) + ", pin " + (std::get<1>(key) ? "on" : "off");
+    if (with_batch) name += ", batch " + std::to_string(std::get<2>(key));
+    svg << "<line x1=\"" << left + plot_w + 20 << "\" y1=\"" << legend_y << "\" x2=\"" << left + plot_w + 40
+        << "\" y2=\"" << legend_y << "\" stroke=\"" << c << "\" stroke-width=\"2\"/>\n<text x=\"" << left + plot_w + 46
+        << "\" y=\"" << legend_y + 4 << "\">" << xml_escape(name) << "</text>\n";
+    legend_y += 18;
+  }
+  if (recommended && *recommended < figures.size() && figures[*recommended].ok) {
+    const SweepFigures& f = figures[*recommended];
+    svg << "<circle cx=\"" << x_of(f.workers) << "\" cy=\"" << y_of(f.samples_per_s)
+        << "\" r=\"9\" fill=\"none\" stroke=\"black\" stroke-width=\"2\"/>\n<text x=\"" << left + plot_w + 20 << "\" y=\""
+        << legend_y + 10 << "\">&#9675; recommended:</text>\n<text x=\"" << left + plot_w + 20 << "\" y=\""
+        << legend_y + 26 << "\">" << xml_escape(figures_label(f, with_batch)) << "</text>\n";
+  }
+  svg << "</svg>\n";
+  return svg.str();
+}
+
+SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
+  std::vector<std::string> notes;
+  const std::vector<SweepPoint> points = expand_sweep(options, &notes);
+  SweepOutcome outcome;
+  RunRecord& record = outcome.record;
+  record.kind = "sweep";
+  record.scenario = options.lab.base.scenario;
+  {
+    std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    record.created_utc = buf;
+  }
+  outcome.run_dir = make_run_dir(options.lab.results_dir, record.scenario, "sweep", &record.run_id);
+
+  std::set<int64_t> batches;
+  for (const SweepPoint& p : points) batches.insert(p.spec.batch_size);
+  const bool with_batch = batches.size() > 1;
+  const size_t runnable = static_cast<size_t>(
+      std::count_if(points.begin(), points.end(), [](const SweepPoint& p) { return p.not_applicable.empty(); }));
+  progress << "trainlab sweep: scenario " << record.scenario << ", " << runnable << " point(s) to run"
+           << (runnable < points.size() ? " (" + std::to_string(points.size() - runnable) + " not applicable)" : "")
+           << ", results in " << outcome.run_dir << std::endl;
+
+  ProgressTicker ticker(progress, options.live_progress);
+  const auto sweep_start = std::chrono::steady_clock::now();
+  std::vector<int> record_of_point(points.size(), -1);
+  size_t done = 0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (!points[i].not_applicable.empty()) continue;
+    const std::string label = point_label(points[i].spec, with_batch);
+    const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - sweep_start).count();
+    const double estimate_left_s = done == 0 ? -1.0 : elapsed_s / static_cast<double>(done) * static_cast<double>(runnable - done);
+    ticker.start_point(done + 1, runnable, label, elapsed_s, estimate_left_s);
+    VariantRunOptions run_options;
+    run_options.run_dir = outcome.run_dir;
+    run_options.timeout_s = options.lab.variant_timeout_s;
+    run_options.file_stem = "point-" + std::to_string(done + 1);
+    const auto point_start = std::chrono::steady_clock::now();
+    record.variants.push_back(run_variant_isolated(points[i].spec, run_options));
+    ticker.stop();
+    record_of_point[i] = static_cast<int>(record.variants.size() - 1);
+    ++done;
+    const VariantRecord& v = record.variants.back();
+    const double point_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - point_start).count();
+    progress << "[" << done << "/" << runnable << "] " << label << ": "
+             << (v.ok() ? fmt("%.1f samples/s", aggregate(v).samples_per_s) : "FAILED (" + v.error + ")")
+             << fmt(", %.1f s", point_s) << std::endl;
+    if (v.error_kind == "input") {  // e.g. a corrupt data file: every other point would fail the same way
+      outcome.bad_input = true;
+      break;
+    }
+  }
+  for (const VariantRecord& v : record.variants) {
+    if (v.ok()) {
+      record.environment = v.environment;
+      break;
+    }
+  }
+
+  // Recommendation and chart over the measured points.
+  std::vector<SweepFigures> figures;
+  for (const VariantRecord& v : record.variants) figures.push_back(figures_of(v));
+  const double data_bound_pct = options.lab.thresholds->value("input_bound.high_pct");
+  const auto rec = recommend_sweep_point(figures, options.tolerance_pct, data_bound_pct);
+  nlohmann::json details = {{"tolerance_pct", options.tolerance_pct}, {"notes", notes}};
+  nlohmann::json na = nlohmann::json::array();
+  for (const SweepPoint& p : points) {
+    if (!p.not_applicable.empty()) na.push_back({{"point", point_label(p.spec, with_batch)}, {"why", p.not_applicable}});
+  }
+  details["not_applicable"] = na;
+  if (rec) {
+    details["recommendation"] = {{"variant_index", rec->index}, {"best_index", rec->best_index},
+                                 {"point", figures_label(figures[rec->index], with_batch)}, {"reason", rec->reason}};
+    record.reading.push_back("Recommended: " + rec->reason + ".");
+  } else {
+    record.reading.push_back("No recommendation: no point completed.");
+  }
+  for (const std::string& note : notes) record.reading.push_back("Note: " + note + ".");
+  const std::string chart_name = "throughput_vs_workers.svg";
+  if (std::any_of(figures.begin(), figures.end(), [](const SweepFigures& f) { return f.ok; })) {
+    write_file_atomically((fs::path(outcome.run_dir) / chart_name).string(),
+                          render_sweep_svg("trainlab sweep: " + record.scenario + " (" + record.run_id + ")", figures,
+                                           rec ? std::optional<size_t>(rec->index) : std::nullopt));
+    details["chart"] = chart_name;
+  }
+  record.details = details;
+  write_run_record((fs::path(outcome.run_dir) / "run.json").string(), record);
+
+  // The table: measured points in run order, then the not-applicable ones.
+  std::vector<std::string> header = {"point", "samples/s", "data wait", "CPU util", "peak MiB", "step p50 ms", ""};
+  std::vector<std::vector<std::string>> rows;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const std::string label = point_label(points[i].spec, with_batch);
+    if (!points[i].not_applicable.empty()) {
+      rows.push_back({label, "n/a", "-", "-", "-", "-", "not applicable"});
+      continue;
+    }
+    if (record_of_point[i] < 0) {
+      rows.push_back({label, "-", "-", "-", "-", "-", "not run"});
+      continue;
+    }
+    const VariantRecord& v = record.variants[static_cast<size_t>(record_of_point[i])];
+    if (!v.ok()) {
+      rows.push_back({label, "error", "-", "-", "-", "-", ""});
+      continue;
+    }
+    const VariantAggregate agg = aggregate(v);
+    std::string mark;
+    if (rec && static_cast<size_t>(record_of_point[i]) == rec->index) mark = "<- recommended";
+    else if (rec && static_cast<size_t>(record_of_point[i]) == rec->best_index) mark = "best";
+    rows.push_back({label, fmt("%.1f", agg.samples_per_s),
+                    fmt("%.1f %%", agg.phase_pct[static_cast<size_t>(Phase::kDataWait)]),
+                    fmt("%.0f %%", v.cpu_util_pct), fmt("%.0f", v.peak_memory_bytes / 1048576.0),
+                    fmt("%.2f", agg.step_ms_p50), mark});
+  }
+  std::vector<size_t> width(header.size());
+  for (size_t c = 0; c < header.size(); ++c) {
+    width[c] = header[c].size();
+    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+  }
+  std::ostringstream table;
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string text;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      const std::string pad(width[c] - cells[c].size(), ' ');
+      text += (c == 0 || c + 1 == cells.size() ? cells[c] + pad : pad + cells[c]);
+      if (c + 1 < cells.size()) text += "  ";
+    }
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    table << text << "\n";
+  };
+  line(header);
+  size_t total = 0;
+  for (size_t w : width) total += w + 2;
+  table << std::string(total - 2, '-') << "\n";
+  for (const auto& row : rows) line(row);
+  for (const VariantRecord& v : record.variants) {
+    if (!v.ok()) table << "error in " << point_label(v.spec, with_batch) << ": " << v.error << "\n";
+  }
+  std::map<std::string, int> na_reasons;
+  for (const auto& entry : na) ++na_reasons[entry["why"].get<std::string>()];
+  for (const auto& [why, count] : na_reasons) {
+    table << "not applicable (" << count << " point" << (count == 1 ? "" : "s") << "): " << why << "\n";
+  }
+  outcome.table = table.str();
+  return outcome;
+}
+
+}  // namespace trainlab

@@ -1,0 +1,82 @@
+// The dataloader sweep: every point of workers x prefetch x pinned memory x batch size runs in its
+// own child process on the same data; then the table, an SVG chart of throughput against workers,
+// and the recommendation: the cheapest point within a tolerance (5 %) of the best throughput.
+// Points that cannot apply here (pinned memory without a CUDA device; prefetch with 0 workers) are
+// reported as such, never silently dropped or run as something else.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "harness/runner/lab.h"
+
+namespace trainlab {
+
+struct SweepGrid {
+  std::vector<int> workers;
+  std::vector<int> prefetch;
+  std::vector<bool> pin_memory;
+  std::vector<int64_t> batch_sizes;  // empty: the base spec's batch size
+};
+
+// Parses "0,1,2,4" style lists; throws InputError naming the option on an empty list, an empty
+// or negative element, or a value out of range.
+std::vector<int64_t> parse_int_list(const std::string& option, const std::string& text, int64_t min_value,
+                                    int64_t max_value);
+std::vector<bool> parse_on_off_list(const std::string& option, const std::string& text);
+
+struct SweepOptions {
+  LabOptions lab;                 // base spec (resolved), results folder, timeout
+  SweepGrid grid;
+  bool cuda_available = false;    // pinned memory applies only when batches go to a CUDA device
+  double tolerance_pct = 5.0;     // "within 5 % of the best"
+  bool live_progress = false;     // rewrite one progress line (a terminal) instead of a line per point
+};
+
+struct SweepPoint {
+  VariantSpec spec;
+  std::string not_applicable;     // non-empty: not run, and why
+};
+
+// The grid expanded in run order (validated; throws InputError when no point can run).
+std::vector<SweepPoint> expand_sweep(const SweepOptions& options, std::vector<std::string>* notes);
+
+// One measured point as the recommendation sees it.
+struct SweepFigures {
+  bool ok = false;
+  int workers = 0, prefetch = 0;
+  bool pin_memory = false;
+  int64_t batch_size = 0;
+  double samples_per_s = 0;
+  double data_wait_pct = 0;
+};
+
+struct SweepRecommendation {
+  size_t index = 0;               // into the figures
+  size_t best_index = 0;
+  std::string reason;
+};
+
+// The cheapest point (fewest workers, then fewest batches in flight, then pin off, then smallest
+// batch) whose throughput is within tolerance_pct of the best. Empty when no point succeeded.
+std::optional<SweepRecommendation> recommend_sweep_point(const std::vector<SweepFigures>& figures,
+                                                         double tolerance_pct, double data_bound_pct);
+
+// An SVG line chart: samples/s against workers, one line per (prefetch, pin, batch) series,
+// the recommended point ringed.
+std::string render_sweep_svg(const std::string& title, const std::vector<SweepFigures>& figures,
+                             std::optional<size_t> recommended);
+
+struct SweepOutcome {
+  RunRecord record;
+  std::string run_dir;
+  std::string table;              // the terminal table with the not-applicable rows
+  bool bad_input = false;         // a point failed on bad input (e.g. a corrupt data file)
+};
+
+SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress);
+
+}  // namespace trainlab

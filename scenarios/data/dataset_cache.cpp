@@ -1,0 +1,128 @@
+// Generate-once dataset folders: parameter hash in the name, a lock file against concurrent
+// generators, a temporary folder renamed into place, the manifest written last.
+#include "scenarios/data/dataset_cache.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "harness/core/atomic_file.h"
+#include "harness/core/errors.h"
+#include "scenarios/data/host_batch.h"
+
+namespace trainlab {
+namespace fs = std::filesystem;
+namespace {
+
+std::string hex16(uint64_t value) {
+  static const char* digits = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, value >>= 4) out[static_cast<size_t>(i)] = digits[value & 15];
+  return out;
+}
+
+uint64_t fnv1a(const std::string& text) {
+  uint64_t hash = 1469598103934665603ULL;
+  for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ULL;
+  return hash;
+}
+
+// An exclusive flock held for the object's lifetime.
+class FolderLock {
+ public:
+  explicit FolderLock(const std::string& path) : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    if (fd_ < 0) throw InputError("cannot lock " + path + ": " + std::strerror(errno));
+    while (::flock(fd_, LOCK_EX) != 0) {
+      if (errno != EINTR) {
+        const std::string why = std::strerror(errno);
+        ::close(fd_);
+        throw InputError("cannot lock " + path + ": " + why);
+      }
+    }
+  }
+  ~FolderLock() { ::close(fd_); }
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+bool manifest_matches(const std::string& dir, const std::string& kind, int format_version,
+                      const nlohmann::json& params) {
+  std::error_code ec;
+  const std::string path = dir + "/manifest.json";
+  if (!fs::exists(path, ec)) return false;
+  try {
+    const nlohmann::json manifest = nlohmann::json::parse(read_file(path));
+    return manifest.at("kind") == kind && manifest.at("format_version") == format_version &&
+           manifest.at("params") == params;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+std::string default_data_root() {
+  const char* env = std::getenv("TRAINLAB_DATA_DIR");
+  return (env != nullptr && *env != '\0') ? std::string(env) : std::string("results/datasets");
+}
+
+PreparedDataset prepare_dataset(const std::string& data_root, const std::string& kind, int format_version,
+                                const nlohmann::json& params,
+                                const std::function<void(const std::string& tmp_dir)>& generate) {
+  ensure_writable_dir(data_root);
+  const std::string identity = kind + "/" + std::to_string(format_version) + "/" + params.dump();
+  PreparedDataset prepared;
+  prepared.dir = data_root + "/" + kind + "-" + hex16(fnv1a(identity));
+  if (manifest_matches(prepared.dir, kind, format_version, params)) return prepared;
+
+  FolderLock lock(prepared.dir + ".lock");
+  if (manifest_matches(prepared.dir, kind, format_version, params)) return prepared;  // built meanwhile
+
+  const int64_t start_ns = monotonic_ns();
+  const std::string tmp_dir = prepared.dir + ".tmp-" + std::to_string(::getpid());
+  std::error_code ec;
+  fs::remove_all(tmp_dir, ec);
+  fs::create_directories(tmp_dir, ec);
+  if (ec) throw InputError("cannot create " + tmp_dir + ": " + ec.message());
+  try {
+    generate(tmp_dir);
+    nlohmann::json manifest = {{"kind", kind}, {"format_version", format_version}, {"params", params}};
+    write_file_atomically(tmp_dir + "/manifest.json", manifest.dump(2) + "\n");
+    fs::remove_all(prepared.dir, ec);  // a folder without a matching manifest is incomplete or stale
+    fs::rename(tmp_dir, prepared.dir);
+  } catch (...) {
+    fs::remove_all(tmp_dir, ec);
+    throw;
+  }
+  prepared.generated = true;
+  prepared.generate_s = static_cast<double>(monotonic_ns() - start_ns) * 1e-9;
+  return prepared;
+}
+
+std::string prepare_derived_file(const std::string& dataset_dir, const std::string& name,
+                                 const std::function<void(const std::string& tmp_path)>& build) {
+  const std::string path = dataset_dir + "/" + name;
+  std::error_code ec;
+  if (fs::exists(path, ec)) return path;
+  FolderLock lock(dataset_dir + "/." + name + ".lock");
+  if (fs::exists(path, ec)) return path;
+  const std::string tmp_path = dataset_dir + "/." + name + ".tmp-" + std::to_string(::getpid());
+  try {
+    build(tmp_path);
+    fs::rename(tmp_path, path);
+  } catch (...) {
+    fs::remove(tmp_path, ec);
+    throw;
+  }
+  return path;
+}
+
+}  // namespace trainlab

@@ -1,0 +1,106 @@
+// Host buffers, stage times, batch hashing and per-sample random streams.
+#include "scenarios/data/host_batch.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <new>
+#include <stdexcept>
+
+namespace trainlab {
+
+size_t element_size_bytes(ElementType type) {
+  switch (type) {
+    case ElementType::kUInt8: return 1;
+    case ElementType::kInt32: return 4;
+    case ElementType::kInt64: return 8;
+    case ElementType::kFloat32: return 4;
+  }
+  return 1;
+}
+
+std::string to_string(ElementType type) {
+  switch (type) {
+    case ElementType::kUInt8: return "uint8";
+    case ElementType::kInt32: return "int32";
+    case ElementType::kInt64: return "int64";
+    case ElementType::kFloat32: return "float32";
+  }
+  return "?";
+}
+
+const BufferAllocator& heap_allocator() {
+  static const BufferAllocator allocator = [](size_t bytes) {
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+    if (p == nullptr) throw std::bad_alloc();
+    return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  };
+  return allocator;
+}
+
+int64_t HostTensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+HostTensor make_host_tensor(ElementType type, std::vector<int64_t> shape, const BufferAllocator& allocate) {
+  HostTensor t;
+  t.type = type;
+  t.shape = std::move(shape);
+  t.storage = allocate(t.bytes());
+  t.data = t.storage.get();
+  return t;
+}
+
+StageTimes& StageTimes::operator+=(const StageTimes& other) {
+  read_ns += other.read_ns;
+  decode_ns += other.decode_ns;
+  augment_ns += other.augment_ns;
+  collate_ns += other.collate_ns;
+  return *this;
+}
+
+namespace {
+constexpr uint64_t kFnvOffset = 1469598103934665603ULL;
+constexpr uint64_t kFnvPrime = 1099511628211ULL;
+
+uint64_t fnv1a(uint64_t hash, const void* data, size_t bytes) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < bytes; ++i) hash = (hash ^ p[i]) * kFnvPrime;
+  return hash;
+}
+
+uint64_t hash_tensor(uint64_t hash, const HostTensor& t) {
+  const int type = static_cast<int>(t.type);
+  hash = fnv1a(hash, &type, sizeof type);
+  for (int64_t d : t.shape) hash = fnv1a(hash, &d, sizeof d);
+  return t.data == nullptr ? hash : fnv1a(hash, t.data, t.bytes());
+}
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+uint64_t hash_host_batch(const HostBatch& batch) {
+  uint64_t hash = kFnvOffset;
+  for (const HostTensor& t : batch.inputs) hash = hash_tensor(hash, t);
+  hash = hash_tensor(hash, batch.targets);
+  return fnv1a(hash, &batch.samples, sizeof batch.samples);
+}
+
+std::mt19937_64 sample_rng(uint64_t augment_seed, int64_t position_in_batch) {
+  return std::mt19937_64(splitmix64(augment_seed ^ splitmix64(static_cast<uint64_t>(position_in_batch))));
+}
+
+int64_t monotonic_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace trainlab

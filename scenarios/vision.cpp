@@ -1,0 +1,127 @@
+// vision: a small ResNet-style CNN trained on JPEG images from disk (vision_data.h): every sample
+// is read, decoded with libjpeg-turbo and augmented on the CPU (random resized crop, flip, colour
+// jitter, normalisation), the classic way an image pipeline starves the device.
+// Knob cache=1 reads the decoded cache (decode once, keep the pixels) instead of the JPEGs.
+#include <torch/torch.h>
+
+#include "scenarios/data/vision_data.h"
+#include "scenarios/registry.h"
+#include "scenarios/workload.h"
+
+namespace trainlab {
+namespace {
+
+namespace nn = torch::nn;
+
+nn::Conv2d conv(int64_t in, int64_t out, int64_t kernel, int64_t stride) {
+  return nn::Conv2d(nn::Conv2dOptions(in, out, kernel).stride(stride).padding(kernel / 2).bias(false));
+}
+
+// Two 3x3 convolutions with batch norm and a projection shortcut when the shape changes.
+struct ResidualBlockImpl : nn::Module {
+  ResidualBlockImpl(int64_t in, int64_t out, int64_t stride)
+      : conv1(register_module("conv1", conv(in, out, 3, stride))),
+        bn1(register_module("bn1", nn::BatchNorm2d(out))),
+        conv2(register_module("conv2", conv(out, out, 3, 1))),
+        bn2(register_module("bn2", nn::BatchNorm2d(out))) {
+    if (stride != 1 || in != out) {
+      shortcut = register_module("shortcut", nn::Sequential(conv(in, out, 1, stride), nn::BatchNorm2d(out)));
+    }
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor y = torch::relu(bn1(conv1(x)));
+    y = bn2(conv2(y));
+    return torch::relu(y + (shortcut.is_empty() ? x : shortcut->forward(x)));
+  }
+  nn::Conv2d conv1, conv2;
+  nn::BatchNorm2d bn1, bn2;
+  nn::Sequential shortcut{nullptr};
+};
+TORCH_MODULE(ResidualBlock);
+
+// Stem (stride 2), three stages (width, 2x width stride 2, 4x width stride 2), pool, classifier.
+struct SmallResNetImpl : nn::Module {
+  SmallResNetImpl(int64_t width, int64_t classes)
+      : stem(register_module("stem", conv(3, width, 3, 2))),
+        stem_bn(register_module("stem_bn", nn::BatchNorm2d(width))),
+        stage1(register_module("stage1", ResidualBlock(width, width, 1))),
+        stage2(register_module("stage2", ResidualBlock(width, 2 * width, 2))),
+        stage3(register_module("stage3", ResidualBlock(2 * width, 4 * width, 2))),
+        head(register_module("head", nn::Linear(4 * width, classes))) {}
+  torch::Tensor forward(const torch::Tensor& images) {
+    torch::Tensor x = torch::relu(stem_bn(stem(images)));
+    x = stage3(stage2(stage1(x)));
+    return head(x.mean({2, 3}));
+  }
+  nn::Conv2d stem;
+  nn::BatchNorm2d stem_bn;
+  ResidualBlock stage1, stage2, stage3;
+  nn::Linear head;
+};
+TORCH_MODULE(SmallResNet);
+
+class VisionWorkload : public Workload {
+ public:
+  explicit VisionWorkload(const WorkloadConfig& config)
+      : config_(config), model_(config.knob_int("width"), config.knob_int("classes")) {}
+
+  torch::nn::Module& model() override { return *model_; }
+  torch::Tensor body(const std::vector<torch::Tensor>& prepared) override { return model_->forward(prepared.at(0)); }
+  torch::Tensor loss(const torch::Tensor& output, const std::vector<torch::Tensor>& /*inputs*/,
+                     const torch::Tensor& targets) override {
+    return torch::nn::functional::cross_entropy(output, targets);
+  }
+  std::unique_ptr<torch::optim::Optimizer> make_optimizer() override {
+    return std::make_unique<torch::optim::SGD>(model_->parameters(),
+                                               torch::optim::SGDOptions(0.05).momentum(0.9).weight_decay(1e-4));
+  }
+  std::unique_ptr<Dataset> make_dataset() override {
+    VisionDataSpec spec;
+    spec.samples = config_.knob_int("samples");
+    spec.image_size = config_.knob_int("image_size");
+    spec.quality = config_.knob_int("quality");
+    spec.classes = config_.knob_int("classes");
+    spec.seed = static_cast<uint64_t>(config_.knob_int("data_seed"));
+    const PreparedDataset prepared = prepare_vision_dataset(config_.data_root, spec);
+    VisionAugment augment;
+    augment.crop_size = config_.knob_int("crop");
+    augment.intensity = config_.knob("augment");
+    nlohmann::json info = {{"dir", prepared.dir}, {"generated", prepared.generated},
+                           {"generate_s", prepared.generate_s}};
+    if (config_.knob_int("cache") != 0) {
+      const int64_t start_ns = monotonic_ns();
+      info["decoded_cache"] = prepare_vision_decoded_cache(prepared.dir);
+      info["decoded_cache_prepare_s"] = static_cast<double>(monotonic_ns() - start_ns) * 1e-9;
+      return std::make_unique<HostDataset>(open_vision_cache_source(prepared.dir, augment), config_.allocate, info);
+    }
+    return std::make_unique<HostDataset>(open_vision_jpeg_source(prepared.dir, augment), config_.allocate, info);
+  }
+
+ private:
+  WorkloadConfig config_;
+  SmallResNet model_;
+};
+
+const ScenarioRegistrar kRegistrar(
+    ScenarioInfo{"vision",
+                 "small ResNet-style CNN on JPEG images from disk: decode + random resized crop, "
+                 "flip, colour jitter on the CPU",
+                 /*default_batch_size=*/64,
+                 {{"samples", 2048, 64, 10'000'000, true, "images in the on-disk dataset"},
+                  {"image_size", 256, 16, 4096, true, "stored image side (pixels)"},
+                  {"quality", 90, 1, 100, true, "JPEG quality"},
+                  {"classes", 10, 2, 1000, true, "label classes"},
+                  {"crop", 112, 8, 1024, true, "training crop side (pixels)"},
+                  {"augment", 1, 0, 3, false, "augmentation intensity (0: centre crop only)"},
+                  {"width", 8, 4, 512, true, "CNN base channel width"},
+                  {"cache", 0, 0, 1, true, "1: read the decoded cache instead of the JPEG files"},
+                  {"data_seed", 1234, 0, 1e9, true, "seed the dataset is generated from"}}},
+    [](const WorkloadConfig& config) -> std::unique_ptr<Workload> {
+      if (config.knob_int("crop") > config.knob_int("image_size")) {
+        throw InputError("vision: crop must not exceed image_size");
+      }
+      return std::make_unique<VisionWorkload>(config);
+    });
+
+}  // namespace
+}  // namespace trainlab

@@ -1,0 +1,148 @@
+// End to end: on-disk data and the loader through the real binary. A corrupt shard and a
+// truncated JPEG each stop the run with one error naming the file and exit status 2 (never a hang:
+// the child has a timeout, and so has the test); the sweep validates its lists, runs its points,
+// reports the not-applicable ones, writes its chart and recommends a point.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "e2e_support.h"
+#include "harness/core/run_record.h"
+
+namespace trainlab {
+namespace {
+namespace fs = std::filesystem;
+using e2e::run_trainlab;
+
+// Every sample of these datasets is read in the first step (64 samples, batch 64).
+constexpr const char* kTinyVision =
+    "--scenario vision --batch 64 -k samples=64 -k image_size=40 -k crop=32 -k width=4 --warmup 0 --steps 2";
+constexpr const char* kTinyRecsys =
+    "--scenario recsys --batch 64 -k samples=64 -k items=300 -k mean_history=40 -k max_history=100 "
+    "-k dim=16 -k heads=2 -k layers=1 -k seq_len=8 --warmup 0 --steps 2";
+
+std::string only_dataset_dir(const std::string& data_root, const std::string& kind) {
+  for (const auto& entry : fs::directory_iterator(data_root)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_directory() && name.rfind(kind + "-", 0) == 0 && name.find(".tmp") == std::string::npos) {
+      return entry.path().string();
+    }
+  }
+  return "";
+}
+
+std::string last_line(const std::string& text) {
+  std::string trimmed = text;
+  while (!trimmed.empty() && trimmed.back() == '\n') trimmed.pop_back();
+  const auto nl = trimmed.rfind('\n');
+  return nl == std::string::npos ? trimmed : trimmed.substr(nl + 1);
+}
+
+TEST(DataE2E, TruncatedJpegIsOneErrorNamingTheFileAndExitTwo) {
+  const std::string results = e2e::fresh_results_dir("jpeg");
+  const std::string args = std::string("run ") + kTinyVision + " --timeout-s 120 --results " + results +
+                           " --data-dir " + results + "/data";
+  const auto first = run_trainlab(args);
+  ASSERT_EQ(first.exit_status, 0) << first.err;
+  const std::string image = only_dataset_dir(results + "/data", "vision") + "/images/000013.jpg";
+  ASSERT_TRUE(fs::exists(image));
+  fs::resize_file(image, fs::file_size(image) / 2);
+
+  for (const char* workers : {"0", "2"}) {
+    const auto r = run_trainlab(args + " --workers " + workers);
+    EXPECT_EQ(r.exit_status, 2) << r.err;
+    EXPECT_NE(last_line(r.err).find("000013.jpg"), std::string::npos) << r.err;
+    EXPECT_EQ(last_line(r.err).rfind("trainlab: error: ", 0), 0u) << r.err;
+    EXPECT_LT(r.wall_s, 120);
+  }
+}
+
+TEST(DataE2E, CorruptShardIsOneErrorNamingTheFileAndExitTwo) {
+  const std::string results = e2e::fresh_results_dir("shard");
+  const std::string args = std::string("run ") + kTinyRecsys + " --timeout-s 120 --results " + results +
+                           " --data-dir " + results + "/data";
+  const auto first = run_trainlab(args);
+  ASSERT_EQ(first.exit_status, 0) << first.err;
+  const std::string shard = only_dataset_dir(results + "/data", "recsys") + "/shard-00000.zst";
+  ASSERT_TRUE(fs::exists(shard));
+  {
+    // Flip bytes across the whole shard so every block is damaged.
+    std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+    const auto size = static_cast<std::streamoff>(fs::file_size(shard));
+    for (std::streamoff at = 16; at < size; at += 97) {
+      f.seekg(at);
+      char c = 0;
+      f.read(&c, 1);
+      f.seekp(at);
+      c = static_cast<char>(c ^ 0x5a);
+      f.write(&c, 1);
+    }
+  }
+  for (const char* workers : {"0", "3"}) {
+    const auto r = run_trainlab(args + " --workers " + workers);
+    EXPECT_EQ(r.exit_status, 2) << r.err;
+    EXPECT_NE(last_line(r.err).find("shard-00000.zst"), std::string::npos) << r.err;
+    EXPECT_LT(r.wall_s, 120);
+  }
+}
+
+void expect_bad_sweep(const std::string& args, const std::string& message_part) {
+  const auto r = run_trainlab("sweep " + args);
+  EXPECT_EQ(r.exit_status, 2) << args << "\n" << r.err;
+  EXPECT_EQ(e2e::count_lines(r.err), 1) << args << "\n" << r.err;
+  EXPECT_NE(r.err.find(message_part), std::string::npos) << args << "\n" << r.err;
+}
+
+TEST(DataE2E, SweepRejectsImpossibleLists) {
+  const std::string results = e2e::fresh_results_dir("badsweep");
+  const std::string r = " --scenario vision --device cpu --results " + results;
+  expect_bad_sweep("--workers ''" + r, "--workers needs at least one value");
+  expect_bad_sweep("--workers -1" + r, "--workers");
+  expect_bad_sweep("--workers 0,,2" + r, "empty value in --workers");
+  expect_bad_sweep("--workers 0,x" + r, "invalid value 'x'");
+  expect_bad_sweep("--prefetch 0" + r, "--prefetch value 0");
+  expect_bad_sweep("--prefetch -2" + r, "--prefetch");
+  expect_bad_sweep("--batch 0" + r, "--batch value 0");
+  expect_bad_sweep("--batch ''" + r, "--batch needs at least one value");
+  expect_bad_sweep("--pin-memory maybe" + r, "expected on or off");
+  expect_bad_sweep("--pin-memory on" + r, "impossible sweep");
+  expect_bad_sweep("--tolerance-pct 150" + r, "--tolerance-pct");
+  EXPECT_TRUE(e2e::only_run_dir(results).empty());  // nothing ran, nothing written
+}
+
+TEST(DataE2E, SweepRunsPointsReportsNotApplicableAndRecommends) {
+  const std::string results = e2e::fresh_results_dir("sweep");
+  const auto r = run_trainlab(
+      "sweep --scenario vision --device cpu --batch 16 -k samples=128 -k image_size=48 -k crop=32 -k width=4 "
+      "--workers 0,2 --prefetch 1,2 --pin-memory off,on --steps 4 --warmup 1 --results " + results);
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  const std::string run_dir = e2e::only_run_dir(results.c_str());
+  ASSERT_FALSE(run_dir.empty());
+  const RunRecord run = read_run_record(run_dir);
+  EXPECT_EQ(run.kind, "sweep");
+  // workers=0 once (prefetch does not apply), workers=2 with prefetch 1 and 2; pin=on not run.
+  ASSERT_EQ(run.variants.size(), 3u);
+  EXPECT_EQ(run.variants[0].spec.workers, 0);
+  EXPECT_EQ(run.variants[1].spec.workers, 2);
+  EXPECT_EQ(run.variants[2].spec.prefetch, 2);
+  for (const VariantRecord& v : run.variants) {
+    ASSERT_TRUE(v.ok()) << v.error;
+    EXPECT_FALSE(v.spec.pin_memory);
+    EXPECT_GT(aggregate(v).samples_per_s, 0);
+    EXPECT_GT(v.cpu_util_pct, 0);
+    EXPECT_GT(aggregate(v).data_stage_ms_mean[1], 0);  // decode time was measured
+  }
+  EXPECT_EQ(run.details.at("not_applicable").size(), 3u);
+  EXPECT_NE(r.out.find("n/a"), std::string::npos);
+  const auto& rec = run.details.at("recommendation");
+  EXPECT_LT(rec.at("variant_index").get<size_t>(), 3u);
+  EXPECT_NE(run.reading.at(0).find("Recommended: "), std::string::npos);
+  const std::string svg = e2e::slurp(run_dir + "/throughput_vs_workers.svg");
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  EXPECT_NE(svg.find("polyline"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainlab
