@@ -21,7 +21,7 @@ constexpr int64_t kBatchSize = 64;
 const SampleSource& vision_jpeg() {
   static const std::unique_ptr<SampleSource> source = [] {
     VisionDataSpec spec;  // the vision scenario's defaults
-    spec.image_size = 256;
+    spec.image_size = 320;
     return open_vision_jpeg_source(prepare_vision_dataset(default_data_root(), spec).dir, VisionAugment{112, 1.0});
   }();
   return *source;

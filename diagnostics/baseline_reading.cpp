@@ -69,12 +69,21 @@ LabReading read_baseline_lab(const LabVariantFigures& fp32, const LabVariantFigu
     const std::string share = plain_pct(fp32.data_wait_pct);
     if (fp32.data_wait_pct >= input_high) {
       reading.lines.push_back("Data wait is " + share + " of the fp32 step (at least " +
-                              plain_pct(input_high) + "): input-bound; fix the data pipeline first.");
+                              plain_pct(input_high) + "): input-bound; fix the data pipeline first "
+                              "(`trainlab sweep` finds the loader setting; -k cache=1 measures decode-once).");
     } else if (fp32.data_wait_pct >= input_moderate) {
       reading.lines.push_back("Data wait is " + share + " of the fp32 step: moderately input-bound.");
     } else {
       reading.lines.push_back("Data wait is " + share + " of the fp32 step: the loader keeps up.");
     }
+  }
+  // bf16 makes compute cheaper; when the loader is the limit, its share of the step grows and the
+  // precision gain stays small: the two readings together name the data pipeline.
+  if (bf16.ok && bf16.data_wait_pct >= input_high && reading.precision_gain_pct &&
+      *reading.precision_gain_pct < precision_min) {
+    reading.lines.push_back("Data wait is " + plain_pct(bf16.data_wait_pct) +
+                            " of the bf16 step: faster compute only left the step waiting on data; the "
+                            "data pipeline, not precision, bounds this run.");
   }
   return reading;
 }

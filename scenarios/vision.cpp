@@ -108,7 +108,7 @@ const ScenarioRegistrar kRegistrar(
                  "flip, colour jitter on the CPU",
                  /*default_batch_size=*/64,
                  {{"samples", 2048, 64, 10'000'000, true, "images in the on-disk dataset"},
-                  {"image_size", 256, 16, 4096, true, "stored image side (pixels)"},
+                  {"image_size", 320, 16, 4096, true, "stored image side (pixels)"},
                   {"quality", 90, 1, 100, true, "JPEG quality"},
                   {"classes", 10, 2, 1000, true, "label classes"},
                   {"crop", 112, 8, 1024, true, "training crop side (pixels)"},

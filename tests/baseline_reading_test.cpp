@@ -62,6 +62,14 @@ TEST(BaselineReadingTest, DataWaitBands) {
   EXPECT_TRUE(mentions(read_baseline_lab(ok(100, 4.9), ok(101), ok(101), Thresholds::defaults()), "keeps up"));
 }
 
+TEST(BaselineReadingTest, SmallPrecisionGainWithDataWaitNamesTheDataPipeline) {
+  const auto t = Thresholds::defaults();
+  EXPECT_TRUE(mentions(read_baseline_lab(ok(100, 15), ok(110, 30), ok(110, 30), t), "the data pipeline, not precision"));
+  // A large gain, or a loader that keeps up under bf16, says nothing of the kind.
+  EXPECT_FALSE(mentions(read_baseline_lab(ok(100, 15), ok(150, 30), ok(150, 30), t), "the data pipeline, not precision"));
+  EXPECT_FALSE(mentions(read_baseline_lab(ok(100, 15), ok(110, 10), ok(110, 10), t), "the data pipeline, not precision"));
+}
+
 TEST(BaselineReadingTest, FailedVariantGivesNoReading) {
   const LabReading r = read_baseline_lab(ok(100), LabVariantFigures{}, ok(100), Thresholds::defaults());
   EXPECT_FALSE(r.precision_gain_pct);

@@ -56,6 +56,7 @@ SweepFigures figures_of(const VariantRecord& record) {
   f.ok = agg.measured_steps > 0;
   f.samples_per_s = agg.samples_per_s;
   f.data_wait_pct = agg.phase_pct[static_cast<size_t>(Phase::kDataWait)];
+  f.cpu_util_pct = record.cpu_util_pct;
   return f;
 }
 
@@ -242,8 +243,24 @@ std::optional<SweepRecommendation> recommend_sweep_point(const std::vector<Sweep
   }
   reason += "; data wait " + fmt("%.1f %%", chosen.data_wait_pct) + " of the step";
   if (chosen.data_wait_pct >= data_bound_pct) {
-    reason += " - still input-bound: more workers do not remove it here; make each sample cheaper "
-              "(decoded cache, lighter augmentation) or add CPU cores";
+    // Did workers hide the wait elsewhere in the grid without buying throughput?
+    const SweepFigures* hidden = nullptr;
+    for (const SweepFigures& f : figures) {
+      if (f.ok && f.workers > 0 && f.data_wait_pct < data_bound_pct &&
+          (hidden == nullptr || f.data_wait_pct < hidden->data_wait_pct)) {
+        hidden = &f;
+      }
+    }
+    if (hidden != nullptr) {
+      reason += " - workers hide the wait (" + fmt("%.1f %%", hidden->data_wait_pct) + " at " +
+                figures_label(*hidden, with_batch) + ") but buy no throughput: the CPU is saturated (" +
+                fmt("%.0f %%", hidden->cpu_util_pct) + " utilised) and the data work takes the step's cores; "
+                "give the step fewer threads (--threads) or make each sample cheaper (decoded cache, lighter "
+                "augmentation)";
+    } else {
+      reason += " - still input-bound: more workers do not remove it here; make each sample cheaper "
+                "(decoded cache, lighter augmentation) or add CPU cores";
+    }
   }
   // Where the curve flattens: the baseline point (0 workers, same other settings) for contrast.
   for (const SweepFigures& f : figures) {
@@ -272,10 +289,10 @@ std::string render_sweep_svg(const std::string& title, const std::vector<SweepFi
     max_sps = std::max(max_sps, f.samples_per_s);
   }
   const bool with_batch = batches.size() > 1;
-  // A "nice" axis maximum: 1, 2 or 5 times a power of ten, above the largest value.
+  // A "nice" axis maximum: a round multiple of a power of ten, just above the largest value.
   const double magnitude = std::pow(10.0, std::floor(std::log10(max_sps)));
   double y_max = magnitude;
-  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+  for (double m : {1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0}) {
     if (m * magnitude >= max_sps * 1.05) {
       y_max = m * magnitude;
       break;
@@ -426,7 +443,7 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   for (const VariantRecord& v : record.variants) figures.push_back(figures_of(v));
   const double data_bound_pct = options.lab.thresholds->value("input_bound.high_pct");
   const auto rec = recommend_sweep_point(figures, options.tolerance_pct, data_bound_pct);
-  nlohmann::json details = {{"tolerance_pct", options.tolerance_pct}, {"notes", notes}};
+  nlohmann::json details = {{"tolerance_pct", options.tolerance_pct}};
   nlohmann::json na = nlohmann::json::array();
   for (const SweepPoint& p : points) {
     if (!p.not_applicable.empty()) na.push_back({{"point", point_label(p.spec, with_batch)}, {"why", p.not_applicable}});
@@ -439,6 +456,16 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   } else {
     record.reading.push_back("No recommendation: no point completed.");
   }
+  // On a CPU device the step's intra-op threads and the loader's workers share the same cores.
+  for (const VariantRecord& v : record.variants) {
+    const int cores = v.environment.logical_cores, threads = v.environment.intra_op_threads;
+    if (v.ok() && v.device == "cpu" && cores > 0 && v.spec.workers + threads > cores) {
+      notes.push_back("from workers=" + std::to_string(v.spec.workers) + " on, loader workers plus the step's " +
+                      std::to_string(threads) + " intra-op threads exceed the " + std::to_string(cores) +
+                      " cores: they compete with the training step (--threads sets the step's share)");
+      break;
+    }
+  }
   for (const std::string& note : notes) record.reading.push_back("Note: " + note + ".");
   const std::string chart_name = "throughput_vs_workers.svg";
   if (std::any_of(figures.begin(), figures.end(), [](const SweepFigures& f) { return f.ok; })) {
@@ -447,6 +474,7 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
                                            rec ? std::optional<size_t>(rec->index) : std::nullopt));
     details["chart"] = chart_name;
   }
+  details["notes"] = notes;
   record.details = details;
   write_run_record((fs::path(outcome.run_dir) / "run.json").string(), record);
 

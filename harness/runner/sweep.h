@@ -52,6 +52,7 @@ struct SweepFigures {
   int64_t batch_size = 0;
   double samples_per_s = 0;
   double data_wait_pct = 0;
+  double cpu_util_pct = 0;
 };
 
 struct SweepRecommendation {
