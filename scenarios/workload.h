@@ -77,6 +77,24 @@ class TensorDataset : public Dataset {
   torch::Tensor targets_;
 };
 
+// Batch buffers in page-locked host memory (LibTorch's pinned allocator), so host-to-device copies
+// can run asynchronously. The deleter keeps the pinned tensor, so HostDataset can hand out views of
+// it: a non-blocking copy then records its stream on the allocator's block, which is not reused
+// until the copy is done.
+struct PinnedBufferDeleter {
+  torch::Tensor buffer;
+  void operator()(void*) { buffer.reset(); }
+};
+
+inline BufferAllocator pinned_buffer_allocator() {
+  return [](size_t bytes) {
+    torch::Tensor buffer = torch::empty({static_cast<int64_t>(bytes)},
+                                        torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true));
+    void* data = buffer.data_ptr();
+    return std::shared_ptr<void>(data, PinnedBufferDeleter{buffer});
+  };
+}
+
 // An on-disk dataset: a SampleSource builds host batches; their buffers become tensors without a
 // copy (the tensor keeps the buffer alive).
 class HostDataset : public Dataset {
@@ -104,6 +122,9 @@ class HostDataset : public Dataset {
       case ElementType::kInt32: type = torch::kInt; break;
       case ElementType::kInt64: type = torch::kLong; break;
       case ElementType::kFloat32: type = torch::kFloat; break;
+    }
+    if (const auto* pinned = std::get_deleter<PinnedBufferDeleter>(t.storage)) {
+      return pinned->buffer.view(type).view(t.shape);  // same storage, allocator context intact
     }
     std::shared_ptr<void> keep_alive = t.storage;
     return torch::from_blob(t.data, t.shape, [keep_alive](void*) mutable { keep_alive.reset(); },

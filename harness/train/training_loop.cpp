@@ -52,16 +52,6 @@ std::vector<torch::Tensor> to_device(const std::vector<torch::Tensor>& tensors, 
   return out;
 }
 
-// Batch buffers in page-locked host memory, so host-to-device copies can run asynchronously.
-BufferAllocator pinned_allocator() {
-  return [](size_t bytes) {
-    torch::Tensor buffer = torch::empty({static_cast<int64_t>(bytes)},
-                                        torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(true));
-    void* data = buffer.data_ptr();
-    return std::shared_ptr<void>(data, [buffer](void*) mutable { buffer.reset(); });
-  };
-}
-
 // CPU time of all the process's threads (training, intra-op pool, loader workers).
 int64_t process_cpu_ns() {
   timespec t{};
@@ -107,7 +97,7 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns) {
   config.seed = spec.seed;
   config.knobs = spec.knobs;
   config.data_root = spec.data_dir.empty() ? default_data_root() : spec.data_dir;
-  if (pin_memory) config.allocate = pinned_allocator();
+  if (pin_memory) config.allocate = pinned_buffer_allocator();
   std::unique_ptr<Workload> workload = make_workload(spec.scenario, config);
   workload->model().to(device);
   workload->model().train();
