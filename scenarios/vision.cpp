@@ -86,15 +86,10 @@ class VisionWorkload : public Workload {
     VisionAugment augment;
     augment.crop_size = config_.knob_int("crop");
     augment.intensity = config_.knob("augment");
-    nlohmann::json info = {{"dir", prepared.dir}, {"generated", prepared.generated},
-                           {"generate_s", prepared.generate_s}};
-    if (config_.knob_int("cache") != 0) {
-      const int64_t start_ns = monotonic_ns();
-      info["decoded_cache"] = prepare_vision_decoded_cache(prepared.dir);
-      info["decoded_cache_prepare_s"] = static_cast<double>(monotonic_ns() - start_ns) * 1e-9;
-      return std::make_unique<HostDataset>(open_vision_cache_source(prepared.dir, augment), config_.allocate, info);
-    }
-    return std::make_unique<HostDataset>(open_vision_jpeg_source(prepared.dir, augment), config_.allocate, info);
+    return open_disk_dataset(
+        prepared, config_.knob_int("cache") != 0, config_.allocate, prepare_vision_decoded_cache,
+        [&](const std::string& dir) { return open_vision_cache_source(dir, augment); },
+        [&](const std::string& dir) { return open_vision_jpeg_source(dir, augment); });
   }
 
  private:

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "scenarios/data/dataset_cache.h"
 #include "scenarios/data/sample_source.h"
 #include "scenarios/registry.h"
 #include "scenarios/workload_config.h"
@@ -136,6 +137,22 @@ class HostDataset : public Dataset {
   BufferAllocator allocate_;
   nlohmann::json info_;
 };
+
+// Opens a prepared on-disk dataset: its decoded cache (built first if missing) when use_cache,
+// else the encoded files. The run record learns where the data lives, whether this run generated
+// it and how long that took.
+template <class PrepareCache, class OpenCache, class OpenEncoded>
+std::unique_ptr<Dataset> open_disk_dataset(const PreparedDataset& prepared, bool use_cache,
+                                           const BufferAllocator& allocate, PrepareCache prepare_cache,
+                                           OpenCache open_cache, OpenEncoded open_encoded) {
+  nlohmann::json info = {{"dir", prepared.dir}, {"generated", prepared.generated},
+                         {"generate_s", prepared.generate_s}};
+  if (!use_cache) return std::make_unique<HostDataset>(open_encoded(prepared.dir), allocate, info);
+  const int64_t start_ns = monotonic_ns();
+  info["decoded_cache"] = prepare_cache(prepared.dir);
+  info["decoded_cache_prepare_s"] = static_cast<double>(monotonic_ns() - start_ns) * 1e-9;
+  return std::make_unique<HostDataset>(open_cache(prepared.dir), allocate, info);
+}
 
 inline std::unique_ptr<Workload> make_workload(const std::string& name, const WorkloadConfig& config) {
   return find_workload_factory(name)(config);

@@ -5,6 +5,7 @@
 
 namespace trainlab {
 namespace {
+using e2e::expect_bad_input;
 using e2e::run_trainlab;
 
 TEST(CliE2E, ListShowsBuiltInScenarios) {
@@ -13,13 +14,6 @@ TEST(CliE2E, ListShowsBuiltInScenarios) {
   for (const char* name : {"recsys (default)", "vision", "mlp", "tinyops"}) {
     EXPECT_NE(r.out.find(name), std::string::npos) << name;
   }
-}
-
-void expect_bad_input(const std::string& args, const std::string& message_part) {
-  const auto r = run_trainlab(args);
-  EXPECT_EQ(r.exit_status, 2) << args << "\n" << r.err;
-  EXPECT_EQ(e2e::count_lines(r.err), 1) << args << "\n" << r.err;
-  EXPECT_NE(r.err.find(message_part), std::string::npos) << args << "\n" << r.err;
 }
 
 TEST(CliE2E, BadInputIsOneLineAndExitTwo) {

@@ -88,10 +88,7 @@ TEST(DataE2E, CorruptShardIsOneErrorNamingTheFileAndExitTwo) {
 }
 
 void expect_bad_sweep(const std::string& args, const std::string& message_part) {
-  const auto r = run_trainlab("sweep " + args);
-  EXPECT_EQ(r.exit_status, 2) << args << "\n" << r.err;
-  EXPECT_EQ(e2e::count_lines(r.err), 1) << args << "\n" << r.err;
-  EXPECT_NE(r.err.find(message_part), std::string::npos) << args << "\n" << r.err;
+  e2e::expect_bad_input("sweep " + args, message_part);
 }
 
 TEST(DataE2E, SweepRejectsImpossibleLists) {

@@ -65,4 +65,12 @@ inline int count_lines(const std::string& text) {
   return n;
 }
 
+// Bad input: exit status 2, exactly one line on stderr, and that line says what was wrong.
+inline void expect_bad_input(const std::string& args, const std::string& message_part) {
+  const CliResult r = run_trainlab(args);
+  EXPECT_EQ(r.exit_status, 2) << args << "\n" << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << args << "\n" << r.err;
+  EXPECT_NE(r.err.find(message_part), std::string::npos) << args << "\n" << r.err;
+}
+
 }  // namespace trainlab::e2e
