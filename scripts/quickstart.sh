@@ -2,7 +2,7 @@
 # Installs what is missing, builds trainlab, then runs the three-run lab ("lab") or the test
 # suite ("test"). For a fresh Debian 12 machine, run as root; safe to run again (idempotent).
 #   Debian packages: compiler, CMake, Ninja, ccache, CLI11, nlohmann/json, GoogleTest, Benchmark,
-#   zstd and libjpeg-turbo (the on-disk datasets).
+#   zstd and libjpeg-turbo (the on-disk datasets), zlib (gzipped traces).
 #   PyTorch (pinned) from PyPI into a virtual environment outside the repository; its bundled
 #   LibTorch is what trainlab builds against (torch.utils.cmake_prefix_path).
 set -euo pipefail
@@ -20,7 +20,7 @@ say() { printf '==> %s\n' "$*"; }
 # 1. Debian packages.
 packages=(build-essential cmake ninja-build ccache git python3 python3-venv python3-pip
           libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
-          libzstd-dev libturbojpeg0-dev pkg-config)
+          libzstd-dev libturbojpeg0-dev pkg-config zlib1g-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

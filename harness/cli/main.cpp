@@ -38,6 +38,11 @@ struct VariantOptions {
   std::string persistent_workers = "on";
   std::string pin_memory = "off";
   std::string data_dir;
+  bool profile = false;
+  std::string window;                   // START:COUNT
+  int64_t interval_ms = 500;
+  bool record_shapes = false;
+  std::string trace_format = "json.gz";
   std::vector<std::string> knobs;       // name=value
   std::string results_dir = "results";
   double timeout_s = 1800;
@@ -61,6 +66,11 @@ void add_variant_options(CLI::App* cmd, VariantOptions& o, CommandKind kind) {
     cmd->add_option("--pin-memory", o.pin_memory, "on: pinned staging buffers + non-blocking copies (CUDA only)");
   }
   cmd->add_option("--persistent-workers", o.persistent_workers, "off: restart loader workers every epoch (default on)");
+  cmd->add_flag("--profile", o.profile, "capture a window of steps (ops, phases) and write a Chrome trace per variant");
+  cmd->add_option("--window", o.window, "capture window START:COUNT in measured steps (default 5:10, shrunk to fit)");
+  cmd->add_option("--interval-ms", o.interval_ms, "system sampler period (default 500)");
+  cmd->add_flag("--record-shapes", o.record_shapes, "record ops' input shapes in the trace");
+  cmd->add_option("--trace-format", o.trace_format, "json.gz (default) or json");
   cmd->add_option("--data-dir", o.data_dir, "where on-disk datasets are generated once (default results/datasets or $TRAINLAB_DATA_DIR)");
   cmd->add_option("--threads", o.threads, "intra-op threads (default: LibTorch's)");
   cmd->add_option("--steps", o.steps, "measured steps (default 50)");
@@ -109,6 +119,14 @@ VariantSpec build_spec(const VariantOptions& o) {
   spec.persistent_workers = parse_on_off("--persistent-workers", o.persistent_workers);
   spec.pin_memory = parse_on_off("--pin-memory", o.pin_memory);
   spec.data_dir = o.data_dir;
+  spec.profile = o.profile || !o.window.empty();
+  if (!o.window.empty()) parse_window(o.window, &spec.window_start, &spec.window_steps);
+  spec.sample_interval_ms = o.interval_ms;
+  spec.record_shapes = o.record_shapes;
+  if (o.trace_format != "json" && o.trace_format != "json.gz") {
+    throw InputError("invalid --trace-format '" + o.trace_format + "' (expected json or json.gz)");
+  }
+  spec.trace_gzip = o.trace_format == "json.gz";
   for (const std::string& knob : o.knobs) {
     auto [name, value] = split_setting(knob, "--knob");
     spec.knobs[name] = parse_double("--knob " + name, value);
@@ -186,6 +204,10 @@ int run_cli(int argc, char** argv) {
   CLI::App* run = app.add_subcommand("run", "run one variant of a scenario");
   add_variant_options(run, run_options, CommandKind::kRun);
 
+  VariantOptions profile_options;
+  CLI::App* profile = app.add_subcommand("profile", "one variant with the profiler on: record + Chrome trace");
+  add_variant_options(profile, profile_options, CommandKind::kRun);
+
   VariantOptions lab_options;
   std::vector<std::string> overrides;
   CLI::App* baseline = app.add_subcommand("baseline", "the three-run lab: fp32, bf16, bf16+compiled");
@@ -210,9 +232,9 @@ int run_cli(int argc, char** argv) {
   child->add_option("--spec", spec_path)->required();
   child->add_option("--out", record_path)->required();
 
-  const std::set<std::string> commands = {"list", "run", "baseline", "sweep", "__variant"};
+  const std::set<std::string> commands = {"list", "run", "profile", "baseline", "sweep", "__variant"};
   if (argc > 1 && argv[1][0] != '-' && commands.count(argv[1]) == 0) {
-    throw InputError(std::string("unknown command '") + argv[1] + "' (commands: list, run, baseline, sweep)");
+    throw InputError(std::string("unknown command '") + argv[1] + "' (commands: list, run, profile, baseline, sweep)");
   }
   try {
     app.parse(argc, argv);
@@ -265,6 +287,11 @@ int run_cli(int argc, char** argv) {
       if (!v.ok()) return kExitGateFailed;
     }
     return kExitOk;
+  }
+  if (profile->parsed()) {
+    profile_options.profile = true;
+    LabOptions lab = build_lab_options(profile_options, &thresholds_storage);
+    return report_run(run_single_variant(lab, std::cerr));
   }
   if (run->parsed()) {
     LabOptions lab = build_lab_options(run_options, &thresholds_storage);

@@ -116,6 +116,7 @@ nlohmann::json to_json(const VariantRecord& record) {
                       {"cpu_util_pct", record.cpu_util_pct},
                       {"loader", record.loader},
                       {"data", record.data},
+                      {"profile", record.profile},
                       {"environment", env_to_json(record.environment)},
                       {"steps", steps}};
   if (record.ok()) j["aggregate"] = aggregate_to_json(aggregate(record));
@@ -138,6 +139,7 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
   record.cpu_util_pct = j.value("cpu_util_pct", 0.0);
   record.loader = j.value("loader", nlohmann::json::object());
   record.data = j.value("data", nlohmann::json::object());
+  record.profile = j.value("profile", nlohmann::json::object());
   record.environment = env_from_json(j.at("environment"));
   for (const nlohmann::json& s : j.at("steps")) {
     StepRecord step;

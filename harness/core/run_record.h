@@ -70,6 +70,8 @@ struct VariantRecord {
   nlohmann::json loader = nlohmann::json::object();
   // The dataset: source description, folder, whether this run generated it.
   nlohmann::json data = nlohmann::json::object();
+  // The profiler, when on: window, events and drops, trace file and size, measured overhead.
+  nlohmann::json profile = nlohmann::json::object();
   Environment environment;
 
   bool ok() const { return error.empty(); }

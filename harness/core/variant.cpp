@@ -1,6 +1,7 @@
 // Variant parsing, validation against a scenario's knob table, and JSON mapping.
 #include "harness/core/variant.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -107,6 +108,16 @@ void resolve(VariantSpec& spec, const ScenarioInfo& scenario) {
   require(spec.prefetch >= 1 && spec.prefetch <= kMaxPrefetch,
           "invalid --prefetch " + std::to_string(spec.prefetch) + " (must be 1 to " +
               std::to_string(kMaxPrefetch) + ")");
+  if (spec.profile) {
+    // Default window: 10 steps after the first 5 measured ones, shrunk to fit short runs.
+    if (spec.window_start < 0) spec.window_start = spec.steps > 10 ? std::min<int64_t>(5, spec.steps - 10) : 0;
+    if (spec.window_steps < 0) spec.window_steps = std::min<int64_t>(10, spec.steps - spec.window_start);
+    require(spec.window_steps >= 1 && spec.window_start + spec.window_steps <= spec.steps,
+            "impossible --window " + std::to_string(spec.window_start) + ":" + std::to_string(spec.window_steps) +
+                " (the window must lie within the " + std::to_string(spec.steps) + " measured steps)");
+    require(spec.sample_interval_ms >= 10 && spec.sample_interval_ms <= 60'000,
+            "invalid --interval-ms " + std::to_string(spec.sample_interval_ms) + " (must be 10 to 60000)");
+  }
   for (const auto& [name, value] : spec.knobs) {
     const KnobInfo* knob = scenario.find_knob(name);
     require(knob != nullptr, "unknown knob '" + name + "' for scenario " + scenario.name +
@@ -118,6 +129,14 @@ void resolve(VariantSpec& spec, const ScenarioInfo& scenario) {
             "knob " + name + " takes a whole number");
   }
   for (const KnobInfo& knob : scenario.knobs) spec.knobs.emplace(knob.name, knob.default_value);
+}
+
+void parse_window(const std::string& text, int64_t* start, int64_t* count) {
+  const auto colon = text.find(':');
+  if (colon == std::string::npos) throw InputError("invalid --window '" + text + "' (expected START:COUNT, e.g. 10:20)");
+  *start = parse_int("--window start", text.substr(0, colon));
+  *count = parse_int("--window count", text.substr(colon + 1));
+  require(*start >= 0 && *count >= 1, "invalid --window '" + text + "' (START >= 0, COUNT >= 1)");
 }
 
 void apply_setting(VariantSpec& spec, const std::string& key, const std::string& value) {
@@ -187,6 +206,12 @@ void to_json(nlohmann::json& j, const VariantSpec& spec) {
                      {"persistent_workers", spec.persistent_workers},
                      {"pin_memory", spec.pin_memory},
                      {"data_dir", spec.data_dir},
+                     {"profile", spec.profile},
+                     {"window_start", spec.window_start},
+                     {"window_steps", spec.window_steps},
+                     {"sample_interval_ms", spec.sample_interval_ms},
+                     {"record_shapes", spec.record_shapes},
+                     {"trace_gzip", spec.trace_gzip},
                      {"knobs", spec.knobs}};
 }
 
@@ -208,6 +233,12 @@ void from_json(const nlohmann::json& j, VariantSpec& spec) {
   spec.persistent_workers = j.value("persistent_workers", true);
   spec.pin_memory = j.value("pin_memory", false);
   spec.data_dir = j.value("data_dir", std::string());
+  spec.profile = j.value("profile", false);
+  spec.window_start = j.value("window_start", int64_t{-1});
+  spec.window_steps = j.value("window_steps", int64_t{-1});
+  spec.sample_interval_ms = j.value("sample_interval_ms", int64_t{500});
+  spec.record_shapes = j.value("record_shapes", false);
+  spec.trace_gzip = j.value("trace_gzip", true);
   spec.knobs = j.at("knobs").get<std::map<std::string, double>>();
 }
 

@@ -49,6 +49,13 @@ struct VariantSpec {
   bool persistent_workers = true;  // false: workers restart at each epoch boundary
   bool pin_memory = false;         // pinned staging buffers + non-blocking copies (CUDA only)
   std::string data_dir;            // where on-disk datasets are generated; empty = default
+  // The profiler: a capture window of measured steps (ops, phases, annotations) and a trace.
+  bool profile = false;
+  int64_t window_start = -1;       // first measured step of the window; -1 = default (see resolve)
+  int64_t window_steps = -1;       // steps in the window; -1 = default
+  int64_t sample_interval_ms = 500;  // system sampler period
+  bool record_shapes = false;      // ops' input shapes in the trace
+  bool trace_gzip = true;          // trace.json.gz (else plain .json)
   std::map<std::string, double> knobs;  // scenario knobs; defaults filled in by resolve()
 
   // "fp32", "bf16", "bf16+compiled", ...
@@ -56,6 +63,9 @@ struct VariantSpec {
   // "workers=2 prefetch=4 pin=off" (prefetch left out with 0 workers; "restart" when not persistent)
   std::string loader_label() const;
 };
+
+// Parses a capture window "START:COUNT" (measured steps); throws InputError on anything else.
+void parse_window(const std::string& text, int64_t* start, int64_t* count);
 
 // Checks every value and fills scenario defaults (batch size, knobs). Throws InputError naming the
 // offending option on unknown knobs, out-of-range or impossible values.

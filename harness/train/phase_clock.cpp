@@ -19,6 +19,7 @@ void PhaseClock::begin_step() {
   step_start_ns_ = now_ns();
   last_mark_ns_ = step_start_ns_;
   current_.fill(0);
+  host_marks_.clear();
   if (timeline_) {
     timeline_->mark();
     phases_per_step_.emplace_back();
@@ -29,6 +30,7 @@ void PhaseClock::end_phase(Phase phase) {
   const int64_t t = now_ns();
   current_[static_cast<size_t>(phase)] += t - last_mark_ns_;
   last_mark_ns_ = t;
+  host_marks_.emplace_back(phase, t);
   if (timeline_) {
     timeline_->mark();
     phases_per_step_.back().push_back(phase);
@@ -38,6 +40,7 @@ void PhaseClock::end_phase(Phase phase) {
 void PhaseClock::end_step(StepRecord& step) {
   const int64_t t = now_ns();
   current_[static_cast<size_t>(Phase::kOther)] += t - last_mark_ns_;
+  host_marks_.emplace_back(Phase::kOther, t);
   if (timeline_) {
     timeline_->mark();
     phases_per_step_.back().push_back(Phase::kOther);

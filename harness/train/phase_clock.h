@@ -32,7 +32,13 @@ class PhaseClock {
   // CUDA: fills the device-time phases of all recorded steps (one synchronisation, after timing).
   void finalize(std::vector<StepRecord>& steps);
 
+  // Host-side boundaries of the step just ended: its start and each phase's (phase, end) in order,
+  // the last being kOther at the step's end (the profiler draws its phase spans from these).
+  int64_t step_start_ns() const { return step_start_ns_; }
+  const std::vector<std::pair<Phase, int64_t>>& host_marks() const { return host_marks_; }
+
  private:
+  std::vector<std::pair<Phase, int64_t>> host_marks_;
   std::unique_ptr<DeviceTimeline> timeline_;
   int64_t step_start_ns_ = 0;
   int64_t last_mark_ns_ = 0;

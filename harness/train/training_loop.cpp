@@ -3,6 +3,7 @@
 
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <ATen/autocast_mode.h>
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -19,6 +20,10 @@
 #include "harness/train/compiled_forward.h"
 #include "harness/train/environment.h"
 #include "harness/train/phase_clock.h"
+#include "profiler/annotate.h"
+#include "profiler/chrome_trace.h"
+#include "profiler/event_recorder.h"
+#include "profiler/op_capture.h"
 #include "profiler/op_census.h"
 #include "scenarios/data/dataset_cache.h"
 #include "scenarios/registry.h"
@@ -29,6 +34,41 @@ namespace {
 
 // The fixed data slice: this many batches, reused every epoch.
 constexpr int64_t kSliceBatches = 32;
+// Bound of each thread's event buffer in the capture window.
+constexpr size_t kMaxWindowEventsPerThread = 1'000'000;
+
+// Step and phase spans of the window, drawn from the phase clock's host-side boundaries.
+struct WindowStep {
+  int64_t index = 0;
+  int64_t start_ns = 0;
+  std::vector<std::pair<Phase, int64_t>> marks;
+};
+
+void add_step_spans(const std::vector<WindowStep>& steps, Profile& profile) {
+  const int64_t thread = current_thread_id();
+  for (const WindowStep& w : steps) {
+    TraceEvent step;
+    step.kind = EventKind::kStep;
+    step.name = "ProfilerStep#" + std::to_string(w.index);
+    step.start_ns = w.start_ns;
+    step.end_ns = w.marks.empty() ? w.start_ns : w.marks.back().second;
+    step.track = thread;
+    profile.events.push_back(step);
+    int64_t t = w.start_ns;
+    for (const auto& [phase, end_ns] : w.marks) {
+      if (end_ns > t) {
+        TraceEvent span;
+        span.kind = EventKind::kPhase;
+        span.name = phase_name(phase);
+        span.start_ns = t;
+        span.end_ns = end_ns;
+        span.track = thread;
+        profile.events.push_back(span);
+      }
+      t = end_ns;
+    }
+  }
+}
 
 // Stands in for logging / evaluation / checkpoint work done on the host every N steps: copies
 // the parameters to host memory and checksums them, repeating until the requested cost is spent.
@@ -67,7 +107,7 @@ int64_t peak_rss_bytes() {
 
 }  // namespace
 
-VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns) {
+VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, const std::string& trace_path) {
   VariantRecord record;
   record.spec = spec;
   if (spec.threads > 0) at::set_num_threads(spec.threads);
@@ -128,6 +168,11 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns) {
   const int64_t total_steps = spec.warmup_steps + spec.steps;
   record.init_ns = now_ns() - process_start_ns;
   int64_t measured_start_ns = 0, measured_start_cpu_ns = 0;
+  const int64_t window_first = spec.profile ? spec.warmup_steps + spec.window_start : -1;
+  const int64_t window_last = spec.profile ? window_first + spec.window_steps - 1 : -2;
+  OpCapture op_capture;
+  std::vector<WindowStep> window_steps;
+  const double record_cost_ns = spec.profile ? EventRecorder::measure_record_cost_ns() : 0;
   for (int64_t i = 0; i < total_steps; ++i) {
     StepRecord step;
     step.index = i;
@@ -136,6 +181,11 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns) {
       measured_start_ns = now_ns();
       measured_start_cpu_ns = process_cpu_ns();
     }
+    if (i == window_first) {
+      EventRecorder::instance().enable(kMaxWindowEventsPerThread);
+      op_capture.start(spec.record_shapes);
+    }
+    nvtx_push("trainlab step");
     clock.begin_step();
 
     BatchLoader::Delivered delivered = loader.next();
@@ -169,7 +219,15 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns) {
       run_host_callback(workload->model(), spec.callback_ms);
     }
     clock.end_step(step);
+    nvtx_pop();
     record.steps.push_back(step);
+    if (i >= window_first && i <= window_last) {
+      window_steps.push_back({i, clock.step_start_ns(), clock.host_marks()});
+      if (i == window_last) {
+        op_capture.stop();
+        EventRecorder::instance().disable();
+      }
+    }
   }
   clock.finalize(record.steps);  // CUDA: one synchronisation, after the timed loop
   const double measured_wall_ns = static_cast<double>(now_ns() - measured_start_ns);
@@ -205,6 +263,42 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns) {
     record.forward_output_dtype = c10::toString(output.scalar_type());
   }
 
+  if (spec.profile) {
+    Profile profile;
+    EventRecorder::instance().collect(profile);
+    add_step_spans(window_steps, profile);
+    const int64_t events = static_cast<int64_t>(profile.events.size());
+    const nlohmann::json metadata = {{"scenario", spec.scenario}, {"variant", spec.name()},
+                                     {"window_start", spec.window_start}, {"window_steps", spec.window_steps}};
+    const int64_t trace_bytes = write_chrome_trace(trace_path, profile, metadata, static_cast<int64_t>(::getpid()));
+    // Overhead: the mean measured step inside the window against the measured steps outside it.
+    double inside_ns = 0, outside_ns = 0;
+    int64_t inside = 0, outside = 0;
+    for (const StepRecord& s : record.steps) {
+      if (s.warmup) continue;
+      if (s.index >= window_first && s.index <= window_last) {
+        inside_ns += static_cast<double>(s.step_ns);
+        ++inside;
+      } else {
+        outside_ns += static_cast<double>(s.step_ns);
+        ++outside;
+      }
+    }
+    record.profile = {{"window_start", spec.window_start},
+                      {"window_steps", spec.window_steps},
+                      {"events", events},
+                      {"dropped", profile.dropped},
+                      {"trace", trace_path.substr(trace_path.find_last_of('/') + 1)},
+                      {"trace_bytes", trace_bytes},
+                      {"trace_bytes_per_step", trace_bytes / spec.window_steps},
+                      {"record_cost_ns", record_cost_ns},
+                      {"step_ms_in_window", inside > 0 ? inside_ns / inside / 1e6 : 0.0},
+                      {"step_ms_outside_window", outside > 0 ? outside_ns / outside / 1e6 : 0.0}};
+    if (inside > 0 && outside > 0) {
+      record.profile["window_overhead_pct"] = 100.0 * ((inside_ns / inside) / (outside_ns / outside) - 1.0);
+    }
+  }
+
   if (use_cuda) {
     const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
     record.peak_memory_bytes =
@@ -223,7 +317,11 @@ int variant_child_main(const std::string& spec_path, const std::string& record_p
   try {
     const nlohmann::json spec_json = nlohmann::json::parse(read_file(spec_path));
     record.spec = spec_json.get<VariantSpec>();
-    record = run_variant(record.spec, start_ns);
+    // The trace goes next to the record: <stem>.json -> <stem>.trace.json[.gz].
+    std::string trace_path = record_path;
+    if (trace_path.size() > 5 && trace_path.compare(trace_path.size() - 5, 5, ".json") == 0) trace_path.resize(trace_path.size() - 5);
+    trace_path += record.spec.trace_gzip ? ".trace.json.gz" : ".trace.json";
+    record = run_variant(record.spec, start_ns, trace_path);
   } catch (const c10::Error& e) {
     record.error = e.what_without_backtrace();
   } catch (const InputError& e) {  // bad options, a corrupt or missing data file: exit status 2

@@ -11,7 +11,8 @@ namespace trainlab {
 
 // Runs in the current process. Throws on failure (the variant child turns that into a record).
 // process_start_ns (steady clock) lets the record state initialisation time.
-VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns);
+// trace_path: where the profiler writes its trace when spec.profile (ignored otherwise).
+VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, const std::string& trace_path);
 
 // Entry point of a variant child process: reads the spec JSON, runs, writes the record JSON
 // atomically (with `error` set on failure). Returns the process exit status.

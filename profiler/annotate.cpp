@@ -1,0 +1,45 @@
+// Annotate: NVTX range + window span. NVTX v3 is header-only; without the CUDA toolkit's headers
+// the NVTX half compiles away.
+#include "profiler/annotate.h"
+
+#include <chrono>
+
+#include "profiler/event_recorder.h"
+
+#if TRAINLAB_HAVE_NVTX
+#include <nvtx3/nvToolsExt.h>
+#endif
+
+namespace trainlab {
+namespace {
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+void nvtx_push(const char* name) {
+#if TRAINLAB_HAVE_NVTX
+  nvtxRangePushA(name);
+#else
+  (void)name;
+#endif
+}
+
+void nvtx_pop() {
+#if TRAINLAB_HAVE_NVTX
+  nvtxRangePop();
+#endif
+}
+
+Annotate::Annotate(const char* name, EventKind kind) : name_(name), kind_(kind), start_ns_(0) {
+  nvtx_push(name);
+  if (EventRecorder::instance().enabled()) start_ns_ = steady_ns();
+}
+
+Annotate::~Annotate() {
+  nvtx_pop();
+  if (start_ns_ != 0) EventRecorder::instance().record(kind_, name_, start_ns_, steady_ns());
+}
+
+}  // namespace trainlab

@@ -1,0 +1,99 @@
+// End to end: `trainlab profile` writes a Chrome trace that parses back (trainlab's reader and
+// Python's json module), holds one ProfilerStep# span per window step, and whose spans nest
+// properly on every thread; a bad window is bad input.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <vector>
+
+#include "e2e_support.h"
+#include "harness/core/run_record.h"
+#include "profiler/chrome_trace.h"
+
+namespace trainlab {
+namespace {
+using e2e::run_trainlab;
+
+constexpr const char* kTinyMlp =
+    "--scenario mlp --batch 16 --steps 12 --warmup 2 -k in_features=64 -k hidden=64 -k classes=10";
+
+TEST(ProfileE2E, TraceParsesBackWithOneStepSpanPerWindowStepAndNestedSpans) {
+  const std::string results = e2e::fresh_results_dir("profile");
+  const auto r = run_trainlab(std::string("profile ") + kTinyMlp + " --window 3:6 --trace-format json --results " + results);
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  const std::string run_dir = e2e::only_run_dir(results);
+  const RunRecord run = read_run_record(run_dir);
+  ASSERT_EQ(run.variants.size(), 1u);
+  const VariantRecord& v = run.variants[0];
+  ASSERT_TRUE(v.ok()) << v.error;
+  EXPECT_EQ(v.profile.at("window_steps").get<int64_t>(), 6);
+  EXPECT_GT(v.profile.at("trace_bytes").get<int64_t>(), 0);
+  EXPECT_EQ(v.profile.at("dropped").at("events").get<int64_t>(), 0);
+  const std::string trace_path = run_dir + "/variants/" + v.profile.at("trace").get<std::string>();
+
+  const Profile profile = read_chrome_trace(trace_path);
+  std::vector<const TraceEvent*> steps;
+  int64_t ops = 0, phases = 0;
+  for (const TraceEvent& e : profile.events) {
+    if (e.kind == EventKind::kStep) steps.push_back(&e);
+    ops += e.kind == EventKind::kCpuOp;
+    phases += e.kind == EventKind::kPhase;
+  }
+  ASSERT_EQ(steps.size(), 6u);  // the window, exactly
+  std::sort(steps.begin(), steps.end(), [](auto* a, auto* b) { return a->start_ns < b->start_ns; });
+  EXPECT_EQ(steps.front()->name, "ProfilerStep#5");  // warm-up 2 + window start 3
+  EXPECT_EQ(steps.back()->name, "ProfilerStep#10");
+  EXPECT_GT(ops, 6 * 20);      // forward, backward and optimizer ops in every step
+  EXPECT_GE(phases, 6 * 4);    // data wait, host-to-device, forward, backward, optimizer, other
+
+  // Spans nest on every host thread: sorted by start (longest first on ties), each span either
+  // starts after the enclosing one ends or ends within it.
+  std::map<int64_t, std::vector<const TraceEvent*>> by_thread;
+  for (const TraceEvent& e : profile.events) {
+    if (!e.on_device) by_thread[e.track].push_back(&e);
+  }
+  for (auto& [thread, events] : by_thread) {
+    std::sort(events.begin(), events.end(), [](auto* a, auto* b) {
+      return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->end_ns > b->end_ns;
+    });
+    std::vector<const TraceEvent*> open;
+    for (const TraceEvent* e : events) {
+      while (!open.empty() && open.back()->end_ns <= e->start_ns) open.pop_back();
+      if (!open.empty()) {
+        ASSERT_LE(e->end_ns, open.back()->end_ns)
+            << "thread " << thread << ": " << e->name << " overlaps " << open.back()->name;
+      }
+      open.push_back(e);
+    }
+  }
+
+  // Python's json module reads it too.
+  const std::string cmd = "python3 -c \"import json,sys; t=json.load(open(sys.argv[1])); "
+                          "sys.exit(0 if sum(1 for e in t['traceEvents'] if e.get('name','').startswith('ProfilerStep#'))==6 else 1)\" '" +
+                          trace_path + "'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+}
+
+TEST(ProfileE2E, GzippedTraceReadsBackAndBadWindowIsBadInput) {
+  const std::string results = e2e::fresh_results_dir("profile_gz");
+  const auto r = run_trainlab(std::string("run --profile ") + kTinyMlp + " --results " + results);
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  const RunRecord run = read_run_record(e2e::only_run_dir(results));
+  const VariantRecord& v = run.variants[0];
+  const std::string trace = v.profile.at("trace").get<std::string>();
+  EXPECT_EQ(trace.substr(trace.size() - 3), ".gz");
+  const Profile profile = read_chrome_trace(e2e::only_run_dir(results) + "/variants/" + trace);
+  EXPECT_EQ(std::count_if(profile.events.begin(), profile.events.end(),
+                          [](const TraceEvent& e) { return e.kind == EventKind::kStep; }),
+            v.profile.at("window_steps").get<int64_t>());
+
+  const std::string bad = e2e::fresh_results_dir("profile_bad");
+  e2e::expect_bad_input(std::string("profile ") + kTinyMlp + " --window 10:5 --results " + bad, "impossible --window");
+  e2e::expect_bad_input(std::string("profile ") + kTinyMlp + " --window 3 --results " + bad, "expected START:COUNT");
+  e2e::expect_bad_input(std::string("profile ") + kTinyMlp + " --trace-format xml --results " + bad, "--trace-format");
+}
+
+}  // namespace
+}  // namespace trainlab
