@@ -21,7 +21,9 @@ constexpr const char* kTinyMlp =
 
 TEST(ProfileE2E, TraceParsesBackWithOneStepSpanPerWindowStepAndNestedSpans) {
   const std::string results = e2e::fresh_results_dir("profile");
-  const auto r = run_trainlab(std::string("profile ") + kTinyMlp + " --window 3:6 --trace-format json --results " + results);
+  const auto r = run_trainlab(std::string("profile ") + kTinyMlp +
+                              " --window 3:6 --interval-ms 20 --callback-every 1 --callback-ms 25 --trace-format json --results " +
+                              results);  // the callback makes each step >= 25 ms: a dozen sampler ticks
   ASSERT_EQ(r.exit_status, 0) << r.err;
   const std::string run_dir = e2e::only_run_dir(results);
   const RunRecord run = read_run_record(run_dir);
@@ -68,6 +70,27 @@ TEST(ProfileE2E, TraceParsesBackWithOneStepSpanPerWindowStepAndNestedSpans) {
       open.push_back(e);
     }
   }
+
+  // System metrics: counter tracks whose samples are spaced at the interval (median within 10 %),
+  // and the CPU-only run says in one note each that CUPTI and NVML are off.
+  bool found_cpu_track = false;
+  for (const CounterTrack& track : profile.counters) {
+    if (track.name != "mem.rss_bytes") continue;
+    found_cpu_track = true;
+    ASSERT_GE(track.samples.size(), 5u);
+    std::vector<int64_t> gaps;
+    for (size_t i = 1; i < track.samples.size(); ++i) gaps.push_back(track.samples[i].time_ns - track.samples[i - 1].time_ns);
+    std::sort(gaps.begin(), gaps.end());
+    EXPECT_NEAR(static_cast<double>(gaps[gaps.size() / 2]), 20e6, 2e6);
+  }
+  EXPECT_TRUE(found_cpu_track);
+  int cupti_notes = 0, nvml_notes = 0;
+  for (const auto& note : v.profile.at("notes")) {
+    cupti_notes += note.get<std::string>().rfind("CUPTI", 0) == 0;
+    nvml_notes += note.get<std::string>().rfind("NVML", 0) == 0;
+  }
+  EXPECT_EQ(cupti_notes, 1);
+  EXPECT_EQ(nvml_notes, 1);
 
   // Python's json module reads it too.
   const std::string cmd = "python3 -c \"import json,sys; t=json.load(open(sys.argv[1])); "

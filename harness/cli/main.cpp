@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <iomanip>
 #include <iostream>
 #include <set>
 
@@ -185,6 +186,22 @@ int report_run(const LabOutcome& outcome) {
   if (!outcome.record.reading.empty()) {
     std::cout << "\nReading:\n";
     for (const std::string& line : outcome.record.reading) std::cout << "  - " << line << "\n";
+  }
+  for (const VariantRecord& v : outcome.record.variants) {
+    if (v.profile.empty()) continue;
+    std::cout << "\nProfile " << v.spec.name() << ": " << v.profile.value("events", int64_t{0}) << " events in steps "
+              << v.profile.value("window_start", int64_t{0}) << ".."
+              << v.profile.value("window_start", int64_t{0}) + v.profile.value("window_steps", int64_t{0}) - 1
+              << " of the measured ones, trace " << outcome.run_dir << "/variants/" << v.profile.value("trace", std::string())
+              << " (" << v.profile.value("trace_bytes_per_step", int64_t{0}) / 1024 << " KiB per step)";
+    if (v.profile.contains("window_overhead_pct")) {
+      std::cout << ", window steps " << std::showpos << std::fixed << std::setprecision(1)
+                << v.profile["window_overhead_pct"].get<double>() << std::noshowpos << " % vs outside";
+    }
+    std::cout << "\n";
+    for (const auto& note : v.profile.value("notes", nlohmann::json::array())) {
+      std::cout << "  " << note.get<std::string>() << "\n";
+    }
   }
   std::cout << "\nRun record: " << outcome.run_dir << "/run.json\n";
   for (const VariantRecord& v : outcome.record.variants) {

@@ -22,6 +22,8 @@
 #include "harness/train/phase_clock.h"
 #include "profiler/annotate.h"
 #include "profiler/chrome_trace.h"
+#include "profiler/cupti_capture.h"
+#include "profiler/system_sampler.h"
 #include "profiler/event_recorder.h"
 #include "profiler/op_capture.h"
 #include "profiler/op_census.h"
@@ -110,6 +112,14 @@ int64_t peak_rss_bytes() {
 VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, const std::string& trace_path) {
   VariantRecord record;
   record.spec = spec;
+  // The system sampler covers the whole variant, initialisation included.
+  std::unique_ptr<SystemSampler> sampler;
+  if (spec.profile) {
+    SystemSamplerOptions sampler_options;
+    sampler_options.interval_ms = spec.sample_interval_ms;
+    sampler = std::make_unique<SystemSampler>(sampler_options);
+    sampler->start();
+  }
   if (spec.threads > 0) at::set_num_threads(spec.threads);
   const bool use_cuda = spec.device != DeviceChoice::kCpu && cuda_usable();
   if (spec.device == DeviceChoice::kCuda && !use_cuda) {
@@ -171,6 +181,8 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
   const int64_t window_first = spec.profile ? spec.warmup_steps + spec.window_start : -1;
   const int64_t window_last = spec.profile ? window_first + spec.window_steps - 1 : -2;
   OpCapture op_capture;
+  CuptiCapture cupti;
+  std::string cupti_off_reason = use_cuda ? "" : "CUPTI off: no CUDA device in use, no kernels to capture";
   std::vector<WindowStep> window_steps;
   const double record_cost_ns = spec.profile ? EventRecorder::measure_record_cost_ns() : 0;
   for (int64_t i = 0; i < total_steps; ++i) {
@@ -184,6 +196,7 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
     if (i == window_first) {
       EventRecorder::instance().enable(kMaxWindowEventsPerThread);
       op_capture.start(spec.record_shapes);
+      if (use_cuda) cupti.start(&cupti_off_reason);
     }
     nvtx_push("trainlab step");
     clock.begin_step();
@@ -225,6 +238,7 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
       window_steps.push_back({i, clock.step_start_ns(), clock.host_marks()});
       if (i == window_last) {
         op_capture.stop();
+        cupti.stop();  // flushes the device's records (the window's kernels may still be running)
         EventRecorder::instance().disable();
       }
     }
@@ -267,6 +281,13 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
     Profile profile;
     EventRecorder::instance().collect(profile);
     add_step_spans(window_steps, profile);
+    cupti.take(profile);
+    if (!cupti_off_reason.empty()) profile.notes.push_back(cupti_off_reason);
+    sampler->stop();
+    sampler->take_profile_counters(profile);
+    // Counter tracks and their spacing, for the record.
+    nlohmann::json counters = nlohmann::json::object();
+    for (const CounterTrack& track : profile.counters) counters[track.name] = track.samples.size();
     const int64_t events = static_cast<int64_t>(profile.events.size());
     const nlohmann::json metadata = {{"scenario", spec.scenario}, {"variant", spec.name()},
                                      {"window_start", spec.window_start}, {"window_steps", spec.window_steps}};
@@ -288,6 +309,9 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
                       {"window_steps", spec.window_steps},
                       {"events", events},
                       {"dropped", profile.dropped},
+                      {"counter_samples", counters},
+                      {"sample_interval_ms", spec.sample_interval_ms},
+                      {"notes", profile.notes},
                       {"trace", trace_path.substr(trace_path.find_last_of('/') + 1)},
                       {"trace_bytes", trace_bytes},
                       {"trace_bytes_per_step", trace_bytes / spec.window_steps},
