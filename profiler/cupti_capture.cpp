@@ -191,6 +191,24 @@ void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream_id, uint8_t
   state.free_buffers.push_back(Buffer{buffer, size});
 }
 
+// The fields every CUPTI copy record shares (plain and peer-to-peer copies are different structs).
+template <class CuptiMemcpy>
+MemcpyRecord memcpy_common(const CuptiMemcpy* copy) {
+  MemcpyRecord out;
+  out.direction = to_direction(copy->copyKind);
+  out.src_kind = to_memory_kind(copy->srcKind);
+  out.dst_kind = to_memory_kind(copy->dstKind);
+  out.bytes = static_cast<int64_t>(copy->bytes);
+  out.start_ns = static_cast<int64_t>(copy->start);
+  out.end_ns = static_cast<int64_t>(copy->end);
+  out.device = copy->deviceId;
+  out.context = copy->contextId;
+  out.stream = copy->streamId;
+  out.correlation = copy->correlationId;
+  return out;
+}
+
+
 }  // namespace
 
 bool append_cupti_record(const void* cupti_activity, CuptiBatch& batch) {
@@ -218,34 +236,14 @@ bool append_cupti_record(const void* cupti_activity, CuptiBatch& batch) {
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* copy = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-      MemcpyRecord out;
-      out.direction = to_direction(copy->copyKind);
-      out.src_kind = to_memory_kind(copy->srcKind);
-      out.dst_kind = to_memory_kind(copy->dstKind);
-      out.bytes = static_cast<int64_t>(copy->bytes);
-      out.start_ns = static_cast<int64_t>(copy->start);
-      out.end_ns = static_cast<int64_t>(copy->end);
-      out.device = copy->deviceId;
-      out.context = copy->contextId;
-      out.stream = copy->streamId;
-      out.correlation = copy->correlationId;
+      MemcpyRecord out = memcpy_common(copy);
       out.runtime_correlation = copy->runtimeCorrelationId;
       batch.memcpys.push_back(out);
       return true;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {
       const auto* copy = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
-      MemcpyRecord out;
-      out.direction = to_direction(copy->copyKind);
-      out.src_kind = to_memory_kind(copy->srcKind);
-      out.dst_kind = to_memory_kind(copy->dstKind);
-      out.bytes = static_cast<int64_t>(copy->bytes);
-      out.start_ns = static_cast<int64_t>(copy->start);
-      out.end_ns = static_cast<int64_t>(copy->end);
-      out.device = copy->deviceId;
-      out.context = copy->contextId;
-      out.stream = copy->streamId;
-      out.correlation = copy->correlationId;
+      MemcpyRecord out = memcpy_common(copy);
       out.src_device = copy->srcDeviceId;
       out.dst_device = copy->dstDeviceId;
       batch.memcpys.push_back(out);
