@@ -2,8 +2,6 @@
 // the NVTX half compiles away.
 #include "profiler/annotate.h"
 
-#include <chrono>
-
 #include "profiler/event_recorder.h"
 
 #if TRAINLAB_HAVE_NVTX
@@ -11,12 +9,6 @@
 #endif
 
 namespace trainlab {
-namespace {
-int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace
 
 void nvtx_push(const char* name) {
 #if TRAINLAB_HAVE_NVTX

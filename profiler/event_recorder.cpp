@@ -41,12 +41,12 @@ ThreadBuffer& this_thread_buffer() {
   return *buffer;
 }
 
+}  // namespace
+
 int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
-
-}  // namespace
 
 int64_t current_thread_id() {
   thread_local const int64_t id = static_cast<int64_t>(::syscall(SYS_gettid));

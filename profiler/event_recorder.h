@@ -44,4 +44,7 @@ class EventRecorder {
 // Current thread's id as the kernel knows it (the trace's tid).
 int64_t current_thread_id();
 
+// The profiler's clock: steady clock in nanoseconds (the same clock as the loop's timers).
+int64_t steady_ns();
+
 }  // namespace trainlab

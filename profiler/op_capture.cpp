@@ -3,17 +3,10 @@
 
 #include <ATen/record_function.h>
 
-#include <chrono>
-
 #include "profiler/event_recorder.h"
 
 namespace trainlab {
 namespace {
-
-int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 struct OpStart : at::ObserverContext {
   int64_t start_ns = 0;

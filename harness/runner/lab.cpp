@@ -11,27 +11,13 @@
 #include "diagnostics/baseline_reading.h"
 #include "harness/core/atomic_file.h"
 #include "harness/core/errors.h"
+#include "harness/runner/text_table.h"
 #include "harness/runner/variant_runner.h"
 #include "scenarios/registry.h"
 
 namespace trainlab {
 namespace fs = std::filesystem;
 namespace {
-
-std::string utc_now(const char* format) {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof(buf), format, &tm);
-  return buf;
-}
-
-std::string fmt(const char* format, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, value);
-  return buf;
-}
 
 LabVariantFigures figures_of(const VariantRecord* record) {
   LabVariantFigures figures;
@@ -172,23 +158,8 @@ std::string render_variant_table(const RunRecord& record) {
                     fmt("%.1f %%", agg.phase_pct[static_cast<size_t>(Phase::kDataWait)]),
                     fp32_sps > 0 ? fmt("%.2fx", agg.samples_per_s / fp32_sps) : "-"});
   }
-  std::vector<size_t> width(header.size());
-  for (size_t c = 0; c < header.size(); ++c) {
-    width[c] = header[c].size();
-    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
-  }
   std::ostringstream out;
-  auto line = [&](const std::vector<std::string>& cells) {
-    for (size_t c = 0; c < cells.size(); ++c) {
-      const std::string pad(width[c] - cells[c].size(), ' ');
-      out << (c == 0 ? cells[c] + pad : pad + cells[c]) << (c + 1 < cells.size() ? "  " : "\n");
-    }
-  };
-  line(header);
-  size_t total = 0;
-  for (size_t w : width) total += w + 2;
-  out << std::string(total - 2, '-') << "\n";
-  for (const auto& row : rows) line(row);
+  out << render_text_table(header, rows, /*left_align_last=*/false);
   for (const std::string& e : errors) out << "error in " << e << "\n";
   return out.str();
 }

@@ -19,18 +19,13 @@
 
 #include "harness/core/atomic_file.h"
 #include "harness/core/errors.h"
+#include "harness/runner/text_table.h"
 #include "harness/runner/variant_runner.h"
 #include "scenarios/registry.h"
 
 namespace trainlab {
 namespace fs = std::filesystem;
 namespace {
-
-std::string fmt(const char* format, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, value);
-  return buf;
-}
 
 std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> parts;
@@ -383,14 +378,7 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   RunRecord& record = outcome.record;
   record.kind = "sweep";
   record.scenario = options.lab.base.scenario;
-  {
-    std::time_t now = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&now, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    record.created_utc = buf;
-  }
+  record.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
   outcome.run_dir = make_run_dir(options.lab.results_dir, record.scenario, "sweep", &record.run_id);
 
   std::set<int64_t> batches;
@@ -505,27 +493,8 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
                     fmt("%.0f %%", v.cpu_util_pct), fmt("%.0f", v.peak_memory_bytes / 1048576.0),
                     fmt("%.2f", agg.step_ms_p50), mark});
   }
-  std::vector<size_t> width(header.size());
-  for (size_t c = 0; c < header.size(); ++c) {
-    width[c] = header[c].size();
-    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
-  }
   std::ostringstream table;
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string text;
-    for (size_t c = 0; c < cells.size(); ++c) {
-      const std::string pad(width[c] - cells[c].size(), ' ');
-      text += (c == 0 || c + 1 == cells.size() ? cells[c] + pad : pad + cells[c]);
-      if (c + 1 < cells.size()) text += "  ";
-    }
-    while (!text.empty() && text.back() == ' ') text.pop_back();
-    table << text << "\n";
-  };
-  line(header);
-  size_t total = 0;
-  for (size_t w : width) total += w + 2;
-  table << std::string(total - 2, '-') << "\n";
-  for (const auto& row : rows) line(row);
+  table << render_text_table(header, rows, /*left_align_last=*/true);
   for (const VariantRecord& v : record.variants) {
     if (!v.ok()) table << "error in " << point_label(v.spec, with_batch) << ": " << v.error << "\n";
   }
