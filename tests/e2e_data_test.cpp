@@ -1,7 +1,8 @@
 // End to end: on-disk data and the loader through the real binary. A corrupt shard and a
 // truncated JPEG each stop the run with one error naming the file and exit status 2 (never a hang:
 // the child has a timeout, and so has the test); the sweep validates its lists, runs its points,
-// reports the not-applicable ones, writes its chart and recommends a point.
+// reports the not-applicable ones, writes its chart and recommends a point. A stale dataset folder
+// is rebuilt.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -85,6 +86,23 @@ TEST(DataE2E, CorruptShardIsOneErrorNamingTheFileAndExitTwo) {
     EXPECT_NE(last_line(r.err).find("shard-00000.zst"), std::string::npos) << r.err;
     EXPECT_LT(r.wall_s, 120);
   }
+}
+
+TEST(DataE2E, StaleDatasetFolderIsRebuilt) {
+  // A dataset folder whose manifest does not match (an interrupted or older generation) is
+  // removed and generated again; the run succeeds. (Regression: the removal once went through
+  // libtorch.so's std::filesystem::remove_all, which crashes on a non-empty folder.)
+  const std::string results = e2e::fresh_results_dir("stale");
+  const std::string args = std::string("run ") + kTinyRecsys + " --timeout-s 120 --results " + results +
+                           " --data-dir " + results + "/data";
+  ASSERT_EQ(run_trainlab(args).exit_status, 0);
+  const std::string dataset = only_dataset_dir(results + "/data", "recsys");
+  std::ofstream(dataset + "/manifest.json") << "{}";
+  std::ofstream(dataset + "/leftover.bin") << "stale";
+  const auto again = run_trainlab(args);
+  EXPECT_EQ(again.exit_status, 0) << again.err;
+  EXPECT_FALSE(fs::exists(dataset + "/leftover.bin"));
+  EXPECT_TRUE(fs::exists(dataset + "/index.bin"));
 }
 
 void expect_bad_sweep(const std::string& args, const std::string& message_part) {

@@ -3,8 +3,12 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "harness/core/atomic_file.h"
 #include "harness/core/errors.h"
 
 namespace trainlab {
@@ -102,6 +106,26 @@ TEST(RunRecordTest, FileRoundTripAndMissingFile) {
 
 namespace trainlab {
 namespace {
+
+TEST(FileHelpersTest, RemoveTreeRemovesNestedFoldersAndNotSymlinkTargets) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("trainlab-remove-" + std::to_string(::getpid()));
+  const fs::path kept = root.string() + "-kept";
+  fs::create_directories(root / "a" / "b");
+  fs::create_directories(kept);
+  std::ofstream(root / "a" / "b" / "file.bin") << "x";
+  std::ofstream(root / "top.txt") << "y";
+  std::ofstream(kept / "precious.txt") << "z";
+  fs::create_directory_symlink(kept, root / "link");
+  std::string error;
+  EXPECT_TRUE(remove_tree(root.string(), &error)) << error;
+  EXPECT_TRUE(error.empty());
+  EXPECT_FALSE(fs::exists(root));
+  EXPECT_TRUE(fs::exists(kept / "precious.txt"));  // the link went, not what it pointed at
+  EXPECT_TRUE(remove_tree(root.string()));          // missing: nothing to do, no error
+  EXPECT_TRUE(remove_tree(kept.string()));
+  EXPECT_FALSE(fs::exists(kept));
+}
 
 TEST(ErrorTextTest, CauseLineOfTorchScriptAndPlainErrors) {
   EXPECT_EQ(error_cause_line("The following operation failed in the TorchScript interpreter.\n"

@@ -1,7 +1,9 @@
-// Atomic writes through temp-file-then-rename; whole-file reads with clear errors.
+// Atomic writes through temp-file-then-rename; whole-file reads with clear errors; tree removal
+// through nftw (POSIX).
 #include "harness/core/atomic_file.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +17,37 @@
 
 namespace trainlab {
 namespace fs = std::filesystem;
+
+namespace {
+thread_local std::string* g_remove_error = nullptr;
+
+int remove_entry(const char* path, const struct stat*, int, struct FTW*) {
+  if (::remove(path) != 0 && errno != ENOENT) {
+    if (g_remove_error != nullptr && g_remove_error->empty()) {
+      *g_remove_error = std::string("cannot remove ") + path + ": " + std::strerror(errno);
+    }
+  }
+  return 0;  // carry on: remove what can be removed
+}
+}  // namespace
+
+bool remove_tree(const std::string& path, std::string* error) {
+  std::string first_error;
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0) {
+    if (errno == ENOENT) return true;
+    first_error = "cannot remove " + path + ": " + std::strerror(errno);
+  } else {
+    g_remove_error = &first_error;
+    // Depth first (contents before their folder), physical (symlinks are not followed).
+    if (::nftw(path.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && first_error.empty()) {
+      first_error = "cannot remove " + path + ": " + std::strerror(errno);
+    }
+    g_remove_error = nullptr;
+  }
+  if (error != nullptr) *error = first_error;
+  return first_error.empty();
+}
 
 void write_file_atomically(const std::string& path, const std::string& content) {
   const fs::path target(path);

@@ -1,5 +1,6 @@
-// Atomic file writes: content goes to a temporary file in the same folder, is flushed, and is
-// renamed over the target, so a reader never sees half a file and a crash never loses the old one.
+// File helpers. Atomic writes: content goes to a temporary file in the same folder, is flushed, and
+// is renamed over the target, so a reader never sees half a file and a crash never loses the old
+// one. Whole-file reads and folder removal with clear errors.
 #pragma once
 
 #include <string>
@@ -14,5 +15,12 @@ std::string read_file(const std::string& path);
 
 // Creates the folder and its parents; throws InputError when that fails or it is not writable.
 void ensure_writable_dir(const std::string& path);
+
+// Removes a file or a folder tree (symlinks removed, not followed); a missing path is not an error.
+// Returns false and sets *error (if given) when something could not be removed. Use this, not
+// std::filesystem::remove_all: the PyTorch wheel's libtorch.so exports its own copy of the
+// std::filesystem operations, which wins symbol lookup in any binary linked with it, and its
+// remove_all crashes on a non-empty folder.
+bool remove_tree(const std::string& path, std::string* error = nullptr);
 
 }  // namespace trainlab

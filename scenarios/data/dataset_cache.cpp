@@ -89,17 +89,18 @@ PreparedDataset prepare_dataset(const std::string& data_root, const std::string&
   const int64_t start_ns = monotonic_ns();
   const std::string tmp_dir = prepared.dir + ".tmp-" + std::to_string(::getpid());
   std::error_code ec;
-  fs::remove_all(tmp_dir, ec);
+  remove_tree(tmp_dir);
   fs::create_directories(tmp_dir, ec);
   if (ec) throw InputError("cannot create " + tmp_dir + ": " + ec.message());
   try {
     generate(tmp_dir);
     nlohmann::json manifest = {{"kind", kind}, {"format_version", format_version}, {"params", params}};
     write_file_atomically(tmp_dir + "/manifest.json", manifest.dump(2) + "\n");
-    fs::remove_all(prepared.dir, ec);  // a folder without a matching manifest is incomplete or stale
+    std::string remove_error;  // a folder without a matching manifest is incomplete or stale
+    if (!remove_tree(prepared.dir, &remove_error)) throw InputError(remove_error);
     fs::rename(tmp_dir, prepared.dir);
   } catch (...) {
-    fs::remove_all(tmp_dir, ec);
+    remove_tree(tmp_dir);
     throw;
   }
   prepared.generated = true;
