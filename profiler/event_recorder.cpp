@@ -1,4 +1,5 @@
-// Thread-local bounded span buffers, registered once per thread in a global list.
+// Thread-local bounded span buffers, registered once per thread in a global list (an exited
+// thread's buffer leaves the list at the next collect()).
 #include "profiler/event_recorder.h"
 
 #include <sys/syscall.h>
@@ -108,9 +109,15 @@ void EventRecorder::collect(Profile& profile) {
     if (b->generation != generation) continue;
     for (TraceEvent& e : b->events) profile.events.push_back(std::move(e));
     b->events.clear();
+    b->events.shrink_to_fit();
     lost += b->dropped;
     b->dropped = 0;
   }
+  // Buffers only the registry still holds belong to threads that have exited (loader workers
+  // restarted per epoch, finished pools): their events are collected now, so let them go.
+  auto& buffers = registry();
+  buffers.erase(std::remove_if(buffers.begin(), buffers.end(), [](const auto& b) { return b.use_count() == 1; }),
+                buffers.end());
   profile.dropped["events"] += lost;
 }
 
@@ -123,6 +130,11 @@ int64_t EventRecorder::dropped() const {
     if (b->generation == generation) lost += b->dropped;
   }
   return lost;
+}
+
+size_t EventRecorder::registered_threads() const {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  return registry().size();
 }
 
 double EventRecorder::measure_record_cost_ns() {

@@ -29,6 +29,9 @@ class EventRecorder {
   // Moves every thread's events into profile (events appended; dropped["events"] += lost).
   void collect(Profile& profile);
   int64_t dropped() const;
+  // Thread buffers currently registered (one per live thread that has recorded, plus exited
+  // threads' until the next collect()).
+  size_t registered_threads() const;
 
   // The measured cost of one record() call, in ns (median of a few thousand, measured into a
   // scratch buffer that is then discarded); used to state the profiler's overhead.

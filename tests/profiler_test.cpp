@@ -46,6 +46,25 @@ TEST(EventRecorderTest, BoundedPerThreadWithDroppedCounter) {
   EXPECT_EQ(empty.dropped.at("events"), 0);
 }
 
+TEST(EventRecorderTest, ExitedThreadsLeaveTheRegistryAtCollect) {
+  EventRecorder& recorder = EventRecorder::instance();
+  recorder.enable(100);
+  recorder.record(EventKind::kCpuOp, "main", 1, 2);  // this thread stays registered
+  Profile earlier;
+  recorder.collect(earlier);  // lets go of threads earlier tests left behind
+  const size_t before = recorder.registered_threads();
+  for (int round = 0; round < 20; ++round) {
+    std::thread worker([&] { recorder.record(EventKind::kCpuOp, "worker", 10, 20); });
+    worker.join();
+  }
+  EXPECT_EQ(recorder.registered_threads(), before + 20);  // exited, not yet collected
+  recorder.disable();
+  Profile profile;
+  recorder.collect(profile);
+  EXPECT_EQ(profile.events.size(), 20u);  // the exited threads' events are still collected
+  EXPECT_EQ(recorder.registered_threads(), before);
+}
+
 TEST(EventRecorderTest, AnnotationBecomesASpanOnlyInsideAWindow) {
   EventRecorder& recorder = EventRecorder::instance();
   { Annotate outside("outside"); }
