@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <iomanip>
 #include <iostream>
 #include <set>
@@ -13,6 +14,7 @@
 #include "harness/core/errors.h"
 #include "harness/runner/lab.h"
 #include "harness/runner/sweep.h"
+#include "harness/runner/text_table.h"
 #include "harness/train/environment.h"
 #include "harness/train/training_loop.h"
 #include "scenarios/registry.h"
@@ -39,6 +41,7 @@ struct VariantOptions {
   std::string persistent_workers = "on";
   std::string pin_memory = "off";
   std::string data_dir;
+  std::string sampler = "on";
   bool profile = false;
   std::string window;                   // START:COUNT
   int64_t interval_ms = 500;
@@ -67,6 +70,7 @@ void add_variant_options(CLI::App* cmd, VariantOptions& o, CommandKind kind) {
     cmd->add_option("--pin-memory", o.pin_memory, "on: pinned staging buffers + non-blocking copies (CUDA only)");
   }
   cmd->add_option("--persistent-workers", o.persistent_workers, "off: restart loader workers every epoch (default on)");
+  cmd->add_option("--sampler", o.sampler, "off: no system sampler (CPU, memory, disk, network, GPU every --interval-ms; default on)");
   cmd->add_flag("--profile", o.profile, "capture a window of steps (ops, phases) and write a Chrome trace per variant");
   cmd->add_option("--window", o.window, "capture window START:COUNT in measured steps (default 5:10, shrunk to fit)");
   cmd->add_option("--interval-ms", o.interval_ms, "system sampler period (default 500)");
@@ -120,6 +124,7 @@ VariantSpec build_spec(const VariantOptions& o) {
   spec.persistent_workers = parse_on_off("--persistent-workers", o.persistent_workers);
   spec.pin_memory = parse_on_off("--pin-memory", o.pin_memory);
   spec.data_dir = o.data_dir;
+  spec.system_sampler = parse_on_off("--sampler", o.sampler);
   spec.profile = o.profile || !o.window.empty();
   if (!o.window.empty()) parse_window(o.window, &spec.window_start, &spec.window_steps);
   spec.sample_interval_ms = o.interval_ms;
@@ -186,6 +191,24 @@ int report_run(const LabOutcome& outcome) {
   if (!outcome.record.reading.empty()) {
     std::cout << "\nReading:\n";
     for (const std::string& line : outcome.record.reading) std::cout << "  - " << line << "\n";
+  }
+  // The system sampler's summary, one line per variant.
+  bool first_system_line = true;
+  for (const VariantRecord& v : outcome.record.variants) {
+    if (!v.system.contains("metrics")) continue;
+    const nlohmann::json& m = v.system["metrics"];
+    auto stat = [&](const char* metric, const char* which) {
+      return m.contains(metric) ? m[metric].value(which, 0.0) : std::nan("");
+    };
+    std::cout << (first_system_line ? "\n" : "") << "System " << v.spec.name() << ": process CPU p50 "
+              << fmt("%.0f", stat("cpu.process_pct", "p50")) << " % (p95 " << fmt("%.0f", stat("cpu.process_pct", "p95"))
+              << " %), machine CPU p95 " << fmt("%.0f", stat("cpu.total_pct", "p95")) << " %, IO wait p95 "
+              << fmt("%.1f", stat("cpu.iowait_pct", "p95")) << " %, RSS max "
+              << fmt("%.0f", stat("mem.rss_bytes", "max") / (1024.0 * 1024.0)) << " MiB ("
+              << (m.contains("mem.rss_bytes") ? m["mem.rss_bytes"].value("samples", int64_t{0}) : 0) << " samples every "
+              << v.system.value("interval_ms", int64_t{0}) << " ms, " << v.system.value("missed_ticks", int64_t{0})
+              << " missed; the sampler took " << fmt("%.2f", v.system.value("cost_pct_of_core", 0.0)) << " % of a core)\n";
+    first_system_line = false;
   }
   for (const VariantRecord& v : outcome.record.variants) {
     if (v.profile.empty()) continue;

@@ -117,6 +117,7 @@ nlohmann::json to_json(const VariantRecord& record) {
                       {"loader", record.loader},
                       {"data", record.data},
                       {"profile", record.profile},
+                      {"system", record.system},
                       {"environment", env_to_json(record.environment)},
                       {"steps", steps}};
   if (record.ok()) j["aggregate"] = aggregate_to_json(aggregate(record));
@@ -140,6 +141,7 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
   record.loader = j.value("loader", nlohmann::json::object());
   record.data = j.value("data", nlohmann::json::object());
   record.profile = j.value("profile", nlohmann::json::object());
+  record.system = j.value("system", nlohmann::json::object());
   record.environment = env_from_json(j.at("environment"));
   for (const nlohmann::json& s : j.at("steps")) {
     StepRecord step;

@@ -72,6 +72,10 @@ struct VariantRecord {
   nlohmann::json data = nlohmann::json::object();
   // The profiler, when on: window, events and drops, trace file and size, measured overhead.
   nlohmann::json profile = nlohmann::json::object();
+  // The system sampler over the whole variant: per metric {unit, samples, min, p50, p95, p99, max,
+  // mean} under "metrics", plus "interval_ms", "missed_ticks", "sample_cost_us" and "cost_pct_of_core";
+  // empty when the sampler was off.
+  nlohmann::json system = nlohmann::json::object();
   Environment environment;
 
   bool ok() const { return error.empty(); }

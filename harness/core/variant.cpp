@@ -115,9 +115,9 @@ void resolve(VariantSpec& spec, const ScenarioInfo& scenario) {
     require(spec.window_steps >= 1 && spec.window_start + spec.window_steps <= spec.steps,
             "impossible --window " + std::to_string(spec.window_start) + ":" + std::to_string(spec.window_steps) +
                 " (the window must lie within the " + std::to_string(spec.steps) + " measured steps)");
-    require(spec.sample_interval_ms >= 10 && spec.sample_interval_ms <= 60'000,
-            "invalid --interval-ms " + std::to_string(spec.sample_interval_ms) + " (must be 10 to 60000)");
   }
+  require(spec.sample_interval_ms >= 10 && spec.sample_interval_ms <= 60'000,
+          "invalid --interval-ms " + std::to_string(spec.sample_interval_ms) + " (must be 10 to 60000)");
   for (const auto& [name, value] : spec.knobs) {
     const KnobInfo* knob = scenario.find_knob(name);
     require(knob != nullptr, "unknown knob '" + name + "' for scenario " + scenario.name +
@@ -178,6 +178,8 @@ void apply_setting(VariantSpec& spec, const std::string& key, const std::string&
     spec.prefetch = static_cast<int>(prefetch);
   } else if (key == "persistent-workers") {
     spec.persistent_workers = parse_on_off("persistent-workers", value);
+  } else if (key == "sampler") {
+    spec.system_sampler = parse_on_off("sampler", value);
   } else if (key == "pin-memory") {
     spec.pin_memory = parse_on_off("pin-memory", value);
   } else if (!key.empty()) {
@@ -206,6 +208,7 @@ void to_json(nlohmann::json& j, const VariantSpec& spec) {
                      {"persistent_workers", spec.persistent_workers},
                      {"pin_memory", spec.pin_memory},
                      {"data_dir", spec.data_dir},
+                     {"system_sampler", spec.system_sampler},
                      {"profile", spec.profile},
                      {"window_start", spec.window_start},
                      {"window_steps", spec.window_steps},
@@ -233,6 +236,7 @@ void from_json(const nlohmann::json& j, VariantSpec& spec) {
   spec.persistent_workers = j.value("persistent_workers", true);
   spec.pin_memory = j.value("pin_memory", false);
   spec.data_dir = j.value("data_dir", std::string());
+  spec.system_sampler = j.value("system_sampler", true);
   spec.profile = j.value("profile", false);
   spec.window_start = j.value("window_start", int64_t{-1});
   spec.window_steps = j.value("window_steps", int64_t{-1});

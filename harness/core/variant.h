@@ -49,7 +49,9 @@ struct VariantSpec {
   bool persistent_workers = true;  // false: workers restart at each epoch boundary
   bool pin_memory = false;         // pinned staging buffers + non-blocking copies (CUDA only)
   std::string data_dir;            // where on-disk datasets are generated; empty = default
-  // The profiler: a capture window of measured steps (ops, phases, annotations) and a trace.
+  // The profiler: the system sampler for the whole run (on by default: it costs well under 1 %),
+  // and with `profile` a capture window of measured steps (ops, phases, annotations) and a trace.
+  bool system_sampler = true;
   bool profile = false;
   int64_t window_start = -1;       // first measured step of the window; -1 = default (see resolve)
   int64_t window_steps = -1;       // steps in the window; -1 = default
@@ -73,7 +75,7 @@ void resolve(VariantSpec& spec, const ScenarioInfo& scenario);
 
 // Sets one field from text, as in `--override bf16:batch=64` or a config preset. Keys: precision,
 // compiled, batch, threads, steps, warmup, seed, sync-every, callback-every, callback-ms, device,
-// workers, prefetch, persistent-workers, pin-memory, or any scenario knob name. Throws InputError on unknown keys or unparsable values.
+// workers, prefetch, persistent-workers, pin-memory, sampler, or any scenario knob name. Throws InputError on unknown keys or unparsable values.
 void apply_setting(VariantSpec& spec, const std::string& key, const std::string& value);
 
 // Parses a whole number / a real number from an option value; throws InputError naming the option.

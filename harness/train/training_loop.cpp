@@ -22,11 +22,9 @@
 #include "harness/train/phase_clock.h"
 #include "profiler/annotate.h"
 #include "profiler/chrome_trace.h"
-#include "profiler/cupti_capture.h"
-#include "profiler/system_sampler.h"
-#include "profiler/event_recorder.h"
-#include "profiler/op_capture.h"
 #include "profiler/op_census.h"
+#include "profiler/profile_summary.h"
+#include "profiler/session.h"
 #include "scenarios/data/dataset_cache.h"
 #include "scenarios/registry.h"
 #include "scenarios/workload.h"
@@ -38,39 +36,6 @@ namespace {
 constexpr int64_t kSliceBatches = 32;
 // Bound of each thread's event buffer in the capture window.
 constexpr size_t kMaxWindowEventsPerThread = 1'000'000;
-
-// Step and phase spans of the window, drawn from the phase clock's host-side boundaries.
-struct WindowStep {
-  int64_t index = 0;
-  int64_t start_ns = 0;
-  std::vector<std::pair<Phase, int64_t>> marks;
-};
-
-void add_step_spans(const std::vector<WindowStep>& steps, Profile& profile) {
-  const int64_t thread = current_thread_id();
-  for (const WindowStep& w : steps) {
-    TraceEvent step;
-    step.kind = EventKind::kStep;
-    step.name = "ProfilerStep#" + std::to_string(w.index);
-    step.start_ns = w.start_ns;
-    step.end_ns = w.marks.empty() ? w.start_ns : w.marks.back().second;
-    step.track = thread;
-    profile.events.push_back(step);
-    int64_t t = w.start_ns;
-    for (const auto& [phase, end_ns] : w.marks) {
-      if (end_ns > t) {
-        TraceEvent span;
-        span.kind = EventKind::kPhase;
-        span.name = phase_name(phase);
-        span.start_ns = t;
-        span.end_ns = end_ns;
-        span.track = thread;
-        profile.events.push_back(span);
-      }
-      t = end_ns;
-    }
-  }
-}
 
 // Stands in for logging / evaluation / checkpoint work done on the host every N steps: copies
 // the parameters to host memory and checksums them, repeating until the requested cost is spent.
@@ -112,16 +77,18 @@ int64_t peak_rss_bytes() {
 VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, const std::string& trace_path) {
   VariantRecord record;
   record.spec = spec;
-  // The system sampler covers the whole variant, initialisation included.
-  std::unique_ptr<SystemSampler> sampler;
-  if (spec.profile) {
-    SystemSamplerOptions sampler_options;
-    sampler_options.interval_ms = spec.sample_interval_ms;
-    sampler = std::make_unique<SystemSampler>(sampler_options);
-    sampler->start();
-  }
   if (spec.threads > 0) at::set_num_threads(spec.threads);
   const bool use_cuda = spec.device != DeviceChoice::kCpu && cuda_usable();
+  // The profiler session: the system sampler from here on (initialisation included), and with
+  // --profile the capture window, counted in steps from the first warm-up step.
+  SessionOptions profiler_options;
+  profiler_options.window_start_step = spec.profile ? spec.warmup_steps + spec.window_start : 0;
+  profiler_options.window_steps = spec.profile ? spec.window_steps : 0;
+  profiler_options.sample_interval_ms = spec.system_sampler ? spec.sample_interval_ms : 0;
+  profiler_options.record_shapes = spec.record_shapes;
+  profiler_options.capture_device = use_cuda;
+  profiler_options.max_events_per_thread = kMaxWindowEventsPerThread;
+  Session profiler(profiler_options);
   if (spec.device == DeviceChoice::kCuda && !use_cuda) {
     throw InputError("--device cuda requested but no CUDA device is usable");
   }
@@ -178,13 +145,12 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
   const int64_t total_steps = spec.warmup_steps + spec.steps;
   record.init_ns = now_ns() - process_start_ns;
   int64_t measured_start_ns = 0, measured_start_cpu_ns = 0;
-  const int64_t window_first = spec.profile ? spec.warmup_steps + spec.window_start : -1;
-  const int64_t window_last = spec.profile ? window_first + spec.window_steps - 1 : -2;
-  OpCapture op_capture;
-  CuptiCapture cupti;
-  std::string cupti_off_reason = use_cuda ? "" : "CUPTI off: no CUDA device in use, no kernels to capture";
-  std::vector<WindowStep> window_steps;
-  const double record_cost_ns = spec.profile ? EventRecorder::measure_record_cost_ns() : 0;
+  // Ends the phase `done` on the clock and moves the NVTX phase range on to `next`.
+  auto next_phase = [&](Phase done, Phase next) {
+    clock.end_phase(done);
+    nvtx_pop();
+    nvtx_push(phase_name(next));
+  };
   for (int64_t i = 0; i < total_steps; ++i) {
     StepRecord step;
     step.index = i;
@@ -193,16 +159,12 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
       measured_start_ns = now_ns();
       measured_start_cpu_ns = process_cpu_ns();
     }
-    if (i == window_first) {
-      EventRecorder::instance().enable(kMaxWindowEventsPerThread);
-      op_capture.start(spec.record_shapes);
-      if (use_cuda) cupti.start(&cupti_off_reason);
-    }
-    nvtx_push("trainlab step");
+    profiler.begin_step();
     clock.begin_step();
+    nvtx_push(phase_name(Phase::kDataWait));
 
     BatchLoader::Delivered delivered = loader.next();
-    clock.end_phase(Phase::kDataWait);
+    next_phase(Phase::kDataWait, Phase::kHostToDevice);
     const Batch& batch = delivered.batch;
     step.data_stage_ns = {batch.stage_ns.read_ns, batch.stage_ns.decode_ns, batch.stage_ns.augment_ns,
                           batch.stage_ns.collate_ns};
@@ -210,18 +172,18 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
 
     std::vector<torch::Tensor> inputs = to_device(batch.inputs, device);
     torch::Tensor targets = batch.targets.to(device, /*non_blocking=*/true);
-    clock.end_phase(Phase::kHostToDevice);
+    next_phase(Phase::kHostToDevice, Phase::kForward);
 
     torch::Tensor output;
     torch::Tensor loss = forward_and_loss(inputs, targets, &output);
-    clock.end_phase(Phase::kForward);
+    next_phase(Phase::kForward, Phase::kBackward);
 
     loss.backward();
-    clock.end_phase(Phase::kBackward);
+    next_phase(Phase::kBackward, Phase::kOptimizer);
 
     optimizer->step();
     optimizer->zero_grad(/*set_to_none=*/true);
-    clock.end_phase(Phase::kOptimizer);
+    next_phase(Phase::kOptimizer, Phase::kOther);
 
     losses.push_back(loss.detach());
     if (spec.sync_every_steps > 0 && (i + 1) % spec.sync_every_steps == 0) {
@@ -233,15 +195,16 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
     }
     clock.end_step(step);
     nvtx_pop();
-    record.steps.push_back(step);
-    if (i >= window_first && i <= window_last) {
-      window_steps.push_back({i, clock.step_start_ns(), clock.host_marks()});
-      if (i == window_last) {
-        op_capture.stop();
-        cupti.stop();  // flushes the device's records (the window's kernels may still be running)
-        EventRecorder::instance().disable();
+    if (profiler.in_window()) {
+      // The step's phase spans, from the clock's host-side boundaries.
+      int64_t t = clock.step_start_ns();
+      for (const auto& [phase, end_ns] : clock.host_marks()) {
+        if (end_ns > t) profiler.record_span(EventKind::kPhase, phase_name(phase), t, end_ns);
+        t = end_ns;
       }
     }
+    profiler.end_step();
+    record.steps.push_back(step);
   }
   clock.finalize(record.steps);  // CUDA: one synchronisation, after the timed loop
   const double measured_wall_ns = static_cast<double>(now_ns() - measured_start_ns);
@@ -277,15 +240,19 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
     record.forward_output_dtype = c10::toString(output.scalar_type());
   }
 
+  // The profile: the window's events (with --profile) and the sampler's tracks.
+  Profile profile = profiler.finish();
+  if (spec.system_sampler) {
+    record.system = {{"metrics", summarise_counters(profile)},
+                     {"interval_ms", spec.sample_interval_ms},
+                     {"missed_ticks", profile.dropped["sampler.missed_ticks"]},
+                     {"sample_cost_us", static_cast<double>(profiler.sampler_sample_cost_ns()) / 1e3},
+                     // One sample's cost over the interval: the share of one core the sampler takes.
+                     {"cost_pct_of_core", 100.0 * static_cast<double>(profiler.sampler_sample_cost_ns()) /
+                                              (static_cast<double>(spec.sample_interval_ms) * 1e6)}};
+  }
   if (spec.profile) {
-    Profile profile;
-    EventRecorder::instance().collect(profile);
-    add_step_spans(window_steps, profile);
-    cupti.take(profile);
-    if (!cupti_off_reason.empty()) profile.notes.push_back(cupti_off_reason);
-    sampler->stop();
-    sampler->take_profile_counters(profile);
-    // Counter tracks and their spacing, for the record.
+    // Counter tracks and their sample counts, for the record.
     nlohmann::json counters = nlohmann::json::object();
     for (const CounterTrack& track : profile.counters) counters[track.name] = track.samples.size();
     const int64_t events = static_cast<int64_t>(profile.events.size());
@@ -293,6 +260,8 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
                                      {"window_start", spec.window_start}, {"window_steps", spec.window_steps}};
     const int64_t trace_bytes = write_chrome_trace(trace_path, profile, metadata, static_cast<int64_t>(::getpid()));
     // Overhead: the mean measured step inside the window against the measured steps outside it.
+    const int64_t window_first = profiler_options.window_start_step;
+    const int64_t window_last = window_first + profiler_options.window_steps - 1;
     double inside_ns = 0, outside_ns = 0;
     int64_t inside = 0, outside = 0;
     for (const StepRecord& s : record.steps) {
@@ -315,7 +284,8 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
                       {"trace", trace_path.substr(trace_path.find_last_of('/') + 1)},
                       {"trace_bytes", trace_bytes},
                       {"trace_bytes_per_step", trace_bytes / spec.window_steps},
-                      {"record_cost_ns", record_cost_ns},
+                      {"record_cost_ns", profiler.record_cost_ns()},
+                      {"annotations", to_json(summarise_spans(profile, EventKind::kAnnotation))},
                       {"step_ms_in_window", inside > 0 ? inside_ns / inside / 1e6 : 0.0},
                       {"step_ms_outside_window", outside > 0 ? outside_ns / outside / 1e6 : 0.0}};
     if (inside > 0 && outside > 0) {

@@ -1,0 +1,36 @@
+// Summaries of a Profile: its spans by name (how often a user annotation, phase or op ran, how long
+// it took in total and per captured step, its share of the step time, the way the harness reports
+// its own phases) and its counter tracks as percentiles. No LibTorch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "profiler/profile.h"
+
+namespace trainlab {
+
+struct SpanSummary {
+  std::string name;
+  int64_t count = 0;
+  int64_t total_ns = 0;
+  int64_t max_ns = 0;
+  double mean_ns = 0;
+  double per_step_ns = 0;     // total over the number of ProfilerStep spans (0 when there are none)
+  double step_share_pct = 0;  // total over the summed ProfilerStep durations (0 when there are none)
+};
+
+// Spans of `kind`, grouped by name, largest total first. A span nested in another of the same
+// name on the same track (recursion) is not counted twice.
+std::vector<SpanSummary> summarise_spans(const Profile& profile, EventKind kind);
+
+nlohmann::json to_json(const std::vector<SpanSummary>& summaries);
+
+// Each counter track as {"unit", "samples", "min", "p50", "p95", "p99", "max", "mean"} (percentiles
+// by linear interpolation), keyed by track name; tracks without samples are left out.
+nlohmann::json summarise_counters(const Profile& profile);
+
+}  // namespace trainlab

@@ -1,0 +1,138 @@
+// The embedding API without a model: a Session's window opens and closes at the configured steps,
+// holds one ProfilerStep# span per captured step with the annotations inside it, keeps nothing
+// outside the window, runs the sampler for the whole session, and says why CUPTI was off.
+// Span summaries group by name and count same-name nesting once.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "harness/core/errors.h"
+#include "profiler/annotate.h"
+#include "profiler/event_recorder.h"
+#include "profiler/session.h"
+#include "profiler/profile_summary.h"
+
+namespace trainlab {
+namespace {
+
+void busy_for_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+TEST(SessionTest, WindowHoldsTheConfiguredStepsAndTheirAnnotations) {
+  SessionOptions options;
+  options.window_start_step = 2;
+  options.window_steps = 3;
+  options.sample_interval_ms = 10;
+  options.capture_ops = false;
+  options.capture_device = false;
+  Session session(options);
+  EXPECT_GT(session.record_cost_ns(), 0.0);
+  for (int i = 0; i < 8; ++i) {
+    StepScope step(session);
+    EXPECT_EQ(session.in_window(), i >= 2 && i < 5);
+    { Annotate a("load"); busy_for_ms(2); }
+    {
+      Annotate a("compute");
+      { Annotate inner("compute"); busy_for_ms(3); }  // same name nested: counted once
+    }
+    const int64_t phase_start_ns = steady_ns();
+    busy_for_ms(1);
+    session.record_span(EventKind::kPhase, "forward", phase_start_ns, steady_ns());
+  }
+  EXPECT_FALSE(session.in_window());
+  EXPECT_EQ(session.steps_begun(), 8);
+  EXPECT_EQ(session.steps_captured(), 3);
+  const Profile profile = session.finish();
+
+  std::vector<std::string> steps;
+  for (const TraceEvent& e : profile.events) {
+    if (e.kind == EventKind::kStep) steps.push_back(e.name);
+  }
+  std::sort(steps.begin(), steps.end());
+  EXPECT_EQ(steps, (std::vector<std::string>{"ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"}));
+
+  const std::vector<SpanSummary> annotations = summarise_spans(profile, EventKind::kAnnotation);
+  ASSERT_EQ(annotations.size(), 2u);
+  EXPECT_EQ(annotations[0].name, "compute");  // largest total first
+  EXPECT_EQ(annotations[0].count, 3);
+  EXPECT_EQ(annotations[1].name, "load");
+  EXPECT_EQ(annotations[1].count, 3);
+  EXPECT_GE(annotations[0].mean_ns, 3e6);
+  EXPECT_NEAR(annotations[0].per_step_ns, annotations[0].total_ns / 3.0, 1.0);
+  EXPECT_GT(annotations[0].step_share_pct, 30.0);
+  EXPECT_LE(annotations[0].step_share_pct + annotations[1].step_share_pct, 100.0);
+  EXPECT_EQ(summarise_spans(profile, EventKind::kPhase).at(0).count, 3);
+
+  // The sampler ran for the whole session (8 steps of >= 5 ms at 10 ms: several samples).
+  ASSERT_FALSE(profile.counters.empty());
+  bool has_rss = false;
+  for (const CounterTrack& t : profile.counters) has_rss |= t.name == "mem.rss_bytes" && t.samples.size() >= 3;
+  EXPECT_TRUE(has_rss);
+  bool cupti_note = false;
+  for (const std::string& n : profile.notes) cupti_note |= n.rfind("CUPTI off", 0) == 0;
+  EXPECT_TRUE(cupti_note);
+  EXPECT_TRUE(session.finish().events.empty());  // only the first finish() returns data
+}
+
+TEST(SessionTest, ShortLoopSaysHowMuchOfTheWindowItGotAndBadOptionsAreInputErrors) {
+  SessionOptions options;
+  options.window_start_step = 1;
+  options.window_steps = 10;
+  options.sample_interval_ms = 0;  // no sampler
+  options.capture_ops = false;
+  options.capture_device = false;
+  Session session(options);
+  for (int i = 0; i < 4; ++i) StepScope step(session);
+  const Profile profile = session.finish();
+  EXPECT_TRUE(profile.counters.empty());
+  bool short_note = false;
+  for (const std::string& n : profile.notes) short_note |= n == "window: 3 of 10 steps captured (the loop ended first)";
+  EXPECT_TRUE(short_note);
+
+  SessionOptions bad;
+  bad.window_steps = -1;
+  EXPECT_THROW(Session{bad}, InputError);
+  bad = SessionOptions{};
+  bad.sample_interval_ms = -5;
+  EXPECT_THROW(Session{bad}, InputError);
+}
+
+TEST(SpanSummaryTest, GroupsByNameAndCountsSameNameNestingOnce) {
+  Profile profile;
+  auto span = [&](EventKind kind, const char* name, int64_t start, int64_t end, int64_t track) {
+    TraceEvent e;
+    e.kind = kind;
+    e.name = name;
+    e.start_ns = start;
+    e.end_ns = end;
+    e.track = track;
+    profile.events.push_back(e);
+  };
+  span(EventKind::kStep, "ProfilerStep#0", 0, 1000, 1);
+  span(EventKind::kStep, "ProfilerStep#1", 1000, 2000, 1);
+  span(EventKind::kAnnotation, "a", 0, 400, 1);
+  span(EventKind::kAnnotation, "a", 100, 300, 1);    // nested in a: not counted
+  span(EventKind::kAnnotation, "a", 100, 300, 2);    // same times, other thread: counted
+  span(EventKind::kAnnotation, "a", 1000, 1100, 1);
+  span(EventKind::kAnnotation, "b", 1200, 1950, 1);
+  span(EventKind::kCpuOp, "aten::mm", 0, 50, 1);     // other kind: not in the summary
+  const std::vector<SpanSummary> s = summarise_spans(profile, EventKind::kAnnotation);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].name, "b");
+  EXPECT_EQ(s[0].count, 1);
+  EXPECT_EQ(s[0].total_ns, 750);
+  EXPECT_EQ(s[1].name, "a");
+  EXPECT_EQ(s[1].count, 3);
+  EXPECT_EQ(s[1].total_ns, 400 + 200 + 100);
+  EXPECT_EQ(s[1].max_ns, 400);
+  EXPECT_DOUBLE_EQ(s[1].mean_ns, 700.0 / 3);
+  EXPECT_DOUBLE_EQ(s[1].per_step_ns, 350.0);
+  EXPECT_DOUBLE_EQ(s[1].step_share_pct, 35.0);
+  const nlohmann::json j = to_json(s);
+  EXPECT_EQ(j[1]["name"], "a");
+  EXPECT_DOUBLE_EQ(j[1]["step_share_pct"].get<double>(), 35.0);
+}
+
+}  // namespace
+}  // namespace trainlab
