@@ -1,0 +1,29 @@
+# Install rules. Component "profiler": trainlab's profiler as a CMake package for a user's own
+# LibTorch loop (find_package(trainlab) -> trainlab::profiler, trainlab::profiler_torch), with
+# its headers under include/trainlab/ (profiler/*.h, plus harness/core/errors.h for InputError).
+# Component "cli": the trainlab command.
+include(CMakePackageConfigHelpers)
+
+install(TARGETS trainlab_profiler trainlab_profiler_torch trainlab_core EXPORT trainlabTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT profiler)
+file(GLOB _trainlab_profiler_headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/profiler/*.h)
+install(FILES ${_trainlab_profiler_headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/trainlab/profiler COMPONENT profiler)
+install(FILES ${PROJECT_SOURCE_DIR}/harness/core/errors.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/trainlab/harness/core COMPONENT profiler)
+install(EXPORT trainlabTargets NAMESPACE trainlab:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/trainlab
+        COMPONENT profiler)
+
+# The config re-finds what the static libraries link: CUDA's targets only when CUPTI/NVTX were used.
+set(TRAINLAB_PROFILER_NEEDS_CUDA_TOOLKIT OFF)
+if(TARGET CUDA::cupti OR TARGET CUDA::nvtx3)
+  set(TRAINLAB_PROFILER_NEEDS_CUDA_TOOLKIT ON)
+endif()
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/trainlabConfig.cmake.in
+                              ${PROJECT_BINARY_DIR}/trainlabConfig.cmake
+                              INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/trainlab)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/trainlabConfigVersion.cmake
+                                 VERSION 0.1.0 COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/trainlabConfig.cmake ${PROJECT_BINARY_DIR}/trainlabConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/trainlab COMPONENT profiler)
+
+install(TARGETS trainlab RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
