@@ -118,5 +118,30 @@ TEST(ProfileE2E, GzippedTraceReadsBackAndBadWindowIsBadInput) {
   e2e::expect_bad_input(std::string("profile ") + kTinyMlp + " --trace-format xml --results " + bad, "--trace-format");
 }
 
+TEST(ProfileE2E, SamplerRunsInEveryRunUnlessSwitchedOff) {
+  // Without --profile: no trace, but the sampler's percentiles are in the record and on the terminal.
+  const std::string on = e2e::fresh_results_dir("sampler_on");
+  // (a 10 ms host callback each step makes the run last long enough for several 20 ms samples)
+  const auto r = run_trainlab(std::string("run ") + kTinyMlp + " --interval-ms 20 --callback-every 1 --callback-ms 10 --results " + on);
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  const VariantRecord v = read_run_record(e2e::only_run_dir(on)).variants.at(0);
+  EXPECT_TRUE(v.profile.empty());
+  ASSERT_TRUE(v.system.contains("metrics")) << v.system.dump();
+  const nlohmann::json& rss = v.system["metrics"].at("mem.rss_bytes");
+  EXPECT_GE(rss.at("samples").get<int64_t>(), 2);
+  EXPECT_GT(rss.at("min").get<double>(), 1e6);
+  EXPECT_LE(rss.at("p50").get<double>(), rss.at("max").get<double>());
+  EXPECT_EQ(v.system.at("interval_ms").get<int64_t>(), 20);
+  EXPECT_GT(v.system.at("sample_cost_us").get<double>(), 0.0);
+  EXPECT_NE(r.out.find("System fp32: process CPU p50"), std::string::npos) << r.out;
+
+  const std::string off = e2e::fresh_results_dir("sampler_off");
+  const auto r_off = run_trainlab(std::string("run ") + kTinyMlp + " --sampler off --results " + off);
+  ASSERT_EQ(r_off.exit_status, 0) << r_off.err;
+  EXPECT_TRUE(read_run_record(e2e::only_run_dir(off)).variants.at(0).system.empty());
+  EXPECT_EQ(r_off.out.find("System fp32"), std::string::npos);
+  e2e::expect_bad_input(std::string("run ") + kTinyMlp + " --sampler sometimes --results " + off, "--sampler");
+}
+
 }  // namespace
 }  // namespace trainlab
