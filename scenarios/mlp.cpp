@@ -1,5 +1,7 @@
 // mlp: a wide tabular MLP whose step is dominated by GEMMs (model-compute-bound). Labels come
-// from a fixed random teacher network so the task is learnable.
+// from a fixed random teacher network so the task is learnable. commheavy: the same network made
+// wide and deep with a small batch: many parameters, little compute per sample, so under data
+// parallelism the gradient all-reduce dominates the step (width, layers and batch tune how much).
 #include <torch/torch.h>
 
 #include "scenarios/registry.h"
@@ -59,6 +61,18 @@ const ScenarioRegistrar kRegistrar(
                   {"hidden", 2048, 1, 1'000'000, true, "hidden width"},
                   {"layers", 3, 1, 64, true, "hidden layers"},
                   {"classes", 1000, 2, 1'000'000, true, "output classes"}}},
+    [](const WorkloadConfig& config) -> std::unique_ptr<Workload> {
+      return std::make_unique<MlpWorkload>(config);
+    });
+
+const ScenarioRegistrar kCommHeavyRegistrar(
+    ScenarioInfo{"commheavy",
+                 "many parameters, little compute per sample: gradient all-reduce dominates data-parallel steps",
+                 /*default_batch_size=*/16,
+                 {{"in_features", 256, 1, 1'000'000, true, "input features"},
+                  {"hidden", 2048, 1, 1'000'000, true, "hidden width (parameters grow with its square)"},
+                  {"layers", 6, 1, 64, true, "hidden layers"},
+                  {"classes", 10, 2, 1'000'000, true, "output classes"}}},
     [](const WorkloadConfig& config) -> std::unique_ptr<Workload> {
       return std::make_unique<MlpWorkload>(config);
     });

@@ -20,7 +20,7 @@ say() { printf '==> %s\n' "$*"; }
 # 1. Debian packages.
 packages=(build-essential cmake ninja-build ccache git python3 python3-venv python3-pip
           libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
-          libzstd-dev libturbojpeg0-dev pkg-config zlib1g-dev)
+          libzstd-dev libturbojpeg0-dev pkg-config zlib1g-dev libgloo-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

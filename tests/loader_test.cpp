@@ -132,5 +132,27 @@ TEST(EpochSamplerTest, DatasetSmallerThanABatchIsBadInput) {
   EXPECT_THROW(EpochSampler(10, 16, 1), InputError);
 }
 
+TEST(EpochSamplerTest, DataParallelShardsTogetherAreTheGlobalBatch) {
+  const EpochSampler global(100, 12, 3);
+  const EpochSampler shard0(100, 12, 3, /*shard_index=*/0, /*shard_count=*/3);
+  const EpochSampler shard2(100, 12, 3, 2, 3);
+  EXPECT_EQ(shard0.batches_per_epoch(), global.batches_per_epoch());
+  EXPECT_EQ(shard0.shard_batch_size(), 4);
+  for (int64_t k : {0, 5, 9}) {
+    const BatchRequest whole = global.request(k);
+    std::vector<int64_t> joined;
+    for (int64_t r = 0; r < 3; ++r) {
+      const BatchRequest part = EpochSampler(100, 12, 3, r, 3).request(k);
+      EXPECT_EQ(part.first_position, 4 * r);
+      EXPECT_EQ(part.augment_seed, whole.augment_seed);  // the per-sample randomness follows global positions
+      joined.insert(joined.end(), part.sample_indices.begin(), part.sample_indices.end());
+    }
+    EXPECT_EQ(joined, whole.sample_indices);
+  }
+  EXPECT_NE(shard0.request(0).sample_indices, shard2.request(0).sample_indices);
+  EXPECT_THROW(EpochSampler(100, 10, 1, 0, 3), InputError);  // 10 does not split into 3
+  EXPECT_THROW(EpochSampler(100, 12, 1, 3, 3), InputError);  // no shard 3 of 3
+}
+
 }  // namespace
 }  // namespace trainlab

@@ -47,6 +47,10 @@ struct VariantOptions {
   int64_t interval_ms = 500;
   bool record_shapes = false;
   std::string trace_format = "json.gz";
+  int nproc = 1;
+  std::string comm_mode = "overlap";
+  double bucket_mb = 25.0;
+  double dist_timeout_s = 60.0;
   std::vector<std::string> knobs;       // name=value
   std::string results_dir = "results";
   double timeout_s = 1800;
@@ -85,6 +89,10 @@ void add_variant_options(CLI::App* cmd, VariantOptions& o, CommandKind kind) {
   cmd->add_option("--callback-every", o.callback_every, "run a host-side callback every N steps (default 0 = never)");
   cmd->add_option("--callback-ms", o.callback_ms, "cost of that callback in ms");
   cmd->add_option("--device", o.device, "auto, cpu or cuda");
+  cmd->add_option("--nproc", o.nproc, "data parallel: launch N local ranks (c10d Gloo over loopback; default 1)");
+  cmd->add_option("--comm-mode", o.comm_mode, "data parallel all-reduce: overlap (from gradient hooks during backward, default) or serial (after backward)");
+  cmd->add_option("--bucket-mb", o.bucket_mb, "data parallel: gradient bucket cap in MiB (default 25)");
+  cmd->add_option("--dist-timeout-s", o.dist_timeout_s, "data parallel: how long a rank waits for its peers before failing (default 60)");
   cmd->add_option("--knob,-k", o.knobs, "scenario knob NAME=VALUE (repeatable; see `trainlab list`)");
   cmd->add_option("--results", o.results_dir, "results folder (default ./results)");
   cmd->add_option("--timeout-s", o.timeout_s, "kill a variant that runs longer than this (default 1800)");
@@ -125,6 +133,10 @@ VariantSpec build_spec(const VariantOptions& o) {
   spec.pin_memory = parse_on_off("--pin-memory", o.pin_memory);
   spec.data_dir = o.data_dir;
   spec.system_sampler = parse_on_off("--sampler", o.sampler);
+  spec.nproc = o.nproc;
+  spec.comm_mode = parse_comm_mode(o.comm_mode);
+  spec.bucket_mb = o.bucket_mb;
+  spec.dist_timeout_s = o.dist_timeout_s;
   spec.profile = o.profile || !o.window.empty();
   if (!o.window.empty()) parse_window(o.window, &spec.window_start, &spec.window_steps);
   spec.sample_interval_ms = o.interval_ms;
@@ -197,14 +209,15 @@ int report_run(const LabOutcome& outcome) {
   for (const VariantRecord& v : outcome.record.variants) {
     if (!v.system.contains("metrics")) continue;
     const nlohmann::json& m = v.system["metrics"];
-    auto stat = [&](const char* metric, const char* which) {
-      return m.contains(metric) ? m[metric].value(which, 0.0) : std::nan("");
+    // "-" where the run was too short for a rate (utilisation needs two samples).
+    auto stat = [&](const char* metric, const char* which, const char* format = "%.0f", double scale = 1.0) {
+      return m.contains(metric) ? fmt(format, m[metric].value(which, 0.0) * scale) : std::string("-");
     };
     std::cout << (first_system_line ? "\n" : "") << "System " << v.spec.name() << ": process CPU p50 "
-              << fmt("%.0f", stat("cpu.process_pct", "p50")) << " % (p95 " << fmt("%.0f", stat("cpu.process_pct", "p95"))
-              << " %), machine CPU p95 " << fmt("%.0f", stat("cpu.total_pct", "p95")) << " %, IO wait p95 "
-              << fmt("%.1f", stat("cpu.iowait_pct", "p95")) << " %, RSS max "
-              << fmt("%.0f", stat("mem.rss_bytes", "max") / (1024.0 * 1024.0)) << " MiB ("
+              << stat("cpu.process_pct", "p50") << " % (p95 " << stat("cpu.process_pct", "p95")
+              << " %), machine CPU p95 " << stat("cpu.total_pct", "p95") << " %, IO wait p95 "
+              << stat("cpu.iowait_pct", "p95", "%.1f") << " %, RSS max "
+              << stat("mem.rss_bytes", "max", "%.0f", 1.0 / (1024.0 * 1024.0)) << " MiB ("
               << (m.contains("mem.rss_bytes") ? m["mem.rss_bytes"].value("samples", int64_t{0}) : 0) << " samples every "
               << v.system.value("interval_ms", int64_t{0}) << " ms, " << v.system.value("missed_ticks", int64_t{0})
               << " missed; the sampler took " << fmt("%.2f", v.system.value("cost_pct_of_core", 0.0)) << " % of a core)\n";

@@ -49,7 +49,8 @@ nlohmann::json aggregate_to_json(const VariantAggregate& agg) {
           {"samples_per_s", agg.samples_per_s},   {"step_ms_mean", agg.step_ms_mean},
           {"step_ms_p50", agg.step_ms_p50},       {"step_ms_p95", agg.step_ms_p95},
           {"step_ms_stddev", agg.step_ms_stddev}, {"phase_pct", phases},
-          {"data_stage_ms_mean", stages},         {"data_busy_ms_mean", agg.data_busy_ms_mean}};
+          {"data_stage_ms_mean", stages},         {"data_busy_ms_mean", agg.data_busy_ms_mean},
+          {"comm_pct", agg.comm_pct}};
 }
 }  // namespace
 
@@ -61,9 +62,10 @@ VariantAggregate aggregate(const VariantRecord& record) {
   std::vector<double> step_ms;
   std::array<int64_t, kPhaseCount> phase_total_ns{};
   DataStageTimes stage_total_ns{};
-  int64_t busy_total_ns = 0;
+  int64_t busy_total_ns = 0, comm_total_ns = 0;
   for (const StepRecord& step : record.steps) {
     if (step.warmup) continue;
+    comm_total_ns += step.comm_ns;
     step_ms.push_back(static_cast<double>(step.step_ns) / 1e6);
     agg.measured_ns += step.step_ns;
     for (size_t i = 0; i < kPhaseCount; ++i) phase_total_ns[i] += step.phase_ns[i];
@@ -87,6 +89,7 @@ VariantAggregate aggregate(const VariantRecord& record) {
     agg.data_stage_ms_mean[i] = static_cast<double>(stage_total_ns[i]) / 1e6 / steps;
   }
   agg.data_busy_ms_mean = static_cast<double>(busy_total_ns) / 1e6 / steps;
+  agg.comm_pct = 100.0 * static_cast<double>(comm_total_ns) / static_cast<double>(agg.measured_ns);
   return agg;
 }
 
@@ -99,7 +102,7 @@ nlohmann::json to_json(const VariantRecord& record) {
     for (size_t i = 0; i < kDataStageCount; ++i) stages[kDataStageNames[i]] = step.data_stage_ns[i];
     steps.push_back({{"index", step.index}, {"warmup", step.warmup}, {"step_ns", step.step_ns},
                      {"phase_ns", phases}, {"data_stage_ns", stages}, {"data_busy_ns", step.data_busy_ns},
-                     {"loss", step.loss}});
+                     {"comm_ns", step.comm_ns}, {"loss", step.loss}});
   }
   nlohmann::json j = {{"name", record.spec.name()},
                       {"spec", record.spec},
@@ -118,6 +121,10 @@ nlohmann::json to_json(const VariantRecord& record) {
                       {"data", record.data},
                       {"profile", record.profile},
                       {"system", record.system},
+                      {"rank", record.rank},
+                      {"world_size", record.world_size},
+                      {"distributed", record.distributed},
+                      {"final_parameters", record.final_parameters},
                       {"environment", env_to_json(record.environment)},
                       {"steps", steps}};
   if (record.ok()) j["aggregate"] = aggregate_to_json(aggregate(record));
@@ -142,6 +149,10 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
   record.data = j.value("data", nlohmann::json::object());
   record.profile = j.value("profile", nlohmann::json::object());
   record.system = j.value("system", nlohmann::json::object());
+  record.rank = j.value("rank", 0);
+  record.world_size = j.value("world_size", 1);
+  record.distributed = j.value("distributed", nlohmann::json::object());
+  record.final_parameters = j.value("final_parameters", nlohmann::json::object());
   record.environment = env_from_json(j.at("environment"));
   for (const nlohmann::json& s : j.at("steps")) {
     StepRecord step;
@@ -156,6 +167,7 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
       for (size_t i = 0; i < kDataStageCount; ++i) step.data_stage_ns[i] = stages.at(kDataStageNames[i]).get<int64_t>();
     }
     step.data_busy_ns = s.value("data_busy_ns", int64_t{0});
+    step.comm_ns = s.value("comm_ns", int64_t{0});
     record.steps.push_back(step);
   }
   return record;

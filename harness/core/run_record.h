@@ -36,6 +36,9 @@ struct StepRecord {
   PhaseTimes phase_ns{};   // sums to step_ns up to timer resolution; data_wait = time blocked on the loader
   DataStageTimes data_stage_ns{};  // the step's batch: time it took to read, decode, augment, collate
   int64_t data_busy_ns = 0;        // the step's batch: wall time of its producer (whoever ran it)
+  // Data parallel: all-reduce time this step, hidden or not (the exposed part is phase
+  // kCommunication, the time the training thread waited for it after backward).
+  int64_t comm_ns = 0;
   double loss = 0.0;
 };
 
@@ -76,6 +79,14 @@ struct VariantRecord {
   // mean} under "metrics", plus "interval_ms", "missed_ticks", "sample_cost_us" and "cost_pct_of_core";
   // empty when the sampler was off.
   nlohmann::json system = nlohmann::json::object();
+  // Data parallel: this record's rank and the job's world size (0 of 1 otherwise), the process
+  // group (backend, mode, buckets, gradient bytes); in a merged record, one summary per rank
+  // (samples/s, step p50, comm and exposed comm shares) and the spread between them.
+  int rank = 0;
+  int world_size = 1;
+  // After the last measured step: {"hash": FNV-1a of every parameter's bytes, "tensors": [{sum, norm}]}.
+  nlohmann::json final_parameters = nlohmann::json::object();
+  nlohmann::json distributed = nlohmann::json::object();
   Environment environment;
 
   bool ok() const { return error.empty(); }
@@ -90,6 +101,7 @@ struct VariantAggregate {
   std::array<double, kPhaseCount> phase_pct{};  // share of measured step time per phase
   std::array<double, kDataStageCount> data_stage_ms_mean{};  // per measured step's batch
   double data_busy_ms_mean = 0;        // producer wall time per batch
+  double comm_pct = 0;                 // data parallel: all-reduce time (hidden or not) / measured time
 };
 VariantAggregate aggregate(const VariantRecord& record);
 

@@ -25,6 +25,14 @@ std::string to_string(DeviceChoice device) {
   return "auto";
 }
 
+std::string to_string(CommMode mode) { return mode == CommMode::kSerial ? "serial" : "overlap"; }
+
+CommMode parse_comm_mode(const std::string& text) {
+  if (text == "overlap") return CommMode::kOverlap;
+  if (text == "serial") return CommMode::kSerial;
+  throw InputError("invalid --comm-mode '" + text + "' (expected overlap or serial)");
+}
+
 Precision parse_precision(const std::string& text) {
   if (text == "fp32") return Precision::kFp32;
   if (text == "bf16") return Precision::kBf16;
@@ -118,6 +126,14 @@ void resolve(VariantSpec& spec, const ScenarioInfo& scenario) {
   }
   require(spec.sample_interval_ms >= 10 && spec.sample_interval_ms <= 60'000,
           "invalid --interval-ms " + std::to_string(spec.sample_interval_ms) + " (must be 10 to 60000)");
+  require(spec.nproc >= 1 && spec.nproc <= kMaxLocalRanks,
+          "invalid --nproc " + std::to_string(spec.nproc) + " (must be 1 to " + std::to_string(kMaxLocalRanks) + ")");
+  require(spec.batch_size % spec.nproc == 0,
+          "impossible --nproc " + std::to_string(spec.nproc) + " with batch " + std::to_string(spec.batch_size) +
+              " (the global batch must split evenly across the ranks)");
+  require(spec.bucket_mb > 0.0 && spec.bucket_mb <= 65536.0, "invalid --bucket-mb (must be above 0 and at most 65536)");
+  require(spec.dist_timeout_s >= 1.0 && spec.dist_timeout_s <= 86400.0,
+          "invalid --dist-timeout-s (must be 1 to 86400)");
   for (const auto& [name, value] : spec.knobs) {
     const KnobInfo* knob = scenario.find_knob(name);
     require(knob != nullptr, "unknown knob '" + name + "' for scenario " + scenario.name +
@@ -182,6 +198,12 @@ void apply_setting(VariantSpec& spec, const std::string& key, const std::string&
     spec.system_sampler = parse_on_off("sampler", value);
   } else if (key == "pin-memory") {
     spec.pin_memory = parse_on_off("pin-memory", value);
+  } else if (key == "nproc") {
+    spec.nproc = static_cast<int>(parse_int("nproc", value));
+  } else if (key == "comm-mode") {
+    spec.comm_mode = parse_comm_mode(value);
+  } else if (key == "bucket-mb") {
+    spec.bucket_mb = parse_double("bucket-mb", value);
   } else if (!key.empty()) {
     spec.knobs[key] = parse_double(key, value);  // checked against the scenario in resolve()
   } else {
@@ -215,6 +237,10 @@ void to_json(nlohmann::json& j, const VariantSpec& spec) {
                      {"sample_interval_ms", spec.sample_interval_ms},
                      {"record_shapes", spec.record_shapes},
                      {"trace_gzip", spec.trace_gzip},
+                     {"nproc", spec.nproc},
+                     {"comm_mode", to_string(spec.comm_mode)},
+                     {"bucket_mb", spec.bucket_mb},
+                     {"dist_timeout_s", spec.dist_timeout_s},
                      {"knobs", spec.knobs}};
 }
 
@@ -243,6 +269,10 @@ void from_json(const nlohmann::json& j, VariantSpec& spec) {
   spec.sample_interval_ms = j.value("sample_interval_ms", int64_t{500});
   spec.record_shapes = j.value("record_shapes", false);
   spec.trace_gzip = j.value("trace_gzip", true);
+  spec.nproc = j.value("nproc", 1);
+  spec.comm_mode = parse_comm_mode(j.value("comm_mode", std::string("overlap")));
+  spec.bucket_mb = j.value("bucket_mb", 25.0);
+  spec.dist_timeout_s = j.value("dist_timeout_s", 60.0);
   spec.knobs = j.at("knobs").get<std::map<std::string, double>>();
 }
 

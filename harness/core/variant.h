@@ -14,9 +14,13 @@ struct ScenarioInfo;
 
 enum class Precision { kFp32, kBf16 };
 enum class DeviceChoice { kAuto, kCpu, kCuda };
+// Data parallel: gradient all-reduce started from hooks during backward, or all after it.
+enum class CommMode { kOverlap, kSerial };
 
 std::string to_string(Precision precision);
 std::string to_string(DeviceChoice device);
+std::string to_string(CommMode mode);
+CommMode parse_comm_mode(const std::string& text);
 // Throw InputError with the accepted values on anything else.
 Precision parse_precision(const std::string& text);
 DeviceChoice parse_device(const std::string& text);
@@ -28,6 +32,7 @@ inline constexpr int64_t kMaxBatchSize = int64_t{1} << 31;
 inline constexpr int64_t kMaxSteps = 1'000'000;
 inline constexpr int kMaxThreads = 4096;
 inline constexpr int kMaxLoaderWorkers = 256;
+inline constexpr int kMaxLocalRanks = 64;
 inline constexpr int kMaxPrefetch = 64;
 
 struct VariantSpec {
@@ -58,6 +63,13 @@ struct VariantSpec {
   int64_t sample_interval_ms = 500;  // system sampler period
   bool record_shapes = false;      // ops' input shapes in the trace
   bool trace_gzip = true;          // trace.json.gz (else plain .json)
+  // Data parallel (c10d Gloo): local ranks launched by trainlab (1 = none; under a launcher that
+  // sets WORLD_SIZE/RANK/MASTER_* each process is one rank), the all-reduce mode, the bucket cap
+  // and how long a rank waits for its peers (rendezvous, each collective) before failing.
+  int nproc = 1;
+  CommMode comm_mode = CommMode::kOverlap;
+  double bucket_mb = 25.0;
+  double dist_timeout_s = 60.0;
   std::map<std::string, double> knobs;  // scenario knobs; defaults filled in by resolve()
 
   // "fp32", "bf16", "bf16+compiled", ...
@@ -75,7 +87,7 @@ void resolve(VariantSpec& spec, const ScenarioInfo& scenario);
 
 // Sets one field from text, as in `--override bf16:batch=64` or a config preset. Keys: precision,
 // compiled, batch, threads, steps, warmup, seed, sync-every, callback-every, callback-ms, device,
-// workers, prefetch, persistent-workers, pin-memory, sampler, or any scenario knob name. Throws InputError on unknown keys or unparsable values.
+// workers, prefetch, persistent-workers, pin-memory, sampler, nproc, comm-mode, bucket-mb, or any scenario knob name. Throws InputError on unknown keys or unparsable values.
 void apply_setting(VariantSpec& spec, const std::string& key, const std::string& value);
 
 // Parses a whole number / a real number from an option value; throws InputError naming the option.

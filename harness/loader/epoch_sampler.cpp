@@ -8,14 +8,21 @@
 
 namespace trainlab {
 
-EpochSampler::EpochSampler(int64_t num_samples, int64_t batch_size, uint64_t seed)
+EpochSampler::EpochSampler(int64_t num_samples, int64_t batch_size, uint64_t seed, int64_t shard_index,
+                           int64_t shard_count)
     : num_samples_(num_samples),
       batch_size_(batch_size),
       batches_per_epoch_(batch_size > 0 ? num_samples / batch_size : 0),
+      shard_index_(shard_index),
+      shard_count_(shard_count),
       seed_(seed) {
   if (batch_size_ <= 0 || batches_per_epoch_ == 0) {
     throw InputError("the dataset holds " + std::to_string(num_samples) + " samples, fewer than one batch of " +
                      std::to_string(batch_size));
+  }
+  if (shard_count_ < 1 || shard_index_ < 0 || shard_index_ >= shard_count_ || batch_size_ % shard_count_ != 0) {
+    throw InputError("batch " + std::to_string(batch_size) + " does not split into " + std::to_string(shard_count) +
+                     " equal data-parallel shards");
   }
 }
 
@@ -38,8 +45,10 @@ BatchRequest EpochSampler::request(int64_t batch_index) const {
   const int64_t position = batch_index % batches_per_epoch_;
   const auto order = order_for(epoch);
   BatchRequest request;
-  const auto first = order->begin() + position * batch_size_;
-  request.sample_indices.assign(first, first + batch_size_);
+  const int64_t shard_size = batch_size_ / shard_count_;
+  request.first_position = shard_index_ * shard_size;
+  const auto first = order->begin() + position * batch_size_ + request.first_position;
+  request.sample_indices.assign(first, first + shard_size);
   std::seed_seq mix{static_cast<uint32_t>(seed_), static_cast<uint32_t>(seed_ >> 32),
                     static_cast<uint32_t>(batch_index), static_cast<uint32_t>(batch_index >> 32), 0xa06u};
   std::mt19937_64 rng(mix);

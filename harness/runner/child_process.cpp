@@ -1,4 +1,5 @@
-// fork/exec of /proc/self/exe, polling wait with a deadline, SIGKILL on timeout.
+// fork/exec of /proc/self/exe (one child or several, with extra environment), polling wait with a
+// deadline, SIGKILL on timeout.
 #include "harness/runner/child_process.h"
 
 #include <fcntl.h>
@@ -26,15 +27,15 @@ std::string ChildOutcome::describe() const {
   return "unknown end";
 }
 
-ChildOutcome run_self_as_child(const std::vector<std::string>& args, const std::string& log_path,
-                               double timeout_s) {
-  const auto start = std::chrono::steady_clock::now();
-  const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (log_fd < 0) throw InputError("cannot write " + log_path + ": " + std::strerror(errno));
+namespace {
+
+pid_t spawn_self(const ChildLaunch& launch) {
+  const int log_fd = ::open(launch.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (log_fd < 0) throw InputError("cannot write " + launch.log_path + ": " + std::strerror(errno));
 
   std::vector<std::string> argv_storage;
   argv_storage.push_back("trainlab");
-  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+  argv_storage.insert(argv_storage.end(), launch.args.begin(), launch.args.end());
   std::vector<char*> argv;
   for (std::string& a : argv_storage) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -47,36 +48,74 @@ ChildOutcome run_self_as_child(const std::vector<std::string>& args, const std::
   if (pid == 0) {
     ::dup2(log_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
+    for (const auto& [name, value] : launch.environment) ::setenv(name.c_str(), value.c_str(), 1);
     ::execv("/proc/self/exe", argv.data());
     _exit(127);
   }
   ::close(log_fd);
+  return pid;
+}
 
-  ChildOutcome outcome;
+void fill_outcome(int status, ChildOutcome& outcome) {
+  if (WIFEXITED(status)) {
+    outcome.exited = true;
+    outcome.exit_status = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    outcome.signal = WTERMSIG(status);
+  }
+}
+
+}  // namespace
+
+ChildOutcome run_self_as_child(const std::vector<std::string>& args, const std::string& log_path,
+                               double timeout_s) {
+  return run_self_as_children({ChildLaunch{args, log_path, {}}}, timeout_s).at(0);
+}
+
+std::vector<ChildOutcome> run_self_as_children(const std::vector<ChildLaunch>& children, double timeout_s) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<pid_t> pids;
+  for (const ChildLaunch& launch : children) {
+    try {
+      pids.push_back(spawn_self(launch));
+    } catch (...) {
+      for (pid_t pid : pids) {  // never leave half a launch running
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+      }
+      throw;
+    }
+  }
+  std::vector<ChildOutcome> outcomes(children.size());
+  std::vector<bool> done(children.size(), false);
+  size_t remaining = children.size();
   const auto deadline = start + std::chrono::duration<double>(timeout_s);
-  int status = 0;
-  while (true) {
-    const pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (done < 0 && errno != EINTR) break;
+  while (remaining > 0) {
+    for (size_t i = 0; i < pids.size(); ++i) {
+      if (done[i]) continue;
+      int status = 0;
+      const pid_t r = ::waitpid(pids[i], &status, WNOHANG);
+      if (r == pids[i] || (r < 0 && errno != EINTR)) {
+        if (r == pids[i]) fill_outcome(status, outcomes[i]);
+        outcomes[i].wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        done[i] = true;
+        --remaining;
+      }
+    }
+    if (remaining == 0) break;
     if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      outcome.timed_out = true;
+      for (size_t i = 0; i < pids.size(); ++i) {
+        if (done[i]) continue;
+        ::kill(pids[i], SIGKILL);
+        ::waitpid(pids[i], nullptr, 0);
+        outcomes[i].timed_out = true;
+        outcomes[i].wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      }
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  outcome.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!outcome.timed_out) {
-    if (WIFEXITED(status)) {
-      outcome.exited = true;
-      outcome.exit_status = WEXITSTATUS(status);
-    } else if (WIFSIGNALED(status)) {
-      outcome.signal = WTERMSIG(status);
-    }
-  }
-  return outcome;
+  return outcomes;
 }
 
 std::string last_line_of(const std::string& path) {

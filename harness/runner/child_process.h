@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace trainlab {
@@ -20,6 +21,16 @@ struct ChildOutcome {
 // args excludes argv[0]; the child is /proc/self/exe. stdout and stderr go to log_path.
 ChildOutcome run_self_as_child(const std::vector<std::string>& args, const std::string& log_path,
                                double timeout_s);
+
+// Several children at once (e.g. the ranks of a data-parallel variant), each with extra
+// environment variables, under one deadline: those still running at the deadline are killed and
+// marked timed out. Outcomes are in the order of `children`.
+struct ChildLaunch {
+  std::vector<std::string> args;
+  std::string log_path;
+  std::vector<std::pair<std::string, std::string>> environment;  // set in the child before exec
+};
+std::vector<ChildOutcome> run_self_as_children(const std::vector<ChildLaunch>& children, double timeout_s);
 
 // The last non-empty line of a text file (a child's last words), or "".
 std::string last_line_of(const std::string& path);

@@ -1,32 +1,30 @@
-// Spec file -> child process -> record file, with failures turned into recorded errors.
+// Spec file -> child process (or one per data-parallel rank) -> record file, with failures turned
+// into recorded errors; ranks' records merged into one.
 #include "harness/runner/variant_runner.h"
 
 #include <filesystem>
 
 #include "harness/core/atomic_file.h"
 #include "harness/core/errors.h"
+#include "harness/dist/dist_env.h"
 #include "harness/runner/child_process.h"
 
 namespace trainlab {
 namespace fs = std::filesystem;
 
-VariantRecord run_variant_isolated(const VariantSpec& spec, const VariantRunOptions& options) {
-  const fs::path dir = fs::path(options.run_dir) / "variants";
-  ensure_writable_dir(dir.string());
+namespace {
+
+std::string safe_stem(const VariantSpec& spec, const VariantRunOptions& options) {
   std::string stem = options.file_stem.empty() ? spec.name() : options.file_stem;
   for (char& c : stem) {
     if (c == '+' || c == '/' || c == ' ') c = '_';
   }
-  const std::string spec_path = (dir / (stem + ".spec.json")).string();
-  const std::string record_path = (dir / (stem + ".json")).string();
-  const std::string log_path = (dir / (stem + ".log")).string();
-  write_file_atomically(spec_path, nlohmann::json(spec).dump(1) + "\n");
-  std::error_code ec;
-  fs::remove(record_path, ec);
+  return stem;
+}
 
-  const ChildOutcome outcome =
-      run_self_as_child({"__variant", "--spec", spec_path, "--out", record_path}, log_path, options.timeout_s);
-
+// The child's record, or one whose error says how the child ended and its last words.
+VariantRecord outcome_record(const VariantSpec& spec, const ChildOutcome& outcome, const std::string& record_path,
+                             const std::string& log_path) {
   if (!outcome.timed_out && fs::exists(record_path)) {
     try {
       return read_variant_record(record_path);
@@ -40,6 +38,116 @@ VariantRecord run_variant_isolated(const VariantSpec& spec, const VariantRunOpti
   failed.error = "variant process " + outcome.describe() +
                  (last_words.empty() ? "" : ": " + last_words.substr(0, 300));
   return failed;
+}
+
+// One line per rank for the merged record.
+nlohmann::json rank_summary(const VariantRecord& r, int rank, const ChildOutcome& outcome) {
+  nlohmann::json j = {{"rank", rank}, {"ok", r.ok()}, {"ended", outcome.describe()}};
+  if (!r.ok()) {
+    j["error"] = r.error;
+    return j;
+  }
+  const VariantAggregate agg = aggregate(r);
+  const double exposed_pct = agg.phase_pct[static_cast<size_t>(Phase::kCommunication)];
+  j.update({{"samples_per_s", agg.samples_per_s},
+            {"step_ms_mean", agg.step_ms_mean},
+            {"step_ms_p50", agg.step_ms_p50},
+            {"comm_pct", agg.comm_pct},
+            {"exposed_comm_pct", exposed_pct},
+            // The rank's own work per step: its step minus the time it waited on the others.
+            {"busy_ms_mean", agg.step_ms_mean * (1.0 - exposed_pct / 100.0)},
+            {"peak_memory_bytes", r.peak_memory_bytes}});
+  return j;
+}
+
+// Several ranks: a free loopback port, one child per rank with the torchrun-style variables,
+// one deadline; the records merge into rank 0's, with every rank's summary and their spread.
+VariantRecord run_ranks(const VariantSpec& spec, const VariantRunOptions& options, const fs::path& dir,
+                        const std::string& stem, const std::string& spec_path) {
+  DistEnv env;
+  env.world_size = spec.nproc;
+  env.master_addr = "127.0.0.1";
+  env.master_port = find_free_port();
+  std::vector<ChildLaunch> launches;
+  std::vector<std::string> record_paths, log_paths;
+  for (int rank = 0; rank < spec.nproc; ++rank) {
+    const std::string rank_stem = stem + ".rank" + std::to_string(rank);
+    record_paths.push_back((dir / (rank_stem + ".json")).string());
+    log_paths.push_back((dir / (rank_stem + ".log")).string());
+    std::error_code ec;
+    fs::remove(record_paths.back(), ec);
+    env.rank = rank;
+    env.local_rank = rank;
+    launches.push_back({{"__variant", "--spec", spec_path, "--out", record_paths.back()}, log_paths.back(), env.variables()});
+  }
+  // A rank that dies makes its peers fail within the distributed timeout; the deadline leaves
+  // room for that on top of the variant's own limit.
+  const std::vector<ChildOutcome> outcomes = run_self_as_children(launches, options.timeout_s + spec.dist_timeout_s);
+
+  std::vector<VariantRecord> ranks;
+  for (int rank = 0; rank < spec.nproc; ++rank) {
+    ranks.push_back(outcome_record(spec, outcomes[rank], record_paths[rank], log_paths[rank]));
+  }
+  int first_ok = -1;
+  for (int rank = 0; rank < spec.nproc && first_ok < 0; ++rank) {
+    if (ranks[rank].ok()) first_ok = rank;
+  }
+  VariantRecord merged = ranks[first_ok >= 0 ? first_ok : 0];
+  nlohmann::json summaries = nlohmann::json::array();
+  int slowest = -1, fastest = -1;
+  for (int rank = 0; rank < spec.nproc; ++rank) {
+    summaries.push_back(rank_summary(ranks[rank], rank, outcomes[rank]));
+    if (!ranks[rank].ok()) continue;
+    const double busy = summaries.back()["busy_ms_mean"].get<double>();
+    if (slowest < 0 || busy > summaries[slowest]["busy_ms_mean"].get<double>()) slowest = rank;
+    if (fastest < 0 || busy < summaries[fastest]["busy_ms_mean"].get<double>()) fastest = rank;
+  }
+  merged.distributed["ranks"] = summaries;
+  if (slowest >= 0 && summaries[fastest]["busy_ms_mean"].get<double>() > 0) {
+    merged.distributed["slowest_rank"] = slowest;  // the straggler: the most own work per step
+    merged.distributed["busy_spread_pct"] =
+        100.0 * (summaries[slowest]["busy_ms_mean"].get<double>() / summaries[fastest]["busy_ms_mean"].get<double>() - 1.0);
+  }
+  // A failed rank fails the variant. The cause is the first rank that died on its own (a signal,
+  // a timeout, no record); its peers' communication errors are the consequence.
+  int cause = -1;
+  for (int rank = 0; rank < spec.nproc && cause < 0; ++rank) {
+    const bool died = outcomes[rank].signal != 0 || outcomes[rank].timed_out || !fs::exists(record_paths[rank]);
+    if (!ranks[rank].ok() && died) cause = rank;
+  }
+  for (int rank = 0; rank < spec.nproc && cause < 0; ++rank) {
+    if (!ranks[rank].ok()) cause = rank;
+  }
+  if (cause >= 0) {
+    merged.error = "rank " + std::to_string(cause) + " of " + std::to_string(spec.nproc) + ": " + ranks[cause].error;
+    merged.error_kind = ranks[cause].error_kind;
+    int finished = 0;
+    for (const VariantRecord& r : ranks) finished += r.ok() ? 1 : 0;
+    merged.distributed["ranks_finished"] = finished;
+    merged.steps.clear();  // a failed variant has no figures; each finished rank's record stays in variants/
+  }
+  merged.rank = 0;
+  merged.world_size = spec.nproc;
+  return merged;
+}
+
+}  // namespace
+
+VariantRecord run_variant_isolated(const VariantSpec& spec, const VariantRunOptions& options) {
+  const fs::path dir = fs::path(options.run_dir) / "variants";
+  ensure_writable_dir(dir.string());
+  const std::string stem = safe_stem(spec, options);
+  const std::string spec_path = (dir / (stem + ".spec.json")).string();
+  write_file_atomically(spec_path, nlohmann::json(spec).dump(1) + "\n");
+  if (spec.nproc > 1) return run_ranks(spec, options, dir, stem, spec_path);
+
+  const std::string record_path = (dir / (stem + ".json")).string();
+  const std::string log_path = (dir / (stem + ".log")).string();
+  std::error_code ec;
+  fs::remove(record_path, ec);
+  const ChildOutcome outcome =
+      run_self_as_child({"__variant", "--spec", spec_path, "--out", record_path}, log_path, options.timeout_s);
+  return outcome_record(spec, outcome, record_path, log_path);
 }
 
 }  // namespace trainlab

@@ -16,7 +16,9 @@ class BatchLoader {
  public:
   using Delivered = OrderedLoader<Batch>::Delivered;
 
-  BatchLoader(std::unique_ptr<Dataset> dataset, int64_t batch_size, uint64_t seed, const LoaderOptions& options);
+  // batch_size is the global batch; a data-parallel rank loads shard shard_index of shard_count.
+  BatchLoader(std::unique_ptr<Dataset> dataset, int64_t batch_size, uint64_t seed, const LoaderOptions& options,
+              int64_t shard_index = 0, int64_t shard_count = 1);
   Delivered next();
   // Batch 0, built here outside the delivery order (an example input for tracing).
   Batch first_batch() const { return dataset_->load_batch(sampler_.request(0)); }

@@ -10,11 +10,14 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <iostream>
 #include <thread>
 
 #include "harness/core/atomic_file.h"
 #include "harness/core/errors.h"
+#include "harness/dist/data_parallel.h"
+#include "harness/dist/dist_env.h"
 #include "harness/train/autocast_scope.h"
 #include "harness/train/batch_loader.h"
 #include "harness/train/compiled_forward.h"
@@ -59,6 +62,24 @@ std::vector<torch::Tensor> to_device(const std::vector<torch::Tensor>& tensors, 
   return out;
 }
 
+// The parameters after the last measured step: an FNV-1a hash of their bytes (equal across
+// data-parallel ranks when they stayed in sync) and each tensor's sum and L2 norm (to compare
+// with a single-process run within a tolerance).
+nlohmann::json parameter_fingerprint(torch::nn::Module& model) {
+  uint64_t hash = 1469598103934665603ULL;
+  nlohmann::json tensors = nlohmann::json::array();
+  for (const torch::Tensor& p : model.parameters()) {
+    const torch::Tensor host = p.detach().to(torch::kCPU).contiguous();
+    const auto* bytes = static_cast<const unsigned char*>(host.data_ptr());
+    for (int64_t i = 0; i < host.numel() * host.element_size(); ++i) hash = (hash ^ bytes[i]) * 1099511628211ULL;
+    const torch::Tensor as_double = host.to(torch::kDouble);
+    tensors.push_back({{"sum", as_double.sum().item<double>()}, {"norm", as_double.norm().item<double>()}});
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return {{"hash", hex}, {"tensors", tensors}};
+}
+
 // CPU time of all the process's threads (training, intra-op pool, loader workers).
 int64_t process_cpu_ns() {
   timespec t{};
@@ -95,6 +116,13 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
   const torch::Device device = use_cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
   record.device = use_cuda ? "cuda:0" : "cpu";
   record.environment = capture_environment();
+  // Data parallel: this process's rank, from the torchrun-style variables (--nproc sets them).
+  const DistEnv dist = dist_env_from_environment();
+  record.rank = dist.rank;
+  record.world_size = dist.world_size;
+  if (dist.distributed()) {
+    std::cout << "trainlab: rank " << dist.rank << " of " << dist.world_size << " pid " << ::getpid() << std::endl;
+  }
 
   // Pinned staging buffers only mean something when batches are copied to a CUDA device.
   const bool pin_memory = spec.pin_memory && use_cuda;
@@ -119,8 +147,17 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
   workload->model().to(device);
   workload->model().train();
   std::unique_ptr<torch::optim::Optimizer> optimizer = workload->make_optimizer();
+  std::unique_ptr<DataParallel> data_parallel;
+  if (dist.distributed()) {
+    data_parallel = std::make_unique<DataParallel>(
+        dist, workload->model().parameters(), spec.comm_mode, static_cast<int64_t>(spec.bucket_mb * 1024 * 1024),
+        std::chrono::milliseconds(static_cast<int64_t>(spec.dist_timeout_s * 1000)));
+    data_parallel->broadcast_parameters();
+    record.distributed = data_parallel->describe();
+  }
+  // Each rank loads its shard of every global batch (spec.batch_size is the global batch).
   BatchLoader loader(workload->make_dataset(), spec.batch_size, spec.seed,
-                     LoaderOptions{spec.workers, spec.prefetch, spec.persistent_workers});
+                     LoaderOptions{spec.workers, spec.prefetch, spec.persistent_workers}, dist.rank, dist.world_size);
   record.data = loader.dataset().info();
 
   const bool bf16 = spec.precision == Precision::kBf16;
@@ -175,11 +212,20 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
     next_phase(Phase::kHostToDevice, Phase::kForward);
 
     torch::Tensor output;
+    if (data_parallel) data_parallel->begin_step();
     torch::Tensor loss = forward_and_loss(inputs, targets, &output);
     next_phase(Phase::kForward, Phase::kBackward);
 
     loss.backward();
-    next_phase(Phase::kBackward, Phase::kOptimizer);
+    if (data_parallel) {
+      // The exposed communication: what is left of the all-reduce once backward has returned.
+      next_phase(Phase::kBackward, Phase::kCommunication);
+      data_parallel->finish_gradients();
+      step.comm_ns = data_parallel->last_step().comm_ns;
+      next_phase(Phase::kCommunication, Phase::kOptimizer);
+    } else {
+      next_phase(Phase::kBackward, Phase::kOptimizer);
+    }
 
     optimizer->step();
     optimizer->zero_grad(/*set_to_none=*/true);
@@ -222,6 +268,8 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
     record.steps[i].loss = loss_values[static_cast<int64_t>(i)].item<double>();
   }
 
+  record.final_parameters = parameter_fingerprint(workload->model());
+
   // Census step: untimed, with an op-counting callback installed.
   {
     OpCensus census;
@@ -231,7 +279,9 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
     torch::Tensor loss = forward_and_loss(to_device(batch.inputs, device),
                                           batch.targets.to(device, /*non_blocking=*/true), &output);
     if (compiled) record.compile_info = compiled->describe_last_execution();
+    if (data_parallel) data_parallel->begin_step();
     loss.backward();
+    if (data_parallel) data_parallel->finish_gradients();  // the ranks' parameters stay identical
     optimizer->step();
     optimizer->zero_grad(true);
     census.stop();
@@ -256,8 +306,11 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
     nlohmann::json counters = nlohmann::json::object();
     for (const CounterTrack& track : profile.counters) counters[track.name] = track.samples.size();
     const int64_t events = static_cast<int64_t>(profile.events.size());
-    const nlohmann::json metadata = {{"scenario", spec.scenario}, {"variant", spec.name()},
-                                     {"window_start", spec.window_start}, {"window_steps", spec.window_steps}};
+    nlohmann::json metadata = {{"scenario", spec.scenario}, {"variant", spec.name()},
+                               {"window_start", spec.window_start}, {"window_steps", spec.window_steps}};
+    // Kineto's field, so trace readers tell ranks apart.
+    metadata["distributedInfo"] = {{"backend", dist.distributed() ? "gloo" : "none"},
+                                   {"rank", dist.rank}, {"world_size", dist.world_size}};
     const int64_t trace_bytes = write_chrome_trace(trace_path, profile, metadata, static_cast<int64_t>(::getpid()));
     // Overhead: the mean measured step inside the window against the measured steps outside it.
     const int64_t window_first = profiler_options.window_start_step;

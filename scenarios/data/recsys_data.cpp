@@ -549,7 +549,7 @@ HostBatch augment_and_collate(std::vector<UserHistory>& users, const BatchReques
   const auto batch_size = static_cast<int64_t>(users.size());
   std::vector<AugmentedSample> samples(users.size());
   for (int64_t i = 0; i < batch_size; ++i) {
-    augment_sample(users[static_cast<size_t>(i)], sample_rng(request.augment_seed, i), s, a,
+    augment_sample(users[static_cast<size_t>(i)], sample_rng(request.augment_seed, request.first_position + i), s, a,
                    samples[static_cast<size_t>(i)]);
   }
   clock.charge(times.augment_ns);

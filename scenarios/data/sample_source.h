@@ -16,6 +16,10 @@ namespace trainlab {
 struct BatchRequest {
   std::vector<int64_t> sample_indices;  // positions in the dataset, 0 <= i < num_samples()
   uint64_t augment_seed = 0;            // see sample_rng()
+  // Position of sample_indices[0] in the global batch: a data-parallel rank loads a slice of the
+  // global batch, and each sample's randomness follows its global position (sample_rng), so the
+  // ranks' slices together are exactly the global batch.
+  int64_t first_position = 0;
 };
 
 class SampleSource {

@@ -630,7 +630,7 @@ HostBatch assemble_batch(const BatchRequest& request, const BufferAllocator& all
   const int64_t size = dataset.spec.image_size;
   for (int64_t i = 0; i < batch_size; ++i) {
     const unsigned char* rgb = fetch(request.sample_indices[static_cast<size_t>(i)], batch.stage_ns, last_ns);
-    std::mt19937_64 rng = sample_rng(request.augment_seed, i);
+    std::mt19937_64 rng = sample_rng(request.augment_seed, request.first_position + i);
     const AugmentPlan plan = plan_augment(size, size, augment.intensity, rng);
     augment_into(rgb, size, size, plan, crop, images + static_cast<size_t>(i) * image_floats);
     now_ns = monotonic_ns();

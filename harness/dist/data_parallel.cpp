@@ -1,0 +1,256 @@
+// DataParallel: TCPStore + ProcessGroupGloo, buckets filled in reverse parameter order (the order
+// backward produces gradients), launched strictly in bucket order on every rank.
+#include "harness/dist/data_parallel.h"
+
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <stdexcept>
+
+#include "profiler/event_recorder.h"
+
+namespace trainlab {
+namespace {
+
+struct Bucket {
+  std::vector<size_t> params;      // indices into State::params
+  std::vector<int64_t> offsets;    // element offset of each in `flat`
+  at::Tensor flat;
+  int64_t pending = 0;             // gradients not yet arrived this step
+  bool launched = false;
+  c10::intrusive_ptr<c10d::Work> work;
+  int64_t launch_ns = 0;
+  std::shared_ptr<std::atomic<int64_t>> done_ns = std::make_shared<std::atomic<int64_t>>(0);
+};
+
+}  // namespace
+
+struct DataParallel::State {
+  DistEnv env;
+  CommMode mode = CommMode::kOverlap;
+  int64_t bucket_bytes_cap = 0;
+  std::chrono::milliseconds timeout{0};
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+  std::vector<at::Tensor> params;
+  std::vector<Bucket> buckets;
+  std::vector<std::pair<size_t, size_t>> where;  // param -> (bucket, slot)
+  std::vector<bool> arrived;
+  size_t next_launch = 0;
+  bool armed = false;
+  std::mutex mutex;
+  CommStepStats last;
+
+  std::string who() const { return "rank " + std::to_string(env.rank) + " of " + std::to_string(env.world_size); }
+
+  void launch(size_t index) {
+    Bucket& b = buckets[index];
+    b.launched = true;
+    b.done_ns->store(0);
+    b.launch_ns = steady_ns();
+    std::vector<at::Tensor> tensors{b.flat};
+    b.work = group->allreduce(tensors);
+    const int64_t launch_ns = b.launch_ns;
+    const int64_t bytes = static_cast<int64_t>(b.flat.numel() * b.flat.element_size());
+    std::shared_ptr<std::atomic<int64_t>> done = b.done_ns;
+    const int64_t bucket_index = static_cast<int64_t>(index);
+    b.work->getFuture()->addCallback([done, launch_ns, bytes, bucket_index](c10::ivalue::Future&) {
+      const int64_t end_ns = steady_ns();
+      done->store(end_ns);
+      if (EventRecorder::instance().enabled()) {
+        const nlohmann::json args = {{"bucket", bucket_index}, {"bytes", bytes}};
+        EventRecorder::instance().record(EventKind::kCpuOp, "gloo:all_reduce", launch_ns, end_ns, &args);
+      }
+    });
+  }
+
+  // Launches ready buckets in order: every rank issues the same collectives in the same order.
+  void launch_ready() {
+    while (next_launch < buckets.size() && buckets[next_launch].pending == 0 && !buckets[next_launch].launched) {
+      launch(next_launch++);
+    }
+  }
+
+  void copy_in(size_t param, const at::Tensor& grad) {
+    const auto [bucket, slot] = where[param];
+    Bucket& b = buckets[bucket];
+    at::Tensor dst = b.flat.narrow(0, b.offsets[slot], params[param].numel());
+    if (grad.defined()) {
+      dst.copy_(grad.reshape(-1));
+    } else {
+      dst.zero_();  // a parameter without a gradient this step contributes zeros
+    }
+  }
+
+  void on_gradient(size_t param, const at::Tensor& grad) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!armed || arrived[param]) return;
+    arrived[param] = true;
+    copy_in(param, grad);
+    --buckets[where[param].first].pending;
+    launch_ready();
+  }
+};
+
+DataParallel::DataParallel(const DistEnv& env, std::vector<at::Tensor> parameters, CommMode mode,
+                           int64_t bucket_bytes, std::chrono::milliseconds timeout)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.env = env;
+  s.mode = mode;
+  s.bucket_bytes_cap = bucket_bytes;
+  s.timeout = timeout;
+  try {
+    c10d::TCPStoreOptions store_options;
+    store_options.port = static_cast<std::uint16_t>(env.master_port);
+    store_options.isServer = env.rank == 0;
+    store_options.numWorkers = static_cast<std::size_t>(env.world_size);
+    store_options.waitWorkers = true;
+    store_options.timeout = timeout;
+    s.store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
+    auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+    const bool loopback = env.master_addr == "127.0.0.1" || env.master_addr == "localhost";
+    options->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                        : c10d::ProcessGroupGloo::createDefaultDevice());
+    s.group = c10::make_intrusive<c10d::ProcessGroupGloo>(s.store, env.rank, env.world_size, options);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    throw std::runtime_error("data parallel rendezvous failed on " + s.who() + " at " + env.master_addr + ":" +
+                             std::to_string(env.master_port) + " within " + std::to_string(timeout.count() / 1000) +
+                             " s: " + what.substr(0, what.find('\n')));
+  }
+
+  // Buckets in reverse parameter order, each up to the byte cap (a larger tensor gets its own).
+  s.params = std::move(parameters);
+  s.where.resize(s.params.size());
+  s.arrived.assign(s.params.size(), false);
+  int64_t bucket_bytes_now = 0;
+  for (size_t k = s.params.size(); k-- > 0;) {
+    const at::Tensor& p = s.params[k];
+    const int64_t bytes = p.numel() * p.element_size();
+    if (s.buckets.empty() || (bucket_bytes_now > 0 && bucket_bytes_now + bytes > bucket_bytes)) {
+      s.buckets.emplace_back();
+      bucket_bytes_now = 0;
+    }
+    Bucket& b = s.buckets.back();
+    s.where[k] = {s.buckets.size() - 1, b.params.size()};
+    b.offsets.push_back(bucket_bytes_now / p.element_size());
+    b.params.push_back(k);
+    bucket_bytes_now += bytes;
+  }
+  for (Bucket& b : s.buckets) {
+    int64_t numel = 0;
+    for (size_t k : b.params) numel += s.params[k].numel();
+    b.flat = torch::zeros({numel}, s.params[b.params.front()].options());
+  }
+  if (mode == CommMode::kOverlap) {
+    State* state = state_.get();
+    for (size_t k = 0; k < s.params.size(); ++k) {
+      s.params[k].register_hook([state, k](const at::Tensor& grad) { state->on_gradient(k, grad); });
+    }
+  }
+}
+
+DataParallel::~DataParallel() = default;
+
+void DataParallel::broadcast_parameters() {
+  torch::NoGradGuard no_grad;
+  for (at::Tensor& p : state_->params) {
+    std::vector<at::Tensor> tensors{p.detach()};
+    auto work = state_->group->broadcast(tensors, c10d::BroadcastOptions{0});
+    if (!work->wait(state_->timeout)) throw std::runtime_error("parameter broadcast timed out on " + state_->who());
+  }
+}
+
+void DataParallel::begin_step() {
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  std::fill(s.arrived.begin(), s.arrived.end(), false);
+  for (Bucket& b : s.buckets) {
+    b.pending = static_cast<int64_t>(b.params.size());
+    b.launched = false;
+    b.work.reset();
+  }
+  s.next_launch = 0;
+  s.armed = s.mode == CommMode::kOverlap;
+}
+
+void DataParallel::finish_gradients() {
+  State& s = *state_;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.armed = false;
+    // Serial mode: every gradient now; overlap: those that never arrived (unused parameters).
+    for (size_t k = 0; k < s.params.size(); ++k) {
+      if (s.arrived[k]) continue;
+      s.arrived[k] = true;
+      s.copy_in(k, s.params[k].grad());
+      --s.buckets[s.where[k].first].pending;
+    }
+    s.launch_ready();
+  }
+  CommStepStats stats;
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  for (Bucket& b : s.buckets) {
+    try {
+      if (!b.work->wait(s.timeout)) throw std::runtime_error("timed out");
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      throw std::runtime_error("gradient all-reduce failed on " + s.who() + " (a peer died or stalled?): " +
+                               what.substr(0, what.find('\n')));
+    }
+    const int64_t done = b.done_ns->load();
+    spans.emplace_back(b.launch_ns, done > 0 ? done : steady_ns());
+    b.flat.div_(s.env.world_size);
+    stats.bytes += b.flat.numel() * b.flat.element_size();
+    ++stats.buckets;
+  }
+  {
+    torch::NoGradGuard no_grad;
+    for (Bucket& b : s.buckets) {
+      for (size_t slot = 0; slot < b.params.size(); ++slot) {
+        at::Tensor& p = s.params[b.params[slot]];
+        at::Tensor averaged = b.flat.narrow(0, b.offsets[slot], p.numel()).view(p.sizes());
+        if (p.grad().defined()) {
+          p.mutable_grad().copy_(averaged);
+        } else {
+          p.mutable_grad() = averaged.clone();
+        }
+      }
+    }
+  }
+  // Communication time: the union of the buckets' intervals.
+  std::sort(spans.begin(), spans.end());
+  int64_t covered_until = 0;
+  for (const auto& [start, end] : spans) {
+    const int64_t from = std::max(start, covered_until);
+    if (end > from) stats.comm_ns += end - from;
+    covered_until = std::max(covered_until, end);
+  }
+  s.last = stats;
+}
+
+const CommStepStats& DataParallel::last_step() const { return state_->last; }
+
+void DataParallel::barrier() {
+  auto work = state_->group->barrier();
+  if (!work->wait(state_->timeout)) throw std::runtime_error("barrier timed out on " + state_->who());
+}
+
+nlohmann::json DataParallel::describe() const {
+  int64_t bytes = 0;
+  for (const at::Tensor& p : state_->params) bytes += p.numel() * p.element_size();
+  return {{"backend", "gloo"},
+          {"world_size", state_->env.world_size},
+          {"rank", state_->env.rank},
+          {"comm_mode", to_string(state_->mode)},
+          {"bucket_bytes_cap", state_->bucket_bytes_cap},
+          {"buckets", state_->buckets.size()},
+          {"gradient_bytes", bytes}};
+}
+
+}  // namespace trainlab

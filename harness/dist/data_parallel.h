@@ -1,0 +1,56 @@
+// Data parallelism over torch.distributed's c10d: a TCP-store rendezvous, a Gloo process group,
+// parameters broadcast from rank 0, and gradients averaged by bucketed all-reduce in one of two
+// modes: `overlap` (a bucket's all-reduce starts from gradient hooks as soon as its last gradient
+// is ready, while backward goes on) or `serial` (every bucket after backward). Per step it measures
+// the communication time (union of the buckets' all-reduce intervals) and leaves the exposed part
+// to the caller's clock (the time finish_gradients() blocks). All-reduces become `gloo:all_reduce`
+// spans in the profiler's window. LibTorch (and c10d) behind a torch-light header.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/core/variant.h"
+#include "harness/dist/dist_env.h"
+
+namespace trainlab {
+
+struct CommStepStats {
+  int64_t comm_ns = 0;   // union of the buckets' all-reduce intervals (launch -> completion)
+  int64_t buckets = 0;
+  int64_t bytes = 0;     // gradient bytes all-reduced this step
+};
+
+class DataParallel {
+ public:
+  // Rendezvous (TCP store at MASTER_ADDR:MASTER_PORT, rank 0 serves) and process group; throws
+  // std::runtime_error with a clear message when the peers do not all arrive within `timeout`.
+  DataParallel(const DistEnv& env, std::vector<at::Tensor> parameters, CommMode mode, int64_t bucket_bytes,
+               std::chrono::milliseconds timeout);
+  ~DataParallel();
+  DataParallel(const DataParallel&) = delete;
+  DataParallel& operator=(const DataParallel&) = delete;
+
+  void broadcast_parameters();  // every rank starts from rank 0's parameters
+  void begin_step();            // arms the gradient hooks (overlap)
+  // Launches what is left (everything in serial mode), waits for every bucket, averages and writes
+  // the gradients back. Throws std::runtime_error naming the rank when communication fails.
+  void finish_gradients();
+  const CommStepStats& last_step() const;
+  void barrier();
+  // {"backend", "world_size", "rank", "comm_mode", "bucket_bytes_cap", "buckets", "gradient_bytes"}
+  nlohmann::json describe() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace trainlab

@@ -1,0 +1,79 @@
+// Environment variables -> DistEnv, with one clear error per bad value; a free port via bind(0).
+#include "harness/dist/dist_env.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "harness/core/errors.h"
+
+namespace trainlab {
+namespace {
+
+const char* get(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && value[0] != '\0' ? value : nullptr;
+}
+
+int int_variable(const char* name, int min_value, int max_value) {
+  const char* text = get(name);
+  if (text == nullptr) throw InputError(std::string("data parallel: ") + name + " is not set");
+  char* end = nullptr;
+  errno = 0;
+  const long value = std::strtol(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || value < min_value || value > max_value) {
+    throw InputError(std::string("data parallel: ") + name + "='" + text + "' is not a whole number in [" +
+                     std::to_string(min_value) + ", " + std::to_string(max_value) + "]");
+  }
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> DistEnv::variables() const {
+  return {{"RANK", std::to_string(rank)},
+          {"WORLD_SIZE", std::to_string(world_size)},
+          {"LOCAL_RANK", std::to_string(local_rank)},
+          {"MASTER_ADDR", master_addr},
+          {"MASTER_PORT", std::to_string(master_port)}};
+}
+
+DistEnv dist_env_from_environment() {
+  DistEnv env;
+  if (get("WORLD_SIZE") == nullptr) return env;
+  env.world_size = int_variable("WORLD_SIZE", 1, 4096);
+  if (env.world_size == 1) return env;
+  env.rank = int_variable("RANK", 0, env.world_size - 1);
+  env.local_rank = get("LOCAL_RANK") != nullptr ? int_variable("LOCAL_RANK", 0, 4095) : env.rank;
+  const char* addr = get("MASTER_ADDR");
+  if (addr == nullptr) throw InputError("data parallel: MASTER_ADDR is not set");
+  env.master_addr = addr;
+  env.master_port = int_variable("MASTER_PORT", 1, 65535);
+  return env;
+}
+
+int find_free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    throw std::runtime_error("no free local port: " + why);
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+}  // namespace trainlab

@@ -1,0 +1,33 @@
+// Where this process sits in a data-parallel job, read from the torchrun-compatible variables
+// (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT), so `trainlab --nproc N` on one machine
+// and a launcher on several machines rendezvous the same way. A free local port for --nproc.
+// No LibTorch.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace trainlab {
+
+struct DistEnv {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;
+
+  bool distributed() const { return world_size > 1; }
+  // The variables a child rank needs, e.g. {{"RANK","1"}, {"WORLD_SIZE","2"}, ...}.
+  std::vector<std::pair<std::string, std::string>> variables() const;
+};
+
+// Reads the variables. WORLD_SIZE unset or 1: a single process (rank 0 of 1). Otherwise RANK,
+// MASTER_ADDR and MASTER_PORT are required; LOCAL_RANK defaults to RANK. Throws InputError naming
+// the variable when one is missing, not a number or out of range (RANK >= WORLD_SIZE, port > 65535).
+DistEnv dist_env_from_environment();
+
+// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, read back, closed).
+int find_free_port();
+
+}  // namespace trainlab

@@ -1,0 +1,141 @@
+// End to end: data parallelism over c10d Gloo on loopback with two ranks. After N steps both
+// ranks hold bit-identical parameters that match a single-process run on the same global batch
+// within 1e-5; killing one rank mid-run ends the other with a clear error within the timeout (and
+// the records are kept); a rank whose peers never join fails within the timeout; impossible
+// splits and malformed rendezvous variables are bad input.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <regex>
+#include <thread>
+
+#include "e2e_support.h"
+#include "harness/core/run_record.h"
+
+namespace trainlab {
+namespace {
+namespace fs = std::filesystem;
+using e2e::run_trainlab;
+
+constexpr const char* kSmallMlp =
+    "--scenario mlp --batch 32 -k in_features=64 -k hidden=256 -k classes=10 --threads 1 --warmup 2 --sync-every 0";
+
+TEST(DistE2E, TwoRanksStayIdenticalAndMatchOneProcessOnTheGlobalBatch) {
+  for (const char* mode : {"overlap", "serial"}) {
+    SCOPED_TRACE(mode);
+    const std::string dp = e2e::fresh_results_dir(std::string("dp_") + mode);
+    // A small bucket cap: several buckets, so overlap launches some during backward.
+    const auto r = run_trainlab(std::string("run ") + kSmallMlp + " --steps 12 --nproc 2 --bucket-mb 0.1 --comm-mode " +
+                                mode + " --results " + dp);
+    ASSERT_EQ(r.exit_status, 0) << r.err << r.out;
+    const std::string run_dir = e2e::only_run_dir(dp);
+    const VariantRecord rank0 = read_variant_record(run_dir + "/variants/fp32.rank0.json");
+    const VariantRecord rank1 = read_variant_record(run_dir + "/variants/fp32.rank1.json");
+    EXPECT_EQ(rank0.rank, 0);
+    EXPECT_EQ(rank1.rank, 1);
+    EXPECT_EQ(rank1.world_size, 2);
+    EXPECT_EQ(rank0.final_parameters.at("hash"), rank1.final_parameters.at("hash"));
+    EXPECT_GE(rank0.distributed.at("buckets").get<int64_t>(), 2);
+    for (const StepRecord& s : rank0.steps) {
+      if (s.warmup) continue;
+      EXPECT_GT(s.comm_ns, 0);
+      EXPECT_GT(s.phase_ns[static_cast<size_t>(Phase::kCommunication)], 0);
+    }
+    const VariantRecord merged = read_run_record(run_dir).variants.at(0);
+    EXPECT_EQ(merged.world_size, 2);
+    ASSERT_EQ(merged.distributed.at("ranks").size(), 2u);
+    EXPECT_TRUE(merged.distributed["ranks"][1].at("ok").get<bool>());
+
+    const std::string single = e2e::fresh_results_dir(std::string("single_") + mode);
+    ASSERT_EQ(run_trainlab(std::string("run ") + kSmallMlp + " --steps 12 --results " + single).exit_status, 0);
+    const VariantRecord one = read_run_record(e2e::only_run_dir(single)).variants.at(0);
+    const nlohmann::json& a = one.final_parameters.at("tensors");
+    const nlohmann::json& b = rank0.final_parameters.at("tensors");
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      // Tolerance: fp32 summation order differs (shard means averaged vs one mean), 1e-5 relative.
+      for (const char* stat : {"sum", "norm"}) {
+        const double x = a[i][stat].get<double>(), y = b[i][stat].get<double>();
+        EXPECT_NEAR(x, y, 1e-5 * std::max(1.0, std::fabs(x))) << "tensor " << i << " " << stat;
+      }
+    }
+  }
+}
+
+TEST(DistE2E, KilledRankEndsItsPeerWithAClearErrorWithinTheTimeout) {
+  const std::string results = e2e::fresh_results_dir("dp_kill");
+  e2e::CliResult r;
+  std::thread run([&] {
+    r = run_trainlab(std::string("run ") + kSmallMlp + " --steps 100000 --nproc 2 --dist-timeout-s 10 --results " +
+                     results);
+  });
+  // Rank 1 announces its pid in its log; kill it once it has trained for a moment.
+  pid_t victim = 0;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (victim == 0 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const std::string run_dir = e2e::only_run_dir(results);
+    if (run_dir.empty()) continue;
+    std::smatch m;
+    const std::string log = e2e::slurp(run_dir + "/variants/fp32.rank1.log");
+    static const std::regex pid_line("rank 1 of 2 pid ([0-9]+)");
+    if (std::regex_search(log, m, pid_line)) victim = static_cast<pid_t>(std::stoi(m[1]));
+  }
+  ASSERT_NE(victim, 0) << "rank 1 never started";
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const auto killed_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  run.join();
+  const double after_kill_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  EXPECT_LT(after_kill_s, 10 + 15) << "the surviving rank should fail within the timeout";
+  EXPECT_EQ(r.exit_status, 1) << r.err << r.out;
+
+  const std::string run_dir = e2e::only_run_dir(results);
+  const VariantRecord merged = read_run_record(run_dir).variants.at(0);
+  EXPECT_NE(merged.error.find("rank 1 of 2"), std::string::npos) << merged.error;
+  EXPECT_NE(merged.error.find("signal 9"), std::string::npos) << merged.error;
+  const VariantRecord survivor = read_variant_record(run_dir + "/variants/fp32.rank0.json");
+  EXPECT_NE(survivor.error.find("gradient all-reduce failed on rank 0 of 2"), std::string::npos) << survivor.error;
+}
+
+TEST(DistE2E, PeerThatNeverJoinsFailsTheRendezvousWithinTheTimeout) {
+  const std::string results = e2e::fresh_results_dir("dp_alone");
+  // One process claiming to be rank 0 of 2: nobody else comes.
+  const std::string cmd_env = "WORLD_SIZE=2 RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29731 ";
+  const auto start = std::chrono::steady_clock::now();
+  const int status = std::system((cmd_env + "'" + TRAINLAB_BINARY + "' run " + kSmallMlp +
+                                  " --steps 5 --dist-timeout-s 3 --results " + results + " > /dev/null 2>&1")
+                                     .c_str());
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_LT(wall_s, 3 + 20);
+  bool found = false;
+  for (const auto& entry : fs::directory_iterator(results)) {
+    const RunRecord run = read_run_record(entry.path().string());
+    if (run.variants.at(0).error.find("rendezvous failed on rank 0 of 2") != std::string::npos) found = true;
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(DistE2E, ImpossibleSplitsAndMalformedVariablesAreBadInput) {
+  const std::string results = e2e::fresh_results_dir("dp_bad");
+  e2e::expect_bad_input(std::string("run ") + kSmallMlp + " --nproc 3 --results " + results,
+                        "global batch must split evenly");
+  e2e::expect_bad_input(std::string("run ") + kSmallMlp + " --nproc 0 --results " + results, "invalid --nproc");
+  e2e::expect_bad_input(std::string("run ") + kSmallMlp + " --nproc 2 --comm-mode eager --results " + results,
+                        "invalid --comm-mode");
+  const int status = std::system((std::string("WORLD_SIZE=2 RANK=5 MASTER_ADDR=127.0.0.1 MASTER_PORT=29732 '") +
+                                  TRAINLAB_BINARY + "' run " + kSmallMlp + " --steps 3 --results " + results +
+                                  " > /dev/null 2>" + results + "/err.txt")
+                                     .c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_NE(e2e::slurp(results + "/err.txt").find("RANK='5'"), std::string::npos) << e2e::slurp(results + "/err.txt");
+}
+
+}  // namespace
+}  // namespace trainlab
