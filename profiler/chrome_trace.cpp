@@ -130,6 +130,8 @@ nlohmann::json to_chrome_trace(const Profile& profile, const nlohmann::json& met
                           {"trainlabOriginNs", origin_ns},
                           {"trainlabDropped", profile.dropped},
                           {"trainlabNotes", profile.notes}};
+  // Kineto keeps the rank and world size at the top level; so do we, for trace readers.
+  if (metadata.is_object() && metadata.contains("distributedInfo")) trace["distributedInfo"] = metadata["distributedInfo"];
   return trace;
 }
 

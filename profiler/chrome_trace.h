@@ -13,7 +13,8 @@
 
 namespace trainlab {
 
-// metadata lands in the trace's top level (e.g. run id, scenario, window).
+// metadata lands under the trace's "trainlab" key (e.g. scenario, window); its "distributedInfo"
+// (rank, world_size, backend) is also copied to the top level, where Kineto keeps it.
 nlohmann::json to_chrome_trace(const Profile& profile, const nlohmann::json& metadata, int64_t host_pid);
 
 // Returns the bytes written (compressed size for .gz).

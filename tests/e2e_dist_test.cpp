@@ -67,6 +67,29 @@ TEST(DistE2E, TwoRanksStayIdenticalAndMatchOneProcessOnTheGlobalBatch) {
   }
 }
 
+TEST(DistE2E, ProfiledRanksWriteTracesWithRankAndAllReduceSpans) {
+  const std::string results = e2e::fresh_results_dir("dp_profile");
+  const auto r = run_trainlab(std::string("profile ") + kSmallMlp +
+                              " --steps 8 --window 2:3 --nproc 2 --bucket-mb 0.1 --trace-format json --results " + results);
+  ASSERT_EQ(r.exit_status, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("Data parallel fp32: 2 ranks (gloo, overlap"), std::string::npos) << r.out;
+  const std::string run_dir = e2e::only_run_dir(results);
+  for (int rank : {0, 1}) {
+    const nlohmann::json trace =
+        nlohmann::json::parse(e2e::slurp(run_dir + "/variants/fp32.rank" + std::to_string(rank) + ".trace.json"));
+    EXPECT_EQ(trace.at("distributedInfo").at("rank").get<int>(), rank);
+    EXPECT_EQ(trace.at("distributedInfo").at("world_size").get<int>(), 2);
+    int all_reduces = 0, steps = 0;
+    for (const nlohmann::json& e : trace.at("traceEvents")) {
+      const std::string name = e.value("name", "");
+      all_reduces += name == "gloo:all_reduce";
+      steps += name.rfind("ProfilerStep#", 0) == 0;
+    }
+    EXPECT_EQ(steps, 3);
+    EXPECT_GE(all_reduces, 3 * 2);  // at least two buckets in each of the 3 window steps
+  }
+}
+
 TEST(DistE2E, KilledRankEndsItsPeerWithAClearErrorWithinTheTimeout) {
   const std::string results = e2e::fresh_results_dir("dp_kill");
   e2e::CliResult r;
