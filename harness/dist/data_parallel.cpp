@@ -40,6 +40,7 @@ struct DataParallel::State {
   std::vector<Bucket> buckets;
   std::vector<std::pair<size_t, size_t>> where;  // param -> (bucket, slot)
   std::vector<bool> arrived;
+  std::vector<unsigned> hook_handles;  // overlap mode: one gradient hook per parameter
   size_t next_launch = 0;
   bool armed = false;
   std::mutex mutex;
@@ -150,12 +151,16 @@ DataParallel::DataParallel(const DistEnv& env, std::vector<at::Tensor> parameter
   if (mode == CommMode::kOverlap) {
     State* state = state_.get();
     for (size_t k = 0; k < s.params.size(); ++k) {
-      s.params[k].register_hook([state, k](const at::Tensor& grad) { state->on_gradient(k, grad); });
+      s.hook_handles.push_back(
+          s.params[k].register_hook([state, k](const at::Tensor& grad) { state->on_gradient(k, grad); }));
     }
   }
 }
 
-DataParallel::~DataParallel() = default;
+DataParallel::~DataParallel() {
+  // The hooks point at this object; the parameters (owned by the model) may outlive it.
+  for (size_t k = 0; k < state_->hook_handles.size(); ++k) state_->params[k].remove_hook(state_->hook_handles[k]);
+}
 
 void DataParallel::broadcast_parameters() {
   torch::NoGradGuard no_grad;
