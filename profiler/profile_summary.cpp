@@ -64,19 +64,15 @@ nlohmann::json summarise_counters(const Profile& profile) {
     if (track.samples.empty()) continue;
     std::vector<double> values;
     values.reserve(track.samples.size());
-    double sum = 0;
-    for (const CounterSample& s : track.samples) {
-      values.push_back(s.value);
-      sum += s.value;
-    }
+    for (const CounterSample& s : track.samples) values.push_back(s.value);
     out[track.name] = {{"unit", track.unit},
                        {"samples", values.size()},
-                       {"min", *std::min_element(values.begin(), values.end())},
+                       {"min", stats::min(values)},
                        {"p50", stats::percentile(values, 50)},
                        {"p95", stats::percentile(values, 95)},
                        {"p99", stats::percentile(values, 99)},
-                       {"max", *std::max_element(values.begin(), values.end())},
-                       {"mean", sum / static_cast<double>(values.size())}};
+                       {"max", stats::max(values)},
+                       {"mean", stats::mean(values)}};
   }
   return out;
 }

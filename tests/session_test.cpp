@@ -17,7 +17,7 @@
 namespace trainlab {
 namespace {
 
-void busy_for_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+void sleep_for_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
 TEST(SessionTest, WindowHoldsTheConfiguredStepsAndTheirAnnotations) {
   SessionOptions options;
@@ -31,13 +31,13 @@ TEST(SessionTest, WindowHoldsTheConfiguredStepsAndTheirAnnotations) {
   for (int i = 0; i < 8; ++i) {
     StepScope step(session);
     EXPECT_EQ(session.in_window(), i >= 2 && i < 5);
-    { Annotate a("load"); busy_for_ms(2); }
+    { Annotate a("load"); sleep_for_ms(2); }
     {
       Annotate a("compute");
-      { Annotate inner("compute"); busy_for_ms(3); }  // same name nested: counted once
+      { Annotate inner("compute"); sleep_for_ms(3); }  // same name nested: counted once
     }
     const int64_t phase_start_ns = steady_ns();
-    busy_for_ms(1);
+    sleep_for_ms(1);
     session.record_span(EventKind::kPhase, "forward", phase_start_ns, steady_ns());
   }
   EXPECT_FALSE(session.in_window());
