@@ -25,3 +25,15 @@ if(CUDAToolkit_FOUND)
   set(TRAINLAB_HAVE_CUDA_HEADERS ON)
 endif()
 message(STATUS "trainlab: LibTorch ${Torch_VERSION}, CUDA toolkit headers: ${TRAINLAB_HAVE_CUDA_HEADERS}")
+
+# NCCL for data parallel on CUDA: c10d's ProcessGroupNCCL lives in the wheel's libtorch_cuda; its
+# header needs nccl.h, which the wheel's nvidia-nccl package ships beside torch (or the toolkit).
+set(TRAINLAB_HAVE_NCCL OFF)
+if(TARGET torch_cuda AND TRAINLAB_HAVE_CUDA_HEADERS)
+  get_filename_component(_trainlab_site_packages "${Torch_DIR}/../../../.." ABSOLUTE)
+  find_path(NCCL_INCLUDE_DIR nccl.h HINTS "${_trainlab_site_packages}/nvidia/nccl/include" ${CUDAToolkit_INCLUDE_DIRS})
+  if(NCCL_INCLUDE_DIR)
+    set(TRAINLAB_HAVE_NCCL ON)
+  endif()
+endif()
+message(STATUS "trainlab: NCCL header for c10d's ProcessGroupNCCL: ${TRAINLAB_HAVE_NCCL}")

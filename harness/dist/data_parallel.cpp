@@ -1,15 +1,32 @@
-// DataParallel: TCPStore + ProcessGroupGloo, buckets filled in reverse parameter order (the order
-// backward produces gradients), launched strictly in bucket order on every rank.
+// DataParallel: TCPStore + ProcessGroupGloo (CPU) or ProcessGroupNCCL (CUDA, where the build found
+// nccl.h), buckets filled in reverse parameter order (the order backward produces gradients),
+// launched strictly in bucket order on every rank.
+//
+// Timing. Gloo completes its work on the host: a future callback stamps each bucket's end, and
+// the step's communication time is known when finish_gradients() returns. NCCL runs on its own
+// CUDA stream and finish_gradients() only makes the compute stream wait for it (no host
+// synchronisation is added); a poller thread stamps, for every launch, when the event recorded
+// before it completes (the gradients are ready, the all-reduce can start) and when the work
+// reports completion, and resolve_comm_ns() hands the per-step figures over after the loop.
 #include "harness/dist/data_parallel.h"
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/torch.h>
+#ifdef TRAINLAB_HAVE_NCCL
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <iostream>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include "profiler/event_recorder.h"
 
@@ -27,6 +44,99 @@ struct Bucket {
   std::shared_ptr<std::atomic<int64_t>> done_ns = std::make_shared<std::atomic<int64_t>>(0);
 };
 
+// The union of [start, end) intervals: time during which at least one all-reduce was in flight.
+int64_t union_ns(std::vector<std::pair<int64_t, int64_t>> spans) {
+  std::sort(spans.begin(), spans.end());
+  int64_t covered_until = 0;
+  int64_t total = 0;
+  for (const auto& [start, end] : spans) {
+    const int64_t from = std::max(start, covered_until);
+    if (end > from) total += end - from;
+    covered_until = std::max(covered_until, end);
+  }
+  return total;
+}
+
+#ifdef TRAINLAB_HAVE_NCCL
+// One NCCL all-reduce in flight, watched by the poller.
+struct DeviceLaunch {
+  int64_t step = 0;
+  int64_t bucket = 0;
+  int64_t bytes = 0;
+  c10::intrusive_ptr<c10d::Work> work;
+  std::shared_ptr<at::cuda::CUDAEvent> ready;  // recorded on the compute stream just before the launch
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
+// Polls the launches' events and works (every 20 us while any is in flight; asleep otherwise).
+class DevicePoller {
+ public:
+  DevicePoller() : thread_([this] { loop(); }) {}
+  ~DevicePoller() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  void watch(DeviceLaunch launch) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      pending_.push_back(std::move(launch));
+    }
+    wake_.notify_all();
+  }
+  // Blocks until every launch so far has completed (after the timed loop), then hands them over.
+  std::vector<DeviceLaunch> drain() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    drained_.wait(lock, [this] { return pending_.empty(); });
+    std::vector<DeviceLaunch> out = std::move(done_);
+    done_.clear();
+    return out;
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      wake_.wait(lock, [this] { return stop_ || !pending_.empty(); });
+      if (stop_) return;
+      const int64_t now = steady_ns();
+      for (DeviceLaunch& l : pending_) {
+        if (l.start_ns == 0 && l.ready->query()) l.start_ns = now;
+        if (l.start_ns != 0 && l.end_ns == 0 && l.work->isCompleted()) {
+          l.end_ns = now;
+          if (EventRecorder::instance().enabled()) {
+            const nlohmann::json args = {{"bucket", l.bucket}, {"bytes", l.bytes}};
+            EventRecorder::instance().record(EventKind::kCpuOp, "nccl:all_reduce", l.start_ns, l.end_ns, &args);
+          }
+        }
+      }
+      while (!pending_.empty() && pending_.front().end_ns != 0) {
+        done_.push_back(std::move(pending_.front()));
+        pending_.pop_front();
+      }
+      if (pending_.empty()) {
+        drained_.notify_all();
+        continue;
+      }
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      lock.lock();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_, drained_;
+  std::deque<DeviceLaunch> pending_;
+  std::vector<DeviceLaunch> done_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts after the members it uses
+};
+#endif
+
 }  // namespace
 
 struct DataParallel::State {
@@ -35,7 +145,12 @@ struct DataParallel::State {
   int64_t bucket_bytes_cap = 0;
   std::chrono::milliseconds timeout{0};
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+  std::string backend;  // "gloo" or "nccl"
+  c10::intrusive_ptr<c10d::Backend> group;
+  int64_t step_index = -1;  // begin_step() calls so far, minus one
+#ifdef TRAINLAB_HAVE_NCCL
+  std::unique_ptr<DevicePoller> poller;  // NCCL only
+#endif
   std::vector<at::Tensor> params;
   std::vector<Bucket> buckets;
   std::vector<std::pair<size_t, size_t>> where;  // param -> (bucket, slot)
@@ -53,10 +168,19 @@ struct DataParallel::State {
     b.launched = true;
     b.done_ns->store(0);
     b.launch_ns = steady_ns();
+    const int64_t bytes = static_cast<int64_t>(b.flat.numel() * b.flat.element_size());
     std::vector<at::Tensor> tensors{b.flat};
+#ifdef TRAINLAB_HAVE_NCCL
+    if (poller) {
+      auto ready = std::make_shared<at::cuda::CUDAEvent>();
+      ready->record(c10::cuda::getCurrentCUDAStream());
+      b.work = group->allreduce(tensors);
+      poller->watch(DeviceLaunch{step_index, static_cast<int64_t>(index), bytes, b.work, ready});
+      return;
+    }
+#endif
     b.work = group->allreduce(tensors);
     const int64_t launch_ns = b.launch_ns;
-    const int64_t bytes = static_cast<int64_t>(b.flat.numel() * b.flat.element_size());
     std::shared_ptr<std::atomic<int64_t>> done = b.done_ns;
     const int64_t bucket_index = static_cast<int64_t>(index);
     b.work->getFuture()->addCallback([done, launch_ns, bytes, bucket_index](c10::ivalue::Future&) {
@@ -113,11 +237,28 @@ DataParallel::DataParallel(const DistEnv& env, std::vector<at::Tensor> parameter
     store_options.waitWorkers = true;
     store_options.timeout = timeout;
     s.store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
-    auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-    const bool loopback = env.master_addr == "127.0.0.1" || env.master_addr == "localhost";
-    options->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                        : c10d::ProcessGroupGloo::createDefaultDevice());
-    s.group = c10::make_intrusive<c10d::ProcessGroupGloo>(s.store, env.rank, env.world_size, options);
+    const bool on_cuda = !parameters.empty() && parameters.front().is_cuda();
+#ifdef TRAINLAB_HAVE_NCCL
+    if (on_cuda) {
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = timeout;
+      s.group = c10::make_intrusive<c10d::ProcessGroupNCCL>(s.store, env.rank, env.world_size, options);
+      s.backend = "nccl";
+      s.poller = std::make_unique<DevicePoller>();
+    }
+#else
+    if (on_cuda) {
+      std::cerr << "trainlab: NCCL was not found at build time; gradients on CUDA go through Gloo (staged via the host)\n";
+    }
+#endif
+    if (!s.group) {
+      auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+      const bool loopback = env.master_addr == "127.0.0.1" || env.master_addr == "localhost";
+      options->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                          : c10d::ProcessGroupGloo::createDefaultDevice());
+      s.group = c10::make_intrusive<c10d::ProcessGroupGloo>(s.store, env.rank, env.world_size, options);
+      s.backend = "gloo";
+    }
   } catch (const std::exception& e) {
     const std::string what = e.what();
     throw std::runtime_error("data parallel rendezvous failed on " + s.who() + " at " + env.master_addr + ":" +
@@ -182,6 +323,7 @@ void DataParallel::begin_step() {
   }
   s.next_launch = 0;
   s.armed = s.mode == CommMode::kOverlap;
+  ++s.step_index;
 }
 
 void DataParallel::finish_gradients() {
@@ -201,6 +343,8 @@ void DataParallel::finish_gradients() {
   CommStepStats stats;
   std::vector<std::pair<int64_t, int64_t>> spans;
   for (Bucket& b : s.buckets) {
+    // Gloo: blocks until the bucket is reduced. NCCL: makes the compute stream wait for it (no
+    // host synchronisation); a peer that fails is caught by NCCL's watchdog within the timeout.
     try {
       if (!b.work->wait(s.timeout)) throw std::runtime_error("timed out");
     } catch (const std::exception& e) {
@@ -228,15 +372,29 @@ void DataParallel::finish_gradients() {
       }
     }
   }
-  // Communication time: the union of the buckets' intervals.
-  std::sort(spans.begin(), spans.end());
-  int64_t covered_until = 0;
-  for (const auto& [start, end] : spans) {
-    const int64_t from = std::max(start, covered_until);
-    if (end > from) stats.comm_ns += end - from;
-    covered_until = std::max(covered_until, end);
-  }
+  // Communication time: the union of the buckets' intervals (NCCL: resolve_comm_ns(), later).
+  if (!comm_resolved_later()) stats.comm_ns = union_ns(std::move(spans));
   s.last = stats;
+}
+
+bool DataParallel::comm_resolved_later() const {
+#ifdef TRAINLAB_HAVE_NCCL
+  return state_->poller != nullptr;
+#else
+  return false;
+#endif
+}
+
+std::vector<int64_t> DataParallel::resolve_comm_ns() {
+  std::vector<int64_t> per_step(static_cast<size_t>(state_->step_index + 1), 0);
+#ifdef TRAINLAB_HAVE_NCCL
+  if (state_->poller) {
+    std::vector<std::vector<std::pair<int64_t, int64_t>>> spans(per_step.size());
+    for (const DeviceLaunch& l : state_->poller->drain()) spans[static_cast<size_t>(l.step)].emplace_back(l.start_ns, l.end_ns);
+    for (size_t k = 0; k < spans.size(); ++k) per_step[k] = union_ns(std::move(spans[k]));
+  }
+#endif
+  return per_step;
 }
 
 const CommStepStats& DataParallel::last_step() const { return state_->last; }
@@ -249,7 +407,7 @@ void DataParallel::barrier() {
 nlohmann::json DataParallel::describe() const {
   int64_t bytes = 0;
   for (const at::Tensor& p : state_->params) bytes += p.numel() * p.element_size();
-  return {{"backend", "gloo"},
+  return {{"backend", state_->backend},
           {"world_size", state_->env.world_size},
           {"rank", state_->env.rank},
           {"comm_mode", to_string(state_->mode)},

@@ -1,10 +1,11 @@
-// Data parallelism over torch.distributed's c10d: a TCP-store rendezvous, a Gloo process group,
+// Data parallelism over torch.distributed's c10d: a TCP-store rendezvous, a Gloo process group
+// (NCCL when the parameters are on a CUDA device and the build found nccl.h),
 // parameters broadcast from rank 0, and gradients averaged by bucketed all-reduce in one of two
 // modes: `overlap` (a bucket's all-reduce starts from gradient hooks as soon as its last gradient
 // is ready, while backward goes on) or `serial` (every bucket after backward). Per step it measures
 // the communication time (union of the buckets' all-reduce intervals) and leaves the exposed part
 // to the caller's clock (the time finish_gradients() blocks). All-reduces become `gloo:all_reduce`
-// spans in the profiler's window. LibTorch (and c10d) behind a torch-light header.
+// (`nccl:all_reduce`) spans in the profiler's window. LibTorch (and c10d) behind a torch-light header.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -44,6 +45,11 @@ class DataParallel {
   // the gradients back. Throws std::runtime_error naming the rank when communication fails.
   void finish_gradients();
   const CommStepStats& last_step() const;
+  // NCCL: the step's communication time is not known when finish_gradients() returns (no host
+  // synchronisation); last_step().comm_ns stays 0 and resolve_comm_ns() gives, after the loop,
+  // one figure per begin_step() so far (waiting for the device once).
+  bool comm_resolved_later() const;
+  std::vector<int64_t> resolve_comm_ns();
   void barrier();
   // {"backend", "world_size", "rank", "comm_mode", "bucket_bytes_cap", "buckets", "gradient_bytes"}
   nlohmann::json describe() const;
