@@ -1,6 +1,9 @@
 // JSON mapping of RunRecord / VariantRecord, with schema checks and derived aggregates.
 #include "harness/core/run_record.h"
 
+#include <cmath>
+#include <limits>
+
 #include <filesystem>
 
 #include "harness/core/atomic_file.h"
@@ -102,7 +105,9 @@ nlohmann::json to_json(const VariantRecord& record) {
     for (size_t i = 0; i < kDataStageCount; ++i) stages[kDataStageNames[i]] = step.data_stage_ns[i];
     steps.push_back({{"index", step.index}, {"warmup", step.warmup}, {"step_ns", step.step_ns},
                      {"phase_ns", phases}, {"data_stage_ns", stages}, {"data_busy_ns", step.data_busy_ns},
-                     {"comm_ns", step.comm_ns}, {"loss", step.loss}});
+                     {"comm_ns", step.comm_ns}, {"memory_bytes", step.memory_bytes},
+                     // JSON has no NaN/Inf: a non-finite loss is written as null and read back as NaN.
+                     {"loss", std::isfinite(step.loss) ? nlohmann::json(step.loss) : nlohmann::json(nullptr)}});
   }
   nlohmann::json j = {{"name", record.spec.name()},
                       {"spec", record.spec},
@@ -112,6 +117,7 @@ nlohmann::json to_json(const VariantRecord& record) {
                       {"peak_memory_bytes", record.peak_memory_bytes},
                       {"peak_memory_source", record.peak_memory_source},
                       {"ops_per_step", record.ops_per_step},
+                      {"dispatch_ns_per_op", record.dispatch_ns_per_op},
                       {"op_input_dtypes", record.op_input_dtypes},
                       {"forward_output_dtype", record.forward_output_dtype},
                       {"compile_info", record.compile_info},
@@ -140,6 +146,7 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
   record.peak_memory_bytes = j.at("peak_memory_bytes").get<int64_t>();
   record.peak_memory_source = j.at("peak_memory_source").get<std::string>();
   record.ops_per_step = j.at("ops_per_step").get<double>();
+  record.dispatch_ns_per_op = j.value("dispatch_ns_per_op", 0.0);
   record.op_input_dtypes = j.at("op_input_dtypes").get<std::map<std::string, int64_t>>();
   record.forward_output_dtype = j.at("forward_output_dtype").get<std::string>();
   record.compile_info = j.at("compile_info");
@@ -159,7 +166,7 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
     step.index = s.at("index").get<int64_t>();
     step.warmup = s.at("warmup").get<bool>();
     step.step_ns = s.at("step_ns").get<int64_t>();
-    step.loss = s.at("loss").get<double>();
+    step.loss = s.at("loss").is_null() ? std::numeric_limits<double>::quiet_NaN() : s.at("loss").get<double>();
     const nlohmann::json& phases = s.at("phase_ns");
     for (size_t i = 0; i < kPhaseCount; ++i) step.phase_ns[i] = phases.at(kPhaseNames[i]).get<int64_t>();
     if (s.contains("data_stage_ns")) {
@@ -168,6 +175,7 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
     }
     step.data_busy_ns = s.value("data_busy_ns", int64_t{0});
     step.comm_ns = s.value("comm_ns", int64_t{0});
+    step.memory_bytes = s.value("memory_bytes", int64_t{0});
     record.steps.push_back(step);
   }
   return record;

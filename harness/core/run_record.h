@@ -39,7 +39,8 @@ struct StepRecord {
   // Data parallel: all-reduce time this step, hidden or not (the exposed part is phase
   // kCommunication, the time the training thread waited for it after backward).
   int64_t comm_ns = 0;
-  double loss = 0.0;
+  int64_t memory_bytes = 0;  // after the step: process RSS (CPU) or CUDA allocated bytes (the leak's trace)
+  double loss = 0.0;         // NaN when the loss was not finite
 };
 
 // The machine and software a record was measured on.
@@ -64,6 +65,9 @@ struct VariantRecord {
   int64_t peak_memory_bytes = 0;
   std::string peak_memory_source;      // "rss" (process peak RSS) or "cuda_allocator"
   double ops_per_step = 0;             // dispatcher ops in one untimed census step (fwd+bwd+opt)
+  // Host cost of one small op on this machine (dispatch + autograd bookkeeping), measured after the
+  // loop by timing tiny ops; ops_per_step x this estimates the step's framework overhead.
+  double dispatch_ns_per_op = 0;
   std::map<std::string, int64_t> op_input_dtypes;  // census: first tensor input dtype -> ops
   std::string forward_output_dtype;    // dtype of the model output, evidence of autocast
   nlohmann::json compile_info = nlohmann::json::object();  // what compiling did (graph, fusions)

@@ -7,6 +7,7 @@
 
 #include <ATen/autocast_mode.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -93,6 +94,39 @@ int64_t peak_rss_bytes() {
   return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // ru_maxrss is in KiB on Linux
 }
 
+// Memory in use after a step: CUDA allocated bytes on the device, else the process's resident set
+// (/proc/self/statm, one small read).
+int64_t memory_in_use_bytes(const torch::Device& device) {
+  if (device.is_cuda()) {
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(device.index())
+        .allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)]
+        .current;
+  }
+  long size_pages = 0, resident_pages = 0;
+  FILE* statm = std::fopen("/proc/self/statm", "r");
+  if (statm == nullptr) return 0;
+  const int read = std::fscanf(statm, "%ld %ld", &size_pages, &resident_pages);
+  std::fclose(statm);
+  return read == 2 ? static_cast<int64_t>(resident_pages) * ::sysconf(_SC_PAGESIZE) : 0;
+}
+
+// Host cost of one small op as the training step pays it (dispatch, autograd bookkeeping, a kernel
+// launch on CUDA): chains of 2000 one-element adds that record a graph, best of three rounds.
+double measure_dispatch_ns_per_op(const torch::Device& device) {
+  constexpr int kOps = 2000;
+  const torch::Tensor a = torch::ones({1}, torch::TensorOptions().device(device).requires_grad(true));
+  const torch::Tensor b = torch::ones({1}, torch::TensorOptions().device(device));
+  double best_ns = 0;
+  for (int round = 0; round < 3; ++round) {
+    const int64_t start_ns = now_ns();
+    torch::Tensor x = a;
+    for (int k = 0; k < kOps; ++k) x = x + b;
+    const double per_op_ns = static_cast<double>(now_ns() - start_ns) / kOps;
+    if (round == 0 || per_op_ns < best_ns) best_ns = per_op_ns;
+  }
+  return best_ns;
+}
+
 }  // namespace
 
 VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, const std::string& trace_path) {
@@ -113,11 +147,23 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
   if (spec.device == DeviceChoice::kCuda && !use_cuda) {
     throw InputError("--device cuda requested but no CUDA device is usable");
   }
-  const torch::Device device = use_cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
-  record.device = use_cuda ? "cuda:0" : "cpu";
-  record.environment = capture_environment();
   // Data parallel: this process's rank, from the torchrun-style variables (--nproc sets them).
   const DistEnv dist = dist_env_from_environment();
+  // One CUDA device per rank, chosen by LOCAL_RANK (NCCL refuses two ranks on one device).
+  const int cuda_index = use_cuda && dist.distributed() ? dist.local_rank : 0;
+  if (use_cuda) {
+    const int devices = static_cast<int>(torch::cuda::device_count());
+    if (cuda_index >= devices) {
+      throw InputError("LOCAL_RANK " + std::to_string(cuda_index) + " needs CUDA device " + std::to_string(cuda_index) +
+                       " but " + std::to_string(devices) + " is/are usable (one device per rank; --device cpu runs "
+                       "the ranks on the CPU over Gloo)");
+    }
+    c10::cuda::set_device(static_cast<c10::DeviceIndex>(cuda_index));  // current device for streams, events, NCCL
+  }
+  const torch::Device device =
+      use_cuda ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(cuda_index)) : torch::Device(torch::kCPU);
+  record.device = use_cuda ? "cuda:" + std::to_string(cuda_index) : "cpu";
+  record.environment = capture_environment();
   record.rank = dist.rank;
   record.world_size = dist.world_size;
   if (dist.distributed()) {
@@ -240,6 +286,7 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
       run_host_callback(workload->model(), spec.callback_ms);
     }
     clock.end_step(step);
+    step.memory_bytes = memory_in_use_bytes(device);  // after the step's clock: not in its time
     nvtx_pop();
     if (profiler.in_window()) {
       // The step's phase spans, from the clock's host-side boundaries.
@@ -253,6 +300,11 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
     record.steps.push_back(step);
   }
   clock.finalize(record.steps);  // CUDA: one synchronisation, after the timed loop
+  if (data_parallel && data_parallel->comm_resolved_later()) {
+    // NCCL: the all-reduce intervals, observed on the device, one figure per step in loop order.
+    const std::vector<int64_t> comm_ns = data_parallel->resolve_comm_ns();
+    for (size_t k = 0; k < record.steps.size() && k < comm_ns.size(); ++k) record.steps[k].comm_ns = comm_ns[k];
+  }
   const double measured_wall_ns = static_cast<double>(now_ns() - measured_start_ns);
   const int logical_cores = std::max(1u, std::thread::hardware_concurrency());
   record.cpu_util_pct = 100.0 * static_cast<double>(process_cpu_ns() - measured_start_cpu_ns) /
@@ -289,6 +341,7 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
     record.op_input_dtypes = census.input_dtypes();
     record.forward_output_dtype = c10::toString(output.scalar_type());
   }
+  record.dispatch_ns_per_op = measure_dispatch_ns_per_op(device);
 
   // The profile: the window's events (with --profile) and the sampler's tracks.
   Profile profile = profiler.finish();
@@ -309,7 +362,7 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
     nlohmann::json metadata = {{"scenario", spec.scenario}, {"variant", spec.name()},
                                {"window_start", spec.window_start}, {"window_steps", spec.window_steps}};
     // Kineto's field, so trace readers tell ranks apart.
-    metadata["distributedInfo"] = {{"backend", dist.distributed() ? "gloo" : "none"},
+    metadata["distributedInfo"] = {{"backend", data_parallel ? record.distributed.value("backend", "") : "none"},
                                    {"rank", dist.rank}, {"world_size", dist.world_size}};
     const int64_t trace_bytes = write_chrome_trace(trace_path, profile, metadata, static_cast<int64_t>(::getpid()));
     // Overhead: the mean measured step inside the window against the measured steps outside it.
