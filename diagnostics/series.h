@@ -1,0 +1,51 @@
+// Helpers over per-step series (step times, memory, positions of slow steps) that the rules and the
+// verdict share: mean/median/stddev, outliers beyond mean + k sigma, moving-average growth, and
+// detection of a fixed period in a list of step numbers. Pure functions. No LibTorch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace trainlab::series {
+
+// 0 for an empty series.
+double mean(const std::vector<double>& values);
+// Middle value (mean of the two middle ones for an even count); 0 for an empty series.
+double median(const std::vector<double>& values);
+// Population standard deviation (divides by n); 0 for fewer than two values.
+double stddev(const std::vector<double>& values);
+
+// Indices of the values strictly above mean + sigmas x stddev (population), in order. Empty when
+// there are fewer than 3 values or they are all equal. With one outlier among n values its z-score
+// is at most (n-1)/sqrt(n), so 3 sigma needs n >= 11 before anything can be found.
+std::vector<size_t> outliers_above(const std::vector<double>& values, double sigmas);
+
+// The window of the moving average used by moving_average_growth_pct: max(3, n/10) values.
+size_t growth_window(size_t n);
+
+// How much the moving average rises from the first window to the last one, in % of the first:
+// (mean(last w) - mean(first w)) / mean(first w) x 100 with w = growth_window(n). Negative when it
+// falls. Empty when n < 2w (the windows would overlap), the first window's mean is not above 0, or
+// a value is not finite.
+std::optional<double> moving_average_growth_pct(const std::vector<double>& values);
+
+struct Period {
+  int64_t period_steps = 0;        // the interval that explains the most gaps
+  int64_t matching_intervals = 0;  // gaps within +-jitter of it
+  int64_t intervals = 0;           // gaps examined (positions - 1)
+  double share() const { return intervals > 0 ? static_cast<double>(matching_intervals) / intervals : 0; }
+};
+
+// A fixed period in increasing step numbers (e.g. the slow steps of a run): every gap between
+// consecutive positions is a candidate period of at least min_period_steps; a gap matches a
+// candidate when it is within +-jitter_steps of it. The candidate with the most matches wins (ties:
+// the most exact matches, then the smaller period). Returned when its share of all gaps is at least
+// min_share (0..1); empty with fewer than 3 positions. Positions are sorted and deduplicated first.
+// min_period_steps keeps random sequences of many slow steps from passing as a short period: with
+// jitter 1 and period 2 every gap of 1..3 would match.
+std::optional<Period> find_period(std::vector<int64_t> positions, int64_t jitter_steps, int64_t min_period_steps,
+                                  double min_share);
+
+}  // namespace trainlab::series

@@ -1,0 +1,113 @@
+// The Summary (DESIGN §2): the only input of the rules and the verdict. Plain numbers reduced from a
+// trainlab run (its variant record, plus its profile when one was captured) or from an imported
+// PyTorch profiler trace; nothing here knows which. Times in nanoseconds or milliseconds as named,
+// shares in percent of the measured step time. A figure that the source could not provide is an
+// empty std::optional (never a made-up 0). No LibTorch.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace trainlab {
+
+// Distribution of one series (step times, op durations, a system metric).
+struct Distribution {
+  int64_t count = 0;
+  double min = 0, p50 = 0, p95 = 0, p99 = 0, max = 0, mean = 0, stddev = 0;
+};
+
+// Where the measured step time went, in percent of it; the parts add up to ~100.
+struct StepShares {
+  double data_wait_pct = 0;       // training thread blocked on the input pipeline
+  double host_to_device_pct = 0;  // batch copies to the device (0 on CPU)
+  double compute_pct = 0;         // forward + backward + optimizer work (device busy with kernels on GPU)
+  double communication_pct = 0;   // exposed collective time (not hidden behind compute)
+  double framework_pct = 0;       // host dispatch not covered by device work, host-wait gaps (GPU traces)
+  double other_pct = 0;           // the rest (logging, callbacks, untraced host work)
+};
+
+struct NamedTime {
+  std::string name;
+  int64_t count = 0;
+  int64_t total_ns = 0;
+};
+
+struct Summary {
+  // --- where it came from
+  std::string source;                // "trainlab" (a run's variant) or "kineto" (an imported trace)
+  std::string label;                 // variant name or trace file name
+  std::string scenario;              // trainlab runs; empty for traces
+  std::string device;                // "cpu", "cuda:0", or a GPU name from the trace
+  bool on_gpu = false;
+
+  // --- steps
+  std::vector<double> step_ms;       // measured steps in order (warm-up excluded)
+  std::vector<int64_t> step_numbers; // their indices (trainlab) or ProfilerStep#N numbers (traces)
+  Distribution step;                 // of step_ms
+  double samples_per_s = 0;          // 0 when the batch size is unknown (traces)
+  int64_t batch_size = 0;            // global batch per step; 0 when unknown
+  StepShares shares;
+  std::optional<double> device_busy_pct;  // GPU: kernel time union / step time; CPU: compute share
+
+  // --- ops and kernels (from a profile or trace; empty optional without one)
+  std::optional<double> ops_per_step;         // host operators (top-level and nested)
+  std::optional<double> kernels_per_step;
+  std::optional<Distribution> kernel_us;      // kernel durations
+  std::optional<Distribution> op_us;          // host op durations (top-level ops)
+  std::optional<double> short_kernel_pct;     // kernels shorter than the threshold, as % of kernels
+  std::optional<double> host_syncs_per_step;  // device synchronisations, or .item()-style reads on CPU
+  std::vector<NamedTime> top_ops;             // by total time, largest first (at most 15)
+  std::vector<NamedTime> top_kernels;         // by total time, largest first (at most 15)
+  std::map<std::string, int64_t> kernel_precision_ns;  // "bf16"/"fp16"/"fp32"/"other" -> kernel time
+  std::map<std::string, int64_t> device_activity_ns;   // "kernel"/"memcpy"/"memset"/"sync" -> time
+
+  // --- precision and shapes
+  std::string compute_dtype;                  // "fp32", "bf16", "fp16" or "" when unknown
+  std::optional<double> fp32_op_share_pct;    // ops whose first input is float32, % of ops
+  int64_t gemm_ops = 0;                       // matmul-family ops seen with shapes
+  int64_t gemm_unaligned_ops = 0;             // of those, any M/N/K not a multiple of 8
+  std::vector<std::string> unaligned_gemm_examples;  // e.g. "aten::addmm [4096,1000]x[1000,10]"
+
+  // --- memory
+  std::vector<double> memory_mb;              // per measured step (RSS on CPU, allocated on CUDA)
+  std::optional<double> memory_growth_pct;    // moving-average rise, first to last window, % of the first
+  int64_t peak_memory_bytes = 0;
+
+  // --- system metrics over the run: name -> distribution (cpu.total_pct, cpu.iowait_pct, gpu0.util_pct, ...)
+  std::map<std::string, Distribution> system;
+  int logical_cores = 0;
+
+  // --- the data pipeline
+  std::optional<int64_t> loader_workers;      // 0: batches built on the training thread
+  std::optional<int64_t> loader_prefetch;
+  std::optional<bool> pin_memory;
+  std::optional<double> data_busy_ms;         // producer wall time per batch
+  std::optional<double> dataloader_next_ms;   // traces: DataLoader __next__ per step
+
+  // --- data parallel
+  int world_size = 1;
+  int rank = 0;
+  std::optional<double> comm_total_pct;       // all-reduce time, hidden or not
+  std::vector<double> rank_step_p50_ms;       // merged runs: one per rank
+  std::optional<double> rank_spread_pct;      // (slowest - fastest) / fastest step p50
+
+  // --- efficiency
+  std::optional<double> model_flops_per_step;
+  std::optional<double> achieved_flops_per_s;
+  std::optional<double> peak_flops_per_s;     // measured by a GEMM on the same device
+
+  // --- the run around the loop
+  std::optional<double> init_ms;              // process start to first step
+  std::optional<double> loop_ms;              // the measured steps
+  std::vector<double> losses;                 // per measured step; may hold NaN/Inf
+  std::vector<double> grad_norms;             // per measured step; empty when not measured
+
+  // --- data quality (makes the verdict inconclusive when bad)
+  int64_t dropped_events = 0;
+  std::vector<std::string> notes;             // what could not be measured and why
+};
+
+}  // namespace trainlab
