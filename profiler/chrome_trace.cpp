@@ -1,11 +1,23 @@
-// Profile <-> Kineto-dialect Chrome trace, with zlib for .gz.
+// Profile <-> Kineto-dialect Chrome trace, with zlib for .gz. The writer builds the trace as one
+// json value; the importer streams: zlib in chunks behind a std::streambuf, nlohmann's SAX parser,
+// one trace event materialised at a time.
 #include "profiler/chrome_trace.h"
 
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <istream>
 #include <limits>
+#include <map>
+#include <streambuf>
+#include <vector>
 
 #include "harness/core/atomic_file.h"
 #include "harness/core/errors.h"
@@ -49,28 +61,8 @@ std::string gzip(const std::string& data) {
   return out;
 }
 
-std::string gunzip(const std::string& path, const std::string& data) {
-  z_stream zs{};
-  if (inflateInit2(&zs, 15 + 32) != Z_OK) throw InputError(path + ": zlib cannot start");
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  std::string out;
-  char chunk[1 << 16];
-  int rc = Z_OK;
-  while (rc == Z_OK) {
-    zs.next_out = reinterpret_cast<Bytef*>(chunk);
-    zs.avail_out = sizeof chunk;
-    rc = inflate(&zs, Z_NO_FLUSH);
-    out.append(chunk, sizeof chunk - zs.avail_out);
-  }
-  inflateEnd(&zs);
-  if (rc != Z_STREAM_END) throw InputError(path + ": not a valid gzip stream (truncated or corrupt)");
-  return out;
-}
-
 // Microseconds with nanosecond precision, as Kineto writes them.
 double to_us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
-int64_t from_us(double us) { return static_cast<int64_t>(us * 1000.0 + (us >= 0 ? 0.5 : -0.5)); }
 
 }  // namespace
 
@@ -143,72 +135,583 @@ int64_t write_chrome_trace(const std::string& path, const Profile& profile, cons
   return static_cast<int64_t>(text.size());
 }
 
-Profile read_chrome_trace(const std::string& path) {
-  std::string text = read_file(path);
-  if (text.size() >= 2 && static_cast<unsigned char>(text[0]) == 0x1f && static_cast<unsigned char>(text[1]) == 0x8b) {
-    text = gunzip(path, text);
-  }
-  const nlohmann::json trace = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (trace.is_discarded()) throw InputError(path + ": not valid JSON");
-  const nlohmann::json* events = nullptr;
-  if (trace.is_object() && trace.contains("traceEvents")) events = &trace["traceEvents"];
-  else if (trace.is_array()) events = &trace;
-  if (events == nullptr || !events->is_array()) throw InputError(path + ": no traceEvents array (not a Chrome trace)");
-  const int64_t origin_ns = trace.is_object() ? trace.value("trainlabOriginNs", int64_t{0}) : 0;
+// ---------------------------------------------------------------------------------------------
+// Trace import (streaming).
+namespace {
 
-  Profile profile;
-  std::map<std::string, size_t> counter_index;
-  try {
-    for (const nlohmann::json& ev : *events) {
-      if (!ev.is_object()) continue;
-      const std::string ph = ev.value("ph", "");
-      if (ph == "X") {
-        TraceEvent e;
-        e.name = ev.value("name", "");
-        const std::string cat = ev.value("cat", "");
-        if (e.name.rfind("ProfilerStep#", 0) == 0) e.kind = EventKind::kStep;
-        else if (cat == "cpu_op" || cat == "operator") e.kind = EventKind::kCpuOp;
-        else if (cat == "kernel") e.kind = EventKind::kKernel;
-        else if (cat == "gpu_memcpy") e.kind = EventKind::kMemcpy;
-        else if (cat == "gpu_memset") e.kind = EventKind::kMemset;
-        else if (cat == "cuda_runtime" || cat == "cuda_driver") e.kind = EventKind::kRuntime;
-        else if (cat == "cuda_sync") e.kind = EventKind::kSync;
-        else if (ev.contains("args") && ev["args"].value("trainlab_kind", "") == "phase") e.kind = EventKind::kPhase;
-        else e.kind = EventKind::kAnnotation;
-        e.start_ns = origin_ns + from_us(ev.at("ts").get<double>());
-        e.end_ns = e.start_ns + from_us(ev.value("dur", 0.0));
-        e.on_device = e.kind == EventKind::kKernel || e.kind == EventKind::kMemcpy || e.kind == EventKind::kMemset;
-        const nlohmann::json& pid = ev.contains("pid") ? ev["pid"] : nlohmann::json(0);
-        const nlohmann::json& tid = ev.contains("tid") ? ev["tid"] : nlohmann::json(0);
-        e.device = pid.is_number_integer() ? pid.get<int64_t>() : 0;
-        e.track = tid.is_number_integer() ? tid.get<int64_t>() : 0;
-        if (ev.contains("args") && ev["args"].is_object()) {
-          e.args = ev["args"];
-          if (e.args.contains("correlation") && e.args["correlation"].is_number_integer()) {
-            e.correlation = e.args["correlation"].get<int64_t>();
-          }
-        }
-        profile.events.push_back(std::move(e));
-      } else if (ph == "C") {
-        const std::string name = ev.value("name", "");
-        auto [it, inserted] = counter_index.emplace(name, profile.counters.size());
-        if (inserted) profile.counters.push_back(CounterTrack{name, "", {}});
-        CounterTrack& track = profile.counters[it->second];
-        for (const auto& [unit, value] : ev.at("args").items()) {
-          if (!value.is_number()) continue;
-          track.unit = unit;
-          track.samples.push_back({origin_ns + from_us(ev.at("ts").get<double>()), value.get<double>()});
-          break;
-        }
+using nlohmann::json;
+
+constexpr size_t kChunkBytes = size_t{1} << 18;
+constexpr int64_t kMaxUs = std::numeric_limits<int64_t>::max() / 1000;
+
+// A trace file, gzipped or plain (told by its first two bytes), as a stream of decompressed bytes
+// read chunk by chunk. Read or zlib errors end the stream early and are kept for the caller.
+class TraceFileBuffer : public std::streambuf {
+ public:
+  explicit TraceFileBuffer(const std::string& path) : path_(path), chunk_(kChunkBytes) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0) throw InputError(path + ": cannot open trace: " + std::strerror(errno));
+    if (S_ISDIR(info.st_mode)) throw InputError(path + ": cannot open trace: it is a directory");
+    plain_ = std::fopen(path.c_str(), "rb");
+    if (plain_ == nullptr) throw InputError(path + ": cannot open trace: " + std::strerror(errno));
+    unsigned char magic[2] = {0, 0};
+    const size_t got = std::fread(magic, 1, 2, plain_);
+    gzipped_ = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    if (gzipped_) {
+      std::fclose(plain_);
+      plain_ = nullptr;
+      gz_ = gzopen(path.c_str(), "rb");
+      if (gz_ == nullptr) throw InputError(path + ": cannot open gzip stream: " + std::strerror(errno));
+      gzbuffer(gz_, static_cast<unsigned>(kChunkBytes));
+    } else {
+      std::rewind(plain_);
+    }
+  }
+  ~TraceFileBuffer() override {
+    if (plain_ != nullptr) std::fclose(plain_);
+    if (gz_ != nullptr) gzclose(gz_);
+  }
+  TraceFileBuffer(const TraceFileBuffer&) = delete;
+  TraceFileBuffer& operator=(const TraceFileBuffer&) = delete;
+
+  bool gzipped() const { return gzipped_; }
+  int64_t bytes_read() const { return bytes_read_; }  // decompressed bytes handed to the parser
+  const std::string& error() const { return error_; }
+  // Reads on to the end (chunk by chunk, nothing kept), so that corruption zlib would find later
+  // in the stream is reported as such rather than as the JSON error it caused first.
+  void drain() {
+    while (underflow() != traits_type::eof()) setg(eback(), egptr(), egptr());
+  }
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    if (!error_.empty() || at_end_) return traits_type::eof();
+    int64_t got = 0;
+    if (gz_ != nullptr) {
+      const int n = gzread(gz_, chunk_.data(), static_cast<unsigned>(chunk_.size()));
+      int zlib_status = Z_OK;
+      const char* raw_message = gzerror(gz_, &zlib_status);
+      if (n < 0 || zlib_status != Z_OK) {
+        std::string message = raw_message != nullptr ? raw_message : "zlib error";
+        if (message.rfind(path_ + ": ", 0) == 0) message.erase(0, path_.size() + 2);  // zlib names the file too
+        if (zlib_status == Z_BUF_ERROR) error_ = "truncated gzip stream (" + message + ")";
+        else if (zlib_status == Z_ERRNO) error_ = std::string("read error: ") + std::strerror(errno);
+        else error_ = "corrupt gzip stream (" + message + ")";
+      }
+      got = std::max(n, 0);
+    } else {
+      got = static_cast<int64_t>(std::fread(chunk_.data(), 1, chunk_.size(), plain_));
+      if (got == 0 && std::ferror(plain_)) error_ = std::string("read error: ") + std::strerror(errno);
+    }
+    if (got == 0) {
+      at_end_ = true;
+      return traits_type::eof();
+    }
+    bytes_read_ += got;
+    setg(chunk_.data(), chunk_.data(), chunk_.data() + got);
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  std::string path_;
+  std::vector<char> chunk_;
+  FILE* plain_ = nullptr;
+  gzFile gz_ = nullptr;
+  bool gzipped_ = false;
+  bool at_end_ = false;
+  int64_t bytes_read_ = 0;
+  std::string error_;
+};
+
+// "1712195495406752.8" (microseconds) -> 1712195495406752800 ns, exactly: integer and fraction
+// digits are read apart, since a double holds only ~16 significant digits. Exponent forms go
+// through long double. False when out of range.
+bool decimal_us_to_ns(const std::string& text, int64_t* ns) {
+  if (text.find_first_of("eE") != std::string::npos) {
+    const long double value_ns = std::strtold(text.c_str(), nullptr) * 1000.0L;
+    if (!std::isfinite(value_ns) || std::fabs(value_ns) >= 9.2e18L) return false;
+    *ns = static_cast<int64_t>(std::llroundl(value_ns));
+    return true;
+  }
+  size_t i = 0;
+  const bool negative = i < text.size() && text[i] == '-';
+  if (negative) ++i;
+  int64_t whole_us = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+    if (whole_us > (kMaxUs - 9) / 10) return false;
+    whole_us = whole_us * 10 + (text[i] - '0');
+  }
+  int64_t fraction_ns = 0;
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    int digits = 0;
+    for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i, ++digits) {
+      if (digits < 3) fraction_ns = fraction_ns * 10 + (text[i] - '0');
+      else if (digits == 3 && text[i] >= '5') fraction_ns += 1;  // round half away from zero
+    }
+    for (; digits < 3; ++digits) fraction_ns *= 10;
+    // (a round-up after fewer than 3 digits cannot happen: the 4th digit exists only after 3)
+  }
+  const int64_t magnitude_ns = whole_us * 1000 + fraction_ns;
+  *ns = negative ? -magnitude_ns : magnitude_ns;
+  return true;
+}
+
+bool integer_us_to_ns(int64_t us, int64_t* ns) {
+  if (us > kMaxUs || us < -kMaxUs) return false;
+  *ns = us * 1000;
+  return true;
+}
+
+// pid/tid: an integer, or a string whose first integer counts ("GPU 0", "stream 7", "5555").
+int64_t id_of(const json& value) {
+  if (value.is_number_integer()) return value.get<int64_t>();  // (an unsigned beyond int64 wraps)
+  if (value.is_number_float()) return static_cast<int64_t>(value.get<double>());
+  if (!value.is_string()) return 0;
+  const std::string& text = value.get_ref<const std::string&>();
+  const size_t digit = text.find_first_of("0123456789");
+  if (digit == std::string::npos) return 0;
+  const bool negative = digit > 0 && text[digit - 1] == '-';
+  int64_t id = 0;
+  for (size_t i = digit; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+    if (id > (std::numeric_limits<int64_t>::max() - 9) / 10) break;
+    id = id * 10 + (text[i] - '0');
+  }
+  return negative ? -id : id;
+}
+
+std::string lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+bool kind_from_trainlab(const std::string& name, EventKind* kind) {
+  static const std::map<std::string, EventKind> kinds = {
+      {"step", EventKind::kStep},          {"phase", EventKind::kPhase},      {"annotation", EventKind::kAnnotation},
+      {"cpu_op", EventKind::kCpuOp},       {"cuda_runtime", EventKind::kRuntime}, {"kernel", EventKind::kKernel},
+      {"gpu_memcpy", EventKind::kMemcpy},  {"gpu_memset", EventKind::kMemset}, {"cuda_sync", EventKind::kSync}};
+  const auto it = kinds.find(name);
+  if (it == kinds.end()) return false;
+  *kind = it->second;
+  return true;
+}
+
+// Kineto category (lower-cased) -> EventKind, both dialects.
+EventKind kind_from_category(const std::string& cat, const std::string& name) {
+  if (name.rfind("ProfilerStep#", 0) == 0 && cat != "gpu_user_annotation") return EventKind::kStep;
+  if (cat == "cpu_op" || cat == "operator") return EventKind::kCpuOp;
+  if (cat == "kernel") return EventKind::kKernel;
+  if (cat == "gpu_memcpy" || cat == "memcpy") return EventKind::kMemcpy;
+  if (cat == "gpu_memset" || cat == "memset") return EventKind::kMemset;
+  if (cat == "cuda_runtime" || cat == "cuda_driver" || cat == "runtime") return EventKind::kRuntime;
+  if (cat == "cuda_sync") return EventKind::kSync;
+  return EventKind::kAnnotation;  // user_annotation, gpu_user_annotation, python_function, trace, ...
+}
+
+bool is_2021_category(const std::string& cat) {  // case-sensitive: that dialect capitalised them
+  return cat == "Operator" || cat == "Kernel" || cat == "Runtime" || cat == "Memcpy" || cat == "Memset";
+}
+bool is_current_category(const std::string& cat) {
+  return cat == "cpu_op" || cat == "kernel" || cat == "cuda_runtime" || cat == "cuda_driver" || cat == "gpu_memcpy" ||
+         cat == "gpu_memset" || cat == "cuda_sync" || cat == "user_annotation" || cat == "gpu_user_annotation" ||
+         cat == "python_function";
+}
+
+// Builds one json value from SAX callbacks: one trace event, or one top-level value.
+class ValueBuilder {
+ public:
+  void reset() {
+    root_ = json();
+    stack_.clear();
+    key_.clear();
+  }
+  size_t depth() const { return stack_.size(); }
+  const std::string& key() const { return key_; }
+  json& root() { return root_; }
+  void set_key(const std::string& key) { key_ = key; }
+  // True when the value completed the root.
+  bool scalar(json value) {
+    place(std::move(value));
+    return stack_.empty();
+  }
+  void open(json container) { stack_.push_back(place(std::move(container))); }
+  bool close() {
+    stack_.pop_back();
+    return stack_.empty();
+  }
+
+ private:
+  json* place(json value) {
+    if (stack_.empty()) {
+      root_ = std::move(value);
+      return &root_;
+    }
+    json& top = *stack_.back();
+    if (top.is_array()) {
+      top.push_back(std::move(value));
+      return &top.back();
+    }
+    json& slot = top[key_];
+    slot = std::move(value);
+    return &slot;
+  }
+
+  json root_;
+  std::vector<json*> stack_;  // open containers; pointers stay valid: only the innermost one grows
+  std::string key_;
+};
+
+// The SAX handler: walks the top level, keeps every key but traceEvents as json, and turns each
+// element of traceEvents into a TraceEvent (or counter sample) as soon as it is complete.
+class TraceReader {
+ public:
+  explicit TraceReader(const std::string& path) : path_(path) { result_.metadata = json::object(); }
+
+  // SAX interface (nlohmann::json::sax_parse).
+  bool null() { return value(json(nullptr)); }
+  bool boolean(bool v) { return value(json(v)); }
+  bool number_integer(int64_t v) {
+    if (at_time_field()) time_field_ok(integer_us_to_ns(v, time_field_slot()));
+    return value(json(v));
+  }
+  bool number_unsigned(uint64_t v) {
+    if (at_time_field()) {
+      time_field_ok(v <= static_cast<uint64_t>(kMaxUs) && integer_us_to_ns(static_cast<int64_t>(v), time_field_slot()));
+    }
+    return value(json(v));
+  }
+  bool number_float(double v, const std::string& text) {
+    if (at_time_field()) time_field_ok(decimal_us_to_ns(text, time_field_slot()));
+    return value(json(v));
+  }
+  bool string(std::string& v) { return value(json(std::move(v))); }
+  bool binary(json::binary_t& /*unused*/) { return value(json()); }  // never in JSON text
+  bool start_object(size_t /*unused*/) { return open(json::object()); }
+  bool start_array(size_t /*unused*/) { return open(json::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(std::string& key) {
+    if (target_ != Target::kNone) builder_.set_key(key);
+    else if (root_ == Root::kObject && depth_ == 1) top_key_ = key;
+    return true;
+  }
+  bool parse_error(size_t position, const std::string& /*last_token*/, const nlohmann::detail::exception& ex) {
+    parse_error_position_ = static_cast<int64_t>(position);
+    parse_error_ = ex.what();
+    return false;
+  }
+
+  const std::string& failure() const { return failure_; }
+  const std::string& parse_error_text() const { return parse_error_; }
+  int64_t parse_error_position() const { return parse_error_position_; }
+
+  TraceImport finish() {
+    if (!saw_events_) throw InputError(path_ + ": no traceEvents array (not a Chrome trace)");
+    json& meta = result_.metadata;
+    Profile& profile = result_.profile;
+    const bool trainlab_time_base = meta.contains("trainlab") || meta.contains("trainlabOriginNs");
+    int64_t shift_ns = 0;
+    if (trainlab_time_base) {
+      // trainlab's own trace: times are microseconds after trainlabOriginNs (which the writer puts
+      // after traceEvents), back to the recorded steady-clock base.
+      if (meta.contains("trainlabOriginNs")) {
+        if (meta["trainlabOriginNs"].is_number_integer()) shift_ns = meta["trainlabOriginNs"].get<int64_t>();
+        else result_.warnings.push_back("trainlabOriginNs is not an integer; times kept relative to the trace");
+      }
+    } else if (earliest_ns_ != std::numeric_limits<int64_t>::max()) {
+      shift_ns = -earliest_ns_;  // another tool's clock: rebase so the earliest event starts at 0
+    }
+    bool overflow = false;
+    for (TraceEvent& e : profile.events) {
+      overflow |= __builtin_add_overflow(e.start_ns, shift_ns, &e.start_ns);
+      overflow |= __builtin_add_overflow(e.end_ns, shift_ns, &e.end_ns);
+    }
+    for (CounterTrack& track : profile.counters) {
+      for (CounterSample& sample : track.samples) {
+        overflow |= __builtin_add_overflow(sample.time_ns, shift_ns, &sample.time_ns);
       }
     }
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path + ": malformed trace event: " + e.what());
+    if (overflow) throw InputError(path_ + ": timestamps span more than the int64 nanosecond range");
+    if (meta.contains("trainlabDropped") && meta["trainlabDropped"].is_object()) {
+      for (const auto& [source, count] : meta["trainlabDropped"].items()) {
+        if (count.is_number_integer()) profile.dropped[source] = count.get<int64_t>();
+      }
+    }
+    if (meta.contains("trainlabNotes") && meta["trainlabNotes"].is_array()) {
+      for (const json& note : meta["trainlabNotes"]) {
+        if (note.is_string()) profile.notes.push_back(note.get<std::string>());
+      }
+    }
+    if (meta.contains("trainlab")) result_.dialect = "trainlab";
+    else if (categories_2021_ > 0 && categories_2021_ >= categories_current_) result_.dialect = "kineto-2021";
+    else if (categories_current_ > 0) result_.dialect = "kineto";
+    else result_.dialect = "unknown";
+    if (categories_2021_ > 0 && categories_current_ > 0 && result_.dialect != "trainlab") {
+      result_.warnings.push_back("mixed category dialects: " + std::to_string(categories_2021_) +
+                                 " events with 2021 names, " + std::to_string(categories_current_) +
+                                 " with current names");
+    }
+    if (profile.events.empty()) result_.warnings.push_back("no complete (\"X\") events in traceEvents");
+    if (non_numeric_dur_ > 0) {
+      result_.warnings.push_back(std::to_string(non_numeric_dur_) + " X events with a non-numeric dur, read as 0");
+    }
+    if (negative_dur_ > 0) {
+      result_.warnings.push_back(std::to_string(negative_dur_) + " X events with a negative dur, clamped to 0");
+    }
+    if (bad_counters_ > 0) {
+      result_.warnings.push_back(std::to_string(bad_counters_) +
+                                 " counter (\"C\") events without a numeric ts or value, skipped");
+    }
+    return std::move(result_);
   }
-  if (trace.is_object() && trace.contains("trainlabDropped") && trace["trainlabDropped"].is_object()) {
-    profile.dropped = trace["trainlabDropped"].get<std::map<std::string, int64_t>>();
+
+ private:
+  enum class Root { kNone, kObject, kArray };
+  enum class Target { kNone, kEvent, kMetadata, kDiscard };
+
+  bool fail(const std::string& message) {
+    failure_ = path_ + ": " + message;
+    return false;
   }
-  return profile;
+
+  // The ts/dur fields of the event being built are read from the number's text, exactly.
+  bool at_time_field() const {
+    return target_ == Target::kEvent && builder_.depth() == 1 && (builder_.key() == "ts" || builder_.key() == "dur");
+  }
+  int64_t* time_field_slot() { return builder_.key() == "ts" ? &ts_ns_ : &dur_ns_; }
+  void time_field_ok(bool ok) {
+    if (builder_.key() == "ts") ts_numeric_ = ok;
+    else dur_numeric_ = ok;
+    if (!ok) time_out_of_range_ = true;
+  }
+
+  bool value(json v) {
+    if (target_ != Target::kNone) return builder_.scalar(std::move(v)) ? complete() : true;
+    if (root_ == Root::kNone) {
+      return fail(std::string("no traceEvents array (the top level is a ") + v.type_name() + ")");
+    }
+    if (in_events_ && depth_ == events_depth_) return true;  // a scalar among the events: ignored
+    if (root_ == Root::kObject && depth_ == 1) {
+      if (top_key_ == "traceEvents") {
+        return fail(std::string("no traceEvents array (traceEvents is a ") + v.type_name() + ")");
+      }
+      result_.metadata[top_key_] = std::move(v);
+    }
+    return true;
+  }
+
+  bool open(json container) {
+    if (target_ != Target::kNone) {
+      builder_.open(std::move(container));
+      return true;
+    }
+    const bool is_array = container.is_array();
+    if (root_ == Root::kNone) {  // the top level: {"traceEvents": [...], ...} or a bare [...] of events
+      root_ = is_array ? Root::kArray : Root::kObject;
+      depth_ = 1;
+      if (is_array) start_events(1);
+      return true;
+    }
+    if (in_events_ && depth_ == events_depth_) {
+      start_value(is_array ? Target::kDiscard : Target::kEvent);
+      builder_.open(std::move(container));
+      return true;
+    }
+    if (root_ == Root::kObject && depth_ == 1) {
+      if (top_key_ == "traceEvents") {
+        if (!is_array) return fail("no traceEvents array (traceEvents is an object)");
+        depth_ = 2;
+        start_events(2);
+        return true;
+      }
+      start_value(Target::kMetadata);
+      builder_.open(std::move(container));
+      return true;
+    }
+    return true;
+  }
+
+  bool close() {
+    if (target_ != Target::kNone) return builder_.close() ? complete() : true;
+    if (in_events_ && depth_ == events_depth_) in_events_ = false;
+    --depth_;
+    return true;
+  }
+
+  void start_events(int depth) {
+    in_events_ = true;
+    saw_events_ = true;
+    events_depth_ = depth;
+  }
+
+  void start_value(Target target) {
+    target_ = target;
+    builder_.reset();
+    ts_numeric_ = dur_numeric_ = time_out_of_range_ = false;
+    ts_ns_ = dur_ns_ = 0;
+  }
+
+  bool complete() {
+    const Target target = target_;
+    target_ = Target::kNone;
+    if (target == Target::kMetadata) result_.metadata[top_key_] = std::move(builder_.root());
+    if (target != Target::kEvent) return true;
+    ++event_index_;
+    json& ev = builder_.root();
+    const auto ph = ev.find("ph");
+    if (ph == ev.end() || !ph->is_string()) return true;
+    const std::string& phase = ph->get_ref<const std::string&>();
+    if (phase == "X") return take_complete_event(ev);
+    if (phase == "C") take_counter(ev);
+    // "M" (process/thread names), flows ("s", "f"), instants ("i"), ...: nothing to keep.
+    return true;
+  }
+
+  static std::string string_field(const json& ev, const char* field) {
+    const auto it = ev.find(field);
+    return it != ev.end() && it->is_string() ? it->get<std::string>() : std::string();
+  }
+
+  bool take_complete_event(json& ev) {
+    TraceEvent e;
+    e.name = string_field(ev, "name");
+    if (!ts_numeric_) {
+      return fail("trace event #" + std::to_string(event_index_) + " (\"" + e.name.substr(0, 80) + "\") has " +
+                  (time_out_of_range_ ? "a ts out of range" : "no numeric ts"));
+    }
+    const std::string cat = string_field(ev, "cat");
+    const std::string cat_lower = lower(cat);
+    categories_2021_ += is_2021_category(cat);
+    categories_current_ += is_current_category(cat);
+    const auto args = ev.find("args");
+    if (args != ev.end() && args->is_object()) e.args = std::move(*args);
+    EventKind trainlab_kind = EventKind::kAnnotation;
+    const auto tk = e.args.is_object() ? e.args.find("trainlab_kind") : e.args.end();
+    const bool has_trainlab_kind = e.args.is_object() && tk != e.args.end() && tk->is_string() &&
+                                   kind_from_trainlab(tk->get_ref<const std::string&>(), &trainlab_kind);
+    e.kind = has_trainlab_kind ? trainlab_kind : kind_from_category(cat_lower, e.name);
+    e.on_device = e.kind == EventKind::kKernel || e.kind == EventKind::kMemcpy || e.kind == EventKind::kMemset ||
+                  e.kind == EventKind::kSync || cat_lower == "gpu_user_annotation";
+    int64_t dur_ns = 0;
+    if (dur_numeric_) {
+      dur_ns = dur_ns_;
+    } else {
+      const auto dur = ev.find("dur");
+      if (dur != ev.end() && !dur->is_null()) ++non_numeric_dur_;
+    }
+    if (dur_ns < 0) {
+      ++negative_dur_;
+      dur_ns = 0;
+    }
+    e.start_ns = ts_ns_;  // raw: the time base is applied in finish()
+    if (__builtin_add_overflow(ts_ns_, dur_ns, &e.end_ns)) {
+      return fail("trace event #" + std::to_string(event_index_) + " (\"" + e.name.substr(0, 80) +
+                  "\") ends beyond the int64 nanosecond range");
+    }
+    earliest_ns_ = std::min(earliest_ns_, e.start_ns);
+    const auto pid = ev.find("pid");
+    const auto tid = ev.find("tid");
+    e.device = pid != ev.end() ? id_of(*pid) : 0;
+    e.track = tid != ev.end() ? id_of(*tid) : 0;
+    if (e.args.is_object()) {
+      const auto correlation = e.args.find("correlation");
+      if (correlation != e.args.end() && correlation->is_number_integer()) e.correlation = correlation->get<int64_t>();
+    }
+    if (e.kind == EventKind::kStep) ++result_.steps;
+    result_.profile.events.push_back(std::move(e));
+    return true;
+  }
+
+  void take_counter(const json& ev) {
+    const auto args = ev.find("args");
+    if (!ts_numeric_ || args == ev.end() || !args->is_object()) {
+      ++bad_counters_;
+      return;
+    }
+    for (const auto& [unit, value] : args->items()) {
+      if (!value.is_number()) continue;
+      const std::string name = string_field(ev, "name");
+      auto [it, inserted] = counter_index_.emplace(name, result_.profile.counters.size());
+      if (inserted) result_.profile.counters.push_back(CounterTrack{name, "", {}});
+      CounterTrack& track = result_.profile.counters[it->second];
+      track.unit = unit;
+      track.samples.push_back({ts_ns_, value.get<double>()});
+      earliest_ns_ = std::min(earliest_ns_, ts_ns_);
+      return;
+    }
+    ++bad_counters_;
+  }
+
+  std::string path_;
+  TraceImport result_;
+  std::string failure_;
+  std::string parse_error_;
+  int64_t parse_error_position_ = -1;
+
+  Root root_ = Root::kNone;
+  int depth_ = 0;  // containers open outside the builder
+  std::string top_key_;
+  bool in_events_ = false;
+  bool saw_events_ = false;
+  int events_depth_ = -1;
+
+  Target target_ = Target::kNone;
+  ValueBuilder builder_;
+  bool ts_numeric_ = false, dur_numeric_ = false, time_out_of_range_ = false;
+  int64_t ts_ns_ = 0, dur_ns_ = 0;
+
+  int64_t event_index_ = 0;
+  int64_t earliest_ns_ = std::numeric_limits<int64_t>::max();
+  std::map<std::string, size_t> counter_index_;
+  int64_t categories_2021_ = 0, categories_current_ = 0;
+  int64_t non_numeric_dur_ = 0, negative_dur_ = 0, bad_counters_ = 0;
+};
+
+// nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..."
+// -> "syntax error ...".
+std::string parse_error_reason(const std::string& what) {
+  std::string reason = what;
+  const size_t bracket = reason.find("] ");
+  if (reason.rfind("[json.exception", 0) == 0 && bracket != std::string::npos) reason = reason.substr(bracket + 2);
+  const size_t at = reason.find("parse error at line ");
+  const size_t colon = at == 0 ? reason.find(": ") : std::string::npos;
+  if (colon != std::string::npos) reason = reason.substr(colon + 2);
+  std::replace(reason.begin(), reason.end(), '\n', ' ');
+  return reason;
 }
+
+}  // namespace
+
+TraceImport import_trace(const std::string& path) {
+  TraceFileBuffer buffer(path);
+  std::istream input(&buffer);
+  TraceReader reader(path);
+  bool parsed = false;
+  try {
+    parsed = nlohmann::json::sax_parse(input, &reader);
+  } catch (const nlohmann::json::exception& e) {  // defensive: the handler itself does not throw these
+    throw InputError(path + ": malformed trace: " + parse_error_reason(e.what()));
+  }
+  if (!parsed && reader.failure().empty() && buffer.gzipped() && buffer.error().empty()) buffer.drain();
+  if (!buffer.error().empty()) {
+    throw InputError(path + ": " + buffer.error() + " after " + std::to_string(buffer.bytes_read()) +
+                     " decompressed bytes");
+  }
+  if (!parsed) {
+    if (!reader.failure().empty()) throw InputError(reader.failure());
+    if (buffer.bytes_read() == 0) throw InputError(path + (buffer.gzipped() ? ": empty gzip stream" : ": empty file"));
+    const std::string reason = parse_error_reason(reader.parse_error_text());
+    const std::string at = " at byte " + std::to_string(reader.parse_error_position()) +
+                           (buffer.gzipped() ? " (decompressed)" : "");
+    if (reason.find("unexpected end of input") != std::string::npos) {
+      throw InputError(path + ": truncated JSON: unexpected end of input" + at);
+    }
+    throw InputError(path + ": not valid JSON" + at + ": " + reason);
+  }
+  return reader.finish();
+}
+
+Profile read_chrome_trace(const std::string& path) { return import_trace(path).profile; }
 
 }  // namespace trainlab

@@ -2,10 +2,15 @@
 // open: complete events ("ph":"X") with categories ProfilerStep#N -> "user_annotation", cpu_op,
 // kernel, gpu_memcpy, gpu_memset, cuda_runtime, cuda_sync; system metrics as counter tracks
 // ("ph":"C"); timestamps in microseconds from the profile's first timestamp. Written atomically,
-// gzipped when the path ends in .gz. The reader maps a Kineto trace back to a Profile. No LibTorch.
+// gzipped when the path ends in .gz. The importer maps a trace written by trainlab or by any
+// PyTorch profiler version (Kineto, both category dialects) back to a Profile, streaming: the file
+// is decompressed in chunks and parsed with a SAX handler that holds one trace event at a time, so
+// memory is bounded by the Profile it builds, not by the file. No LibTorch.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,8 +26,26 @@ nlohmann::json to_chrome_trace(const Profile& profile, const nlohmann::json& met
 int64_t write_chrome_trace(const std::string& path, const Profile& profile, const nlohmann::json& metadata,
                            int64_t host_pid);
 
-// Reads a Chrome/Kineto trace (.json or .json.gz). Throws InputError naming the file when it is
-// missing, not gzip/JSON, or has no traceEvents array.
+struct TraceImport {
+  Profile profile;
+  nlohmann::json metadata;              // the top-level keys except traceEvents (distributedInfo, ...)
+  std::string dialect;                  // "kineto-2021" (Operator/Kernel/Runtime/Memcpy/Memset),
+                                        // "kineto" (cpu_op/kernel/cuda_runtime/...), "trainlab", "unknown"
+  int64_t steps = 0;                    // ProfilerStep#N spans on the host
+  std::vector<std::string> warnings;    // oddities that did not stop the import, one line each
+};
+
+// Imports a Chrome/Kineto trace: .json or gzipped (told by its magic bytes, not its name), an
+// object with "traceEvents" or a bare array of events. Complete events ("X") become TraceEvents,
+// counters ("C") CounterTracks; other phases (metadata, flows, instants) are skipped. Times are
+// microseconds in the file (fractions kept to the nanosecond); trainlab's own traces come back in
+// their recorded time base (trainlabOriginNs), others are rebased so the earliest event starts at 0.
+// Throws InputError, one line naming the file, when it is missing, empty, a truncated or corrupt
+// gzip stream, not JSON (with the byte offset), has no traceEvents array, or an X event lacks a
+// numeric ts.
+TraceImport import_trace(const std::string& path);
+
+// import_trace(path).profile.
 Profile read_chrome_trace(const std::string& path);
 
 }  // namespace trainlab
