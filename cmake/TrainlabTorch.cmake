@@ -37,3 +37,11 @@ if(TARGET torch_cuda AND TRAINLAB_HAVE_CUDA_HEADERS)
   endif()
 endif()
 message(STATUS "trainlab: NCCL header for c10d's ProcessGroupNCCL: ${TRAINLAB_HAVE_NCCL}")
+
+# The Python whose torch provides LibTorch (a virtual environment's bin/ beside lib/pythonX.Y/site-packages):
+# the tests run PyTorch itself with it to write sample profiler traces.
+get_filename_component(_trainlab_env "${Torch_DIR}/../../../../../../.." ABSOLUTE)
+set(TRAINLAB_TORCH_PYTHON "")
+if(EXISTS "${_trainlab_env}/bin/python3")
+  set(TRAINLAB_TORCH_PYTHON "${_trainlab_env}/bin/python3")
+endif()

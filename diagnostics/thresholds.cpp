@@ -32,6 +32,12 @@ Thresholds Thresholds::parse(const std::string& json_text) {
   return out;
 }
 
+Thresholds Thresholds::overriding(const Thresholds& base) const {
+  Thresholds out = base;
+  for (const auto& [key, threshold] : by_key_) out.by_key_[key] = threshold;
+  return out;
+}
+
 const Threshold& Thresholds::at(const std::string& key) const {
   auto it = by_key_.find(key);
   if (it == by_key_.end()) throw std::out_of_range("threshold not defined: " + key);

@@ -18,6 +18,8 @@ class Thresholds {
   static const Thresholds& defaults();
   // Throws std::invalid_argument with a readable message on malformed text or missing fields.
   static Thresholds parse(const std::string& json_text);
+  // A user's file over the defaults: its keys replace theirs, the rest stay (a partial file is fine).
+  Thresholds overriding(const Thresholds& base) const;
 
   // Throws std::out_of_range naming the key when it is not defined.
   const Threshold& at(const std::string& key) const;

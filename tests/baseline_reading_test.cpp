@@ -31,6 +31,16 @@ TEST(ThresholdsTest, ParseRejectsMalformed) {
                std::invalid_argument);  // no source
 }
 
+TEST(ThresholdsTest, APartialFileOverridesOnlyItsKeys) {
+  const Thresholds user = Thresholds::parse(
+      R"({"schema_version": 1, "thresholds": {"input_bound.high_pct": {"value": 30, "source": "ours"}}})");
+  const Thresholds merged = user.overriding(Thresholds::defaults());
+  EXPECT_EQ(merged.value("input_bound.high_pct"), 30);
+  EXPECT_EQ(merged.at("input_bound.high_pct").source, "ours");
+  EXPECT_EQ(merged.value("input_bound.moderate_pct"), 5);  // the default stays
+  EXPECT_EQ(merged.all().size(), Thresholds::defaults().all().size());
+}
+
 TEST(BaselineReadingTest, SmallPrecisionGainSaysNotPrecision) {
   const LabReading r = read_baseline_lab(ok(100), ok(115), ok(117), Thresholds::defaults());
   ASSERT_TRUE(r.precision_gain_pct);

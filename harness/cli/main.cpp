@@ -8,13 +8,16 @@
 #include <iomanip>
 #include <iostream>
 #include <set>
+#include <sstream>
 
 #include "diagnostics/thresholds.h"
 #include "harness/core/atomic_file.h"
 #include "harness/core/errors.h"
+#include "harness/runner/diagnose.h"
 #include "harness/runner/lab.h"
 #include "harness/runner/sweep.h"
 #include "harness/runner/text_table.h"
+#include "harness/runner/validate.h"
 #include "harness/train/environment.h"
 #include "harness/train/training_loop.h"
 #include "scenarios/registry.h"
@@ -35,6 +38,7 @@ struct VariantOptions {
   int64_t sync_every = -1;
   int64_t callback_every = -1;
   double callback_ms = -1;
+  std::string keep_loss_graphs = "off";
   std::string device = "auto";
   int workers = 0;
   int prefetch = 2;
@@ -88,6 +92,8 @@ void add_variant_options(CLI::App* cmd, VariantOptions& o, CommandKind kind) {
   cmd->add_option("--sync-every", o.sync_every, "read the loss as a number every N steps (1 = each step, 0 = never; default 10)");
   cmd->add_option("--callback-every", o.callback_every, "run a host-side callback every N steps (default 0 = never)");
   cmd->add_option("--callback-ms", o.callback_ms, "cost of that callback in ms");
+  cmd->add_option("--keep-loss-graphs", o.keep_loss_graphs,
+                  "on: keep every step's loss with its autograd graph (a seeded memory leak; default off)");
   cmd->add_option("--device", o.device, "auto, cpu or cuda");
   cmd->add_option("--nproc", o.nproc, "data parallel: launch N local ranks (c10d Gloo over loopback; default 1)");
   cmd->add_option("--comm-mode", o.comm_mode, "data parallel all-reduce: overlap (from gradient hooks during backward, default) or serial (after backward)");
@@ -126,6 +132,7 @@ VariantSpec build_spec(const VariantOptions& o) {
   if (o.sync_every >= 0) spec.sync_every_steps = o.sync_every;
   if (o.callback_every >= 0) spec.callback_every_steps = o.callback_every;
   if (o.callback_ms >= 0) spec.callback_ms = o.callback_ms;
+  spec.keep_loss_graphs = parse_on_off("--keep-loss-graphs", o.keep_loss_graphs);
   spec.device = parse_device(o.device);
   spec.workers = o.workers;
   spec.prefetch = o.prefetch;
@@ -156,6 +163,14 @@ VariantSpec build_spec(const VariantOptions& o) {
   return spec;
 }
 
+Thresholds load_thresholds(const std::string& path) {
+  try {
+    return Thresholds::parse(read_file(path)).overriding(Thresholds::defaults());
+  } catch (const std::invalid_argument& e) {
+    throw InputError(path + ": " + e.what());
+  }
+}
+
 LabOptions build_lab_options(const VariantOptions& o, Thresholds* thresholds_storage) {
   LabOptions lab;
   lab.base = build_spec(o);
@@ -163,11 +178,7 @@ LabOptions build_lab_options(const VariantOptions& o, Thresholds* thresholds_sto
   if (!(o.timeout_s > 0)) throw InputError("invalid --timeout-s (must be positive)");
   lab.variant_timeout_s = o.timeout_s;
   if (!o.thresholds_path.empty()) {
-    try {
-      *thresholds_storage = Thresholds::parse(read_file(o.thresholds_path));
-    } catch (const std::invalid_argument& e) {
-      throw InputError(o.thresholds_path + ": " + e.what());
-    }
+    *thresholds_storage = load_thresholds(o.thresholds_path);
     lab.thresholds = thresholds_storage;
   }
   ensure_writable_dir(lab.results_dir);
@@ -262,6 +273,16 @@ int report_run(const LabOutcome& outcome) {
   return kExitOk;
 }
 
+int report_diagnosis(const DiagnoseOutcome& outcome) {
+  for (const Diagnosis& d : outcome.diagnoses) std::cout << render_diagnosis_text(d) << "\n";
+  std::cout << "Diagnosis: " << outcome.out_dir << "/diagnosis.json, report " << outcome.out_dir << "/report.html\n";
+  if (outcome.gate_failed) {
+    for (const std::string& reason : outcome.gate_reasons) std::cerr << "trainlab: gate: " << reason << "\n";
+    return kExitGateFailed;
+  }
+  return kExitOk;
+}
+
 int run_cli(int argc, char** argv) {
   CLI::App app{"trainlab: find out why training is slow, then verify the fix by measurement"};
   app.require_subcommand(1);
@@ -295,15 +316,34 @@ int run_cli(int argc, char** argv) {
   sweep->add_option("--batch,-b", sweep_batch, "batch sizes, e.g. 32,64 (default: the scenario's)");
   sweep->add_option("--tolerance-pct", sweep_tolerance_pct, "recommend the cheapest point within this % of the best (default 5)");
 
+  std::string fail_on, diagnose_out, diagnose_input, diagnose_thresholds;
+  profile->add_option("--fail-on", fail_on, "exit 1 when a finding fires: high, moderate or a rule id");
+  CLI::App* diagnose = app.add_subcommand(
+      "diagnose", "name the bottleneck of a run folder, a PyTorch profiler trace (.json/.json.gz) or a folder of rank traces");
+  diagnose->add_option("input", diagnose_input, "run folder, trace file or folder of traces")->required();
+  diagnose->add_option("--fail-on", fail_on, "exit 1 when a finding fires: high, moderate or a rule id");
+  diagnose->add_option("--out", diagnose_out, "folder for diagnosis.json and report.html (default: the run folder, "
+                                              "or a new folder in results/ for traces)");
+  diagnose->add_option("--thresholds", diagnose_thresholds, "rule thresholds file replacing configs/thresholds.json");
+
+  ValidateOptions validate_options;
+  std::string validate_only;
+  CLI::App* validate = app.add_subcommand(
+      "validate", "run the seeded bottleneck cases and print the confusion matrix (expected vs named suspect)");
+  validate->add_option("--cases", validate_options.cases_path, "seeded cases file replacing configs/seeded_cases.json");
+  validate->add_option("--only", validate_only, "comma-separated case names to run");
+  validate->add_flag("--ci", validate_options.ci_subset, "only the fast subset marked ci");
+  validate->add_option("--results", validate_options.results_dir, "results folder (default ./results)");
+
   std::string spec_path, record_path;
   CLI::App* child = app.add_subcommand("__variant", "");  // internal: a variant's child process
   child->group("");
   child->add_option("--spec", spec_path)->required();
   child->add_option("--out", record_path)->required();
 
-  const std::set<std::string> commands = {"list", "run", "profile", "baseline", "sweep", "__variant"};
+  const std::set<std::string> commands = {"list", "run", "profile", "baseline", "sweep", "diagnose", "validate", "__variant"};
   if (argc > 1 && argv[1][0] != '-' && commands.count(argv[1]) == 0) {
-    throw InputError(std::string("unknown command '") + argv[1] + "' (commands: list, run, profile, baseline, sweep)");
+    throw InputError(std::string("unknown command '") + argv[1] + "' (commands: list, run, profile, baseline, sweep, diagnose, validate)");
   }
   try {
     app.parse(argc, argv);
@@ -357,10 +397,38 @@ int run_cli(int argc, char** argv) {
     }
     return kExitOk;
   }
+  if (validate->parsed()) {
+    std::stringstream names(validate_only);
+    for (std::string name; std::getline(names, name, ',');) {
+      if (!name.empty()) validate_options.only.push_back(name);
+    }
+    const ValidateOutcome outcome = run_validation(validate_options, std::cerr);
+    std::cout << "\n" << render_validation(outcome);
+    return outcome.all_correct ? kExitOk : kExitGateFailed;
+  }
+  if (diagnose->parsed()) {
+    check_fail_on(fail_on);
+    DiagnoseOptions options;
+    if (!diagnose_thresholds.empty()) {
+      thresholds_storage = load_thresholds(diagnose_thresholds);
+      options.thresholds = &thresholds_storage;
+    }
+    options.fail_on = fail_on;
+    options.out_dir = diagnose_out;
+    return report_diagnosis(diagnose_path(diagnose_input, options));
+  }
   if (profile->parsed()) {
+    check_fail_on(fail_on);
     profile_options.profile = true;
     LabOptions lab = build_lab_options(profile_options, &thresholds_storage);
-    return report_run(run_single_variant(lab, std::cerr));
+    const LabOutcome outcome = run_single_variant(lab, std::cerr);
+    const int status = report_run(outcome);
+    if (status != kExitOk) return status;
+    DiagnoseOptions options;
+    options.thresholds = lab.thresholds;
+    options.fail_on = fail_on;
+    std::cout << "\n";
+    return report_diagnosis(diagnose_run(outcome.record, outcome.run_dir, options));
   }
   if (run->parsed()) {
     LabOptions lab = build_lab_options(run_options, &thresholds_storage);

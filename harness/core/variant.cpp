@@ -180,6 +180,8 @@ void apply_setting(VariantSpec& spec, const std::string& key, const std::string&
     spec.callback_every_steps = parse_int("callback-every", value);
   } else if (key == "callback-ms") {
     spec.callback_ms = parse_double("callback-ms", value);
+  } else if (key == "keep-loss-graphs") {
+    spec.keep_loss_graphs = parse_on_off("keep-loss-graphs", value);
   } else if (key == "device") {
     spec.device = parse_device(value);
   } else if (key == "workers") {
@@ -224,6 +226,7 @@ void to_json(nlohmann::json& j, const VariantSpec& spec) {
                      {"sync_every_steps", spec.sync_every_steps},
                      {"callback_every_steps", spec.callback_every_steps},
                      {"callback_ms", spec.callback_ms},
+                     {"keep_loss_graphs", spec.keep_loss_graphs},
                      {"device", to_string(spec.device)},
                      {"workers", spec.workers},
                      {"prefetch", spec.prefetch},
@@ -256,6 +259,7 @@ void from_json(const nlohmann::json& j, VariantSpec& spec) {
   spec.sync_every_steps = j.at("sync_every_steps").get<int64_t>();
   spec.callback_every_steps = j.at("callback_every_steps").get<int64_t>();
   spec.callback_ms = j.at("callback_ms").get<double>();
+  spec.keep_loss_graphs = j.value("keep_loss_graphs", false);
   spec.device = parse_device(j.at("device").get<std::string>());
   spec.workers = j.value("workers", 0);
   spec.prefetch = j.value("prefetch", 2);

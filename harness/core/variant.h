@@ -47,6 +47,9 @@ struct VariantSpec {
   int64_t sync_every_steps = 10;   // read the loss as a number every N steps (1 = each step; 0 = never)
   int64_t callback_every_steps = 0;  // host-side callback (logging/eval/checkpoint work) every N steps
   double callback_ms = 0.0;        // cost of that callback
+  // The seeded leak: each step's loss kept as a tensor with its graph (backward retains it), the
+  // classic `total += loss` bug; memory then grows step after step.
+  bool keep_loss_graphs = false;
   DeviceChoice device = DeviceChoice::kAuto;
   // The data loader.
   int workers = 0;                 // loader threads; 0 = batches built in the training thread
@@ -86,7 +89,7 @@ void parse_window(const std::string& text, int64_t* start, int64_t* count);
 void resolve(VariantSpec& spec, const ScenarioInfo& scenario);
 
 // Sets one field from text, as in `--override bf16:batch=64` or a config preset. Keys: precision,
-// compiled, batch, threads, steps, warmup, seed, sync-every, callback-every, callback-ms, device,
+// compiled, batch, threads, steps, warmup, seed, sync-every, callback-every, callback-ms, keep-loss-graphs, device,
 // workers, prefetch, persistent-workers, pin-memory, sampler, nproc, comm-mode, bucket-mb, or any scenario knob name. Throws InputError on unknown keys or unparsable values.
 void apply_setting(VariantSpec& spec, const std::string& key, const std::string& value);
 

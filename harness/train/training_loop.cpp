@@ -127,6 +127,50 @@ double measure_dispatch_ns_per_op(const torch::Device& device) {
   return best_ns;
 }
 
+// Training FLOPs of one sample when the model's parameters all sit in Linear layers: 2*in*out
+// multiply-adds per layer forward, three times that for forward + backward (input and weight
+// gradients). 0 when another parametrised layer makes the count unknown.
+double linear_model_flops_per_sample(torch::nn::Module& model) {
+  double forward = 0;
+  for (const auto& module : model.modules(/*include_self=*/true)) {
+    if (module->parameters(/*recurse=*/false).empty()) continue;
+    const auto* linear = module->as<torch::nn::Linear>();
+    if (linear == nullptr) return 0;
+    forward += 2.0 * static_cast<double>(linear->options.in_features()) * static_cast<double>(linear->options.out_features());
+  }
+  return 3.0 * forward;
+}
+
+// The device's peak for this precision, measured: 1024^3 GEMMs for ~0.3 s after a warm-up, the
+// best of three rounds (CUDA: timed between synchronisations, which this measurement needs).
+double measure_peak_gemm_flops_per_s(const torch::Device& device, bool bf16) {
+  constexpr int64_t kN = 1024;
+  const auto options = torch::TensorOptions().device(device).dtype(bf16 ? torch::kBFloat16 : torch::kFloat32);
+  const torch::Tensor a = torch::randn({kN, kN}, options), b = torch::randn({kN, kN}, options);
+  torch::NoGradGuard no_grad;
+  auto sync = [&] {
+    if (device.is_cuda()) c10::cuda::device_synchronize();
+  };
+  (void)torch::mm(a, b);
+  sync();
+  double best = 0;
+  for (int round = 0; round < 3; ++round) {
+    int64_t reps = 0;
+    const int64_t start_ns = now_ns();
+    int64_t elapsed_ns = 0;
+    while (elapsed_ns < 100'000'000) {
+      (void)torch::mm(a, b);
+      ++reps;
+      if (reps % 4 == 0) {
+        sync();
+        elapsed_ns = now_ns() - start_ns;
+      }
+    }
+    best = std::max(best, 2.0 * kN * kN * kN * static_cast<double>(reps) / (static_cast<double>(elapsed_ns) / 1e9));
+  }
+  return best;
+}
+
 }  // namespace
 
 VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, const std::string& trace_path) {
@@ -262,7 +306,8 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
     torch::Tensor loss = forward_and_loss(inputs, targets, &output);
     next_phase(Phase::kForward, Phase::kBackward);
 
-    loss.backward();
+    // The seeded leak keeps the graph (and its saved activations) alive with the kept loss.
+    loss.backward({}, /*retain_graph=*/spec.keep_loss_graphs);
     if (data_parallel) {
       // The exposed communication: what is left of the all-reduce once backward has returned.
       next_phase(Phase::kBackward, Phase::kCommunication);
@@ -277,7 +322,7 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
     optimizer->zero_grad(/*set_to_none=*/true);
     next_phase(Phase::kOptimizer, Phase::kOther);
 
-    losses.push_back(loss.detach());
+    losses.push_back(spec.keep_loss_graphs ? loss : loss.detach());
     if (spec.sync_every_steps > 0 && (i + 1) % spec.sync_every_steps == 0) {
       // The knob's deliberate host synchronisation: reading the loss as a number.
       (void)loss.item<double>();
@@ -342,6 +387,8 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
     record.forward_output_dtype = c10::toString(output.scalar_type());
   }
   record.dispatch_ns_per_op = measure_dispatch_ns_per_op(device);
+  record.model_flops_per_sample = linear_model_flops_per_sample(workload->model());
+  if (spec.profile) record.peak_flops_per_s = measure_peak_gemm_flops_per_s(device, bf16);
 
   // The profile: the window's events (with --profile) and the sampler's tracks.
   Profile profile = profiler.finish();

@@ -1,0 +1,48 @@
+// The HTML report (DESIGN §7): one self-contained file (CSS in a <style> block, charts as inline SVG,
+// no JavaScript, no network) with the verdict, the attribution, ranked actions, run summary, system
+// usage, step-time statistics and histogram, phase breakdown, utilisation timeline, top ops and
+// kernels, device activity, dataloading, data parallel and the rule table. Every string that came
+// from data is HTML-escaped. A figure the Summary does not have (an empty optional) shows "—".
+// No LibTorch.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "diagnostics/rules.h"
+#include "diagnostics/summary.h"
+#include "diagnostics/verdict.h"
+
+namespace trainlab {
+
+// One system metric over the run, e.g. cpu.total_pct, mem.rss_bytes, gpu0.util_pct.
+struct ReportTimeline {
+  std::string name;
+  std::string unit;  // "pct", "bytes", "bytes_per_s", "ms", ... ("" : taken from the name's suffix)
+  std::vector<std::pair<double, double>> points;  // (seconds from run start, value)
+};
+
+struct ReportInput {
+  std::string title;  // e.g. "recsys · fp32 — trainlab diagnosis"
+  std::string created_utc;
+  const Summary* summary = nullptr;                   // required
+  const std::vector<Finding>* findings = nullptr;     // optional: no rule table without it
+  const Verdict* verdict = nullptr;                   // optional: no banner without it
+  std::vector<ReportTimeline> timelines;              // system metrics over the run
+  std::vector<std::pair<double, double>> step_marks;  // (seconds from run start, step ms), same axis
+  nlohmann::json environment;  // object: cpu, cores, threads, BLAS, LibTorch, CUDA, ...
+  std::vector<std::pair<std::string, Summary>> ranks;  // optional per-rank summaries (rank table)
+  std::optional<double> finalise_ms;                   // last step to process end, where known
+};
+
+// Throws std::invalid_argument when input.summary is null.
+std::string render_report_html(const ReportInput& input);
+
+// Renders and writes to path + ".tmp", then renames it over path. Throws std::runtime_error naming
+// the path when the file cannot be written or renamed.
+void write_report_html(const std::string& path, const ReportInput& input);
+
+}  // namespace trainlab

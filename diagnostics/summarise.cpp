@@ -1,0 +1,640 @@
+// Reductions to a Summary. A trainlab variant record already holds per-step phase times, so its
+// shares come from there; a PyTorch trace holds only spans, so its shares come from the timeline:
+// per step, device work (kernels), collectives, copies and the idle rest on GPU traces; the main
+// thread's top-level ops, DataLoader spans, collectives and the gaps between them on CPU traces.
+#include "diagnostics/summarise.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace trainlab {
+namespace {
+
+using Interval = std::pair<int64_t, int64_t>;
+
+// Sorted, merged intervals.
+std::vector<Interval> merged(std::vector<Interval> spans) {
+  std::sort(spans.begin(), spans.end());
+  std::vector<Interval> out;
+  for (const Interval& s : spans) {
+    if (s.second <= s.first) continue;
+    if (!out.empty() && s.first <= out.back().second) {
+      out.back().second = std::max(out.back().second, s.second);
+    } else {
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+int64_t length(const std::vector<Interval>& merged_spans) {
+  int64_t total = 0;
+  for (const Interval& s : merged_spans) total += s.second - s.first;
+  return total;
+}
+
+// Merged intervals clipped to [from, to).
+std::vector<Interval> clip(const std::vector<Interval>& m, int64_t from, int64_t to) {
+  std::vector<Interval> out;
+  for (const Interval& s : m) {
+    const int64_t a = std::max(s.first, from), b = std::min(s.second, to);
+    if (b > a) out.push_back({a, b});
+  }
+  return out;
+}
+
+// a minus b (both merged).
+std::vector<Interval> subtract(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  std::vector<Interval> out;
+  size_t j = 0;
+  for (Interval s : a) {
+    while (j < b.size() && b[j].second <= s.first) ++j;
+    size_t k = j;
+    while (k < b.size() && b[k].first < s.second) {
+      if (b[k].first > s.first) out.push_back({s.first, b[k].first});
+      s.first = std::max(s.first, b[k].second);
+      if (s.first >= s.second) break;
+      ++k;
+    }
+    if (s.first < s.second) out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<Interval> unite(std::vector<Interval> a, const std::vector<Interval>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return merged(std::move(a));
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool is_dataloader(const TraceEvent& e) {
+  if (e.on_device) return false;
+  if (e.kind == EventKind::kPhase) return e.name == "data_wait";
+  return e.name.find("DataLoader") != std::string::npos && e.name.find("__next__") != std::string::npos;
+}
+
+bool is_collective(const TraceEvent& e) {
+  const std::string n = lower(e.name);
+  if (e.kind == EventKind::kKernel) return n.find("nccl") != std::string::npos;
+  return n.rfind("gloo:", 0) == 0 || n.rfind("nccl:", 0) == 0 || n.find("c10d::allreduce") != std::string::npos ||
+         n.find("c10d::broadcast") != std::string::npos || n.find("c10d::allgather") != std::string::npos ||
+         n.find("c10d::reduce_scatter") != std::string::npos;
+}
+
+bool is_host_sync(const TraceEvent& e) {
+  if (e.kind == EventKind::kSync) return true;
+  if (e.kind == EventKind::kRuntime) {
+    return e.name == "cudaDeviceSynchronize" || e.name == "cudaStreamSynchronize" || e.name == "cudaEventSynchronize" ||
+           e.name == "cudaMemcpy";
+  }
+  // On CPU nothing waits for a device, but the same code (.item(), printing a loss) is a sync on GPU.
+  return e.kind == EventKind::kCpuOp && (e.name == "aten::item" || e.name == "aten::_local_scalar_dense");
+}
+
+std::string kernel_precision(const std::string& name) {
+  const std::string n = lower(name);
+  if (n.find("bf16") != std::string::npos || n.find("bfloat16") != std::string::npos) return "bf16";
+  if (n.find("fp16") != std::string::npos || n.find("f16") != std::string::npos || n.find("half") != std::string::npos ||
+      n.find("h884") != std::string::npos || n.find("h1688") != std::string::npos || n.find("hmma") != std::string::npos) {
+    return "fp16";
+  }
+  if (n.find("sgemm") != std::string::npos || n.find("fp32") != std::string::npos || n.find("f32") != std::string::npos ||
+      n.find("s884") != std::string::npos || n.find("s1688") != std::string::npos || n.find("float") != std::string::npos) {
+    return "fp32";
+  }
+  return "other";
+}
+
+bool is_gemm(const std::string& name) {
+  static const std::set<std::string> kGemm = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm",
+                                              "aten::matmul", "aten::linear"};
+  return kGemm.count(name) > 0;
+}
+
+// The matrix operands' last two dimensions from Kineto's "Input Dims"; false when not a multiple of 8.
+bool gemm_aligned(const nlohmann::json& dims) {
+  for (const nlohmann::json& d : dims) {
+    if (!d.is_array() || d.size() < 2) continue;  // a bias or a scalar
+    for (size_t k = d.size() - 2; k < d.size(); ++k) {
+      if (d[k].is_number_integer() && d[k].get<int64_t>() % 8 != 0) return false;
+    }
+  }
+  return true;
+}
+
+std::string shapes_text(const nlohmann::json& dims) {
+  std::string out;
+  for (const nlohmann::json& d : dims) {
+    if (!d.is_array() || d.empty()) continue;
+    if (!out.empty()) out += "x";
+    out += d.dump();
+  }
+  return out;
+}
+
+std::vector<NamedTime> top_by_time(const std::map<std::string, NamedTime>& by_name, size_t limit) {
+  std::vector<NamedTime> out;
+  for (const auto& [name, t] : by_name) out.push_back(t);
+  std::sort(out.begin(), out.end(), [](const NamedTime& a, const NamedTime& b) { return a.total_ns > b.total_ns; });
+  if (out.size() > limit) out.resize(limit);
+  return out;
+}
+
+struct Step {
+  int64_t number = 0;
+  int64_t start_ns = 0, end_ns = 0;
+};
+
+// What a profile says beyond phase times: per-step op/kernel counts, durations, top ops by self
+// time, host syncs, shapes, precision, device activity. Fills the Summary's profile fields.
+void add_profile_details(const Profile& profile, const std::vector<Step>& steps, Summary& s) {
+  if (steps.empty()) return;
+  const int64_t from = steps.front().start_ns, to = steps.back().end_ns;
+  const double n_steps = static_cast<double>(steps.size());
+  std::map<int64_t, std::vector<const TraceEvent*>> host_ops;  // track -> ops in the steps
+  std::vector<double> kernel_us, op_us;
+  std::map<std::string, NamedTime> kernels_by_name;
+  int64_t syncs = 0, kernels = 0, short_kernels = 0, fp32_ops = 0, typed_ops = 0;
+  std::map<std::string, int64_t> gemm_types;
+  const double short_kernel_us = 10;  // HTA / NVIDIA: kernels under 10 us are launch-bound
+  for (const TraceEvent& e : profile.events) {
+    if (e.start_ns < from || e.start_ns >= to) continue;
+    if (is_host_sync(e)) ++syncs;
+    if (e.kind == EventKind::kCpuOp) {
+      host_ops[e.track].push_back(&e);
+      if (e.args.is_object() && e.args.contains("Input type") && e.args["Input type"].is_array() &&
+          !e.args["Input type"].empty() && e.args["Input type"][0].is_string()) {
+        const std::string type = e.args["Input type"][0].get<std::string>();
+        if (!type.empty()) {
+          ++typed_ops;
+          if (type == "float") ++fp32_ops;
+          if (is_gemm(e.name)) ++gemm_types[type];
+        }
+      }
+      if (is_gemm(e.name) && e.args.is_object() && e.args.contains("Input Dims")) {
+        ++s.gemm_ops;
+        if (!gemm_aligned(e.args["Input Dims"])) {
+          ++s.gemm_unaligned_ops;
+          const std::string example = e.name + " " + shapes_text(e.args["Input Dims"]);
+          if (s.unaligned_gemm_examples.size() < 5 &&
+              std::find(s.unaligned_gemm_examples.begin(), s.unaligned_gemm_examples.end(), example) ==
+                  s.unaligned_gemm_examples.end()) {
+            s.unaligned_gemm_examples.push_back(example);
+          }
+        }
+      }
+    } else if (e.kind == EventKind::kKernel) {
+      ++kernels;
+      const double us = static_cast<double>(e.duration_ns()) / 1e3;
+      kernel_us.push_back(us);
+      if (us < short_kernel_us) ++short_kernels;
+      NamedTime& t = kernels_by_name[e.name];
+      t.name = e.name;
+      ++t.count;
+      t.total_ns += e.duration_ns();
+      s.kernel_precision_ns[kernel_precision(e.name)] += e.duration_ns();
+      s.device_activity_ns["kernel"] += e.duration_ns();
+    } else if (e.kind == EventKind::kMemcpy) {
+      s.device_activity_ns["memcpy"] += e.duration_ns();
+    } else if (e.kind == EventKind::kMemset) {
+      s.device_activity_ns["memset"] += e.duration_ns();
+    } else if (e.kind == EventKind::kSync && e.on_device) {
+      s.device_activity_ns["sync"] += e.duration_ns();
+    }
+  }
+  // Host ops: self time (minus nested ops on the same thread); top-level op durations.
+  std::map<std::string, NamedTime> ops_by_name;
+  int64_t op_count = 0;
+  for (auto& [track, ops] : host_ops) {
+    std::sort(ops.begin(), ops.end(), [](const TraceEvent* a, const TraceEvent* b) {
+      return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->end_ns > b->end_ns;
+    });
+    std::vector<std::pair<const TraceEvent*, int64_t>> stack;  // op, child time
+    auto close = [&](size_t keep) {
+      while (stack.size() > keep) {
+        const auto [op, child_ns] = stack.back();
+        stack.pop_back();
+        NamedTime& t = ops_by_name[op->name];
+        t.name = op->name;
+        ++t.count;
+        t.total_ns += std::max<int64_t>(0, op->duration_ns() - child_ns);
+        if (stack.empty()) op_us.push_back(static_cast<double>(op->duration_ns()) / 1e3);
+        if (!stack.empty()) stack.back().second += op->duration_ns();
+      }
+    };
+    for (const TraceEvent* op : ops) {
+      size_t keep = stack.size();
+      while (keep > 0 && stack[keep - 1].first->end_ns <= op->start_ns) --keep;
+      close(keep);
+      stack.push_back({op, 0});
+      ++op_count;
+    }
+    close(0);
+  }
+  if (op_count > 0) {
+    s.ops_per_step = static_cast<double>(op_count) / n_steps;
+    s.op_us = distribution_of(op_us);
+    s.top_ops = top_by_time(ops_by_name, 15);
+    if (typed_ops > 0) s.fp32_op_share_pct = 100.0 * static_cast<double>(fp32_ops) / static_cast<double>(typed_ops);
+  }
+  if (kernels > 0) {
+    s.kernels_per_step = static_cast<double>(kernels) / n_steps;
+    s.kernel_us = distribution_of(kernel_us);
+    s.short_kernel_pct = 100.0 * static_cast<double>(short_kernels) / static_cast<double>(kernels);
+    s.top_kernels = top_by_time(kernels_by_name, 15);
+  }
+  if (op_count > 0 || kernels > 0) s.host_syncs_per_step = static_cast<double>(syncs) / n_steps;
+  if (s.compute_dtype.empty() && !gemm_types.empty()) {
+    const auto top = std::max_element(gemm_types.begin(), gemm_types.end(),
+                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+    s.compute_dtype = top->first == "float" ? "fp32" : top->first == "c10::BFloat16" ? "bf16"
+                    : top->first == "c10::Half" ? "fp16" : top->first;
+  }
+}
+
+// ProfilerStep# spans on the host (the thread with most of them); sorted by start.
+std::vector<Step> steps_of(const Profile& profile, int64_t* main_track) {
+  std::map<int64_t, int64_t> per_track;
+  for (const TraceEvent& e : profile.events) {
+    if (e.kind == EventKind::kStep && !e.on_device) ++per_track[e.track];
+  }
+  std::vector<Step> steps;
+  if (per_track.empty()) return steps;
+  *main_track = std::max_element(per_track.begin(), per_track.end(),
+                                 [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+  for (const TraceEvent& e : profile.events) {
+    if (e.kind != EventKind::kStep || e.on_device || e.track != *main_track) continue;
+    const size_t hash = e.name.find('#');
+    Step step{0, e.start_ns, e.end_ns};
+    try {
+      step.number = hash == std::string::npos ? 0 : std::stoll(e.name.substr(hash + 1));
+    } catch (const std::exception&) {
+      step.number = static_cast<int64_t>(steps.size());
+    }
+    steps.push_back(step);
+  }
+  std::sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.start_ns < b.start_ns; });
+  return steps;
+}
+
+void fill_system(const Profile& profile, Summary& s) {
+  for (const CounterTrack& track : profile.counters) {
+    std::vector<double> values;
+    for (const CounterSample& c : track.samples) values.push_back(c.value);
+    if (!values.empty()) s.system[track.name] = distribution_of(values);
+  }
+}
+
+}  // namespace
+
+Distribution distribution_of(std::vector<double> values) {
+  Distribution d;
+  d.count = static_cast<int64_t>(values.size());
+  if (values.empty()) return d;
+  std::sort(values.begin(), values.end());
+  const auto at = [&](double q) {
+    const double pos = q * static_cast<double>(values.size() - 1);
+    const size_t lo = static_cast<size_t>(std::floor(pos));
+    const size_t hi = std::min(values.size() - 1, lo + 1);
+    return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
+  };
+  d.min = values.front();
+  d.max = values.back();
+  d.p50 = at(0.50);
+  d.p95 = at(0.95);
+  d.p99 = at(0.99);
+  double sum = 0;
+  for (double v : values) sum += v;
+  d.mean = sum / static_cast<double>(values.size());
+  double sq = 0;
+  for (double v : values) sq += (v - d.mean) * (v - d.mean);
+  d.stddev = values.size() > 1 ? std::sqrt(sq / static_cast<double>(values.size() - 1)) : 0;
+  return d;
+}
+
+Summary summarise_variant(const VariantRecord& record, const std::string& scenario, const Profile* profile) {
+  Summary s;
+  s.source = "trainlab";
+  s.label = record.spec.name();
+  s.scenario = scenario;
+  s.device = record.device;
+  s.on_gpu = record.device.rfind("cuda", 0) == 0;
+  s.batch_size = record.spec.batch_size;
+  s.rank = record.rank;
+  s.world_size = record.world_size;
+  s.peak_memory_bytes = record.peak_memory_bytes;
+  s.logical_cores = record.environment.logical_cores;
+  s.compute_dtype = record.spec.precision == Precision::kBf16 ? "bf16" : "fp32";
+
+  std::vector<double> memory_mb;
+  int64_t measured_ns = 0;
+  for (const StepRecord& step : record.steps) {
+    if (step.warmup) continue;
+    s.step_ms.push_back(static_cast<double>(step.step_ns) / 1e6);
+    s.step_numbers.push_back(step.index);
+    s.losses.push_back(step.loss);
+    if (step.memory_bytes > 0) memory_mb.push_back(static_cast<double>(step.memory_bytes) / (1024.0 * 1024.0));
+    measured_ns += step.step_ns;
+  }
+  s.memory_mb = memory_mb;
+  s.step = distribution_of(s.step_ms);
+  if (s.step_ms.empty()) {
+    s.notes.push_back("no measured steps: " + (record.ok() ? std::string("none were run") : record.error));
+    return s;
+  }
+  const VariantAggregate agg = aggregate(record);
+  s.samples_per_s = agg.samples_per_s;
+  const auto pct = [&](Phase p) { return agg.phase_pct[static_cast<size_t>(p)]; };
+  s.shares.data_wait_pct = pct(Phase::kDataWait);
+  s.shares.host_to_device_pct = pct(Phase::kHostToDevice);
+  s.shares.communication_pct = pct(Phase::kCommunication);
+  s.shares.other_pct = pct(Phase::kOther);
+  const double compute_pct = pct(Phase::kForward) + pct(Phase::kBackward) + pct(Phase::kOptimizer);
+  // Framework overhead inside the compute phases: the measured host cost of one small op times the
+  // ops of a step (the census), capped by the compute time it is part of.
+  if (record.dispatch_ns_per_op > 0 && record.ops_per_step > 0) {
+    const double step_mean_ns = static_cast<double>(measured_ns) / static_cast<double>(s.step_ms.size());
+    s.shares.framework_pct =
+        std::min(compute_pct, 100.0 * record.ops_per_step * record.dispatch_ns_per_op / step_mean_ns);
+    s.ops_per_step = record.ops_per_step;
+  } else {
+    s.notes.push_back("framework overhead not estimated: no per-op dispatch cost in the record");
+  }
+  s.shares.compute_pct = compute_pct - s.shares.framework_pct;
+  s.device_busy_pct = s.shares.compute_pct;
+  s.init_ms = static_cast<double>(record.init_ns) / 1e6;
+  if (record.model_flops_per_sample > 0) {
+    s.model_flops_per_step = record.model_flops_per_sample * static_cast<double>(record.spec.batch_size);
+    // Per rank: each rank computes its shard of the global batch.
+    s.achieved_flops_per_s = record.model_flops_per_sample * agg.samples_per_s / std::max(1, record.world_size);
+  }
+  if (record.peak_flops_per_s > 0) s.peak_flops_per_s = record.peak_flops_per_s;
+  s.loop_ms = static_cast<double>(measured_ns) / 1e6;
+
+  int64_t typed = 0, fp32 = 0;
+  for (const auto& [dtype, count] : record.op_input_dtypes) {
+    typed += count;
+    if (dtype == "Float") fp32 += count;
+  }
+  if (typed > 0) s.fp32_op_share_pct = 100.0 * static_cast<double>(fp32) / static_cast<double>(typed);
+
+  // The data pipeline.
+  if (record.loader.contains("workers")) s.loader_workers = record.loader["workers"].get<int64_t>();
+  if (record.loader.contains("prefetch") && record.loader["prefetch"].is_number()) {
+    s.loader_prefetch = record.loader["prefetch"].get<int64_t>();
+  }
+  if (record.loader.contains("pin_memory_applied")) s.pin_memory = record.loader["pin_memory_applied"].get<bool>();
+  s.data_busy_ms = agg.data_busy_ms_mean;
+
+  // System metrics over the variant.
+  if (record.system.contains("metrics") && record.system["metrics"].is_object()) {
+    for (const auto& [name, m] : record.system["metrics"].items()) {
+      Distribution d;
+      d.count = m.value("samples", int64_t{0});
+      d.min = m.value("min", 0.0);
+      d.p50 = m.value("p50", 0.0);
+      d.p95 = m.value("p95", 0.0);
+      d.p99 = m.value("p99", 0.0);
+      d.max = m.value("max", 0.0);
+      d.mean = m.value("mean", 0.0);
+      s.system[name] = d;
+    }
+  }
+
+  // Data parallel: comm share and the spread of the ranks' own work per step.
+  if (record.world_size > 1) {
+    s.comm_total_pct = agg.comm_pct;
+    if (record.distributed.contains("ranks")) {
+      for (const nlohmann::json& r : record.distributed["ranks"]) {
+        if (r.value("ok", false)) s.rank_step_p50_ms.push_back(r.value("busy_ms_mean", 0.0));
+      }
+    }
+    if (record.distributed.contains("busy_spread_pct")) s.rank_spread_pct = record.distributed["busy_spread_pct"].get<double>();
+  }
+
+  if (profile != nullptr) {
+    int64_t main_track = 0;
+    const std::vector<Step> steps = steps_of(*profile, &main_track);
+    add_profile_details(*profile, steps, s);
+    s.dropped_events = 0;
+    for (const auto& [source, count] : profile->dropped) {
+      if (source != "sampler.missed_ticks") s.dropped_events += count;
+    }
+  }
+  return s;
+}
+
+Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, const std::string& label) {
+  Summary s;
+  s.source = "kineto";
+  s.label = label;
+  for (const TraceEvent& e : profile.events) {
+    if (e.on_device && (e.kind == EventKind::kKernel || e.kind == EventKind::kMemcpy)) {
+      s.on_gpu = true;
+      break;
+    }
+  }
+  s.device = s.on_gpu ? "cuda" : "cpu";
+  if (metadata.contains("deviceProperties") && metadata["deviceProperties"].is_array() &&
+      !metadata["deviceProperties"].empty() && metadata["deviceProperties"][0].is_object()) {
+    s.device = metadata["deviceProperties"][0].value("name", s.device);
+  }
+  if (metadata.contains("distributedInfo") && metadata["distributedInfo"].is_object()) {
+    const nlohmann::json& d = metadata["distributedInfo"];
+    if (d.contains("rank") && d["rank"].is_number_integer()) s.rank = d["rank"].get<int>();
+    if (d.contains("world_size") && d["world_size"].is_number_integer()) s.world_size = d["world_size"].get<int>();
+  }
+  fill_system(profile, s);
+
+  int64_t main_track = 0;
+  std::vector<Step> steps = steps_of(profile, &main_track);
+  if (steps.empty()) {
+    // No ProfilerStep# markers: the whole host timeline is one step (and too few for a verdict).
+    int64_t from = INT64_MAX, to = INT64_MIN;
+    std::map<int64_t, int64_t> op_ns_per_track;
+    for (const TraceEvent& e : profile.events) {
+      if (e.on_device) continue;
+      from = std::min(from, e.start_ns);
+      to = std::max(to, e.end_ns);
+      if (e.kind == EventKind::kCpuOp) op_ns_per_track[e.track] += e.duration_ns();
+    }
+    if (from >= to) {
+      s.notes.push_back("the trace has no host events: nothing to summarise");
+      return s;
+    }
+    if (!op_ns_per_track.empty()) {
+      main_track = std::max_element(op_ns_per_track.begin(), op_ns_per_track.end(),
+                                    [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+    }
+    steps.push_back({0, from, to});
+    s.notes.push_back("no ProfilerStep# spans (the trace was not taken with a profiler schedule and prof.step()): "
+                      "the whole trace is treated as one step");
+  }
+
+  // Intervals by role. Host spans count on the main thread only (where the loop runs).
+  std::vector<Interval> kernels, collectives, copies, dataloader, host_ops, phases_comm;
+  bool has_phases = false;
+  std::map<std::string, std::vector<Interval>> phase_spans;
+  for (const TraceEvent& e : profile.events) {
+    const Interval span{e.start_ns, e.end_ns};
+    if (e.kind == EventKind::kPhase) {
+      has_phases = true;
+      phase_spans[e.name].push_back(span);
+      continue;
+    }
+    if (is_collective(e)) {
+      collectives.push_back(span);
+    } else if (e.kind == EventKind::kKernel) {
+      kernels.push_back(span);
+    } else if (e.kind == EventKind::kMemcpy || e.kind == EventKind::kMemset) {
+      copies.push_back(span);
+    } else if (is_dataloader(e)) {
+      dataloader.push_back(span);
+    } else if (e.kind == EventKind::kCpuOp && e.track == main_track) {
+      host_ops.push_back(span);
+    }
+  }
+  const auto k = merged(kernels), c = merged(collectives), m = merged(copies), d = merged(dataloader),
+             h = merged(host_ops);
+  std::map<std::string, std::vector<Interval>> phases;
+  for (auto& [name, spans] : phase_spans) phases[name] = merged(spans);
+
+  double total = 0, data = 0, h2d = 0, compute = 0, comm = 0, framework = 0, other = 0;
+  std::vector<double> busy_pct;
+  for (const Step& st : steps) {
+    const double step_ns = static_cast<double>(st.end_ns - st.start_ns);
+    if (step_ns <= 0) continue;
+    s.step_ms.push_back(step_ns / 1e6);
+    s.step_numbers.push_back(st.number);
+    total += step_ns;
+    if (has_phases) {
+      // trainlab's own trace: the loop's phases are in it.
+      const auto in = [&](const char* name) {
+        auto it = phases.find(name);
+        return it == phases.end() ? 0.0 : static_cast<double>(length(clip(it->second, st.start_ns, st.end_ns)));
+      };
+      data += in("data_wait");
+      h2d += in("host_to_device");
+      compute += in("forward") + in("backward") + in("optimizer");
+      comm += in("communication");
+      other += in("other");
+      continue;
+    }
+    const auto dl = clip(d, st.start_ns, st.end_ns);
+    if (s.on_gpu) {
+      const auto kk = clip(k, st.start_ns, st.end_ns);
+      const auto cc = subtract(clip(c, st.start_ns, st.end_ns), kk);  // collectives not hidden behind compute
+      const auto busy = unite(unite(kk, clip(c, st.start_ns, st.end_ns)), clip(m, st.start_ns, st.end_ns));
+      const auto mm = subtract(clip(m, st.start_ns, st.end_ns), unite(kk, clip(c, st.start_ns, st.end_ns)));
+      const auto idle = subtract({{st.start_ns, st.end_ns}}, busy);
+      const double data_ns = static_cast<double>(length(subtract(idle, subtract(idle, dl))));  // idle ∩ DataLoader
+      compute += static_cast<double>(length(kk));
+      comm += static_cast<double>(length(cc));
+      h2d += static_cast<double>(length(mm));
+      data += data_ns;
+      // Device idle outside data loading: the host did not feed it (dispatch, launches, host waits).
+      framework += static_cast<double>(length(idle)) - data_ns;
+      busy_pct.push_back(100.0 * static_cast<double>(length(kk)) / step_ns);
+    } else {
+      const double short_op_ns = 10e3;  // top-level ops under 10 us are dominated by dispatch
+      const auto cc = clip(c, st.start_ns, st.end_ns);
+      const auto ops = subtract(subtract(clip(h, st.start_ns, st.end_ns), dl), cc);
+      double short_ns = 0;
+      for (const Interval& op : ops) {
+        if (static_cast<double>(op.second - op.first) < short_op_ns) short_ns += static_cast<double>(op.second - op.first);
+      }
+      const double ops_ns = static_cast<double>(length(ops));
+      const double data_ns = static_cast<double>(length(dl));
+      const double comm_ns = static_cast<double>(length(cc));
+      compute += ops_ns - short_ns;
+      data += data_ns;
+      comm += comm_ns;
+      // Host time in no op (Python and framework glue) plus the short ops.
+      framework += std::max(0.0, step_ns - ops_ns - data_ns - comm_ns) + short_ns;
+      busy_pct.push_back(100.0 * (ops_ns - short_ns) / step_ns);
+    }
+  }
+  s.step = distribution_of(s.step_ms);
+  if (total > 0) {
+    s.shares.data_wait_pct = 100.0 * data / total;
+    s.shares.host_to_device_pct = 100.0 * h2d / total;
+    s.shares.compute_pct = 100.0 * compute / total;
+    s.shares.communication_pct = 100.0 * comm / total;
+    s.shares.framework_pct = 100.0 * framework / total;
+    s.shares.other_pct = std::max(0.0, 100.0 - s.shares.data_wait_pct - s.shares.host_to_device_pct -
+                                           s.shares.compute_pct - s.shares.communication_pct - s.shares.framework_pct);
+    s.loop_ms = total / 1e6;
+    if (!busy_pct.empty()) s.device_busy_pct = distribution_of(busy_pct).mean;
+    if (!d.empty()) s.dataloader_next_ms = static_cast<double>(length(d)) / 1e6 / static_cast<double>(s.step_ms.size());
+  }
+  if (s.world_size > 1 && !c.empty()) {
+    s.comm_total_pct = total > 0 ? 100.0 * static_cast<double>(length(clip(c, steps.front().start_ns, steps.back().end_ns))) / total : 0;
+  }
+  add_profile_details(profile, steps, s);
+  for (const auto& [source, count] : profile.dropped) s.dropped_events += count;
+  return s;
+}
+
+namespace {
+template <typename T>
+nlohmann::json opt(const std::optional<T>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+nlohmann::json named_times(const std::vector<NamedTime>& items) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const NamedTime& t : items) out.push_back({{"name", t.name}, {"count", t.count}, {"total_ns", t.total_ns}});
+  return out;
+}
+// JSON has no NaN: non-finite losses become null.
+nlohmann::json finite_or_null(const std::vector<double>& values) {
+  nlohmann::json out = nlohmann::json::array();
+  for (double v : values) out.push_back(std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr));
+  return out;
+}
+}  // namespace
+
+nlohmann::json to_json(const Distribution& d) {
+  return {{"count", d.count}, {"min", d.min}, {"p50", d.p50}, {"p95", d.p95}, {"p99", d.p99},
+          {"max", d.max},     {"mean", d.mean}, {"stddev", d.stddev}};
+}
+
+nlohmann::json to_json(const Summary& s) {
+  nlohmann::json system = nlohmann::json::object();
+  for (const auto& [name, d] : s.system) system[name] = to_json(d);
+  return {
+      {"source", s.source}, {"label", s.label}, {"scenario", s.scenario}, {"device", s.device}, {"on_gpu", s.on_gpu},
+      {"steps", s.step_ms.size()}, {"step_ms", s.step_ms}, {"step_numbers", s.step_numbers},
+      {"step_ms_stats", to_json(s.step)}, {"samples_per_s", s.samples_per_s}, {"batch_size", s.batch_size},
+      {"shares_pct", {{"data_wait", s.shares.data_wait_pct}, {"host_to_device", s.shares.host_to_device_pct},
+                      {"compute", s.shares.compute_pct}, {"communication", s.shares.communication_pct},
+                      {"framework", s.shares.framework_pct}, {"other", s.shares.other_pct}}},
+      {"device_busy_pct", opt(s.device_busy_pct)}, {"ops_per_step", opt(s.ops_per_step)},
+      {"kernels_per_step", opt(s.kernels_per_step)},
+      {"kernel_us", s.kernel_us ? to_json(*s.kernel_us) : nlohmann::json(nullptr)},
+      {"op_us", s.op_us ? to_json(*s.op_us) : nlohmann::json(nullptr)},
+      {"short_kernel_pct", opt(s.short_kernel_pct)}, {"host_syncs_per_step", opt(s.host_syncs_per_step)},
+      {"top_ops", named_times(s.top_ops)}, {"top_kernels", named_times(s.top_kernels)},
+      {"kernel_precision_ns", s.kernel_precision_ns}, {"device_activity_ns", s.device_activity_ns},
+      {"compute_dtype", s.compute_dtype}, {"fp32_op_share_pct", opt(s.fp32_op_share_pct)},
+      {"gemm_ops", s.gemm_ops}, {"gemm_unaligned_ops", s.gemm_unaligned_ops},
+      {"unaligned_gemm_examples", s.unaligned_gemm_examples}, {"memory_mb", s.memory_mb},
+      {"memory_growth_pct", opt(s.memory_growth_pct)}, {"peak_memory_bytes", s.peak_memory_bytes},
+      {"system", system}, {"logical_cores", s.logical_cores}, {"loader_workers", opt(s.loader_workers)},
+      {"loader_prefetch", opt(s.loader_prefetch)}, {"pin_memory", opt(s.pin_memory)},
+      {"data_busy_ms", opt(s.data_busy_ms)}, {"dataloader_next_ms", opt(s.dataloader_next_ms)},
+      {"world_size", s.world_size}, {"rank", s.rank}, {"comm_total_pct", opt(s.comm_total_pct)},
+      {"rank_step_p50_ms", s.rank_step_p50_ms}, {"rank_spread_pct", opt(s.rank_spread_pct)},
+      {"model_flops_per_step", opt(s.model_flops_per_step)}, {"achieved_flops_per_s", opt(s.achieved_flops_per_s)},
+      {"peak_flops_per_s", opt(s.peak_flops_per_s)}, {"init_ms", opt(s.init_ms)}, {"loop_ms", opt(s.loop_ms)},
+      {"losses", finite_or_null(s.losses)}, {"grad_norms", finite_or_null(s.grad_norms)},
+      {"dropped_events", s.dropped_events}, {"notes", s.notes}};
+}
+
+}  // namespace trainlab

@@ -1,0 +1,197 @@
+// `trainlab validate`: seeded cases -> `trainlab profile` children -> their diagnosis.json ->
+// confusion matrix. Each case runs alone (the machine measures one bottleneck at a time).
+#include "harness/runner/validate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "harness/core/atomic_file.h"
+#include "harness/core/errors.h"
+#include "harness/runner/child_process.h"
+#include "harness/runner/lab.h"
+#include "harness/runner/text_table.h"
+#include "trainlab/default_seeded_cases.h"  // generated: kDefaultSeededCasesJson
+
+namespace fs = std::filesystem;
+
+namespace trainlab {
+namespace {
+
+// The verdict's primary suspect as diagnosis.json spells it.
+const std::vector<std::string> kSuspects = {"data_pipeline", "model_compute", "communication", "framework_overhead"};
+
+// The run folder a `profile` child created under `parent` (it creates exactly one).
+std::string only_subfolder(const std::string& parent) {
+  std::string found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(parent, ec)) {
+    if (entry.is_directory() && fs::exists(entry.path() / "run.json")) found = entry.path().string();
+  }
+  return found;
+}
+
+CaseResult run_case(const SeededCase& seeded, const std::string& cases_dir, const ValidateOptions& options) {
+  CaseResult result;
+  result.seeded = seeded;
+  const std::string case_dir = cases_dir + "/" + seeded.name;
+  ensure_writable_dir(case_dir);
+  std::vector<std::string> args = {"profile"};
+  args.insert(args.end(), seeded.args.begin(), seeded.args.end());
+  args.insert(args.end(), {"--results", case_dir});
+  const ChildOutcome outcome = run_self_as_child(args, case_dir + "/profile.log", options.case_timeout_s);
+  result.wall_s = outcome.wall_s;
+  result.run_dir = only_subfolder(case_dir);
+  const std::string diagnosis_path = result.run_dir.empty() ? "" : result.run_dir + "/diagnosis.json";
+  if (diagnosis_path.empty() || !fs::exists(diagnosis_path)) {
+    result.named = "error: " + outcome.describe() + ": " + last_line_of(case_dir + "/profile.log");
+    return result;
+  }
+  const nlohmann::json doc = nlohmann::json::parse(read_file(diagnosis_path), nullptr, false);
+  if (doc.is_discarded() || !doc.contains("diagnoses") || doc["diagnoses"].empty()) {
+    result.named = "error: unreadable " + diagnosis_path;
+    return result;
+  }
+  const nlohmann::json& d = doc["diagnoses"][0];
+  const nlohmann::json& verdict = d["verdict"];
+  result.named = verdict.value("inconclusive", false) ? "inconclusive" : verdict.value("primary", std::string("?"));
+  result.confidence = verdict.value("confidence", "");
+  result.headline = verdict.value("headline", "");
+  for (const nlohmann::json& f : d["findings"]) result.fired.push_back(f.value("rule", ""));
+  bool findings_ok = true;
+  for (const std::string& expected : seeded.expect_findings) {
+    if (std::find(result.fired.begin(), result.fired.end(), expected) == result.fired.end()) findings_ok = false;
+  }
+  const bool efficiency_ok = !seeded.expect_efficiency || result.headline.find("peak FLOP/s") != std::string::npos &&
+                                                              result.headline.find("unknown") == std::string::npos;
+  result.correct = result.named == seeded.expect && findings_ok && efficiency_ok;
+  return result;
+}
+
+}  // namespace
+
+std::vector<SeededCase> parse_seeded_cases(const std::string& json_text, const std::string& origin) {
+  const nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) throw InputError(origin + ": not valid JSON");
+  if (j.value("schema_version", 0) != 1) throw InputError(origin + ": schema_version must be 1");
+  if (!j.contains("cases") || !j["cases"].is_array() || j["cases"].empty()) {
+    throw InputError(origin + ": needs a non-empty \"cases\" array");
+  }
+  std::vector<SeededCase> cases;
+  std::set<std::string> names;
+  for (const nlohmann::json& c : j["cases"]) {
+    try {
+      SeededCase s;
+      s.name = c.at("name").get<std::string>();
+      s.expect = c.at("expect").get<std::string>();
+      s.args = c.at("args").get<std::vector<std::string>>();
+      s.expect_findings = c.value("expect_findings", std::vector<std::string>{});
+      s.expect_efficiency = c.value("expect_efficiency", false);
+      s.ci = c.value("ci", false);
+      s.why = c.value("why", "");
+      if (std::find(kSuspects.begin(), kSuspects.end(), s.expect) == kSuspects.end()) {
+        throw InputError("case '" + s.name + "': expect must be one of data_pipeline, model_compute, "
+                         "communication, framework_overhead");
+      }
+      if (s.name.empty() || s.name.find('/') != std::string::npos || !names.insert(s.name).second) {
+        throw InputError("case name '" + s.name + "' is empty, has a '/' or is used twice");
+      }
+      cases.push_back(std::move(s));
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(origin + ": malformed case: " + e.what());
+    } catch (const InputError& e) {
+      throw InputError(origin + ": " + e.what());
+    }
+  }
+  return cases;
+}
+
+ValidateOutcome run_validation(const ValidateOptions& options, std::ostream& progress) {
+  const std::vector<SeededCase> all =
+      options.cases_path.empty() ? parse_seeded_cases(kDefaultSeededCasesJson, "configs/seeded_cases.json")
+                                 : parse_seeded_cases(read_file(options.cases_path), options.cases_path);
+  std::vector<SeededCase> chosen;
+  for (const std::string& name : options.only) {
+    if (std::none_of(all.begin(), all.end(), [&](const SeededCase& c) { return c.name == name; })) {
+      std::string known;
+      for (const SeededCase& c : all) known += (known.empty() ? "" : ", ") + c.name;
+      throw InputError("unknown seeded case '" + name + "' (cases: " + known + ")");
+    }
+  }
+  for (const SeededCase& c : all) {
+    const bool named = std::find(options.only.begin(), options.only.end(), c.name) != options.only.end();
+    if (options.only.empty() ? (!options.ci_subset || c.ci) : named) chosen.push_back(c);
+  }
+  ValidateOutcome outcome;
+  ensure_writable_dir(options.results_dir);
+  std::string run_id;
+  outcome.out_dir = make_run_dir(options.results_dir, "seeded", "validate", &run_id);
+  progress << "trainlab validate: " << chosen.size() << " seeded case(s), results in " << outcome.out_dir << std::endl;
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    progress << "  [" << i + 1 << "/" << chosen.size() << "] " << chosen[i].name << " (expect " << chosen[i].expect
+             << ") ..." << std::flush;
+    outcome.cases.push_back(run_case(chosen[i], outcome.out_dir + "/cases", options));
+    const CaseResult& r = outcome.cases.back();
+    progress << " named " << r.named << (r.correct ? "" : "  <-- WRONG") << " (" << fmt("%.0f", r.wall_s) << " s)"
+             << std::endl;
+  }
+  outcome.all_correct = std::all_of(outcome.cases.begin(), outcome.cases.end(), [](const CaseResult& r) { return r.correct; });
+
+  nlohmann::json cases = nlohmann::json::array();
+  for (const CaseResult& r : outcome.cases) {
+    cases.push_back({{"name", r.seeded.name}, {"expect", r.seeded.expect}, {"named", r.named},
+                     {"confidence", r.confidence}, {"headline", r.headline}, {"expect_findings", r.seeded.expect_findings},
+                     {"fired", r.fired}, {"correct", r.correct}, {"wall_s", r.wall_s}, {"run_dir", r.run_dir},
+                     {"args", r.seeded.args}});
+  }
+  write_file_atomically(outcome.out_dir + "/validate.json",
+                        nlohmann::json({{"schema_version", 1}, {"tool", "trainlab"}, {"kind", "validate"},
+                                        {"all_correct", outcome.all_correct}, {"cases", cases}})
+                                .dump(2) + "\n");
+  return outcome;
+}
+
+std::string render_validation(const ValidateOutcome& outcome) {
+  std::ostringstream out;
+  std::vector<std::vector<std::string>> rows;
+  for (const CaseResult& r : outcome.cases) {
+    std::string secondary;
+    for (const std::string& id : r.seeded.expect_findings) {
+      const bool fired = std::find(r.fired.begin(), r.fired.end(), id) != r.fired.end();
+      secondary += (secondary.empty() ? "" : ", ") + id + (fired ? " fired" : " MISSING");
+    }
+    rows.push_back({r.seeded.name, r.seeded.expect, r.named, r.confidence, secondary.empty() ? "-" : secondary,
+                    r.correct ? "ok" : "WRONG"});
+  }
+  out << render_text_table({"case", "expected", "named", "confidence", "secondary findings", "result"}, rows, true);
+
+  // Confusion matrix: rows expected, columns named (the four suspects, inconclusive, error).
+  std::vector<std::string> columns = kSuspects;
+  columns.push_back("inconclusive");
+  columns.push_back("error");
+  std::map<std::string, std::map<std::string, int>> matrix;
+  for (const CaseResult& r : outcome.cases) {
+    const std::string named = r.named.rfind("error", 0) == 0 ? "error" : r.named;
+    ++matrix[r.seeded.expect][named];
+  }
+  std::vector<std::string> header = {"expected \\ named"};
+  header.insert(header.end(), columns.begin(), columns.end());
+  std::vector<std::vector<std::string>> matrix_rows;
+  for (const std::string& expected : kSuspects) {
+    if (matrix.count(expected) == 0) continue;
+    std::vector<std::string> row = {expected};
+    for (const std::string& c : columns) row.push_back(std::to_string(matrix[expected][c]));
+    matrix_rows.push_back(row);
+  }
+  out << "\nConfusion matrix (seeded cases):\n" << render_text_table(header, matrix_rows, false);
+  int correct = 0;
+  for (const CaseResult& r : outcome.cases) correct += r.correct ? 1 : 0;
+  out << "\n" << correct << " of " << outcome.cases.size() << " cases named correctly"
+      << " (with their expected secondary findings). Results: " << outcome.out_dir << "/validate.json\n";
+  return out.str();
+}
+
+}  // namespace trainlab

@@ -1,0 +1,151 @@
+// Golden cases for whole runs: a hand-built variant record (or profile) -> Summary -> rules ->
+// verdict, with the diagnosis each must get. Torch-free.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "diagnostics/rules.h"
+#include "diagnostics/summarise.h"
+#include "diagnostics/verdict.h"
+#include "harness/runner/diagnose.h"
+
+namespace trainlab {
+namespace {
+
+// `steps` measured steps of `step_ms`, split by phase in milliseconds (the rest is "other").
+VariantRecord record_with(int steps, double data_ms, double forward_ms, double backward_ms, double optimizer_ms,
+                          double comm_ms = 0) {
+  VariantRecord r;
+  r.spec.scenario = "golden";
+  r.spec.batch_size = 64;
+  r.device = "cpu";
+  r.environment.logical_cores = 2;
+  r.loader = {{"workers", 0}, {"prefetch", nullptr}, {"pin_memory_applied", false}};
+  for (int i = 0; i < steps + 2; ++i) {
+    StepRecord s;
+    s.index = i;
+    s.warmup = i < 2;
+    const auto ns = [](double ms) { return static_cast<int64_t>(ms * 1e6); };
+    s.phase_ns[static_cast<size_t>(Phase::kDataWait)] = ns(data_ms);
+    s.phase_ns[static_cast<size_t>(Phase::kForward)] = ns(forward_ms);
+    s.phase_ns[static_cast<size_t>(Phase::kBackward)] = ns(backward_ms);
+    s.phase_ns[static_cast<size_t>(Phase::kOptimizer)] = ns(optimizer_ms);
+    s.phase_ns[static_cast<size_t>(Phase::kCommunication)] = ns(comm_ms);
+    s.step_ns = ns(data_ms + forward_ms + backward_ms + optimizer_ms + comm_ms) + (i % 3) * 100'000;  // +-0.1 ms jitter
+    s.loss = 2.0 - 0.01 * i;
+    s.memory_bytes = 500LL << 20;
+    r.steps.push_back(s);
+  }
+  r.ops_per_step = 300;
+  r.dispatch_ns_per_op = 2000;  // 0.6 ms of a step's ops is dispatch
+  r.init_ns = 1'000'000'000;
+  return r;
+}
+
+Diagnosis diagnose_record(const VariantRecord& r) {  // what `trainlab diagnose` does per variant
+  Diagnosis d;
+  d.summary = summarise_variant(r, "golden", nullptr);
+  d.findings = run_rules(d.summary, Thresholds::defaults());
+  d.verdict = decide(d.summary, d.findings, Thresholds::defaults());
+  return d;
+}
+
+bool fired(const Diagnosis& d, const std::string& rule) {
+  return std::any_of(d.findings.begin(), d.findings.end(), [&](const Finding& f) { return f.rule_id == rule; });
+}
+
+TEST(DiagnosisGolden, DataWaitOfFortyPercentIsTheDataPipeline) {
+  const Diagnosis d = diagnose_record(record_with(20, 40, 20, 30, 10));
+  EXPECT_FALSE(d.verdict.inconclusive);
+  EXPECT_EQ(d.verdict.primary, Suspect::kDataPipeline);
+  EXPECT_NEAR(d.summary.shares.data_wait_pct, 40.0, 0.2);
+  EXPECT_TRUE(fired(d, "input_bound"));
+  EXPECT_NE(d.verdict.headline.find("1.67x"), std::string::npos) << d.verdict.headline;  // 100 / (100 - 40)
+  ASSERT_FALSE(d.verdict.actions.empty());
+  EXPECT_EQ(d.verdict.actions.front().rule_id, "input_bound");
+  EXPECT_EQ(d.verdict.actions.front().change, "more_workers");
+}
+
+TEST(DiagnosisGolden, ExposedAllReduceIsCommunication) {
+  VariantRecord r = record_with(20, 2, 20, 30, 8, 40);
+  r.world_size = 2;
+  r.distributed = {{"busy_spread_pct", 3.0}, {"ranks", nlohmann::json::array({{{"ok", true}, {"busy_ms_mean", 60.0}},
+                                                                            {{"ok", true}, {"busy_ms_mean", 61.8}}})}};
+  const Diagnosis d = diagnose_record(r);
+  EXPECT_EQ(d.verdict.primary, Suspect::kCommunication);
+  EXPECT_TRUE(fired(d, "exposed_communication"));
+  EXPECT_FALSE(fired(d, "rank_imbalance"));  // 3 % spread
+  EXPECT_EQ(d.summary.rank_step_p50_ms.size(), 2u);
+}
+
+TEST(DiagnosisGolden, BusyComputeIsModelComputeWithItsEfficiency) {
+  VariantRecord r = record_with(20, 0.5, 40, 50, 10);
+  r.model_flops_per_sample = 3e8;     // x 64 samples per ~100 ms step = 1.9e11 FLOP/s achieved
+  r.peak_flops_per_s = 1e12;
+  const Diagnosis d = diagnose_record(r);
+  EXPECT_EQ(d.verdict.primary, Suspect::kModelCompute);
+  EXPECT_EQ(d.verdict.confidence, "high");
+  ASSERT_TRUE(d.summary.achieved_flops_per_s);
+  EXPECT_NEAR(*d.summary.achieved_flops_per_s / 1e9, 3e8 * 64 / 0.1005 / 1e9, 2.0);
+  EXPECT_NE(d.verdict.headline.find("of the measured peak FLOP/s"), std::string::npos) << d.verdict.headline;
+}
+
+TEST(DiagnosisGolden, ThousandsOfSmallOpsAreFrameworkOverhead) {
+  VariantRecord r = record_with(20, 0.5, 40, 50, 10);
+  r.ops_per_step = 20000;
+  r.dispatch_ns_per_op = 3000;  // 60 ms of the ~100 ms step
+  const Diagnosis d = diagnose_record(r);
+  EXPECT_EQ(d.verdict.primary, Suspect::kFrameworkOverhead);
+  EXPECT_NEAR(d.summary.shares.framework_pct, 60.0 / 100.5 * 100.0, 0.5);
+  EXPECT_TRUE(fired(d, "dispatch_overhead"));
+}
+
+TEST(DiagnosisGolden, NoisyStepsAreInconclusive) {
+  VariantRecord r = record_with(20, 5, 20, 30, 10);
+  for (StepRecord& s : r.steps) s.step_ns = (s.index % 2 == 0 ? 30 : 130) * 1'000'000;
+  const Diagnosis d = diagnose_record(r);
+  EXPECT_TRUE(d.verdict.inconclusive);
+  EXPECT_NE(d.verdict.headline.find("too noisy"), std::string::npos) << d.verdict.headline;
+}
+
+TEST(DiagnosisGolden, TooFewStepsAreInconclusive) {
+  const Diagnosis d = diagnose_record(record_with(3, 40, 20, 30, 10));
+  EXPECT_TRUE(d.verdict.inconclusive);
+}
+
+TEST(DiagnosisGolden, GrowingMemoryAndANaNLossAreSecondaryFindings) {
+  VariantRecord r = record_with(30, 0.5, 40, 50, 10);
+  for (StepRecord& s : r.steps) s.memory_bytes = (500LL << 20) + s.index * (20LL << 20);  // +20 MiB a step
+  r.steps[20].loss = std::numeric_limits<double>::quiet_NaN();
+  const Diagnosis d = diagnose_record(r);
+  EXPECT_EQ(d.verdict.primary, Suspect::kModelCompute);
+  EXPECT_TRUE(fired(d, "memory_growth"));
+  EXPECT_TRUE(fired(d, "non_finite_loss"));
+}
+
+TEST(DiagnosisGolden, GpuTraceProfileSplitsKernelsCopiesAndIdle) {
+  // Two 10 ms steps: kernels 6 ms, a 1 ms copy not under kernels, the DataLoader 2 ms while the
+  // device idles, 1 ms idle with nothing on the host.
+  Profile p;
+  for (int k = 0; k < 2; ++k) {
+    const int64_t t0 = k * 10'000'000;
+    p.events.push_back({EventKind::kStep, "ProfilerStep#" + std::to_string(k + 1), t0, t0 + 10'000'000, false, 0, 1});
+    p.events.push_back({EventKind::kAnnotation, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t0,
+                        t0 + 2'000'000, false, 0, 1});
+    p.events.push_back({EventKind::kMemcpy, "Memcpy HtoD", t0 + 2'000'000, t0 + 3'000'000, true, 0, 7});
+    p.events.push_back({EventKind::kKernel, "volta_sgemm_128x64_nn", t0 + 3'000'000, t0 + 9'000'000, true, 0, 7});
+  }
+  const Summary s = summarise_trace(p, nlohmann::json::object(), "hand-built");
+  EXPECT_TRUE(s.on_gpu);
+  EXPECT_EQ(s.step_ms.size(), 2u);
+  EXPECT_NEAR(s.shares.compute_pct, 60.0, 1e-6);
+  EXPECT_NEAR(s.shares.host_to_device_pct, 10.0, 1e-6);
+  EXPECT_NEAR(s.shares.data_wait_pct, 20.0, 1e-6);
+  EXPECT_NEAR(s.shares.framework_pct, 10.0, 1e-6);
+  EXPECT_EQ(s.kernel_precision_ns.at("fp32"), 12'000'000);
+}
+
+}  // namespace
+}  // namespace trainlab

@@ -1,0 +1,146 @@
+// End-to-end diagnosis: `trainlab diagnose` on traces written by PyTorch itself (the repo's script
+// run with the Python torch the build uses), on the sample traces in ../shared/traces (figures their
+// README publishes), on a fresh trainlab run folder, gating with --fail-on, and bad input.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <map>
+
+#include "e2e_support.h"
+
+namespace trainlab::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+
+nlohmann::json read_json(const std::string& path) {
+  const nlohmann::json j = nlohmann::json::parse(slurp(path), nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << path;
+  return j;
+}
+
+// diagnose INPUT --out OUT; returns the first diagnosis of diagnosis.json.
+nlohmann::json diagnose(const std::string& input, const std::string& name, CliResult* result = nullptr) {
+  const std::string out = ::testing::TempDir() + "/trainlab_diagnose_" + name;
+  fs::remove_all(out);
+  const CliResult r = run_trainlab("diagnose '" + input + "' --out '" + out + "'");
+  EXPECT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_TRUE(fs::exists(out + "/report.html")) << out;
+  if (result != nullptr) *result = r;
+  const nlohmann::json doc = read_json(out + "/diagnosis.json");
+  EXPECT_EQ(doc.value("schema_version", 0), 1);
+  return doc["diagnoses"][0];
+}
+
+double share(const nlohmann::json& d, const char* name) { return d["summary"]["shares_pct"][name].get<double>(); }
+
+#ifdef TRAINLAB_TORCH_PYTHON
+// Three CPU training loops in PyTorch, each with one bottleneck, profiled by torch.profiler.
+TEST(DiagnoseE2E, PyTorchTracesFromTheRepoScriptAreNamedCorrectly) {
+  const std::string dir = ::testing::TempDir() + "/trainlab_pytorch_traces";
+  fs::remove_all(dir);
+  const std::string cmd = std::string("'") + TRAINLAB_TORCH_PYTHON + "' '" + TRAINLAB_SOURCE_DIR +
+                          "/scripts/make_sample_traces.py' '" + dir + "' >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const std::map<std::string, std::string> expected = {
+      {"dataloader", "data_pipeline"}, {"compute", "model_compute"}, {"tinyops", "framework_overhead"}};
+  for (const auto& [name, suspect] : expected) {
+    const nlohmann::json d = diagnose(dir + "/" + name + ".pt.trace.json.gz", "py_" + name);
+    EXPECT_EQ(d["verdict"]["primary"], suspect) << name << ": " << d["verdict"].dump();
+    EXPECT_EQ(d["summary"]["steps"].get<int>(), 10) << name;  // schedule(wait=1, warmup=1, active=10)
+  }
+}
+#endif
+
+#ifdef TRAINLAB_SAMPLE_TRACES_DIR
+// The PyTorch TensorBoard plugin's reference breakdown of this trace (tb_plugin/test/result_check_file.txt):
+// kernel 70.28 %, memcpy 2.24 %, memset 0.07 %, runtime 7.49 %, DataLoader 0.84 %, CPU exec 16.07 %,
+// other 3.01 %; average step 141068 us.
+TEST(DiagnoseE2E, ResNet50TraceMatchesTheTensorBoardPluginBreakdown) {
+  const nlohmann::json d = diagnose(std::string(TRAINLAB_SAMPLE_TRACES_DIR) + "/resnet50_v100_workers4.pt.trace.json.gz",
+                                    "resnet50");
+  EXPECT_NEAR(share(d, "compute"), 70.28, 1.0);
+  EXPECT_NEAR(share(d, "data_wait"), 0.84, 0.5);
+  EXPECT_NEAR(share(d, "host_to_device"), 2.24 + 0.07, 0.5);
+  EXPECT_NEAR(share(d, "framework"), 7.49 + 16.07 + 3.01, 1.5);  // runtime + CPU exec + other: the GPU idle
+  EXPECT_NEAR(d["summary"]["step_ms_stats"]["mean"].get<double>(), 141.068, 141.068 * 0.02);
+  EXPECT_EQ(d["summary"]["steps"].get<int>(), 6);
+  EXPECT_NE(d["verdict"]["primary"], "data_pipeline");  // "not data-bound"
+}
+
+TEST(DiagnoseE2E, SingleGpuTraceIsComputeBound) {
+  const nlohmann::json d = diagnose(std::string(TRAINLAB_SAMPLE_TRACES_DIR) + "/single_gpu_sgd.pt.trace.json.gz", "sgd");
+  EXPECT_EQ(d["verdict"]["primary"], "model_compute");
+  EXPECT_GT(share(d, "compute"), 95.0);  // published: the GPU busy ~98.8 % of steps 102-105
+  EXPECT_EQ(d["summary"]["world_size"].get<int>(), 1);
+}
+
+TEST(DiagnoseE2E, CpuOnlyGlooTraceKnowsItsRankAndIsInconclusiveOnOneStep) {
+  const nlohmann::json d = diagnose(std::string(TRAINLAB_SAMPLE_TRACES_DIR) + "/cpu_only_gloo_rank34.pt.trace.json.gz",
+                                    "gloo34");
+  EXPECT_EQ(d["summary"]["rank"].get<int>(), 34);
+  EXPECT_EQ(d["summary"]["world_size"].get<int>(), 300);
+  EXPECT_FALSE(d["summary"]["on_gpu"].get<bool>());
+  EXPECT_TRUE(d["verdict"]["inconclusive"].get<bool>());  // one ProfilerStep: too few to name anything
+  EXPECT_GT(share(d, "communication"), 50.0);
+}
+#endif
+
+// A trainlab run folder: profile -> diagnosis written into it; the same folder diagnosed again;
+// --fail-on a rule that fired exits 1, an unknown rule is bad input.
+TEST(DiagnoseE2E, ProfileEndsWithADiagnosisAndGatesOnFindings) {
+  const std::string results = fresh_results_dir("diagnose_profile");
+  const CliResult r = run_trainlab("profile --scenario mlp --steps 12 --warmup 2 --window 2:6 --results " + results);
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_NE(r.out.find("Verdict: "), std::string::npos) << r.out;
+  const std::string run_dir = only_run_dir(results);
+  ASSERT_TRUE(fs::exists(run_dir + "/diagnosis.json"));
+  ASSERT_TRUE(fs::exists(run_dir + "/report.html"));
+  const nlohmann::json doc = read_json(run_dir + "/diagnosis.json");
+  const nlohmann::json& d = doc["diagnoses"][0];
+  EXPECT_EQ(d["summary"]["source"], "trainlab");
+  EXPECT_EQ(d["summary"]["steps"].get<int>(), 12);
+  EXPECT_GT(d["summary"]["ops_per_step"].get<double>(), 0);  // from the captured window
+  EXPECT_GT(d["summary"]["peak_flops_per_s"].get<double>(), 0);  // measured GEMM peak
+  EXPECT_GT(d["summary"]["model_flops_per_step"].get<double>(), 0);  // mlp: Linear layers only
+
+  ASSERT_FALSE(d["findings"].empty());
+  const std::string fired = d["findings"][0]["rule"].get<std::string>();
+  const CliResult gated = run_trainlab("diagnose " + run_dir + " --fail-on " + fired);
+  EXPECT_EQ(gated.exit_status, 1) << gated.err;
+  EXPECT_NE(gated.err.find(fired), std::string::npos) << gated.err;
+  const CliResult ungated = run_trainlab("diagnose " + run_dir + " --fail-on non_finite_loss");
+  EXPECT_EQ(ungated.exit_status, 0) << ungated.err;
+  expect_bad_input("diagnose " + run_dir + " --fail-on no_such_rule", "unknown --fail-on 'no_such_rule'");
+}
+
+TEST(DiagnoseE2E, MalformedTruncatedAndEmptyTracesAreBadInput) {
+  const std::string dir = ::testing::TempDir() + "/trainlab_bad_traces";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name, std::ios::binary) << text;
+    return dir + "/" + name;
+  };
+  expect_bad_input("diagnose " + write("empty.json", ""), "empty.json");
+  expect_bad_input("diagnose " + write("truncated.json", R"({"traceEvents": [{"name": "a", "ph": "X", "ts": 1)"),
+                   "truncated.json");
+  expect_bad_input("diagnose " + write("notrace.json", R"({"schemaVersion": 1})"), "traceEvents");
+  // Half of a gzip stream.
+  const std::string gz = dir + "/whole.json.gz";
+  const std::string make_gz = "printf '{\"traceEvents\": [' > " + dir + "/whole.json && for i in $(seq 1 2000); do printf "
+                              "'{\"name\":\"aten::add\",\"ph\":\"X\",\"cat\":\"cpu_op\",\"ts\":%d,\"dur\":1},' $i; done >> " +
+                              dir + "/whole.json && printf '{}]}' >> " + dir + "/whole.json && gzip -c " + dir +
+                              "/whole.json > " + gz + " && head -c $(( $(stat -c %s " + gz + ") / 2 )) " + gz + " > " + dir +
+                              "/cut.json.gz";
+  ASSERT_EQ(std::system(make_gz.c_str()), 0);
+  expect_bad_input("diagnose " + dir + "/cut.json.gz", "cut.json.gz");
+  expect_bad_input("diagnose " + dir + "/missing.json", "missing.json");
+  fs::create_directories(dir + "/nothing");
+  expect_bad_input("diagnose " + dir + "/nothing", "neither a run folder");
+}
+
+}  // namespace
+}  // namespace trainlab::e2e
