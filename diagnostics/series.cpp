@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <set>
 
 namespace trainlab::series {
 
@@ -68,28 +69,36 @@ std::optional<Period> find_period(std::vector<int64_t> positions, int64_t jitter
   std::sort(positions.begin(), positions.end());
   positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
   if (positions.size() < 3) return std::nullopt;
-  std::vector<int64_t> gaps;
-  for (size_t i = 1; i < positions.size(); ++i) gaps.push_back(positions[i] - positions[i - 1]);
-
-  std::map<int64_t, int64_t> exact;  // gap -> how often it occurs exactly (also the candidates, sorted)
-  for (int64_t gap : gaps) ++exact[gap];
-
-  std::optional<Period> best;
-  int64_t best_exact = 0;
-  for (const auto& [candidate, exact_count] : exact) {
-    if (candidate < min_period_steps) continue;
-    int64_t matching = 0;
-    for (int64_t gap : gaps) {
-      if (std::llabs(gap - candidate) <= jitter_steps) ++matching;
-    }
-    // Candidates come in increasing order, so strict comparisons keep the smaller period on a tie.
-    if (!best || matching > best->matching_intervals ||
-        (matching == best->matching_intervals && exact_count > best_exact)) {
-      best = Period{candidate, matching, static_cast<int64_t>(gaps.size())};
-      best_exact = exact_count;
+  const int64_t first = positions.front(), last = positions.back();
+  std::set<int64_t> candidates;  // sorted: ties keep the smaller period
+  for (size_t i = 0; i < positions.size(); ++i) {
+    for (size_t j = i + 1; j < positions.size() && j <= i + 3; ++j) {
+      if (positions[j] - positions[i] >= std::max<int64_t>(1, min_period_steps)) candidates.insert(positions[j] - positions[i]);
     }
   }
-  if (!best || best->share() < min_share) return std::nullopt;
+  const auto has_position_near = [&](int64_t at) {
+    const auto it = std::lower_bound(positions.begin(), positions.end(), at - jitter_steps);
+    return it != positions.end() && *it <= at + jitter_steps;
+  };
+  std::optional<Period> best;
+  for (int64_t period : candidates) {
+    for (int64_t anchor : positions) {
+      int64_t occurrences = 0, matching = 0;
+      for (int64_t at = anchor - ((anchor - first) / period) * period; at <= last; at += period) {
+        ++occurrences;
+        if (has_position_near(at)) ++matching;
+      }
+      const Period p{period, matching, occurrences, static_cast<int64_t>(positions.size())};
+      if (!best || matching > best->matching_intervals ||
+          (matching == best->matching_intervals && p.share() > best->share())) {
+        best = p;
+      }
+    }
+  }
+  if (!best || best->matching_intervals < 3 || best->share() < min_share ||
+      3 * best->matching_intervals < 2 * best->positions) {
+    return std::nullopt;
+  }
   return best;
 }
 

@@ -32,19 +32,22 @@ size_t growth_window(size_t n);
 std::optional<double> moving_average_growth_pct(const std::vector<double>& values);
 
 struct Period {
-  int64_t period_steps = 0;        // the interval that explains the most gaps
-  int64_t matching_intervals = 0;  // gaps within +-jitter of it
-  int64_t intervals = 0;           // gaps examined (positions - 1)
+  int64_t period_steps = 0;        // the period that explains the most positions
+  int64_t matching_intervals = 0;  // its occurrences (anchor + k x period, first..last position) with a position within +-jitter
+  int64_t intervals = 0;           // its occurrences between the first and the last position
+  int64_t positions = 0;           // positions examined
   double share() const { return intervals > 0 ? static_cast<double>(matching_intervals) / intervals : 0; }
 };
 
-// A fixed period in increasing step numbers (e.g. the slow steps of a run): every gap between
-// consecutive positions is a candidate period of at least min_period_steps; a gap matches a
-// candidate when it is within +-jitter_steps of it. The candidate with the most matches wins (ties:
-// the most exact matches, then the smaller period). Returned when its share of all gaps is at least
-// min_share (0..1); empty with fewer than 3 positions. Positions are sorted and deduplicated first.
-// min_period_steps keeps random sequences of many slow steps from passing as a short period: with
-// jitter 1 and period 2 every gap of 1..3 would match.
+// A fixed period in step numbers (e.g. the slow steps of a run). Candidates: the distances between
+// each position and the next three, at least min_period_steps; each position anchors a phase. A
+// candidate's occurrences are anchor + k x period between the first and the last position; one
+// matches when a position lies within +-jitter_steps. The candidate with the most matches wins
+// (ties: the larger share, then the smaller period). Returned when at least 3 occurrences match,
+// their share of the occurrences is at least min_share (0..1: a missed slow step is tolerated) and
+// they hold at least two thirds of the positions (a few slow steps off the period, e.g. noise, are
+// tolerated; a denser pattern is not mistaken for a multiple of its own period). Positions are
+// sorted and deduplicated first.
 std::optional<Period> find_period(std::vector<int64_t> positions, int64_t jitter_steps, int64_t min_period_steps,
                                   double min_share);
 

@@ -357,9 +357,13 @@ Summary summarise_variant(const VariantRecord& record, const std::string& scenar
   s.shares.communication_pct = pct(Phase::kCommunication);
   s.shares.other_pct = pct(Phase::kOther);
   const double compute_pct = pct(Phase::kForward) + pct(Phase::kBackward) + pct(Phase::kOptimizer);
-  // Framework overhead inside the compute phases: the measured host cost of one small op times the
-  // ops of a step (the census), capped by the compute time it is part of.
-  if (record.dispatch_ns_per_op > 0 && record.ops_per_step > 0) {
+  // Framework overhead inside the compute phases. CPU: the measured host cost of one small op times
+  // the ops of a step (the census), capped by the compute time it is part of. GPU: host dispatch
+  // overlaps device work, so only the device's idle time inside the compute phases counts, which
+  // needs the captured kernels (below, from the profile).
+  if (s.on_gpu) {
+    s.ops_per_step = record.ops_per_step;
+  } else if (record.dispatch_ns_per_op > 0 && record.ops_per_step > 0) {
     const double step_mean_ns = static_cast<double>(measured_ns) / static_cast<double>(s.step_ms.size());
     s.shares.framework_pct =
         std::min(compute_pct, 100.0 * record.ops_per_step * record.dispatch_ns_per_op / step_mean_ns);
@@ -376,6 +380,11 @@ Summary summarise_variant(const VariantRecord& record, const std::string& scenar
     s.achieved_flops_per_s = record.model_flops_per_sample * agg.samples_per_s / std::max(1, record.world_size);
   }
   if (record.peak_flops_per_s > 0) s.peak_flops_per_s = record.peak_flops_per_s;
+  const auto fp32_peak = record.peak_flops_by_dtype.find("fp32"), bf16_peak = record.peak_flops_by_dtype.find("bf16");
+  if (fp32_peak != record.peak_flops_by_dtype.end() && bf16_peak != record.peak_flops_by_dtype.end() &&
+      fp32_peak->second > 0) {
+    s.bf16_gemm_speedup = bf16_peak->second / fp32_peak->second;
+  }
   s.loop_ms = static_cast<double>(measured_ns) / 1e6;
 
   int64_t typed = 0, fp32 = 0;
@@ -419,14 +428,37 @@ Summary summarise_variant(const VariantRecord& record, const std::string& scenar
     if (record.distributed.contains("busy_spread_pct")) s.rank_spread_pct = record.distributed["busy_spread_pct"].get<double>();
   }
 
+  bool gpu_busy_known = false;
   if (profile != nullptr) {
     int64_t main_track = 0;
     const std::vector<Step> steps = steps_of(*profile, &main_track);
     add_profile_details(*profile, steps, s);
+    if (s.on_gpu && !steps.empty()) {
+      // Device busy: the union of kernels over the captured steps; the compute phases' remainder is
+      // the device waiting for the host inside forward/backward/optimizer.
+      std::vector<Interval> kernels;
+      for (const TraceEvent& e : profile->events) {
+        if (e.kind == EventKind::kKernel) kernels.push_back({e.start_ns, e.end_ns});
+      }
+      const auto busy = clip(merged(std::move(kernels)), steps.front().start_ns, steps.back().end_ns);
+      int64_t window_ns = 0;
+      for (const Step& st : steps) window_ns += st.end_ns - st.start_ns;
+      if (!busy.empty() && window_ns > 0) {
+        const double busy_pct = 100.0 * static_cast<double>(length(busy)) / static_cast<double>(window_ns);
+        const double compute_phases_pct = s.shares.compute_pct;
+        s.device_busy_pct = busy_pct;
+        s.shares.framework_pct = std::max(0.0, compute_phases_pct - busy_pct);
+        s.shares.compute_pct = compute_phases_pct - s.shares.framework_pct;
+        gpu_busy_known = true;
+      }
+    }
     s.dropped_events = 0;
     for (const auto& [source, count] : profile->dropped) {
       if (source != "sampler.missed_ticks") s.dropped_events += count;
     }
+  }
+  if (s.on_gpu && !gpu_busy_known) {
+    s.notes.push_back("framework overhead on a GPU needs the captured kernels (trainlab profile): counted as compute here");
   }
   return s;
 }
@@ -632,7 +664,7 @@ nlohmann::json to_json(const Summary& s) {
       {"world_size", s.world_size}, {"rank", s.rank}, {"comm_total_pct", opt(s.comm_total_pct)},
       {"rank_step_p50_ms", s.rank_step_p50_ms}, {"rank_spread_pct", opt(s.rank_spread_pct)},
       {"model_flops_per_step", opt(s.model_flops_per_step)}, {"achieved_flops_per_s", opt(s.achieved_flops_per_s)},
-      {"peak_flops_per_s", opt(s.peak_flops_per_s)}, {"init_ms", opt(s.init_ms)}, {"loop_ms", opt(s.loop_ms)},
+      {"peak_flops_per_s", opt(s.peak_flops_per_s)}, {"bf16_gemm_speedup", opt(s.bf16_gemm_speedup)}, {"init_ms", opt(s.init_ms)}, {"loop_ms", opt(s.loop_ms)},
       {"losses", finite_or_null(s.losses)}, {"grad_norms", finite_or_null(s.grad_norms)},
       {"dropped_events", s.dropped_events}, {"notes", s.notes}};
 }

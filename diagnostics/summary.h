@@ -98,6 +98,7 @@ struct Summary {
   std::optional<double> model_flops_per_step;
   std::optional<double> achieved_flops_per_s;
   std::optional<double> peak_flops_per_s;     // measured by a GEMM on the same device
+  std::optional<double> bf16_gemm_speedup;    // measured bf16 GEMM peak over fp32 on the same device
 
   // --- the run around the loop
   std::optional<double> init_ms;              // process start to first step

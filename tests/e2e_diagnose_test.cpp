@@ -116,6 +116,31 @@ TEST(DiagnoseE2E, ProfileEndsWithADiagnosisAndGatesOnFindings) {
   expect_bad_input("diagnose " + run_dir + " --fail-on no_such_rule", "unknown --fail-on 'no_such_rule'");
 }
 
+// A folder of per-rank traces (a 2-rank data-parallel profile's variants/): one diagnosis per rank,
+// each knowing its rank, and the spread between the ranks.
+TEST(DiagnoseE2E, AFolderOfRankTracesIsDiagnosedPerRank) {
+  const std::string results = fresh_results_dir("diagnose_ranks");
+  const CliResult r = run_trainlab("profile --scenario commheavy --nproc 2 --threads 1 --steps 8 --warmup 2 "
+                                   "--window 2:4 -k hidden=512 --comm-mode serial --results " + results);
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  const std::string out = ::testing::TempDir() + "/trainlab_diagnose_ranks";
+  fs::remove_all(out);
+  const CliResult d = run_trainlab("diagnose " + only_run_dir(results) + "/variants --out " + out);
+  ASSERT_EQ(d.exit_status, 0) << d.err;
+  const nlohmann::json doc = read_json(out + "/diagnosis.json");
+  ASSERT_EQ(doc["diagnoses"].size(), 2u);
+  for (int rank = 0; rank < 2; ++rank) {
+    const nlohmann::json& s = doc["diagnoses"][rank]["summary"];
+    EXPECT_EQ(s["rank"].get<int>(), rank);
+    EXPECT_EQ(s["world_size"].get<int>(), 2);
+    EXPECT_EQ(s["steps"].get<int>(), 4);  // the window's ProfilerStep spans
+    EXPECT_GT(s["shares_pct"]["communication"].get<double>(), 0.0);  // trainlab's communication phase
+    EXPECT_EQ(s["rank_step_p50_ms"].size(), 2u);
+    EXPECT_TRUE(s["rank_spread_pct"].is_number());
+  }
+  EXPECT_NE(d.out.find("(rank 1 of 2)"), std::string::npos) << d.out;
+}
+
 TEST(DiagnoseE2E, MalformedTruncatedAndEmptyTracesAreBadInput) {
   const std::string dir = ::testing::TempDir() + "/trainlab_bad_traces";
   fs::remove_all(dir);

@@ -71,22 +71,33 @@ TEST(SeriesTest, PeriodTenWithJitterIsFound) {
   const auto period = find_period({5, 15, 24, 35, 45, 56, 65, 75}, 1, 4, 0.8);  // gaps 10 9 11 10 11 9 10
   ASSERT_TRUE(period);
   EXPECT_EQ(period->period_steps, 10);
-  EXPECT_EQ(period->matching_intervals, 7);
-  EXPECT_EQ(period->intervals, 7);
+  EXPECT_EQ(period->matching_intervals, 8);  // 5, 15, 25~24, 35, 45, 55~56, 65, 75
+  EXPECT_EQ(period->intervals, 8);
   EXPECT_DOUBLE_EQ(period->share(), 1.0);
-  // Without jitter tolerance only the three exact gaps of 10 match: 3/7 < 0.8.
+  // Without jitter tolerance 24 and 56 miss: 6 of 8 occurrences < 0.8.
   EXPECT_FALSE(find_period({5, 15, 24, 35, 45, 56, 65, 75}, 0, 4, 0.8));
 }
 
 TEST(SeriesTest, PeriodToleratesOneMissedSlowStepInFive) {
-  // Step 35 was not slow: gaps 10 10 20 10 10 10 -> 5 of 6.
+  // Step 35 was not slow: 7 of the 8 occurrences 5..75.
   const auto period = find_period({75, 5, 15, 25, 45, 55, 65}, 1, 4, 0.8);  // unsorted on purpose
   ASSERT_TRUE(period);
   EXPECT_EQ(period->period_steps, 10);
+  EXPECT_EQ(period->matching_intervals, 7);
+  EXPECT_EQ(period->intervals, 8);
+  EXPECT_FALSE(find_period({5, 15, 25, 45, 55, 65}, 1, 4, 0.86));  // 6 of 7 = 0.857
+  EXPECT_TRUE(find_period({5, 15, 25, 45, 55, 65}, 1, 4, 0.85));
+}
+
+TEST(SeriesTest, PeriodToleratesANoisySlowStepOffThePeriod) {
+  // A measured run: the callback every 10th step, plus one noisy slow step at 34.
+  const auto period = find_period({6, 16, 26, 34, 36, 46}, 1, 4, 0.8);
+  ASSERT_TRUE(period);
+  EXPECT_EQ(period->period_steps, 10);
   EXPECT_EQ(period->matching_intervals, 5);
-  EXPECT_EQ(period->intervals, 6);
-  EXPECT_FALSE(find_period({5, 15, 25, 45, 55, 65}, 1, 4, 0.81));  // gaps 10 10 20 10 10 -> 4 of 5 = 0.8
-  EXPECT_TRUE(find_period({5, 15, 25, 45, 55, 65}, 1, 4, 0.8));
+  EXPECT_EQ(period->intervals, 5);
+  // Half the positions off the period is not a period.
+  EXPECT_FALSE(find_period({6, 16, 26, 31, 33, 36, 39, 42, 46}, 1, 4, 0.8));
 }
 
 TEST(SeriesTest, RandomPositionsHaveNoPeriod) {

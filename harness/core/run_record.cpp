@@ -120,6 +120,7 @@ nlohmann::json to_json(const VariantRecord& record) {
                       {"dispatch_ns_per_op", record.dispatch_ns_per_op},
                       {"model_flops_per_sample", record.model_flops_per_sample},
                       {"peak_flops_per_s", record.peak_flops_per_s},
+                      {"peak_flops_by_dtype", record.peak_flops_by_dtype},
                       {"op_input_dtypes", record.op_input_dtypes},
                       {"forward_output_dtype", record.forward_output_dtype},
                       {"compile_info", record.compile_info},
@@ -151,6 +152,7 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
   record.dispatch_ns_per_op = j.value("dispatch_ns_per_op", 0.0);
   record.model_flops_per_sample = j.value("model_flops_per_sample", 0.0);
   record.peak_flops_per_s = j.value("peak_flops_per_s", 0.0);
+  record.peak_flops_by_dtype = j.value("peak_flops_by_dtype", std::map<std::string, double>{});
   record.op_input_dtypes = j.at("op_input_dtypes").get<std::map<std::string, int64_t>>();
   record.forward_output_dtype = j.at("forward_output_dtype").get<std::string>();
   record.compile_info = j.at("compile_info");

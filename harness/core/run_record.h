@@ -70,6 +70,7 @@ struct VariantRecord {
   double dispatch_ns_per_op = 0;
   double model_flops_per_sample = 0;   // training FLOPs of one sample when countable (Linear-only models); 0 unknown
   double peak_flops_per_s = 0;         // measured GEMM peak on the device in this precision (profile runs); 0 unmeasured
+  std::map<std::string, double> peak_flops_by_dtype;  // "fp32", "bf16" -> measured GEMM peak (profile runs)
   std::map<std::string, int64_t> op_input_dtypes;  // census: first tensor input dtype -> ops
   std::string forward_output_dtype;    // dtype of the model output, evidence of autocast
   nlohmann::json compile_info = nlohmann::json::object();  // what compiling did (graph, fusions)

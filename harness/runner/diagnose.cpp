@@ -180,9 +180,15 @@ DiagnoseOutcome diagnose_path(const std::string& path, const DiagnoseOptions& op
   }
   std::vector<fs::path> traces;
   if (fs::is_directory(p)) {
+    // Per-rank traces: PyTorch's handler writes *.pt.trace.json[.gz], trainlab *.rankK.trace.json.gz;
+    // other JSON files beside them (records, specs) are left alone when such names exist.
+    std::vector<fs::path> json_files;
     for (const auto& entry : fs::directory_iterator(p)) {
-      if (entry.is_regular_file() && is_trace_file(entry.path())) traces.push_back(entry.path());
+      if (!entry.is_regular_file() || !is_trace_file(entry.path())) continue;
+      json_files.push_back(entry.path());
+      if (entry.path().filename().string().find(".trace.json") != std::string::npos) traces.push_back(entry.path());
     }
+    if (traces.empty()) traces = json_files;
     std::sort(traces.begin(), traces.end());
     if (traces.empty()) throw InputError(path + ": neither a run folder (run.json) nor a folder of .json/.json.gz traces");
   } else {

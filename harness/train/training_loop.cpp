@@ -128,45 +128,52 @@ double measure_dispatch_ns_per_op(const torch::Device& device) {
 }
 
 // Training FLOPs of one sample when the model's parameters all sit in Linear layers: 2*in*out
-// multiply-adds per layer forward, three times that for forward + backward (input and weight
-// gradients). 0 when another parametrised layer makes the count unknown.
+// per layer forward; backward twice that (input and weight gradients) except for the first layer,
+// whose input needs no gradient. 0 when another parametrised layer makes the count unknown.
 double linear_model_flops_per_sample(torch::nn::Module& model) {
-  double forward = 0;
+  double total = 0;
+  bool first = true;
   for (const auto& module : model.modules(/*include_self=*/true)) {
     if (module->parameters(/*recurse=*/false).empty()) continue;
     const auto* linear = module->as<torch::nn::Linear>();
     if (linear == nullptr) return 0;
-    forward += 2.0 * static_cast<double>(linear->options.in_features()) * static_cast<double>(linear->options.out_features());
+    const double forward =
+        2.0 * static_cast<double>(linear->options.in_features()) * static_cast<double>(linear->options.out_features());
+    total += forward * (first ? 2.0 : 3.0);
+    first = false;
   }
-  return 3.0 * forward;
+  return total;
 }
 
-// The device's peak for this precision, measured: 1024^3 GEMMs for ~0.3 s after a warm-up, the
-// best of three rounds (CUDA: timed between synchronisations, which this measurement needs).
-double measure_peak_gemm_flops_per_s(const torch::Device& device, bool bf16) {
-  constexpr int64_t kN = 1024;
-  const auto options = torch::TensorOptions().device(device).dtype(bf16 ? torch::kBFloat16 : torch::kFloat32);
-  const torch::Tensor a = torch::randn({kN, kN}, options), b = torch::randn({kN, kN}, options);
+// The device's GEMM peak in one dtype, measured: square GEMMs of 256, 1024 and 2048 for ~0.1 s
+// each after a warm-up, the best rate. A size whose single GEMM takes over 50 ms (an emulated
+// dtype, e.g. bf16 on a CPU without AVX512-BF16/AMX) ends the probe: the larger would only be
+// slower to time. CUDA: timed between synchronisations, which this measurement needs.
+double measure_peak_gemm_flops_per_s(const torch::Device& device, torch::ScalarType dtype) {
   torch::NoGradGuard no_grad;
   auto sync = [&] {
     if (device.is_cuda()) c10::cuda::device_synchronize();
   };
-  (void)torch::mm(a, b);
-  sync();
   double best = 0;
-  for (int round = 0; round < 3; ++round) {
-    int64_t reps = 0;
-    const int64_t start_ns = now_ns();
-    int64_t elapsed_ns = 0;
-    while (elapsed_ns < 100'000'000) {
+  for (const int64_t n : {256, 1024, 2048}) {
+    const auto options = torch::TensorOptions().device(device).dtype(dtype);
+    const torch::Tensor a = torch::randn({n, n}, options), b = torch::randn({n, n}, options);
+    int64_t start_ns = now_ns();
+    (void)torch::mm(a, b);  // warm-up, and the cost of one
+    sync();
+    const int64_t one_ns = now_ns() - start_ns;
+    int64_t reps = 0, elapsed_ns = 0;
+    start_ns = now_ns();
+    while (elapsed_ns < 100'000'000 && one_ns < 50'000'000) {
       (void)torch::mm(a, b);
       ++reps;
-      if (reps % 4 == 0) {
-        sync();
-        elapsed_ns = now_ns() - start_ns;
-      }
+      sync();
+      elapsed_ns = now_ns() - start_ns;
     }
-    best = std::max(best, 2.0 * kN * kN * kN * static_cast<double>(reps) / (static_cast<double>(elapsed_ns) / 1e9));
+    const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+    best = std::max(best, reps > 0 ? flops * static_cast<double>(reps) / (static_cast<double>(elapsed_ns) / 1e9)
+                                   : flops / (static_cast<double>(one_ns) / 1e9));
+    if (one_ns >= 50'000'000) break;
   }
   return best;
 }
@@ -388,7 +395,12 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
   }
   record.dispatch_ns_per_op = measure_dispatch_ns_per_op(device);
   record.model_flops_per_sample = linear_model_flops_per_sample(workload->model());
-  if (spec.profile) record.peak_flops_per_s = measure_peak_gemm_flops_per_s(device, bf16);
+  if (spec.profile) {
+    // Both dtypes: what bf16 would buy on this device is a measured ratio, not a rule of thumb.
+    record.peak_flops_by_dtype["fp32"] = measure_peak_gemm_flops_per_s(device, torch::kFloat32);
+    record.peak_flops_by_dtype["bf16"] = measure_peak_gemm_flops_per_s(device, torch::kBFloat16);
+    record.peak_flops_per_s = record.peak_flops_by_dtype[bf16 ? "bf16" : "fp32"];
+  }
 
   // The profile: the window's events (with --profile) and the sampler's tracks.
   Profile profile = profiler.finish();
