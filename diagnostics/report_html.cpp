@@ -1122,12 +1122,15 @@ void data_section(std::ostringstream& o, const ReportInput& in) {
   }
   kv_row(o, "Pipeline delivers a batch every", or_dash(supply_ms, format_ms));
   o << "</tbody></table>\n";
-  if (supply_ms && consume_ms && *consume_ms > 0) {
+  if (supply_ms && consume_ms && *consume_ms > 0 && *s.loader_workers == 0) {
+    // No workers: nothing runs ahead, every step pays its batch on the training thread.
+    o << "<p class=\"reading bad\">Batches are built on the training thread: each step waits "
+      << format_ms(*supply_ms) << " for its batch before computing for " << format_ms(*consume_ms)
+      << "; loader workers would build the next batches while the step computes.</p>\n";
+  } else if (supply_ms && consume_ms && *consume_ms > 0) {
     const bool keeps_up = *supply_ms <= *consume_ms;
     o << "<p class=\"reading " << (keeps_up ? "good" : "bad") << "\">"
-      << (*s.loader_workers == 0
-              ? "On the training thread, each"
-              : "With " + std::to_string(*s.loader_workers) + " workers, the pipeline produces one")
+      << "With " << *s.loader_workers << " workers, the pipeline produces one"
       << " batch in " << format_ms(*supply_ms) << "; the loop consumes one every " << format_ms(*consume_ms)
       << (keeps_up ? ": the producers keep up." : ": the producers cannot keep up, the loop waits on data.")
       << "</p>\n";

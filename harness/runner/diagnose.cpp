@@ -81,10 +81,19 @@ std::vector<ReportTimeline> timelines_of(const Profile* profile) {
   return out;
 }
 
-// Step durations placed on a time axis starting at the first measured step (the record has no
-// absolute step times; steps follow each other, so their cumulative sums are their end times).
-std::vector<std::pair<double, double>> step_marks_of(const Summary& s) {
+// Step durations at their end times. A trainlab record has no absolute step times, but its steps
+// follow each other from the end of initialisation (init_ns after the process started, about when
+// the sampler took its first sample): initialisation plus the steps so far, warm-up included.
+std::vector<std::pair<double, double>> step_marks_of(const Summary& s, const VariantRecord* record) {
   std::vector<std::pair<double, double>> marks;
+  if (record != nullptr) {
+    double t_s = static_cast<double>(record->init_ns) / 1e9;
+    for (const StepRecord& step : record->steps) {
+      t_s += static_cast<double>(step.step_ns) / 1e9;
+      if (!step.warmup) marks.push_back({t_s, static_cast<double>(step.step_ns) / 1e6});
+    }
+    return marks;
+  }
   double t_s = 0;
   for (double ms : s.step_ms) {
     t_s += ms / 1e3;
@@ -94,7 +103,7 @@ std::vector<std::pair<double, double>> step_marks_of(const Summary& s) {
 }
 
 void write_outputs(DiagnoseOutcome& outcome, const std::string& input, const nlohmann::json& environment,
-                   const std::vector<const Profile*>& profiles) {
+                   const std::vector<const Profile*>& profiles, const VariantRecord* first_record = nullptr) {
   ensure_writable_dir(outcome.out_dir);
   write_file_atomically(outcome.out_dir + "/diagnosis.json", diagnosis_document(outcome, input).dump(2) + "\n");
   // The report shows the first diagnosis (the first variant, or rank 0) with every rank's summary.
@@ -107,7 +116,7 @@ void write_outputs(DiagnoseOutcome& outcome, const std::string& input, const nlo
   report.findings = &main.findings;
   report.verdict = &main.verdict;
   report.timelines = timelines_of(profiles.empty() ? nullptr : profiles.front());
-  report.step_marks = step_marks_of(main.summary);
+  report.step_marks = step_marks_of(main.summary, first_record);
   report.environment = environment;
   if (outcome.diagnoses.size() > 1 && main.summary.source == "kineto") {
     for (const Diagnosis& d : outcome.diagnoses) report.ranks.push_back({d.summary.label, d.summary});
@@ -165,7 +174,8 @@ DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir
   }
   if (outcome.diagnoses.empty()) throw InputError(run_dir + ": the run has no variants to diagnose");
   apply_gate(outcome, options.fail_on);
-  write_outputs(outcome, run_dir, environment_of(record.environment, record.variants.front()), profile_ptrs);
+  write_outputs(outcome, run_dir, environment_of(record.environment, record.variants.front()), profile_ptrs,
+                &record.variants.front());
   return outcome;
 }
 
