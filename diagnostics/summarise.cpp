@@ -340,6 +340,7 @@ Summary summarise_variant(const VariantRecord& record, const std::string& scenar
     s.step_ms.push_back(static_cast<double>(step.step_ns) / 1e6);
     s.step_numbers.push_back(step.index);
     s.losses.push_back(step.loss);
+    if (!(step.grad_norm < 0)) s.grad_norms.push_back(step.grad_norm);  // measured (NaN: not finite)
     if (step.memory_bytes > 0) memory_mb.push_back(static_cast<double>(step.memory_bytes) / (1024.0 * 1024.0));
     measured_ns += step.step_ns;
   }

@@ -5,7 +5,9 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 
 #include "harness/core/atomic_file.h"
@@ -37,6 +39,8 @@ VariantRecord sample_variant() {
     s.phase_ns[static_cast<size_t>(Phase::kDataWait)] = 250'000;
     s.phase_ns[static_cast<size_t>(Phase::kForward)] = s.step_ns - 250'000;
     s.loss = 1.0 / (i + 1);
+    s.memory_bytes = (100 + i) << 20;
+    if (i == 2) s.grad_norm = 0.5;  // measured on one step only
     v.steps.push_back(s);
   }
   return v;
@@ -74,6 +78,9 @@ TEST(RunRecordTest, RoundTripPreservesEverything) {
   EXPECT_EQ(back.variants[0].steps.size(), 4u);
   EXPECT_EQ(back.variants[0].steps[2].step_ns, 3'000'000);
   EXPECT_DOUBLE_EQ(back.variants[0].steps[3].loss, 0.25);
+  EXPECT_EQ(back.variants[0].steps[3].memory_bytes, 103 << 20);
+  EXPECT_DOUBLE_EQ(back.variants[0].steps[2].grad_norm, 0.5);
+  EXPECT_LT(back.variants[0].steps[3].grad_norm, 0);  // not measured stays "not measured"
   EXPECT_EQ(back.variants[0].spec.precision, Precision::kBf16);
   EXPECT_EQ(back.variants[0].spec.knobs.at("hidden"), 64);
   EXPECT_FALSE(back.variants[1].ok());
@@ -138,4 +145,21 @@ TEST(ErrorTextTest, CauseLineOfTorchScriptAndPlainErrors) {
 }
 
 }  // namespace
+TEST(RunRecordTest, NonFiniteLossAndGradNormRoundTripAsNaN) {
+  RunRecord r;
+  r.run_id = "nan";
+  r.kind = "run";
+  VariantRecord v;
+  StepRecord step;
+  step.loss = std::numeric_limits<double>::infinity();
+  step.grad_norm = std::numeric_limits<double>::quiet_NaN();
+  v.steps.push_back(step);
+  r.variants.push_back(v);
+  const nlohmann::json j = to_json(r);
+  EXPECT_TRUE(j["variants"][0]["steps"][0]["loss"].is_null());  // JSON has no Inf
+  const RunRecord back = run_record_from_json(nlohmann::json::parse(j.dump()));
+  EXPECT_TRUE(std::isnan(back.variants[0].steps[0].loss));
+  EXPECT_TRUE(std::isnan(back.variants[0].steps[0].grad_norm));
+}
+
 }  // namespace trainlab

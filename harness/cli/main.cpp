@@ -39,6 +39,7 @@ struct VariantOptions {
   int64_t callback_every = -1;
   double callback_ms = -1;
   std::string keep_loss_graphs = "off";
+  int64_t grad_norm_every = -1;
   std::string device = "auto";
   int workers = 0;
   int prefetch = 2;
@@ -92,6 +93,8 @@ void add_variant_options(CLI::App* cmd, VariantOptions& o, CommandKind kind) {
   cmd->add_option("--sync-every", o.sync_every, "read the loss as a number every N steps (1 = each step, 0 = never; default 10)");
   cmd->add_option("--callback-every", o.callback_every, "run a host-side callback every N steps (default 0 = never)");
   cmd->add_option("--callback-ms", o.callback_ms, "cost of that callback in ms");
+  cmd->add_option("--grad-norm-every", o.grad_norm_every,
+                  "measure the global gradient norm every N steps (0 = never; default 10)");
   cmd->add_option("--keep-loss-graphs", o.keep_loss_graphs,
                   "on: keep every step's loss with its autograd graph (a seeded memory leak; default off)");
   cmd->add_option("--device", o.device, "auto, cpu or cuda");
@@ -133,6 +136,8 @@ VariantSpec build_spec(const VariantOptions& o) {
   if (o.callback_every >= 0) spec.callback_every_steps = o.callback_every;
   if (o.callback_ms >= 0) spec.callback_ms = o.callback_ms;
   spec.keep_loss_graphs = parse_on_off("--keep-loss-graphs", o.keep_loss_graphs);
+  if (o.grad_norm_every < -1) throw InputError("invalid --grad-norm-every (must be 0 or more)");
+  if (o.grad_norm_every >= 0) spec.grad_norm_every_steps = o.grad_norm_every;
   spec.device = parse_device(o.device);
   spec.workers = o.workers;
   spec.prefetch = o.prefetch;

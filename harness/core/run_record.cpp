@@ -106,6 +106,9 @@ nlohmann::json to_json(const VariantRecord& record) {
     steps.push_back({{"index", step.index}, {"warmup", step.warmup}, {"step_ns", step.step_ns},
                      {"phase_ns", phases}, {"data_stage_ns", stages}, {"data_busy_ns", step.data_busy_ns},
                      {"comm_ns", step.comm_ns}, {"memory_bytes", step.memory_bytes},
+                     {"grad_norm", step.grad_norm < 0 ? nlohmann::json(nullptr)
+                                   : std::isfinite(step.grad_norm) ? nlohmann::json(step.grad_norm)
+                                                                   : nlohmann::json("non-finite")},
                      // JSON has no NaN/Inf: a non-finite loss is written as null and read back as NaN.
                      {"loss", std::isfinite(step.loss) ? nlohmann::json(step.loss) : nlohmann::json(nullptr)}});
   }
@@ -182,6 +185,8 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
     step.data_busy_ns = s.value("data_busy_ns", int64_t{0});
     step.comm_ns = s.value("comm_ns", int64_t{0});
     step.memory_bytes = s.value("memory_bytes", int64_t{0});
+    if (s.contains("grad_norm") && s["grad_norm"].is_number()) step.grad_norm = s["grad_norm"].get<double>();
+    if (s.contains("grad_norm") && s["grad_norm"].is_string()) step.grad_norm = std::numeric_limits<double>::quiet_NaN();
     record.steps.push_back(step);
   }
   return record;

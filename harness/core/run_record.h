@@ -41,6 +41,7 @@ struct StepRecord {
   int64_t comm_ns = 0;
   int64_t memory_bytes = 0;  // after the step: process RSS (CPU) or CUDA allocated bytes (the leak's trace)
   double loss = 0.0;         // NaN when the loss was not finite
+  double grad_norm = -1.0;   // global gradient norm after backward; -1 when not measured this step (NaN: not finite)
 };
 
 // The machine and software a record was measured on.

@@ -108,6 +108,7 @@ void resolve(VariantSpec& spec, const ScenarioInfo& scenario) {
               std::to_string(kMaxThreads) + ")");
   require(spec.sync_every_steps >= 0, "invalid --sync-every (must be 0 or more)");
   require(spec.callback_every_steps >= 0, "invalid --callback-every (must be 0 or more)");
+  require(spec.grad_norm_every_steps >= 0, "invalid --grad-norm-every (must be 0 or more)");
   require(spec.callback_ms >= 0.0 && spec.callback_ms <= 60'000.0,
           "invalid --callback-ms (must be 0 to 60000)");
   require(spec.workers >= 0 && spec.workers <= kMaxLoaderWorkers,
@@ -182,6 +183,8 @@ void apply_setting(VariantSpec& spec, const std::string& key, const std::string&
     spec.callback_ms = parse_double("callback-ms", value);
   } else if (key == "keep-loss-graphs") {
     spec.keep_loss_graphs = parse_on_off("keep-loss-graphs", value);
+  } else if (key == "grad-norm-every") {
+    spec.grad_norm_every_steps = parse_int("grad-norm-every", value);
   } else if (key == "device") {
     spec.device = parse_device(value);
   } else if (key == "workers") {
@@ -227,6 +230,7 @@ void to_json(nlohmann::json& j, const VariantSpec& spec) {
                      {"callback_every_steps", spec.callback_every_steps},
                      {"callback_ms", spec.callback_ms},
                      {"keep_loss_graphs", spec.keep_loss_graphs},
+                     {"grad_norm_every_steps", spec.grad_norm_every_steps},
                      {"device", to_string(spec.device)},
                      {"workers", spec.workers},
                      {"prefetch", spec.prefetch},
@@ -260,6 +264,7 @@ void from_json(const nlohmann::json& j, VariantSpec& spec) {
   spec.callback_every_steps = j.at("callback_every_steps").get<int64_t>();
   spec.callback_ms = j.at("callback_ms").get<double>();
   spec.keep_loss_graphs = j.value("keep_loss_graphs", false);
+  spec.grad_norm_every_steps = j.value("grad_norm_every_steps", int64_t{10});
   spec.device = parse_device(j.at("device").get<std::string>());
   spec.workers = j.value("workers", 0);
   spec.prefetch = j.value("prefetch", 2);

@@ -50,6 +50,9 @@ struct VariantSpec {
   // The seeded leak: each step's loss kept as a tensor with its graph (backward retains it), the
   // classic `total += loss` bug; memory then grows step after step.
   bool keep_loss_graphs = false;
+  // The global gradient norm every N steps (0 = never), for the exploding/vanishing gradient rule:
+  // one pass over the gradients after backward, kept on the device, read after the loop.
+  int64_t grad_norm_every_steps = 10;
   DeviceChoice device = DeviceChoice::kAuto;
   // The data loader.
   int workers = 0;                 // loader threads; 0 = batches built in the training thread

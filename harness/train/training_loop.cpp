@@ -276,6 +276,7 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
 
   PhaseClock clock(use_cuda);
   std::vector<torch::Tensor> losses;
+  std::vector<std::pair<int64_t, torch::Tensor>> grad_norms;  // (step index, norm on the device)
   const int64_t total_steps = spec.warmup_steps + spec.steps;
   record.init_ns = now_ns() - process_start_ns;
   int64_t measured_start_ns = 0, measured_start_cpu_ns = 0;
@@ -315,6 +316,15 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
 
     // The seeded leak keeps the graph (and its saved activations) alive with the kept loss.
     loss.backward({}, /*retain_graph=*/spec.keep_loss_graphs);
+    if (spec.grad_norm_every_steps > 0 && (i + 1) % spec.grad_norm_every_steps == 0) {
+      // The global gradient norm (this rank's gradients, before averaging): one pass over the
+      // gradients, kept on the device and read after the loop (no host sync).
+      std::vector<torch::Tensor> norms;
+      for (const torch::Tensor& p : workload->model().parameters()) {
+        if (p.grad().defined()) norms.push_back(p.grad().detach().to(torch::kFloat).norm());
+      }
+      if (!norms.empty()) grad_norms.emplace_back(i, torch::stack(norms).norm());
+    }
     if (data_parallel) {
       // The exposed communication: what is left of the all-reduce once backward has returned.
       next_phase(Phase::kBackward, Phase::kCommunication);
@@ -370,6 +380,9 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
   torch::Tensor loss_values = torch::stack(losses).to(torch::kCPU, torch::kDouble);
   for (size_t i = 0; i < record.steps.size(); ++i) {
     record.steps[i].loss = loss_values[static_cast<int64_t>(i)].item<double>();
+  }
+  for (const auto& [index, norm] : grad_norms) {
+    record.steps[static_cast<size_t>(index)].grad_norm = norm.item<double>();
   }
 
   record.final_parameters = parameter_fingerprint(workload->model());
