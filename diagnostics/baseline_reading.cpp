@@ -1,22 +1,14 @@
 // Rules of the lab reading (DESIGN §1), thresholds from configs/thresholds.json.
 #include "diagnostics/baseline_reading.h"
 
-#include <cstdio>
+#include "diagnostics/text_format.h"
 
 namespace trainlab {
 namespace {
 
-std::string pct(double value) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%+.1f %%", value);
-  return buf;
-}
+std::string pct(double value) { return format_text("%+.1f %%", value); }
 
-std::string plain_pct(double value) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f %%", value);
-  return buf;
-}
+std::string plain_pct(double value) { return format_text("%.1f %%", value); }
 
 }  // namespace
 

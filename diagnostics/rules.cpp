@@ -6,24 +6,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 #include <functional>
 
 #include "diagnostics/series.h"
+#include "diagnostics/text_format.h"
 
 namespace trainlab {
 namespace {
-
-std::string fmt(const char* format, ...) __attribute__((format(printf, 1, 2)));
-std::string fmt(const char* format, ...) {
-  char buf[512];
-  va_list args;
-  va_start(args, format);
-  std::vsnprintf(buf, sizeof(buf), format, args);
-  va_end(args);
-  return buf;
-}
 
 int64_t step_count(const Summary& s) {
   return s.step.count > 0 ? s.step.count : static_cast<int64_t>(s.step_ms.size());
@@ -95,8 +85,8 @@ std::optional<Finding> input_bound(const Summary& s, const Thresholds& t) {
   if (share < moderate) return std::nullopt;
   Finding f = make("input_bound", share >= high ? Severity::kHigh : Severity::kModerate, Suspect::kDataPipeline);
   f.evidence.push_back({"data_wait_pct", share, share >= high ? high : moderate, "pct"});
-  f.title = share < 99.95 ? fmt("data wait is %.1f %% of the step: up to %.1fx if removed", share, 100.0 / (100.0 - share))
-                          : fmt("data wait is %.1f %% of the step: the loop does little but wait for batches", share);
+  f.title = share < 99.95 ? format_text("data wait is %.1f %% of the step: up to %.1fx if removed", share, 100.0 / (100.0 - share))
+                          : format_text("data wait is %.1f %% of the step: the loop does little but wait for batches", share);
 
   const bool workers_saturated = s.loader_workers && s.logical_cores > 0 && *s.loader_workers >= s.logical_cores;
   const double h2d_min = t.value("loader_settings.h2d_pct");
@@ -139,18 +129,18 @@ std::optional<Finding> low_device_utilisation(const Summary& s, const Thresholds
       f.evidence.push_back({name + ".p95", util->p95, threshold, "pct"});
       f.data_points = util->count;
       f.times_fired = samples_below_p95(util->count);
-      what = fmt("device utilisation p95 is %.1f %% (under %.0f %%)", util->p95, threshold);
+      what = format_text("device utilisation p95 is %.1f %% (under %.0f %%)", util->p95, threshold);
       const double cv_max = t.value("low_device_utilisation.util_cv_pct");
       if (util->mean > 0 && util->stddev / util->mean * 100.0 > cv_max) {
         const double cv = util->stddev / util->mean * 100.0;
         f.evidence.push_back({name + ".cv", cv, cv_max, "pct"});
-        what += fmt(", fluctuating (stddev %.0f %% of the mean)", cv);
+        what += format_text(", fluctuating (stddev %.0f %% of the mean)", cv);
       }
     } else if (s.device_busy_pct && has_steps(s)) {  // imported traces: kernel time union / step time
       if (*s.device_busy_pct >= threshold) return std::nullopt;
       f.evidence.push_back({"device_busy_pct", *s.device_busy_pct, threshold, "pct"});
       f.times_fired = f.data_points = step_count(s);
-      what = fmt("kernels keep the device busy %.1f %% of the step (under %.0f %%)", *s.device_busy_pct, threshold);
+      what = format_text("kernels keep the device busy %.1f %% of the step (under %.0f %%)", *s.device_busy_pct, threshold);
     } else {
       return std::nullopt;
     }
@@ -160,7 +150,7 @@ std::optional<Finding> low_device_utilisation(const Summary& s, const Thresholds
     if (*s.device_busy_pct >= threshold) return std::nullopt;
     f.evidence.push_back({"device_busy_pct", *s.device_busy_pct, threshold, "pct"});
     f.times_fired = f.data_points = step_count(s);
-    what = fmt("compute is %.1f %% of the step (under %.0f %%)", *s.device_busy_pct, threshold);
+    what = format_text("compute is %.1f %% of the step (under %.0f %%)", *s.device_busy_pct, threshold);
   }
 
   struct Candidate {
@@ -185,7 +175,7 @@ std::optional<Finding> low_device_utilisation(const Summary& s, const Thresholds
     // A symptom: the saving and the change belong to the suspect's own finding (not ranked twice).
     f.suspect = largest->suspect;
     f.evidence.push_back({largest->metric, largest->share, suspect_min, "pct"});
-    f.title = what + fmt("; the largest non-compute share is %s, %.1f %% of the step", largest->words, largest->share);
+    f.title = what + format_text("; the largest non-compute share is %s, %.1f %% of the step", largest->words, largest->share);
     f.recommendation = "The device waits on " + std::string(largest->words) +
                        "; see that suspect's finding for what to change.";
   } else {
@@ -211,7 +201,7 @@ std::optional<Finding> cpu_bottleneck(const Summary& s, const Thresholds& t) {
   Finding f = make("cpu_bottleneck", Severity::kHigh, data ? Suspect::kDataPipeline : Suspect::kFrameworkOverhead);
   f.evidence.push_back({"cpu.total_pct.p50", cpu->p50, cpu_min, "pct"});
   f.evidence.push_back({gpu_name + ".p50", gpu->p50, gpu_max, "pct"});
-  f.title = fmt("the CPU is saturated (median %.1f %%) while the GPU idles (median %.1f %%)", cpu->p50, gpu->p50);
+  f.title = format_text("the CPU is saturated (median %.1f %%) while the GPU idles (median %.1f %%)", cpu->p50, gpu->p50);
   if (data) {
     f.recommendation = "The host cannot prepare batches fast enough and has no cores to spare: cache decoded "
                        "samples, simplify or move augmentation to the GPU; more workers will not help.";
@@ -239,7 +229,7 @@ std::optional<Finding> io_bottleneck(const Summary& s, const Thresholds& t) {
   Finding f = make("io_bottleneck", share >= high ? Severity::kHigh : Severity::kModerate, Suspect::kDataPipeline);
   f.evidence.push_back({"cpu.iowait_pct.p95", iowait->p95, iowait_max, "pct"});
   f.evidence.push_back({"data_wait_pct", share, share >= high ? high : moderate, "pct"});
-  f.title = fmt("the loader waits on storage: IO wait p95 %.1f %% while data wait is %.1f %% of the step", iowait->p95,
+  f.title = format_text("the loader waits on storage: IO wait p95 %.1f %% while data wait is %.1f %% of the step", iowait->p95,
                 share);
   f.recommendation = "Reads, not decoding, hold the loader up: keep more reads in flight (more workers, "
                      "prefetch), cache the data set in memory or on local fast storage, or use fewer, larger files.";
@@ -268,7 +258,7 @@ std::optional<Finding> loader_settings(const Summary& s, const Thresholds& t) {
     raise(wait >= high ? Severity::kHigh : Severity::kModerate);
     f.evidence.push_back({"loader_workers", 0, 1, "count"});
     f.evidence.push_back({"data_wait_pct", wait, wait >= high ? high : moderate, "pct"});
-    parts.push_back(fmt("batches are built on the training thread (0 workers) and data wait is %.1f %% of the step",
+    parts.push_back(format_text("batches are built on the training thread (0 workers) and data wait is %.1f %% of the step",
                         wait));
     set_change("more_workers");
     f.recommendation += "Use loader workers so batches are built while the step computes. ";
@@ -278,14 +268,14 @@ std::optional<Finding> loader_settings(const Summary& s, const Thresholds& t) {
     raise(has_steps(s) && wait >= moderate ? Severity::kModerate : Severity::kInfo);
     f.evidence.push_back({"loader_workers", static_cast<double>(*s.loader_workers),
                           static_cast<double>(s.logical_cores), "count"});
-    parts.push_back(fmt("%lld loader workers oversubscribe %d logical cores", static_cast<long long>(*s.loader_workers),
+    parts.push_back(format_text("%lld loader workers oversubscribe %d logical cores", static_cast<long long>(*s.loader_workers),
                         s.logical_cores));
     f.recommendation += "Use at most one worker per logical core (fewer when the training step needs cores too). ";
   }
   if (s.on_gpu && s.pin_memory && !*s.pin_memory && has_steps(s) && s.shares.host_to_device_pct >= h2d_min) {
     raise(Severity::kModerate);
     f.evidence.push_back({"host_to_device_pct", s.shares.host_to_device_pct, h2d_min, "pct"});
-    parts.push_back(fmt("batches are copied from pageable memory and the copies take %.1f %% of the step",
+    parts.push_back(format_text("batches are copied from pageable memory and the copies take %.1f %% of the step",
                         s.shares.host_to_device_pct));
     set_change("pin_memory");
     f.recommendation += "Pin the loader's staging buffers so copies run asynchronously. ";
@@ -319,12 +309,12 @@ std::optional<Finding> batch_too_small(const Summary& s, const Thresholds& t) {
   f.evidence.push_back({"batch_size", static_cast<double>(s.batch_size), below, "samples"});
   if (overhead) {
     f.evidence.push_back({"fixed_overhead_pct", fixed, fixed_min, "pct"});
-    f.title = fmt("batch of %lld with per-step overhead at %.1f %% of the step: a larger batch amortises it",
+    f.title = format_text("batch of %lld with per-step overhead at %.1f %% of the step: a larger batch amortises it",
                   static_cast<long long>(s.batch_size), fixed);
     f.saving_pct = fixed / 2.0;
   } else {
     f.evidence.push_back({"device_busy_pct", *s.device_busy_pct, busy_min, "pct"});
-    f.title = fmt("batch of %lld keeps the device busy only %.1f %% of the step: a larger batch gives it more work",
+    f.title = format_text("batch of %lld keeps the device busy only %.1f %% of the step: a larger batch gives it more work",
                   static_cast<long long>(s.batch_size), *s.device_busy_pct);
     f.saving_pct = (100.0 - *s.device_busy_pct) / 2.0;
   }
@@ -352,13 +342,13 @@ std::optional<Finding> memory_growth(const Summary& s, const Thresholds& t) {
   if (!s.memory_growth_pct && n >= 2 * w) {
     const double first = series::mean(std::vector<double>(half.begin(), half.begin() + static_cast<std::ptrdiff_t>(w)));
     const double last = series::mean(std::vector<double>(half.end() - static_cast<std::ptrdiff_t>(w), half.end()));
-    f.title = fmt("memory still grows %.1f %% over the second half of the run (moving average of %zu steps: %.0f MB -> "
+    f.title = format_text("memory still grows %.1f %% over the second half of the run (moving average of %zu steps: %.0f MB -> "
                   "%.0f MB)", *growth, w, first, last);
     const double limit = first * (1.0 + growth_max / 100.0);
     for (double mb : half) f.times_fired += mb > limit ? 1 : 0;
     f.data_points = static_cast<int64_t>(n);
   } else {
-    f.title = fmt("memory grows %.1f %% (moving average, first window to last)", *growth);
+    f.title = format_text("memory grows %.1f %% (moving average, first window to last)", *growth);
   }
   f.recommendation = "Look for tensors kept across steps (a loss summed with its graph, growing lists or caches, "
                      "hooks holding activations); a rise that levels off is the allocator's cache warming up.";
@@ -384,9 +374,9 @@ std::optional<Finding> step_outliers(const Summary& s, const Thresholds& t) {
                    Suspect::kNone);
   f.evidence.push_back({"outlier_steps", static_cast<double>(outliers.size()), 0, "count"});
   f.evidence.push_back({"max_step_ms", slowest, limit, "ms"});
-  f.title = fmt("%zu step%s beyond mean + %.0f sigma (%.1f ms): step%s ", outliers.size(),
+  f.title = format_text("%zu step%s beyond mean + %.0f sigma (%.1f ms): step%s ", outliers.size(),
                 outliers.size() == 1 ? "" : "s", sigmas, limit, outliers.size() == 1 ? "" : "s") +
-            list_steps(s, outliers) + fmt("; %.1f ms above the median step on average", excess / outliers.size());
+            list_steps(s, outliers) + format_text("; %.1f ms above the median step on average", excess / outliers.size());
   f.recommendation = "Look at what those steps do differently (a checkpoint, evaluation, garbage collection, a "
                      "slow batch, another process); run it off the training thread or less often.";
   f.times_fired = static_cast<int64_t>(outliers.size());
@@ -432,7 +422,7 @@ std::optional<Finding> periodic_slow_steps(const Summary& s, const Thresholds& t
   f.evidence.push_back({"period_share_pct", period->share() * 100.0, share_min, "pct"});
   f.evidence.push_back({"extra_ms_per_period", per_period, median * slow_pct / 100.0, "ms"});
   f.evidence.push_back({"slow_steps", static_cast<double>(slow.size()), min_events, "count"});
-  f.title = fmt("every %lld steps a slow step: +%.1f ms per period (steps ", static_cast<long long>(period->period_steps),
+  f.title = format_text("every %lld steps a slow step: +%.1f ms per period (steps ", static_cast<long long>(period->period_steps),
                 per_period) +
             list_steps(s, slow, 5) + ")";
   f.recommendation = "Something runs every few steps on the training thread (checkpoint, logging, evaluation, a "
@@ -453,7 +443,7 @@ std::optional<Finding> exposed_communication(const Summary& s, const Thresholds&
   Finding f = make("exposed_communication", exposed >= high ? Severity::kHigh : Severity::kModerate,
                    Suspect::kCommunication);
   f.evidence.push_back({"communication_pct", exposed, exposed >= high ? high : min, "pct"});
-  f.title = fmt("exposed communication is %.1f %% of the step (above %.0f %%)", exposed, min);
+  f.title = format_text("exposed communication is %.1f %% of the step (above %.0f %%)", exposed, min);
   const double unhidden_min = t.value("exposed_communication.unhidden_share_pct");
   if (s.comm_total_pct && *s.comm_total_pct > 0 && exposed / *s.comm_total_pct * 100.0 < unhidden_min) {
     const double unhidden = exposed / *s.comm_total_pct * 100.0;
@@ -491,9 +481,9 @@ std::optional<Finding> rank_imbalance(const Summary& s, const Thresholds& t) {
   if (!(*spread > spread_max)) return std::nullopt;
   Finding f = make("rank_imbalance", Severity::kModerate, Suspect::kCommunication);
   f.evidence.push_back({"rank_spread_pct", *spread, spread_max, "pct"});
-  f.title = fmt("the slowest rank's median step is %.1f %% above the fastest one's", *spread);
+  f.title = format_text("the slowest rank's median step is %.1f %% above the fastest one's", *spread);
   if (p50.size() >= 2 && fastest > 0) {
-    f.title += fmt(" (%.1f ms vs %.1f ms)", slowest, fastest);
+    f.title += format_text(" (%.1f ms vs %.1f ms)", slowest, fastest);
     const double limit = fastest * (1.0 + spread_max / 100.0);
     for (double ms : p50) f.times_fired += ms > limit ? 1 : 0;
     f.data_points = static_cast<int64_t>(p50.size());
@@ -523,8 +513,8 @@ std::optional<Finding> dispatch_overhead(const Summary& s, const Thresholds& t) 
     if (!fw_high) f.severity = Severity::kInfo;  // many short kernels, but the device is not yet waiting on them
     f.evidence.push_back({"framework_pct", fw, fw_min, "pct"});
     if (s.short_kernel_pct) f.evidence.push_back({"short_kernel_pct", *s.short_kernel_pct, short_min, "pct"});
-    f.title = fmt("framework overhead is %.1f %% of the step", fw) +
-              (s.short_kernel_pct ? fmt("; %.1f %% of kernels are short", *s.short_kernel_pct) : std::string());
+    f.title = format_text("framework overhead is %.1f %% of the step", fw) +
+              (s.short_kernel_pct ? format_text("; %.1f %% of kernels are short", *s.short_kernel_pct) : std::string());
   } else {
     const double ops_min = t.value("dispatch_overhead.cpu_ops_per_step");
     const double op_us_max = t.value("dispatch_overhead.cpu_op_p50_us");
@@ -537,9 +527,9 @@ std::optional<Finding> dispatch_overhead(const Summary& s, const Thresholds& t) 
       f.evidence.push_back({"ops_per_step", *s.ops_per_step, ops_min, "count"});
       f.evidence.push_back({"op_us.p50", s.op_us->p50, op_us_max, "us"});
     }
-    f.title = small_ops ? fmt("%.0f ops per step with a median op of %.1f us: per-op dispatch is a large part of "
+    f.title = small_ops ? format_text("%.0f ops per step with a median op of %.1f us: per-op dispatch is a large part of "
                               "the step", *s.ops_per_step, s.op_us->p50)
-                        : fmt("framework overhead is %.1f %% of the step", fw);
+                        : format_text("framework overhead is %.1f %% of the step", fw);
   }
   f.recommendation = "Launch fewer, larger operations: compile the step (TorchScript graph with fusion; on CUDA a "
                      "CUDA graph), fuse elementwise chains, avoid Python-level loops over small tensors.";
@@ -557,7 +547,7 @@ std::optional<Finding> host_syncs(const Summary& s, const Thresholds& t) {
   // On CPU a value read stalls no queue of device work: worth knowing, not a bottleneck.
   Finding f = make("host_syncs", s.on_gpu ? Severity::kModerate : Severity::kInfo, Suspect::kFrameworkOverhead);
   f.evidence.push_back({"host_syncs_per_step", *s.host_syncs_per_step, max, "count"});
-  f.title = fmt("%.1f host synchronisations per step (e.g. .item(), .cpu(), printing a loss every step)",
+  f.title = format_text("%.1f host synchronisations per step (e.g. .item(), .cpu(), printing a loss every step)",
                 *s.host_syncs_per_step);
   f.recommendation = "Each synchronisation stops the host from running ahead of the device: read losses and "
                      "metrics every N steps, keep running sums on the device, avoid data-dependent host branches.";
@@ -594,7 +584,7 @@ std::optional<Finding> precision(const Summary& s, const Thresholds& t) {
   if (s.bf16_gemm_speedup) {
     f.evidence.push_back({"bf16_gemm_speedup", speedup, t.value("precision.min_measured_speedup"), "x"});
   }
-  f.title = fmt("compute is %.1f %% of the step and runs in fp32: bf16 autocast left on the table",
+  f.title = format_text("compute is %.1f %% of the step and runs in fp32: bf16 autocast left on the table",
                 s.shares.compute_pct);
   f.recommendation = "Run forward and backward under bf16 autocast (keep the optimizer state in fp32)" +
                      std::string(s.on_gpu ? "." : "; on CPUs without AMX or AVX512-BF16 measure it first.");
@@ -613,7 +603,7 @@ std::optional<Finding> gemm_alignment(const Summary& s, const Thresholds& t) {
   const bool low_precision = s.compute_dtype == "bf16" || s.compute_dtype == "fp16";
   Finding f = make("gemm_alignment", low_precision ? Severity::kModerate : Severity::kInfo, Suspect::kModelCompute);
   f.evidence.push_back({"unaligned_gemm_pct", share, share_min, "pct"});
-  f.title = fmt("%lld of %lld GEMMs (%.1f %%) have a dimension that is not a multiple of 8",
+  f.title = format_text("%lld of %lld GEMMs (%.1f %%) have a dimension that is not a multiple of 8",
                 static_cast<long long>(s.gemm_unaligned_ops), static_cast<long long>(s.gemm_ops), share);
   for (size_t i = 0; i < s.unaligned_gemm_examples.size() && i < 3; ++i) {
     f.title += (i ? ", " : ", e.g. ") + s.unaligned_gemm_examples[i];
@@ -634,7 +624,7 @@ std::optional<Finding> initialisation_time(const Summary& s, const Thresholds& t
   Finding f = make("initialisation_time", Severity::kInfo, Suspect::kNone);
   f.evidence.push_back({"init_pct_of_loop", pct, pct_max, "pct"});
   f.evidence.push_back({"init_ms", *s.init_ms, *s.loop_ms * pct_max / 100.0, "ms"});
-  f.title = fmt("start-up takes %.0f ms, %.1f %% of the measured loop (%.0f ms)", *s.init_ms, pct, *s.loop_ms);
+  f.title = format_text("start-up takes %.0f ms, %.1f %% of the measured loop (%.0f ms)", *s.init_ms, pct, *s.loop_ms);
   f.recommendation = "Start-up (model build, data set indexing, compilation) weighs on short runs: cache what it "
                      "builds, or measure over more steps.";
   f.times_fired = f.data_points = 1;
@@ -654,7 +644,7 @@ std::optional<Finding> non_finite_loss(const Summary& s, const Thresholds&) {
   f.evidence.push_back({"non_finite_losses", static_cast<double>(bad), 0, "count"});
   const int64_t first_step =
       s.step_numbers.size() == s.losses.size() ? s.step_numbers[first] : static_cast<int64_t>(first);
-  f.title = fmt("the loss is NaN/Inf at %lld of %zu steps, first at step %lld", static_cast<long long>(bad),
+  f.title = format_text("the loss is NaN/Inf at %lld of %zu steps, first at step %lld", static_cast<long long>(bad),
                 s.losses.size(), static_cast<long long>(first_step));
   f.recommendation = "Training diverged: lower the learning rate or clip gradients; under fp16 use a gradient "
                      "scaler (bf16 has fp32's range); check the inputs for NaN.";
@@ -691,7 +681,7 @@ std::optional<Finding> gradient_norm(const Summary& s, const Thresholds& t) {
       f.evidence.push_back({"non_finite_grad_norms", static_cast<double>(s.grad_norms.size() - finite.size()), 0,
                             "count"});
     }
-    f.title = fmt("the gradient norm explodes at %lld of %zu steps (above %.0fx its median %.3g, or non-finite)",
+    f.title = format_text("the gradient norm explodes at %lld of %zu steps (above %.0fx its median %.3g, or non-finite)",
                   static_cast<long long>(spikes), s.grad_norms.size(), factor, median);
     f.recommendation = "Clip the gradient norm, lower the learning rate or add warm-up; look at the batches of the "
                        "spiking steps.";
@@ -700,7 +690,7 @@ std::optional<Finding> gradient_norm(const Summary& s, const Thresholds& t) {
   }
   if (median < vanish) {
     f.evidence.push_back({"median_grad_norm", median, vanish, "norm"});
-    f.title = fmt("the gradient norm vanishes: median %.3g (under %.3g)", median, vanish);
+    f.title = format_text("the gradient norm vanishes: median %.3g (under %.3g)", median, vanish);
     f.recommendation = "Updates are too small to move the weights: check that the loss reaches the parameters "
                        "(detached tensors, frozen layers), initialisation and normalisation.";
     for (double g : finite) f.times_fired += g < vanish ? 1 : 0;
@@ -721,11 +711,11 @@ std::optional<Finding> model_compute(const Summary& s, const Thresholds& t) {
   if (compute < min) return std::nullopt;
   Finding f = make("model_compute", Severity::kInfo, Suspect::kModelCompute);
   f.evidence.push_back({"compute_pct", compute, min, "pct"});
-  f.title = fmt("the loop is well fed: model compute is %.1f %% of the step", compute);
+  f.title = format_text("the loop is well fed: model compute is %.1f %% of the step", compute);
   if (s.achieved_flops_per_s && s.peak_flops_per_s && *s.peak_flops_per_s > 0) {
     const double efficiency = *s.achieved_flops_per_s / *s.peak_flops_per_s * 100.0;
     f.evidence.push_back({"flops_efficiency_pct", efficiency, 0, "pct"});  // no threshold: context only
-    f.title += fmt("; it reaches %.1f %% of the device's measured peak FLOP/s", efficiency);
+    f.title += format_text("; it reaches %.1f %% of the device's measured peak FLOP/s", efficiency);
   } else {
     f.title += "; efficiency unknown (no achieved or peak FLOP/s)";
   }

@@ -10,6 +10,8 @@
 #include <map>
 #include <set>
 
+#include "harness/core/statistics.h"
+
 namespace trainlab {
 namespace {
 
@@ -298,24 +300,14 @@ Distribution distribution_of(std::vector<double> values) {
   Distribution d;
   d.count = static_cast<int64_t>(values.size());
   if (values.empty()) return d;
-  std::sort(values.begin(), values.end());
-  const auto at = [&](double q) {
-    const double pos = q * static_cast<double>(values.size() - 1);
-    const size_t lo = static_cast<size_t>(std::floor(pos));
-    const size_t hi = std::min(values.size() - 1, lo + 1);
-    return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
-  };
-  d.min = values.front();
-  d.max = values.back();
-  d.p50 = at(0.50);
-  d.p95 = at(0.95);
-  d.p99 = at(0.99);
-  double sum = 0;
-  for (double v : values) sum += v;
-  d.mean = sum / static_cast<double>(values.size());
-  double sq = 0;
-  for (double v : values) sq += (v - d.mean) * (v - d.mean);
-  d.stddev = values.size() > 1 ? std::sqrt(sq / static_cast<double>(values.size() - 1)) : 0;
+  d.min = stats::min(values);
+  d.max = stats::max(values);
+  d.mean = stats::mean(values);
+  d.stddev = stats::stddev(values);
+  std::sort(values.begin(), values.end());  // percentile() sorts its copy; sorted input makes that cheap
+  d.p50 = stats::percentile(values, 50);
+  d.p95 = stats::percentile(values, 95);
+  d.p99 = stats::percentile(values, 99);
   return d;
 }
 

@@ -10,22 +10,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
+
+#include "diagnostics/text_format.h"
 
 namespace trainlab {
 namespace {
 
-std::string format_pct(double value) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f %%", value);
-  return text;
-}
+std::string format_pct(double value) { return format_text("%.1f %%", value); }
 
-std::string format_speedup(double saving_pct) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.2fx", 100.0 / std::max(1e-9, 100.0 - saving_pct));
-  return text;
-}
+std::string format_speedup(double saving_pct) { return format_text("%.2fx", 100.0 / std::max(1e-9, 100.0 - saving_pct)); }
 
 // Median absolute deviation over the median, in percent: the step-time noise, robust to the few
 // outliers and periodic slow steps that rules report on their own.

@@ -21,12 +21,6 @@ namespace fs = std::filesystem;
 namespace trainlab {
 namespace {
 
-std::string fmt1(double value) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f", value);
-  return text;
-}
-
 bool is_trace_file(const fs::path& p) {
   const std::string name = p.filename().string();
   const auto ends_with = [&](const std::string& suffix) {
@@ -244,8 +238,8 @@ std::string render_diagnosis_text(const Diagnosis& d) {
   const Summary& s = d.summary;
   out << "Diagnosis " << s.label << (s.world_size > 1 ? " (rank " + std::to_string(s.rank) + " of " +
                                                             std::to_string(s.world_size) + ")" : "")
-      << ": " << s.step_ms.size() << " steps, step p50 " << fmt1(s.step.p50) << " ms (p95 " << fmt1(s.step.p95)
-      << " ms), " << s.device << "\n";
+      << ": " << s.step_ms.size() << " steps, step p50 " << fmt("%.1f", s.step.p50) << " ms (p95 "
+      << fmt("%.1f", s.step.p95) << " ms), " << s.device << "\n";
   if (d.verdict.inconclusive) {
     out << "  Verdict: INCONCLUSIVE";
     for (const std::string& reason : d.verdict.inconclusive_reasons) out << "\n    - " << reason;
@@ -256,7 +250,7 @@ std::string render_diagnosis_text(const Diagnosis& d) {
   }
   out << "  Step time:";
   for (const SuspectShare& a : d.verdict.attribution) {
-    out << " " << suspect_words(a.suspect) << " " << fmt1(a.share_pct) << " %;";
+    out << " " << suspect_words(a.suspect) << " " << fmt("%.1f", a.share_pct) << " %;";
   }
   out << "\n";
   if (!d.findings.empty()) {
@@ -270,8 +264,8 @@ std::string render_diagnosis_text(const Diagnosis& d) {
     out << "  Actions, by the time they could save:\n";
     int n = 0;
     for (const RankedAction& a : d.verdict.actions) {
-      out << "    " << ++n << ". " << a.action << " (up to " << fmt1(a.saving_pct) << " % of the step, "
-          << fmt1(a.speedup) << "x)\n";
+      out << "    " << ++n << ". " << a.action << " (up to " << fmt("%.1f", a.saving_pct) << " % of the step, "
+          << fmt("%.1f", a.speedup) << "x)\n";
       if (n == 5) break;
     }
   }
