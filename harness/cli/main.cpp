@@ -13,7 +13,9 @@
 #include "diagnostics/thresholds.h"
 #include "harness/core/atomic_file.h"
 #include "harness/core/errors.h"
+#include "harness/runner/compare.h"
 #include "harness/runner/diagnose.h"
+#include "harness/runner/history.h"
 #include "harness/runner/lab.h"
 #include "harness/runner/sweep.h"
 #include "harness/runner/text_table.h"
@@ -331,6 +333,21 @@ int run_cli(int argc, char** argv) {
                                               "or a new folder in results/ for traces)");
   diagnose->add_option("--thresholds", diagnose_thresholds, "rule thresholds file replacing configs/thresholds.json");
 
+  CompareOptions compare_options;
+  std::string compare_before, compare_after, compare_format = "table", compare_out;
+  CLI::App* compare = app.add_subcommand("compare", "before/after: changes with confidence intervals; exit 1 on a regression");
+  compare->add_option("before", compare_before, "run folder or run.json")->required();
+  compare->add_option("after", compare_after, "run folder or run.json")->required();
+  compare->add_option("--threshold", compare_options.threshold_pct, "changes under this % are unchanged (default 5)");
+  compare->add_option("--max-regression", compare_options.max_regression_pct,
+                      "exit 1 when something regressed by more than this % (default 10)");
+  compare->add_option("--format", compare_format, "table (default), markdown or json");
+  compare->add_option("--out", compare_out, "also write the JSON result to this file");
+
+  std::string history_dir = "results";
+  CLI::App* history = app.add_subcommand("history", "list the runs in the results folder");
+  history->add_option("--results", history_dir, "results folder (default ./results)");
+
   ValidateOptions validate_options;
   std::string validate_only;
   CLI::App* validate = app.add_subcommand(
@@ -346,9 +363,10 @@ int run_cli(int argc, char** argv) {
   child->add_option("--spec", spec_path)->required();
   child->add_option("--out", record_path)->required();
 
-  const std::set<std::string> commands = {"list", "run", "profile", "baseline", "sweep", "diagnose", "validate", "__variant"};
+  const std::set<std::string> commands = {"list",     "run",      "profile", "baseline", "sweep",
+                                          "diagnose", "validate", "compare", "history",  "__variant"};
   if (argc > 1 && argv[1][0] != '-' && commands.count(argv[1]) == 0) {
-    throw InputError(std::string("unknown command '") + argv[1] + "' (commands: list, run, profile, baseline, sweep, diagnose, validate)");
+    throw InputError(std::string("unknown command '") + argv[1] + "' (commands: list, run, profile, baseline, sweep, diagnose, validate, compare, history)");
   }
   try {
     app.parse(argc, argv);
@@ -401,6 +419,26 @@ int run_cli(int argc, char** argv) {
       if (!v.ok()) return kExitGateFailed;
     }
     return kExitOk;
+  }
+  if (history->parsed()) {
+    std::cout << render_history(history_dir);
+    return kExitOk;
+  }
+  if (compare->parsed()) {
+    if (!(compare_options.threshold_pct >= 0) || !(compare_options.max_regression_pct >= 0)) {
+      throw InputError("--threshold and --max-regression must be 0 or more");
+    }
+    if (compare_format != "table" && compare_format != "markdown" && compare_format != "json") {
+      throw InputError("invalid --format '" + compare_format + "' (table, markdown or json)");
+    }
+    const CompareOutcome outcome =
+        compare_runs(read_run_record(compare_before), read_run_record(compare_after), compare_options);
+    const nlohmann::json result = to_json(outcome, compare_options);
+    if (!compare_out.empty()) write_file_atomically(compare_out, result.dump(2) + "\n");
+    if (compare_format == "json") std::cout << result.dump(2) << "\n";
+    else if (compare_format == "markdown") std::cout << render_compare_markdown(outcome, compare_options);
+    else std::cout << render_compare_table(outcome, compare_options);
+    return outcome.gate_failed ? kExitGateFailed : kExitOk;
   }
   if (validate->parsed()) {
     std::stringstream names(validate_only);

@@ -1,0 +1,84 @@
+// Bootstrap interval of a relative change, and the Mann-Whitney U test (normal approximation).
+#include "harness/core/comparison_stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <stdexcept>
+
+#include "harness/core/statistics.h"
+
+namespace trainlab::stats {
+
+ChangeEstimate bootstrap_relative_change(const std::vector<double>& a, const std::vector<double>& b,
+                                         const std::function<double(const std::vector<double>&)>& statistic,
+                                         int iterations, double level, uint64_t seed, bool relative,
+                                         size_t block_length) {
+  if (a.empty() || b.empty()) throw std::invalid_argument("bootstrap: both samples need values");
+  if (iterations < 100 || !(level > 0 && level < 1)) throw std::invalid_argument("bootstrap: bad iterations or level");
+  const auto change = [relative](double before, double after) {
+    return relative ? 100.0 * (after - before) / before : after - before;
+  };
+  const double base = statistic(a);
+  if (relative && base == 0) throw std::invalid_argument("bootstrap: the baseline statistic is 0");
+  ChangeEstimate out;
+  out.change_pct = change(base, statistic(b));
+  out.iterations = iterations;
+  std::mt19937_64 rng(seed);
+  std::vector<double> changes;
+  changes.reserve(static_cast<size_t>(iterations));
+  std::vector<double> ra(a.size()), rb(b.size());
+  // One resample: blocks of up to block_length consecutive values from random starts.
+  const auto resample = [&rng, block_length](const std::vector<double>& from, std::vector<double>& to) {
+    const size_t block = std::max<size_t>(1, std::min(block_length, from.size()));
+    std::uniform_int_distribution<size_t> start(0, from.size() - block);
+    for (size_t filled = 0; filled < to.size();) {
+      const size_t s = start(rng);
+      for (size_t k = 0; k < block && filled < to.size(); ++k) to[filled++] = from[s + k];
+    }
+  };
+  for (int it = 0; it < iterations; ++it) {
+    resample(a, ra);
+    resample(b, rb);
+    const double sa = statistic(ra);
+    if (!relative || sa != 0) changes.push_back(change(sa, statistic(rb)));
+  }
+  out.low_pct = percentile(changes, 100.0 * (1.0 - level) / 2.0);
+  out.high_pct = percentile(changes, 100.0 * (1.0 + level) / 2.0);
+  return out;
+}
+
+MannWhitney mann_whitney_u(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.empty() || b.empty()) throw std::invalid_argument("Mann-Whitney U: both samples need values");
+  const double n1 = static_cast<double>(a.size()), n2 = static_cast<double>(b.size());
+  // Ranks of the pooled samples, ties sharing their mean rank; tie groups for the variance.
+  std::vector<std::pair<double, int>> pooled;
+  for (double x : a) pooled.push_back({x, 0});
+  for (double y : b) pooled.push_back({y, 1});
+  std::sort(pooled.begin(), pooled.end());
+  double rank_sum_a = 0, tie_term = 0;
+  for (size_t i = 0; i < pooled.size();) {
+    size_t j = i;
+    while (j < pooled.size() && pooled[j].first == pooled[i].first) ++j;
+    const double mean_rank = (static_cast<double>(i + 1) + static_cast<double>(j)) / 2.0;
+    const double t = static_cast<double>(j - i);
+    tie_term += t * t * t - t;
+    for (size_t k = i; k < j; ++k) {
+      if (pooled[k].second == 0) rank_sum_a += mean_rank;
+    }
+    i = j;
+  }
+  MannWhitney out;
+  out.u = rank_sum_a - n1 * (n1 + 1) / 2.0;
+  const double n = n1 + n2;
+  const double mean_u = n1 * n2 / 2.0;
+  const double var_u = n1 * n2 / 12.0 * ((n + 1) - tie_term / (n * (n - 1)));
+  if (var_u <= 0) return out;  // every value equal: no evidence either way (z 0, p 1)
+  const double diff = out.u - mean_u;
+  const double corrected = std::max(0.0, std::abs(diff) - 0.5);  // continuity correction
+  out.z = (diff < 0 ? -1.0 : 1.0) * corrected / std::sqrt(var_u);
+  out.p_two_sided = std::erfc(std::abs(out.z) / std::sqrt(2.0));
+  return out;
+}
+
+}  // namespace trainlab::stats

@@ -1,0 +1,266 @@
+// compare: pairing, the per-metric samples, intervals, verdicts and the three renderings.
+//
+// Samples. With several repetitions of a variant on both sides (runs made with --repeat, or the
+// same variant recorded more than once), the unit is the repetition: its samples/s, step p50/p95,
+// data-wait share and peak memory, so the interval includes run-to-run drift. With one run a side,
+// the unit is the measured step (peak memory then has one value a side and no interval), and the
+// interval only covers step-to-step noise; the output says so.
+//
+// Steps of one run are not independent (the machine drifts), so their interval is a moving-block
+// bootstrap with blocks of sqrt(n) steps, which widens it by the drift within the run.
+//
+// Verdict, conservative on a noisy machine: "improved" or "regressed" only when the whole interval
+// lies beyond the threshold in that direction (and the U test, where it ran, finds a difference at
+// 5 %); "unchanged" otherwise. The gate fails when the whole interval of a regression lies beyond
+// --max-regression.
+#include "harness/runner/compare.h"
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "harness/core/errors.h"
+#include "harness/core/statistics.h"
+#include "harness/runner/text_table.h"
+
+namespace trainlab {
+namespace {
+
+struct Samples {
+  std::vector<double> step_ms;
+  std::vector<double> data_wait_pct;  // per step
+  std::vector<double> throughput;     // per step: batch / step time
+  int64_t batch = 0;
+  // Per repetition.
+  std::vector<double> rep_samples_per_s, rep_p50_ms, rep_p95_ms, rep_data_wait_pct, rep_peak_mib;
+};
+
+Samples samples_of(const std::vector<const VariantRecord*>& records) {
+  Samples s;
+  for (const VariantRecord* r : records) {
+    s.batch = r->spec.batch_size;
+    std::vector<double> rep_steps;
+    double wait_ns = 0, total_ns = 0;
+    for (const StepRecord& step : r->steps) {
+      if (step.warmup || step.step_ns <= 0) continue;
+      const double ms = static_cast<double>(step.step_ns) / 1e6;
+      const double wait = static_cast<double>(step.phase_ns[static_cast<size_t>(Phase::kDataWait)]);
+      s.step_ms.push_back(ms);
+      rep_steps.push_back(ms);
+      s.data_wait_pct.push_back(100.0 * wait / static_cast<double>(step.step_ns));
+      s.throughput.push_back(static_cast<double>(r->spec.batch_size) / (ms / 1e3));
+      wait_ns += wait;
+      total_ns += static_cast<double>(step.step_ns);
+    }
+    if (rep_steps.empty()) continue;
+    const VariantAggregate agg = aggregate(*r);
+    s.rep_samples_per_s.push_back(agg.samples_per_s);
+    s.rep_p50_ms.push_back(agg.step_ms_p50);
+    s.rep_p95_ms.push_back(agg.step_ms_p95);
+    s.rep_data_wait_pct.push_back(100.0 * wait_ns / total_ns);
+    s.rep_peak_mib.push_back(static_cast<double>(r->peak_memory_bytes) / (1024.0 * 1024.0));
+  }
+  return s;
+}
+
+// Samples/s of a set of per-step throughputs: total samples over total time (the harmonic mean).
+double samples_per_s(const std::vector<double>& throughput) {
+  double inverse = 0;
+  for (double x : throughput) inverse += 1.0 / x;
+  return static_cast<double>(throughput.size()) / inverse;
+}
+double p95(const std::vector<double>& xs) { return stats::percentile(xs, 95); }
+
+void decide(CompareRow& row, const CompareOptions& options, CompareOutcome& outcome) {
+  // The interval's bound nearest to no change (the point itself without an interval).
+  const double low = row.has_interval ? row.change.low_pct : row.change.change_pct;
+  const double high = row.has_interval ? row.change.high_pct : row.change.change_pct;
+  const double nearest = low > 0 ? low : high < 0 ? high : 0.0;
+  const bool u_agrees = !row.p_value || *row.p_value < 0.05;
+  if (std::abs(nearest) < options.threshold_pct || !u_agrees) {
+    row.verdict = "unchanged";
+  } else {
+    row.verdict = (nearest > 0) == row.higher_is_better ? "improved" : "regressed";
+  }
+  if (row.verdict == "regressed" && std::abs(nearest) > options.max_regression_pct) outcome.gate_failed = true;
+}
+
+std::string env_line(const Environment& e) {
+  return "threads " + std::to_string(e.intra_op_threads) + ", BLAS " + e.blas + ", LibTorch " + e.libtorch_version +
+         ", device " + (e.cuda_device.empty() ? "cpu" : e.cuda_device) + ", CPU " + e.cpu_model + " x" +
+         std::to_string(e.logical_cores);
+}
+
+std::string signed_pct(double value, bool points) { return fmt(points ? "%+.1f pt" : "%+.1f %%", value); }
+
+}  // namespace
+
+CompareOutcome compare_runs(const RunRecord& before, const RunRecord& after, const CompareOptions& options) {
+  if (before.schema_version != after.schema_version) {
+    throw InputError("cannot compare runs of different schemas (" + std::to_string(before.schema_version) + " and " +
+                     std::to_string(after.schema_version) + ")");
+  }
+  if (before.scenario != after.scenario) {
+    throw InputError("cannot compare different scenarios ('" + before.scenario + "' and '" + after.scenario + "')");
+  }
+  CompareOutcome outcome;
+  outcome.before_label = before.run_id;
+  outcome.after_label = after.run_id;
+  if (env_line(before.environment) != env_line(after.environment)) {
+    outcome.warnings.push_back("the environments differ: before " + env_line(before.environment) + "; after " +
+                               env_line(after.environment));
+  }
+  // Variants by name, in the order of the first run (repetitions grouped).
+  std::vector<std::string> names;
+  std::map<std::string, std::vector<const VariantRecord*>> by_name_before, by_name_after;
+  for (const VariantRecord& v : before.variants) {
+    if (!v.ok()) continue;
+    if (by_name_before.count(v.spec.name()) == 0) names.push_back(v.spec.name());
+    by_name_before[v.spec.name()].push_back(&v);
+  }
+  for (const VariantRecord& v : after.variants) {
+    if (v.ok()) by_name_after[v.spec.name()].push_back(&v);
+  }
+  for (const auto& [name, records] : by_name_after) {
+    if (by_name_before.count(name) == 0) outcome.warnings.push_back("variant '" + name + "' is only in the second run");
+  }
+  int paired = 0;
+  for (const std::string& name : names) {
+    if (by_name_after.count(name) == 0) {
+      outcome.warnings.push_back("variant '" + name + "' is only in the first run");
+      continue;
+    }
+    const Samples a = samples_of(by_name_before[name]), b = samples_of(by_name_after[name]);
+    if (a.step_ms.empty() || b.step_ms.empty()) continue;
+    ++paired;
+    const bool by_repetition = a.rep_samples_per_s.size() >= 3 && b.rep_samples_per_s.size() >= 3;
+    if (!by_repetition) {
+      outcome.warnings.push_back(name + ": one run a side, so the intervals are over steps and leave out run-to-run "
+                                 "drift (repeat each run 3 times or more for intervals over repetitions)");
+    }
+    std::optional<double> u_p;
+    if (static_cast<int>(a.step_ms.size()) >= options.min_samples_for_u &&
+        static_cast<int>(b.step_ms.size()) >= options.min_samples_for_u) {
+      u_p = stats::mann_whitney_u(a.step_ms, b.step_ms).p_two_sided;
+    } else {
+      outcome.warnings.push_back(name + ": fewer than " + std::to_string(options.min_samples_for_u) +
+                                 " measured steps a side, no Mann-Whitney U test");
+    }
+    const auto add = [&](const char* metric, bool higher_better, bool points, const std::vector<double>& xa,
+                         const std::vector<double>& xb, const std::function<double(const std::vector<double>&)>& stat,
+                         bool use_u) {
+      CompareRow row;
+      row.variant = name;
+      row.metric = metric;
+      row.higher_is_better = higher_better;
+      row.in_points = points;
+      row.before = stat(xa);
+      row.after = stat(xb);
+      row.has_interval = xa.size() >= 2 && xb.size() >= 2;
+      if (!points && row.before == 0) return;
+      if (row.has_interval) {
+        const size_t block = by_repetition ? 1 : static_cast<size_t>(std::lround(std::sqrt(std::min(xa.size(), xb.size()))));
+        row.change = stats::bootstrap_relative_change(xa, xb, stat, options.iterations, 0.95, 12345, !points, block);
+      } else {
+        row.change.change_pct = points ? row.after - row.before : 100.0 * (row.after - row.before) / row.before;
+        row.change.low_pct = row.change.high_pct = row.change.change_pct;
+      }
+      if (use_u) row.p_value = u_p;
+      decide(row, options, outcome);
+      outcome.rows.push_back(row);
+    };
+    if (by_repetition) {
+      add("samples/s", true, false, a.rep_samples_per_s, b.rep_samples_per_s, stats::mean, false);
+      add("step p50 ms", false, false, a.rep_p50_ms, b.rep_p50_ms, stats::mean, false);
+      add("step p95 ms", false, false, a.rep_p95_ms, b.rep_p95_ms, stats::mean, false);
+      add("data wait %", false, true, a.rep_data_wait_pct, b.rep_data_wait_pct, stats::mean, false);
+    } else {
+      add("samples/s", true, false, a.throughput, b.throughput, samples_per_s, true);
+      add("step p50 ms", false, false, a.step_ms, b.step_ms, stats::median, true);
+      add("step p95 ms", false, false, a.step_ms, b.step_ms, p95, false);
+      add("data wait %", false, true, a.data_wait_pct, b.data_wait_pct, stats::mean, false);
+    }
+    add("peak memory MiB", false, false, a.rep_peak_mib, b.rep_peak_mib, stats::mean, false);
+  }
+  if (paired == 0) throw InputError("no variant of the first run pairs with one of the second (by name)");
+  return outcome;
+}
+
+namespace {
+
+std::vector<std::vector<std::string>> cells(const CompareOutcome& outcome) {
+  std::vector<std::vector<std::string>> rows;
+  for (const CompareRow& r : outcome.rows) {
+    const char* value_format = r.metric == "samples/s" || r.metric == "peak memory MiB" ? "%.1f" : "%.2f";
+    rows.push_back({r.variant, r.metric, fmt(value_format, r.before), fmt(value_format, r.after),
+                    signed_pct(r.change.change_pct, r.in_points),
+                    r.has_interval ? "[" + signed_pct(r.change.low_pct, r.in_points) + ", " +
+                                         signed_pct(r.change.high_pct, r.in_points) + "]"
+                                   : "-",
+                    r.p_value ? fmt("%.3g", *r.p_value) : "-", r.verdict});
+  }
+  return rows;
+}
+
+const std::vector<std::string> kHeader = {"variant", "metric", "before", "after", "change", "95 % interval", "U p",
+                                          "verdict"};
+
+std::string footer(const CompareOutcome& outcome, const CompareOptions& options) {
+  return "threshold " + fmt("%.1f", options.threshold_pct) + " %, max regression " +
+         fmt("%.1f", options.max_regression_pct) + " %: " +
+         (outcome.gate_failed ? "REGRESSION beyond the maximum" : "no regression beyond the maximum");
+}
+
+}  // namespace
+
+std::string render_compare_table(const CompareOutcome& outcome, const CompareOptions& options) {
+  std::string out = "compare " + outcome.before_label + " -> " + outcome.after_label + "\n\n";
+  out += render_text_table(kHeader, cells(outcome), true);
+  for (const std::string& w : outcome.warnings) out += "warning: " + w + "\n";
+  return out + footer(outcome, options) + "\n";
+}
+
+std::string render_compare_markdown(const CompareOutcome& outcome, const CompareOptions& options) {
+  std::string out = "**trainlab compare** `" + outcome.before_label + "` → `" + outcome.after_label + "`\n\n|";
+  for (const std::string& h : kHeader) out += " " + h + " |";
+  out += "\n|";
+  for (size_t i = 0; i < kHeader.size(); ++i) out += i < 2 || i == kHeader.size() - 1 ? " --- |" : " ---: |";
+  out += "\n";
+  for (const std::vector<std::string>& row : cells(outcome)) {
+    out += "|";
+    for (const std::string& c : row) out += " " + c + " |";
+    out += "\n";
+  }
+  out += "\n";
+  for (const std::string& w : outcome.warnings) out += "> warning: " + w + "\n";
+  return out + "\n" + footer(outcome, options) + "\n";
+}
+
+nlohmann::json to_json(const CompareOutcome& outcome, const CompareOptions& options) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const CompareRow& r : outcome.rows) {
+    rows.push_back({{"variant", r.variant},
+                    {"metric", r.metric},
+                    {"higher_is_better", r.higher_is_better},
+                    {"unit_of_change", r.in_points ? "points" : "pct"},
+                    {"before", r.before},
+                    {"after", r.after},
+                    {"change", r.change.change_pct},
+                    {"interval", r.has_interval ? nlohmann::json::array({r.change.low_pct, r.change.high_pct})
+                                                : nlohmann::json(nullptr)},
+                    {"mann_whitney_p", r.p_value ? nlohmann::json(*r.p_value) : nlohmann::json(nullptr)},
+                    {"verdict", r.verdict}});
+  }
+  return {{"schema_version", 1},
+          {"tool", "trainlab"},
+          {"kind", "compare"},
+          {"before", outcome.before_label},
+          {"after", outcome.after_label},
+          {"threshold_pct", options.threshold_pct},
+          {"max_regression_pct", options.max_regression_pct},
+          {"rows", rows},
+          {"warnings", outcome.warnings},
+          {"gate_failed", outcome.gate_failed}};
+}
+
+}  // namespace trainlab

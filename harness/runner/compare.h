@@ -1,0 +1,52 @@
+// `trainlab compare A B`: two runs' variants paired by name; for samples/s, step p50/p95, the
+// data-wait share and peak memory, the change with a bootstrap confidence interval (over steps, or
+// over repetitions where each side has several), a Mann-Whitney U test on the step times where
+// there are enough of them, and a verdict per row. Refuses different schemas or scenarios; warns
+// when the environments differ. Torch-free.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/core/comparison_stats.h"
+#include "harness/core/run_record.h"
+
+namespace trainlab {
+
+struct CompareOptions {
+  double threshold_pct = 5.0;        // a change smaller than this is "unchanged" (points, for the data-wait share)
+  double max_regression_pct = 10.0;  // a regression beyond this fails the gate (exit status 1)
+  int iterations = 2000;             // bootstrap resamples
+  int min_samples_for_u = 8;         // per side, for the U test
+};
+
+struct CompareRow {
+  std::string variant;
+  std::string metric;          // "samples/s", "step p50 ms", "step p95 ms", "data wait %", "peak memory MiB"
+  bool higher_is_better = false;
+  bool in_points = false;      // the change is a difference in percentage points, not a relative change
+  double before = 0, after = 0;
+  stats::ChangeEstimate change;
+  bool has_interval = false;   // false: one value a side, no interval
+  std::optional<double> p_value;  // Mann-Whitney U on the step times
+  std::string verdict;         // "improved", "regressed", "unchanged"
+};
+
+struct CompareOutcome {
+  std::string before_label, after_label;  // run ids
+  std::vector<CompareRow> rows;
+  std::vector<std::string> warnings;      // environment differences, too few samples, unpaired variants
+  bool gate_failed = false;               // a regression beyond max_regression_pct
+};
+
+// Throws InputError on different schemas or scenarios, or when no variant pairs up.
+CompareOutcome compare_runs(const RunRecord& before, const RunRecord& after, const CompareOptions& options);
+
+std::string render_compare_table(const CompareOutcome& outcome, const CompareOptions& options);
+std::string render_compare_markdown(const CompareOutcome& outcome, const CompareOptions& options);
+nlohmann::json to_json(const CompareOutcome& outcome, const CompareOptions& options);
+
+}  // namespace trainlab

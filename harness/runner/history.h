@@ -1,0 +1,13 @@
+// `trainlab history`: the runs in a results folder, oldest first: id, date, kind, scenario and a
+// headline figure (the best variant's samples/s, or a diagnosis's verdict). Torch-free.
+#pragma once
+
+#include <string>
+
+namespace trainlab {
+
+// The table; unreadable entries are listed with what is wrong with them. Throws InputError when
+// the folder does not exist.
+std::string render_history(const std::string& results_dir);
+
+}  // namespace trainlab

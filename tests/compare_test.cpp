@@ -1,0 +1,114 @@
+// compare: pairing by variant name, refusals (schema, scenario, nothing paired), verdicts and the
+// gate on hand-built runs whose change is known.
+#include "harness/runner/compare.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "harness/core/errors.h"
+
+namespace trainlab {
+namespace {
+
+// A run of one fp32 variant: `steps` measured steps of about `step_ms` (a fixed +-3 % pattern),
+// a quarter of each waiting on data.
+RunRecord run_of(double step_ms, int steps = 40, int repetitions = 1, const std::string& scenario = "mlp") {
+  RunRecord r;
+  r.run_id = "run-" + std::to_string(step_ms);
+  r.kind = "run";
+  r.scenario = scenario;
+  r.environment.intra_op_threads = 2;
+  for (int rep = 0; rep < repetitions; ++rep) {
+    VariantRecord v;
+    v.spec.scenario = scenario;
+    v.spec.batch_size = 64;
+    v.peak_memory_bytes = 500LL << 20;
+    for (int i = 0; i < steps; ++i) {
+      StepRecord s;
+      s.index = i;
+      const double ms = step_ms * (1.0 + 0.03 * ((i * 7 + rep) % 5 - 2) / 2.0);
+      s.step_ns = static_cast<int64_t>(ms * 1e6);
+      s.phase_ns[static_cast<size_t>(Phase::kDataWait)] = s.step_ns / 4;
+      v.steps.push_back(s);
+    }
+    r.variants.push_back(v);
+  }
+  return r;
+}
+
+const CompareRow& row(const CompareOutcome& o, const std::string& metric) {
+  const auto it = std::find_if(o.rows.begin(), o.rows.end(), [&](const CompareRow& r) { return r.metric == metric; });
+  EXPECT_NE(it, o.rows.end()) << metric;
+  return *it;
+}
+
+TEST(CompareTest, IdenticalRunsAreUnchangedAndPassTheGate) {
+  const CompareOutcome o = compare_runs(run_of(100), run_of(100), CompareOptions{});
+  ASSERT_EQ(o.rows.size(), 5u);
+  for (const CompareRow& r : o.rows) EXPECT_EQ(r.verdict, "unchanged") << r.metric;
+  EXPECT_FALSE(o.gate_failed);
+  EXPECT_DOUBLE_EQ(row(o, "samples/s").change.change_pct, 0.0);
+  ASSERT_TRUE(row(o, "step p50 ms").p_value);
+  EXPECT_GT(*row(o, "step p50 ms").p_value, 0.5);
+}
+
+TEST(CompareTest, StepsHalfAsFastAgainAreARegressionThatFailsTheGate) {
+  const CompareOutcome o = compare_runs(run_of(100), run_of(150), CompareOptions{});
+  const CompareRow& sps = row(o, "samples/s");
+  EXPECT_EQ(sps.verdict, "regressed");
+  EXPECT_NEAR(sps.change.change_pct, -100.0 / 3.0, 0.5);  // 1/1.5 - 1
+  EXPECT_LE(sps.change.low_pct, sps.change.change_pct);
+  EXPECT_GE(sps.change.high_pct, sps.change.change_pct);
+  EXPECT_EQ(row(o, "step p50 ms").verdict, "regressed");
+  EXPECT_NEAR(row(o, "step p50 ms").change.change_pct, 50.0, 0.5);
+  EXPECT_EQ(row(o, "data wait %").verdict, "unchanged");  // a quarter on both sides
+  EXPECT_TRUE(o.gate_failed);
+  // The same change the other way is an improvement, and no gate.
+  const CompareOutcome back = compare_runs(run_of(150), run_of(100), CompareOptions{});
+  EXPECT_EQ(row(back, "samples/s").verdict, "improved");
+  EXPECT_FALSE(back.gate_failed);
+  // A regression under --max-regression is reported and does not fail the gate.
+  CompareOptions lenient;
+  lenient.max_regression_pct = 60;
+  EXPECT_FALSE(compare_runs(run_of(100), run_of(150), lenient).gate_failed);
+}
+
+TEST(CompareTest, RepetitionsGiveIntervalsOverRunsAndWarningsSayWhatIsMissing) {
+  const CompareOutcome single = compare_runs(run_of(100), run_of(100), CompareOptions{});
+  EXPECT_TRUE(std::any_of(single.warnings.begin(), single.warnings.end(),
+                          [](const std::string& w) { return w.find("one run a side") != std::string::npos; }));
+  const CompareOutcome repeated = compare_runs(run_of(100, 40, 3), run_of(100, 40, 3), CompareOptions{});
+  EXPECT_TRUE(std::none_of(repeated.warnings.begin(), repeated.warnings.end(),
+                           [](const std::string& w) { return w.find("one run a side") != std::string::npos; }));
+  EXPECT_TRUE(row(repeated, "peak memory MiB").has_interval);  // one value per repetition
+  const CompareOutcome few = compare_runs(run_of(100, 5), run_of(100, 5), CompareOptions{});
+  EXPECT_FALSE(row(few, "step p50 ms").p_value);
+  EXPECT_TRUE(std::any_of(few.warnings.begin(), few.warnings.end(),
+                          [](const std::string& w) { return w.find("no Mann-Whitney U test") != std::string::npos; }));
+}
+
+TEST(CompareTest, RefusesDifferentSchemasScenariosAndUnpairedRuns) {
+  RunRecord newer = run_of(100);
+  newer.schema_version = kRunSchemaVersion + 1;
+  EXPECT_THROW(compare_runs(run_of(100), newer, CompareOptions{}), InputError);
+  EXPECT_THROW(compare_runs(run_of(100), run_of(100, 40, 1, "recsys"), CompareOptions{}), InputError);
+  RunRecord other = run_of(100);
+  other.variants[0].spec.precision = Precision::kBf16;  // variant "bf16": nothing pairs with "fp32"
+  EXPECT_THROW(compare_runs(run_of(100), other, CompareOptions{}), InputError);
+}
+
+TEST(CompareTest, WarnsWhenTheEnvironmentsDiffer) {
+  RunRecord after = run_of(100);
+  after.environment.intra_op_threads = 1;
+  const CompareOutcome o = compare_runs(run_of(100), after, CompareOptions{});
+  EXPECT_TRUE(std::any_of(o.warnings.begin(), o.warnings.end(),
+                          [](const std::string& w) { return w.find("environments differ") != std::string::npos; }));
+  const std::string markdown = render_compare_markdown(o, CompareOptions{});
+  EXPECT_NE(markdown.find("| fp32 | samples/s |"), std::string::npos) << markdown;
+  EXPECT_EQ(to_json(o, CompareOptions{})["rows"].size(), 5u);
+}
+
+}  // namespace
+}  // namespace trainlab
