@@ -4,7 +4,7 @@ bottleneck, for `trainlab diagnose` to name (tests/e2e_diagnose_test.cpp checks 
 
   dataloader.pt.trace.json.gz  a Dataset whose __getitem__ sleeps: the loop waits on the DataLoader
   compute.pt.trace.json.gz     a wide MLP on a large batch, data already in memory: compute-bound
-  tinyops.pt.trace.json.gz     hundreds of elementwise ops on tiny tensors per step: framework overhead
+  tinyops.pt.trace.json.gz     ~4700 elementwise ops on tiny tensors per step: framework overhead
 
 Usage: make_sample_traces.py OUT_DIR   (run with the Python whose torch the build installed)
 """
@@ -53,7 +53,7 @@ class TinyOps(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.linear = torch.nn.Linear(8, 10)
-        self.scales = torch.nn.ParameterList([torch.nn.Parameter(torch.ones(8)) for _ in range(60)])
+        self.scales = torch.nn.ParameterList([torch.nn.Parameter(torch.ones(8)) for _ in range(150)])
 
     def forward(self, x):
         for scale in self.scales:
