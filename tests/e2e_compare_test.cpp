@@ -14,7 +14,8 @@ TEST(CompareE2E, TwoRunsComparedInEveryFormatAndListedInHistory) {
   // A run, then the same variant with its steps made several times slower by a 100 ms callback every
   // step (a change no machine noise hides; whether two separate identical runs agree depends on the
   // machine's load, which is measured, not tested: see the README).
-  for (const std::string extra : {"", "--callback-every 1 --callback-ms 100"}) {
+  // Three interleaved repetitions each: the intervals are over repetitions.
+  for (const std::string extra : {"--repeat 3", "--repeat 3 --callback-every 1 --callback-ms 100"}) {
     const CliResult r = run_trainlab("run --scenario mlp --threads 1 --steps 12 --warmup 2 -k hidden=256 --results " + results +
                                      " " + extra);
     ASSERT_EQ(r.exit_status, 0) << r.err;
@@ -34,8 +35,13 @@ TEST(CompareE2E, TwoRunsComparedInEveryFormatAndListedInHistory) {
   EXPECT_FALSE(j["gate_failed"].get<bool>());
   for (const nlohmann::json& row : j["rows"]) EXPECT_EQ(row["verdict"], "unchanged") << row.dump();
 
+  const nlohmann::json first = nlohmann::json::parse(slurp(runs[0] + "/run.json"));
+  ASSERT_EQ(first["variants"].size(), 3u);
+  EXPECT_EQ(first["variants"][2]["repetition"].get<int>(), 2);
+
   const CliResult slower = run_trainlab("compare " + runs[0] + " " + runs[1] + " --max-regression 10");
   EXPECT_EQ(slower.exit_status, 1) << slower.out << slower.err;
+  EXPECT_EQ(slower.out.find("one run a side"), std::string::npos) << slower.out;
   EXPECT_NE(slower.out.find("regressed"), std::string::npos) << slower.out;
   EXPECT_NE(slower.out.find("REGRESSION beyond the maximum"), std::string::npos) << slower.out;
 

@@ -61,6 +61,7 @@ struct VariantOptions {
   std::vector<std::string> knobs;       // name=value
   std::string results_dir = "results";
   double timeout_s = 1800;
+  int repeat = 1;
   std::string thresholds_path;
 };
 
@@ -107,6 +108,9 @@ void add_variant_options(CLI::App* cmd, VariantOptions& o, CommandKind kind) {
   cmd->add_option("--knob,-k", o.knobs, "scenario knob NAME=VALUE (repeatable; see `trainlab list`)");
   cmd->add_option("--results", o.results_dir, "results folder (default ./results)");
   cmd->add_option("--timeout-s", o.timeout_s, "kill a variant that runs longer than this (default 1800)");
+  if (kind != CommandKind::kSweep) {
+    cmd->add_option("--repeat", o.repeat, "run each variant this many times, interleaved (default 1; compare uses them)");
+  }
   cmd->add_option("--thresholds", o.thresholds_path, "thresholds JSON replacing configs/thresholds.json");
 }
 
@@ -184,6 +188,8 @@ LabOptions build_lab_options(const VariantOptions& o, Thresholds* thresholds_sto
   lab.results_dir = o.results_dir;
   if (!(o.timeout_s > 0)) throw InputError("invalid --timeout-s (must be positive)");
   lab.variant_timeout_s = o.timeout_s;
+  if (o.repeat < 1 || o.repeat > 100) throw InputError("invalid --repeat (must be 1 to 100)");
+  lab.repeat = o.repeat;
   if (!o.thresholds_path.empty()) {
     *thresholds_storage = load_thresholds(o.thresholds_path);
     lab.thresholds = thresholds_storage;

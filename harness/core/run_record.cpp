@@ -135,6 +135,7 @@ nlohmann::json to_json(const VariantRecord& record) {
                       {"system", record.system},
                       {"rank", record.rank},
                       {"world_size", record.world_size},
+                      {"repetition", record.repetition},
                       {"distributed", record.distributed},
                       {"final_parameters", record.final_parameters},
                       {"environment", env_to_json(record.environment)},
@@ -167,6 +168,7 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
   record.system = j.value("system", nlohmann::json::object());
   record.rank = j.value("rank", 0);
   record.world_size = j.value("world_size", 1);
+  record.repetition = j.value("repetition", 0);
   record.distributed = j.value("distributed", nlohmann::json::object());
   record.final_parameters = j.value("final_parameters", nlohmann::json::object());
   record.environment = env_from_json(j.at("environment"));

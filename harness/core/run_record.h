@@ -92,6 +92,7 @@ struct VariantRecord {
   // (samples/s, step p50, comm and exposed comm shares) and the spread between them.
   int rank = 0;
   int world_size = 1;
+  int repetition = 0;                  // --repeat: which run of this variant (0-based)
   // After the last measured step: {"hash": FNV-1a of every parameter's bytes, "tensors": [{sum, norm}]}.
   nlohmann::json final_parameters = nlohmann::json::object();
   nlohmann::json distributed = nlohmann::json::object();

@@ -1,6 +1,7 @@
 // Baseline lab and single run: spawn variants, collect records, read the lab, write run.json.
 #include "harness/runner/lab.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -47,17 +48,29 @@ LabOutcome run_variants(const std::vector<VariantSpec>& specs, const LabOptions&
   record.scenario = options.base.scenario;
   record.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
   outcome.run_dir = make_run_dir(options.results_dir, options.base.scenario, kind, &record.run_id);
-  progress << "trainlab " << kind << ": scenario " << record.scenario << ", " << specs.size()
-           << " variant(s), results in " << outcome.run_dir << std::endl;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    VariantRunOptions run_options;
-    run_options.run_dir = outcome.run_dir;
-    run_options.timeout_s = options.variant_timeout_s;
-    record.variants.push_back(run_variant_isolated(specs[i], run_options));
-    const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    report_progress(progress, i + 1, specs.size(), record.variants.back(), wall_s);
-    if (record.variants.back().error_kind == "input") break;  // e.g. a corrupt data file: the rest would fail alike
+  const size_t repeat = static_cast<size_t>(std::max(1, options.repeat));
+  progress << "trainlab " << kind << ": scenario " << record.scenario << ", " << specs.size() << " variant(s)"
+           << (repeat > 1 ? " x " + std::to_string(repeat) + " repetitions, interleaved" : std::string())
+           << ", results in " << outcome.run_dir << std::endl;
+  // Repetitions interleave the variants (A B A B ...), so drift on a shared machine hits each alike.
+  const size_t total = specs.size() * repeat;
+  bool bad_input = false;
+  for (size_t rep = 0; rep < repeat && !bad_input; ++rep) {
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      VariantRunOptions run_options;
+      run_options.run_dir = outcome.run_dir;
+      run_options.timeout_s = options.variant_timeout_s;
+      if (repeat > 1) run_options.file_stem = specs[i].name() + ".rep" + std::to_string(rep + 1);
+      record.variants.push_back(run_variant_isolated(specs[i], run_options));
+      record.variants.back().repetition = static_cast<int>(rep);
+      const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      report_progress(progress, rep * specs.size() + i + 1, total, record.variants.back(), wall_s);
+      if (record.variants.back().error_kind == "input") {  // e.g. a corrupt data file: the rest would fail alike
+        bad_input = true;
+        break;
+      }
+    }
   }
   for (const VariantRecord& v : record.variants) {
     if (v.ok()) {
@@ -152,7 +165,10 @@ std::string render_variant_table(const RunRecord& record) {
       continue;
     }
     const VariantAggregate agg = aggregate(v);
-    rows.push_back({v.spec.name(), fmt("%.1f", agg.samples_per_s), fmt("%.2f", agg.step_ms_p50),
+    const bool repeated = std::any_of(record.variants.begin(), record.variants.end(),
+                                      [](const VariantRecord& r) { return r.repetition > 0; });
+    const std::string label = v.spec.name() + (repeated ? " #" + std::to_string(v.repetition + 1) : "");
+    rows.push_back({label, fmt("%.1f", agg.samples_per_s), fmt("%.2f", agg.step_ms_p50),
                     fmt("%.2f", agg.step_ms_p95), fmt("%.0f", v.peak_memory_bytes / 1048576.0),
                     fmt("%.0f", v.ops_per_step),
                     fmt("%.1f %%", agg.phase_pct[static_cast<size_t>(Phase::kDataWait)]),

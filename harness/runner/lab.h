@@ -16,6 +16,7 @@ struct LabOptions {
   VariantSpec base;                  // resolved; precision/compiled are set per variant
   std::string results_dir = "results";
   double variant_timeout_s = 1800;
+  int repeat = 1;  // each variant this many times, the variants interleaved (A B C A B C ...)
   // Per-variant settings applied on top of base, e.g. {"bf16", {{"batch", "64"}}}.
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> overrides;
   const Thresholds* thresholds = &Thresholds::defaults();
