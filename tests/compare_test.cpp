@@ -110,5 +110,28 @@ TEST(CompareTest, WarnsWhenTheEnvironmentsDiffer) {
   EXPECT_EQ(to_json(o, CompareOptions{})["rows"].size(), 5u);
 }
 
+TEST(CompareTest, AnABRunComparesItsAWithItsB) {
+  // Interleaved A B A B A B, B's steps 1.5x as long: one pair "A -> B" over three repetitions.
+  RunRecord ab = run_of(100, 40, 3);
+  const RunRecord slower = run_of(150, 40, 3);
+  std::vector<VariantRecord> interleaved;
+  for (size_t rep = 0; rep < 3; ++rep) {
+    interleaved.push_back(ab.variants[rep]);
+    interleaved.back().label = "A";
+    interleaved.push_back(slower.variants[rep]);
+    interleaved.back().label = "B";
+  }
+  ab.variants = interleaved;
+  ab.kind = "ab";
+  ab.details["ab_changes"] = "workers=1";
+  const CompareOutcome o = compare_ab(ab, CompareOptions{});
+  EXPECT_EQ(o.after_label, "B (workers=1)");
+  EXPECT_EQ(row(o, "samples/s").variant, "A -> B");
+  EXPECT_EQ(row(o, "samples/s").verdict, "regressed");
+  EXPECT_NEAR(row(o, "samples/s").change.change_pct, -100.0 / 3.0, 1.0);
+  EXPECT_TRUE(row(o, "samples/s").has_interval);  // over the repetitions
+  EXPECT_THROW(compare_ab(run_of(100), CompareOptions{}), InputError);  // no labels: not an A/B run
+}
+
 }  // namespace
 }  // namespace trainlab

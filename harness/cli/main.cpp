@@ -306,6 +306,9 @@ int run_cli(int argc, char** argv) {
   VariantOptions run_options;
   CLI::App* run = app.add_subcommand("run", "run one variant of a scenario");
   add_variant_options(run, run_options, CommandKind::kRun);
+  std::string ab_changes;
+  run->add_option("--ab", ab_changes, "A/B: also run the variant with these changes (NAME=VALUE,...; e.g. workers=2), "
+                                      "alternately A B A B --repeat times, then compare them");
 
   VariantOptions profile_options;
   CLI::App* profile = app.add_subcommand("profile", "one variant with the profiler on: record + Chrome trace");
@@ -343,7 +346,7 @@ int run_cli(int argc, char** argv) {
   std::string compare_before, compare_after, compare_format = "table", compare_out;
   CLI::App* compare = app.add_subcommand("compare", "before/after: changes with confidence intervals; exit 1 on a regression");
   compare->add_option("before", compare_before, "run folder or run.json")->required();
-  compare->add_option("after", compare_after, "run folder or run.json")->required();
+  compare->add_option("after", compare_after, "run folder or run.json (leave out to compare an A/B run's A with its B)");
   compare->add_option("--threshold", compare_options.threshold_pct, "changes under this % are unchanged (default 5)");
   compare->add_option("--max-regression", compare_options.max_regression_pct,
                       "exit 1 when something regressed by more than this % (default 10)");
@@ -438,7 +441,8 @@ int run_cli(int argc, char** argv) {
       throw InputError("invalid --format '" + compare_format + "' (table, markdown or json)");
     }
     const CompareOutcome outcome =
-        compare_runs(read_run_record(compare_before), read_run_record(compare_after), compare_options);
+        compare_after.empty() ? compare_ab(read_run_record(compare_before), compare_options)
+                              : compare_runs(read_run_record(compare_before), read_run_record(compare_after), compare_options);
     const nlohmann::json result = to_json(outcome, compare_options);
     if (!compare_out.empty()) write_file_atomically(compare_out, result.dump(2) + "\n");
     if (compare_format == "json") std::cout << result.dump(2) << "\n";
@@ -481,6 +485,17 @@ int run_cli(int argc, char** argv) {
   }
   if (run->parsed()) {
     LabOptions lab = build_lab_options(run_options, &thresholds_storage);
+    if (!ab_changes.empty()) {
+      std::vector<std::pair<std::string, std::string>> changes;
+      std::stringstream items(ab_changes);
+      for (std::string item; std::getline(items, item, ',');) changes.push_back(split_setting(item, "--ab"));
+      const LabOutcome outcome = run_ab(lab, changes, std::cerr);
+      const int status = report_run(outcome);
+      if (status == kExitBadInput) return status;
+      const CompareOptions options;
+      std::cout << "\n" << render_compare_table(compare_ab(outcome.record, options), options);
+      return status;
+    }
     return report_run(run_single_variant(lab, std::cerr));
   }
   LabOptions lab = build_lab_options(lab_options, &thresholds_storage);

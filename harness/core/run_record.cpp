@@ -136,6 +136,7 @@ nlohmann::json to_json(const VariantRecord& record) {
                       {"rank", record.rank},
                       {"world_size", record.world_size},
                       {"repetition", record.repetition},
+                      {"label", record.label},
                       {"distributed", record.distributed},
                       {"final_parameters", record.final_parameters},
                       {"environment", env_to_json(record.environment)},
@@ -169,6 +170,7 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
   record.rank = j.value("rank", 0);
   record.world_size = j.value("world_size", 1);
   record.repetition = j.value("repetition", 0);
+  record.label = j.value("label", "");
   record.distributed = j.value("distributed", nlohmann::json::object());
   record.final_parameters = j.value("final_parameters", nlohmann::json::object());
   record.environment = env_from_json(j.at("environment"));

@@ -93,6 +93,7 @@ struct VariantRecord {
   int rank = 0;
   int world_size = 1;
   int repetition = 0;                  // --repeat: which run of this variant (0-based)
+  std::string label;                   // A/B runs: "A" (the base configuration) or "B" (with --ab's changes)
   // After the last measured step: {"hash": FNV-1a of every parameter's bytes, "tensors": [{sum, norm}]}.
   nlohmann::json final_parameters = nlohmann::json::object();
   nlohmann::json distributed = nlohmann::json::object();

@@ -96,7 +96,34 @@ std::string signed_pct(double value, bool points) { return fmt(points ? "%+.1f p
 
 }  // namespace
 
+namespace {
+CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, const CompareOptions& options,
+                              const std::function<std::string(const VariantRecord&)>& key);
+}  // namespace
+
 CompareOutcome compare_runs(const RunRecord& before, const RunRecord& after, const CompareOptions& options) {
+  return compare_groups(before, after, options, [](const VariantRecord& v) { return v.spec.name(); });
+}
+
+CompareOutcome compare_ab(const RunRecord& run, const CompareOptions& options) {
+  RunRecord a = run, b = run;
+  a.variants.clear();
+  b.variants.clear();
+  for (const VariantRecord& v : run.variants) {
+    if (v.label == "A") a.variants.push_back(v);
+    if (v.label == "B") b.variants.push_back(v);
+  }
+  if (a.variants.empty() || b.variants.empty()) {
+    throw InputError(run.run_id + ": not an A/B run (no records labelled A and B; made by trainlab run --ab)");
+  }
+  a.run_id = "A";
+  b.run_id = "B (" + run.details.value("ab_changes", std::string("changed")) + ")";
+  return compare_groups(a, b, options, [](const VariantRecord&) { return std::string("A -> B"); });
+}
+
+namespace {
+CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, const CompareOptions& options,
+                              const std::function<std::string(const VariantRecord&)>& key) {
   if (before.schema_version != after.schema_version) {
     throw InputError("cannot compare runs of different schemas (" + std::to_string(before.schema_version) + " and " +
                      std::to_string(after.schema_version) + ")");
@@ -116,11 +143,11 @@ CompareOutcome compare_runs(const RunRecord& before, const RunRecord& after, con
   std::map<std::string, std::vector<const VariantRecord*>> by_name_before, by_name_after;
   for (const VariantRecord& v : before.variants) {
     if (!v.ok()) continue;
-    if (by_name_before.count(v.spec.name()) == 0) names.push_back(v.spec.name());
-    by_name_before[v.spec.name()].push_back(&v);
+    if (by_name_before.count(key(v)) == 0) names.push_back(key(v));
+    by_name_before[key(v)].push_back(&v);
   }
   for (const VariantRecord& v : after.variants) {
-    if (v.ok()) by_name_after[v.spec.name()].push_back(&v);
+    if (v.ok()) by_name_after[key(v)].push_back(&v);
   }
   for (const auto& [name, records] : by_name_after) {
     if (by_name_before.count(name) == 0) outcome.warnings.push_back("variant '" + name + "' is only in the second run");
@@ -186,6 +213,7 @@ CompareOutcome compare_runs(const RunRecord& before, const RunRecord& after, con
   if (paired == 0) throw InputError("no variant of the first run pairs with one of the second (by name)");
   return outcome;
 }
+}  // namespace
 
 namespace {
 

@@ -44,6 +44,9 @@ struct CompareOutcome {
 
 // Throws InputError on different schemas or scenarios, or when no variant pairs up.
 CompareOutcome compare_runs(const RunRecord& before, const RunRecord& after, const CompareOptions& options);
+// An A/B run (trainlab run --ab): its "A" records against its "B" records, as one pair.
+// Throws InputError when the run has no A and B records.
+CompareOutcome compare_ab(const RunRecord& run, const CompareOptions& options);
 
 std::string render_compare_table(const CompareOutcome& outcome, const CompareOptions& options);
 std::string render_compare_markdown(const CompareOutcome& outcome, const CompareOptions& options);

@@ -40,8 +40,9 @@ void report_progress(std::ostream& progress, size_t k, size_t n, const VariantRe
   progress << fmt(", %.1f s", wall_s) << std::endl;
 }
 
+// labels: one per spec ("A", "B") or empty; a label also names the variant's files.
 LabOutcome run_variants(const std::vector<VariantSpec>& specs, const LabOptions& options,
-                        const std::string& kind, std::ostream& progress) {
+                        const std::string& kind, std::ostream& progress, const std::vector<std::string>& labels = {}) {
   LabOutcome outcome;
   RunRecord& record = outcome.record;
   record.kind = kind;
@@ -61,9 +62,11 @@ LabOutcome run_variants(const std::vector<VariantSpec>& specs, const LabOptions&
       VariantRunOptions run_options;
       run_options.run_dir = outcome.run_dir;
       run_options.timeout_s = options.variant_timeout_s;
-      if (repeat > 1) run_options.file_stem = specs[i].name() + ".rep" + std::to_string(rep + 1);
+      const std::string stem = labels.empty() ? specs[i].name() : labels[i];
+      if (repeat > 1 || !labels.empty()) run_options.file_stem = stem + ".rep" + std::to_string(rep + 1);
       record.variants.push_back(run_variant_isolated(specs[i], run_options));
       record.variants.back().repetition = static_cast<int>(rep);
+      if (!labels.empty()) record.variants.back().label = labels[i];
       const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       report_progress(progress, rep * specs.size() + i + 1, total, record.variants.back(), wall_s);
       if (record.variants.back().error_kind == "input") {  // e.g. a corrupt data file: the rest would fail alike
@@ -151,6 +154,20 @@ LabOutcome run_single_variant(const LabOptions& options, std::ostream& progress)
   return outcome;
 }
 
+LabOutcome run_ab(const LabOptions& options, const std::vector<std::pair<std::string, std::string>>& changes,
+                  std::ostream& progress) {
+  if (changes.empty()) throw InputError("--ab needs at least one change, e.g. --ab workers=2");
+  VariantSpec b = options.base;
+  for (const auto& [key, value] : changes) apply_setting(b, key, value);
+  resolve(b, find_scenario(b.scenario));
+  LabOutcome outcome = run_variants({options.base, b}, options, "ab", progress, {"A", "B"});
+  std::string described;
+  for (const auto& [key, value] : changes) described += (described.empty() ? "" : ", ") + key + "=" + value;
+  outcome.record.details["ab_changes"] = described;
+  write_run_record((fs::path(outcome.run_dir) / "run.json").string(), outcome.record);
+  return outcome;
+}
+
 std::string render_variant_table(const RunRecord& record) {
   const std::vector<std::string> header = {"variant", "samples/s", "step p50 ms", "step p95 ms",
                                            "peak MiB", "ops/step", "data wait", "vs fp32"};
@@ -167,7 +184,8 @@ std::string render_variant_table(const RunRecord& record) {
     const VariantAggregate agg = aggregate(v);
     const bool repeated = std::any_of(record.variants.begin(), record.variants.end(),
                                       [](const VariantRecord& r) { return r.repetition > 0; });
-    const std::string label = v.spec.name() + (repeated ? " #" + std::to_string(v.repetition + 1) : "");
+    const std::string label = (v.label.empty() ? "" : v.label + " ") + v.spec.name() +
+                              (repeated ? " #" + std::to_string(v.repetition + 1) : "");
     rows.push_back({label, fmt("%.1f", agg.samples_per_s), fmt("%.2f", agg.step_ms_p50),
                     fmt("%.2f", agg.step_ms_p95), fmt("%.0f", v.peak_memory_bytes / 1048576.0),
                     fmt("%.0f", v.ops_per_step),

@@ -32,6 +32,12 @@ std::vector<VariantSpec> baseline_variants(const LabOptions& options);
 
 LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress);
 LabOutcome run_single_variant(const LabOptions& options, std::ostream& progress);
+// A/B: the base configuration (A) and the base with `changes` applied (B, apply_setting keys), run
+// alternately A B A B ... options.repeat times each in one invocation, so drift on a shared machine
+// hits both alike. Records are labelled "A" / "B"; the run's kind is "ab". Throws InputError on a
+// bad change before anything runs.
+LabOutcome run_ab(const LabOptions& options, const std::vector<std::pair<std::string, std::string>>& changes,
+                  std::ostream& progress);
 
 // Creates results/<YYYYmmdd-HHMMSS>-<scenario>-<kind>[-N]/ and returns its path.
 std::string make_run_dir(const std::string& results_dir, const std::string& scenario,
