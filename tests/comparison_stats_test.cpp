@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "harness/core/statistics.h"
@@ -87,6 +88,26 @@ TEST(BootstrapTest, IdenticalSamplesGiveAnIntervalAroundZeroAndBadInputThrows) {
   EXPECT_DOUBLE_EQ(again.low_pct, e.low_pct);
   EXPECT_THROW(bootstrap_relative_change({}, a, mean), std::invalid_argument);
   EXPECT_THROW(bootstrap_relative_change({0, 0}, a, mean), std::invalid_argument);
+}
+
+TEST(WelchTest, HandComputedIntervalOnThreeValuesASide) {
+  // a = 10, 11, 12 (mean 11, s^2 1); b = 12, 13, 14 (mean 13, s^2 1): se = sqrt(1/3 + 1/3) = 0.8165,
+  // df = (2/3)^2 / (2 x (1/3)^2 / 2) = 4, t = 2.776: 2 +- 2.2666 -> relative to 11: 18.18 % +- 20.61 %.
+  const ChangeEstimate e = welch_change({10, 11, 12}, {12, 13, 14});
+  EXPECT_NEAR(e.change_pct, 200.0 / 11.0, 1e-9);
+  EXPECT_NEAR(e.low_pct, (2.0 - 2.776 * std::sqrt(2.0 / 3.0)) * 100.0 / 11.0, 1e-6);
+  EXPECT_NEAR(e.high_pct, (2.0 + 2.776 * std::sqrt(2.0 / 3.0)) * 100.0 / 11.0, 1e-6);
+  const ChangeEstimate points = welch_change({10, 11, 12}, {12, 13, 14}, false);
+  EXPECT_NEAR(points.change_pct, 2.0, 1e-12);
+  EXPECT_THROW(welch_change({1}, {1, 2}), std::invalid_argument);
+}
+
+TEST(WelchTest, StudentQuantilesFromTheTable) {
+  EXPECT_DOUBLE_EQ(student_t_975(4), 2.776);
+  EXPECT_DOUBLE_EQ(student_t_975(30), 2.042);
+  EXPECT_NEAR(student_t_975(1e9), 1.960, 1e-6);
+  EXPECT_GT(student_t_975(11), 2.179);  // between the 10 and 12 rows
+  EXPECT_LT(student_t_975(11), 2.228);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 #include "harness/core/comparison_stats.h"
 
 #include <algorithm>
+#include <iterator>
+#include <utility>
 #include <cmath>
 #include <random>
 #include <stdexcept>
@@ -45,6 +47,43 @@ ChangeEstimate bootstrap_relative_change(const std::vector<double>& a, const std
   }
   out.low_pct = percentile(changes, 100.0 * (1.0 - level) / 2.0);
   out.high_pct = percentile(changes, 100.0 * (1.0 + level) / 2.0);
+  return out;
+}
+
+double student_t_975(double df) {
+  // df -> t(0.975), from the standard table; beyond 120 the normal 1.960.
+  static const std::pair<double, double> kTable[] = {
+      {1, 12.706}, {2, 4.303},  {3, 3.182},  {4, 2.776},  {5, 2.571},  {6, 2.447},  {7, 2.365},
+      {8, 2.306},  {9, 2.262},  {10, 2.228}, {12, 2.179}, {15, 2.131}, {20, 2.086}, {30, 2.042},
+      {60, 2.000}, {120, 1.980}};
+  if (!(df >= 1)) return kTable[0].second;
+  for (size_t i = 1; i < std::size(kTable); ++i) {
+    if (df <= kTable[i].first) {
+      // Linear in 1/df, which the quantile nearly is.
+      const double x0 = 1.0 / kTable[i - 1].first, x1 = 1.0 / kTable[i].first, x = 1.0 / df;
+      return kTable[i - 1].second + (kTable[i].second - kTable[i - 1].second) * (x - x0) / (x1 - x0);
+    }
+  }
+  const double x0 = 1.0 / 120.0, x = 1.0 / df;
+  return 1.960 + (1.980 - 1.960) * x / x0;
+}
+
+ChangeEstimate welch_change(const std::vector<double>& a, const std::vector<double>& b, bool relative) {
+  if (a.size() < 2 || b.size() < 2) throw std::invalid_argument("Welch interval: 2 values a side needed");
+  const double ma = mean(a), mb = mean(b);
+  if (relative && ma == 0) throw std::invalid_argument("Welch interval: the baseline mean is 0");
+  const double va = stddev(a) * stddev(a) / static_cast<double>(a.size());
+  const double vb = stddev(b) * stddev(b) / static_cast<double>(b.size());
+  const double se = std::sqrt(va + vb);
+  const double df = se > 0 ? (va + vb) * (va + vb) /
+                                 (va * va / static_cast<double>(a.size() - 1) + vb * vb / static_cast<double>(b.size() - 1))
+                           : 1e9;
+  const double half = student_t_975(df) * se;
+  const double scale = relative ? 100.0 / ma : 1.0;
+  ChangeEstimate out;
+  out.change_pct = (mb - ma) * scale;
+  out.low_pct = (mb - ma - half) * scale;
+  out.high_pct = (mb - ma + half) * scale;
   return out;
 }
 

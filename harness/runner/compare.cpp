@@ -2,7 +2,8 @@
 //
 // Samples. With several repetitions of a variant on both sides (runs made with --repeat, or the
 // same variant recorded more than once), the unit is the repetition: its samples/s, step p50/p95,
-// data-wait share and peak memory, so the interval includes run-to-run drift. With one run a side,
+// data-wait share and peak memory, so the interval includes run-to-run drift; with so few values
+// it is Welch's t interval on their means. With one run a side,
 // the unit is the measured step (peak memory then has one value a side and no interval), and the
 // interval only covers step-to-step noise; the output says so.
 //
@@ -186,8 +187,11 @@ CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, c
       row.after = stat(xb);
       row.has_interval = xa.size() >= 2 && xb.size() >= 2;
       if (!points && row.before == 0) return;
-      if (row.has_interval) {
-        const size_t block = by_repetition ? 1 : static_cast<size_t>(std::lround(std::sqrt(std::min(xa.size(), xb.size()))));
+      if (row.has_interval && by_repetition) {
+        // A few repetitions: Welch's t interval on their means (a bootstrap of 3 values runs narrow).
+        row.change = stats::welch_change(xa, xb, !points);
+      } else if (row.has_interval) {
+        const size_t block = static_cast<size_t>(std::lround(std::sqrt(std::min(xa.size(), xb.size()))));
         row.change = stats::bootstrap_relative_change(xa, xb, stat, options.iterations, 0.95, 12345, !points, block);
       } else {
         row.change.change_pct = points ? row.after - row.before : 100.0 * (row.after - row.before) / row.before;
