@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <iostream>
@@ -15,6 +16,7 @@
 #include "harness/core/errors.h"
 #include "harness/runner/compare.h"
 #include "harness/runner/diagnose.h"
+#include "harness/runner/doctor.h"
 #include "harness/runner/history.h"
 #include "harness/runner/lab.h"
 #include "harness/runner/sweep.h"
@@ -296,6 +298,60 @@ int report_diagnosis(const DiagnoseOutcome& outcome) {
   return kExitOk;
 }
 
+// `trainlab doctor --scenario S [run options] [--repeat K] [--max-changes N] [--results DIR]`:
+// the run options pass through to its child runs, which validate them.
+int cmd_doctor(const std::vector<std::string>& args) {
+  DoctorOptions options;
+  options.scenario = kDefaultScenario;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const bool has_value = i + 1 < args.size();
+    if (a == "--help" || a == "-h") {
+      std::cout << "trainlab doctor --scenario S [run options] [--repeat K (A/B repetitions, default 3)] "
+                   "[--max-changes N (default 3)] [--results DIR]\n"
+                   "profiles the configuration, tries the change each top finding suggests as an interleaved A/B run, "
+                   "then the helpful ones together, and reports what each measurably bought\n";
+      return kExitOk;
+    }
+    if ((a == "--repeat" || a == "--max-changes" || a == "--results") && !has_value) {
+      throw InputError(a + " needs a value");
+    }
+    if (a == "--repeat") {
+      options.repeat = static_cast<int>(parse_int_list("--repeat", args[++i], 2, 20).front());
+    } else if (a == "--max-changes") {
+      options.max_changes = static_cast<int>(parse_int_list("--max-changes", args[++i], 1, 8).front());
+    } else if (a == "--results") {
+      options.results_dir = args[++i];
+    } else if (a == "--ab" || a == "--profile" || a == "--window") {
+      throw InputError("doctor chooses " + a + " itself");
+    } else {
+      if ((a == "--scenario" || a == "-s") && has_value) options.scenario = args[i + 1];
+      options.variant_args.push_back(a);
+    }
+  }
+  // The configuration is checked the way `run` checks it, so bad input is one line before anything runs.
+  {
+    VariantOptions checked;
+    CLI::App check{"doctor"};
+    add_variant_options(&check, checked, CommandKind::kRun);
+    std::vector<const char*> check_argv = {"trainlab-doctor"};
+    for (const std::string& a : options.variant_args) check_argv.push_back(a.c_str());
+    try {
+      check.parse(static_cast<int>(check_argv.size()), check_argv.data());
+    } catch (const CLI::ParseError& e) {
+      throw InputError(e.what());
+    }
+    build_spec(checked);
+  }
+  if (std::find(options.variant_args.begin(), options.variant_args.end(), "--scenario") == options.variant_args.end() &&
+      std::find(options.variant_args.begin(), options.variant_args.end(), "-s") == options.variant_args.end()) {
+    options.variant_args.insert(options.variant_args.begin(), {"--scenario", options.scenario});
+  }
+  const DoctorOutcome outcome = run_doctor(options, std::cerr);
+  std::cout << "\n" << render_doctor(outcome);
+  return kExitOk;
+}
+
 int run_cli(int argc, char** argv) {
   CLI::App app{"trainlab: find out why training is slow, then verify the fix by measurement"};
   app.require_subcommand(1);
@@ -372,10 +428,11 @@ int run_cli(int argc, char** argv) {
   child->add_option("--spec", spec_path)->required();
   child->add_option("--out", record_path)->required();
 
+  if (argc > 1 && std::string(argv[1]) == "doctor") return cmd_doctor(std::vector<std::string>(argv + 2, argv + argc));
   const std::set<std::string> commands = {"list",     "run",      "profile", "baseline", "sweep",
-                                          "diagnose", "validate", "compare", "history",  "__variant"};
+                                          "diagnose", "validate", "compare", "history",  "doctor", "__variant"};
   if (argc > 1 && argv[1][0] != '-' && commands.count(argv[1]) == 0) {
-    throw InputError(std::string("unknown command '") + argv[1] + "' (commands: list, run, profile, baseline, sweep, diagnose, validate, compare, history)");
+    throw InputError(std::string("unknown command '") + argv[1] + "' (commands: list, run, profile, baseline, sweep, diagnose, validate, compare, history, doctor)");
   }
   try {
     app.parse(argc, argv);

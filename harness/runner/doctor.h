@@ -1,0 +1,52 @@
+// `trainlab doctor`: diagnose -> try the fixes -> verify. Profiles the given configuration (the
+// diagnosis), turns each top finding's change into settings (more loader workers, prefetch, pinned
+// memory, the decoded cache, bf16, compiled, a larger batch, overlapped communication, bigger
+// buckets), measures each as an interleaved A/B run with repetitions against the configuration as
+// given, then the helpful changes together, and reports what each measurably bought. Every step is
+// a child `trainlab` process; everything lands in one folder with doctor.json. Torch-free.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace trainlab {
+
+struct DoctorOptions {
+  std::vector<std::string> variant_args;  // the configuration, as `run` options (--scenario S ...)
+  std::string scenario;
+  int repeat = 3;                         // A/B repetitions a side
+  int max_changes = 3;                    // the top findings tried
+  std::string results_dir = "results";
+  double timeout_s = 1800;                // per child
+};
+
+struct DoctorTrial {
+  std::string change;                     // e.g. "more_workers"
+  std::string settings;                   // e.g. "workers=2"
+  std::string from_rule;
+  double gain_pct = 0;                    // samples/s, B over A
+  double low_pct = 0, high_pct = 0;       // its 95 % interval
+  std::string verdict;                    // improved / unchanged / regressed / failed: ...
+  std::string run_dir;
+};
+
+struct DoctorOutcome {
+  std::string out_dir;
+  std::string diagnosis_headline;
+  std::vector<std::string> remaining_findings;
+  std::vector<DoctorTrial> trials;        // one per change, then "combined" when 2+ helped
+  std::string best_settings;              // the best measured configuration's changes ("" = as given)
+  double best_gain_pct = 0;
+};
+
+// The settings a finding's change stands for, given the configuration's loader settings and the
+// scenario's knobs (empty when the change does not apply, e.g. pinned memory without CUDA).
+std::string settings_for_change(const std::string& change, const nlohmann::json& base_spec, bool on_gpu);
+
+DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress);
+std::string render_doctor(const DoctorOutcome& outcome);
+
+}  // namespace trainlab
