@@ -35,7 +35,8 @@ const Distribution* gpu_util(const Summary& s, std::string* name) {
     return d;
   }
   for (const auto& [key, d] : s.system) {
-    if (d.count > 0 && key.rfind("gpu", 0) == 0 && key.size() > 12 && key.compare(key.size() - 9, 9, ".util_pct") == 0) {
+    if (d.count > 0 && key.rfind("gpu", 0) == 0 && key.size() > 12 &&
+        key.compare(key.size() - 9, 9, ".util_pct") == 0) {
       *name = key;
       return &d;
     }
@@ -83,12 +84,17 @@ std::optional<Finding> input_bound(const Summary& s, const Thresholds& t) {
   const double moderate = t.value("input_bound.moderate_pct");
   const double high = t.value("input_bound.high_pct");
   if (share < moderate) return std::nullopt;
-  Finding f = make("input_bound", share >= high ? Severity::kHigh : Severity::kModerate, Suspect::kDataPipeline);
+  Finding f =
+      make("input_bound", share >= high ? Severity::kHigh : Severity::kModerate, Suspect::kDataPipeline);
   f.evidence.push_back({"data_wait_pct", share, share >= high ? high : moderate, "pct"});
-  f.title = share < 99.95 ? format_text("data wait is %.1f %% of the step: up to %.1fx if removed", share, 100.0 / (100.0 - share))
-                          : format_text("data wait is %.1f %% of the step: the loop does little but wait for batches", share);
+  f.title =
+      share < 99.95
+          ? format_text("data wait is %.1f %% of the step: up to %.1fx if removed", share,
+                        100.0 / (100.0 - share))
+          : format_text("data wait is %.1f %% of the step: the loop does little but wait for batches", share);
 
-  const bool workers_saturated = s.loader_workers && s.logical_cores > 0 && *s.loader_workers >= s.logical_cores;
+  const bool workers_saturated =
+      s.loader_workers && s.logical_cores > 0 && *s.loader_workers >= s.logical_cores;
   const double h2d_min = t.value("loader_settings.h2d_pct");
   const bool pin_helps = s.on_gpu && s.pin_memory && !*s.pin_memory && s.shares.host_to_device_pct >= h2d_min;
   if (s.loader_workers && s.logical_cores > 0) {
@@ -98,17 +104,20 @@ std::optional<Finding> input_bound(const Summary& s, const Thresholds& t) {
   if (workers_saturated && pin_helps) {
     f.evidence.push_back({"host_to_device_pct", s.shares.host_to_device_pct, h2d_min, "pct"});
     f.change = "pin_memory";
-    f.recommendation = "The loader already has a worker per core; pin the staging buffers so batch copies to the "
-                       "device are asynchronous, and cache decoded samples to cut per-sample CPU work.";
+    f.recommendation =
+        "The loader already has a worker per core; pin the staging buffers so batch copies to the "
+        "device are asynchronous, and cache decoded samples to cut per-sample CPU work.";
   } else if (workers_saturated) {
     f.change = "more_prefetch";
-    f.recommendation = "The loader already has a worker per core: prefetch more batches to absorb slow ones, and "
-                       "cache decoded samples (or simplify augmentation) to cut per-sample CPU work.";
+    f.recommendation =
+        "The loader already has a worker per core: prefetch more batches to absorb slow ones, and "
+        "cache decoded samples (or simplify augmentation) to cut per-sample CPU work.";
   } else {
     f.change = "more_workers";
-    f.recommendation = "Build batches on more loader workers with prefetch"
-                       + std::string(s.on_gpu ? " and pinned memory" : "") +
-                       "; cache decoded samples when decoding dominates (`trainlab sweep` finds the setting).";
+    f.recommendation =
+        "Build batches on more loader workers with prefetch" +
+        std::string(s.on_gpu ? " and pinned memory" : "") +
+        "; cache decoded samples when decoding dominates (`trainlab sweep` finds the setting).";
   }
   f.times_fired = f.data_points = step_count(s);  // only the aggregate share is known: it holds for the run
   f.saving_pct = share;
@@ -140,7 +149,8 @@ std::optional<Finding> low_device_utilisation(const Summary& s, const Thresholds
       if (*s.device_busy_pct >= threshold) return std::nullopt;
       f.evidence.push_back({"device_busy_pct", *s.device_busy_pct, threshold, "pct"});
       f.times_fired = f.data_points = step_count(s);
-      what = format_text("kernels keep the device busy %.1f %% of the step (under %.0f %%)", *s.device_busy_pct, threshold);
+      what = format_text("kernels keep the device busy %.1f %% of the step (under %.0f %%)",
+                         *s.device_busy_pct, threshold);
     } else {
       return std::nullopt;
     }
@@ -164,7 +174,8 @@ std::optional<Finding> low_device_utilisation(const Summary& s, const Thresholds
       {"data_wait_pct", "data wait", s.shares.data_wait_pct, Suspect::kDataPipeline, "more_workers"},
       {"communication_pct", "exposed communication", s.shares.communication_pct, Suspect::kCommunication,
        "overlap_comm"},
-      {"framework_pct", "framework overhead", s.shares.framework_pct, Suspect::kFrameworkOverhead, "compiled"},
+      {"framework_pct", "framework overhead", s.shares.framework_pct, Suspect::kFrameworkOverhead,
+       "compiled"},
   };
   const Candidate* largest = &candidates[0];
   for (const Candidate& c : candidates) {
@@ -175,14 +186,16 @@ std::optional<Finding> low_device_utilisation(const Summary& s, const Thresholds
     // A symptom: the saving and the change belong to the suspect's own finding (not ranked twice).
     f.suspect = largest->suspect;
     f.evidence.push_back({largest->metric, largest->share, suspect_min, "pct"});
-    f.title = what + format_text("; the largest non-compute share is %s, %.1f %% of the step", largest->words, largest->share);
+    f.title = what + format_text("; the largest non-compute share is %s, %.1f %% of the step", largest->words,
+                                 largest->share);
     f.recommendation = "The device waits on " + std::string(largest->words) +
                        "; see that suspect's finding for what to change.";
   } else {
     f.severity = Severity::kInfo;
     f.title = what + "; no data, communication or framework share explains it";
-    f.recommendation = "Idle time is not in a measured phase: look at the untraced host work between steps "
-                       "(logging, callbacks) and at the utilisation timeline.";
+    f.recommendation =
+        "Idle time is not in a measured phase: look at the untraced host work between steps "
+        "(logging, callbacks) and at the utilisation timeline.";
   }
   return f;
 }
@@ -198,18 +211,22 @@ std::optional<Finding> cpu_bottleneck(const Summary& s, const Thresholds& t) {
   const double gpu_max = t.value("cpu_bottleneck.gpu_util_p50_pct");
   if (!(cpu->p50 > cpu_min && gpu->p50 < gpu_max)) return std::nullopt;
   const bool data = s.shares.data_wait_pct >= s.shares.framework_pct;
-  Finding f = make("cpu_bottleneck", Severity::kHigh, data ? Suspect::kDataPipeline : Suspect::kFrameworkOverhead);
+  Finding f =
+      make("cpu_bottleneck", Severity::kHigh, data ? Suspect::kDataPipeline : Suspect::kFrameworkOverhead);
   f.evidence.push_back({"cpu.total_pct.p50", cpu->p50, cpu_min, "pct"});
   f.evidence.push_back({gpu_name + ".p50", gpu->p50, gpu_max, "pct"});
-  f.title = format_text("the CPU is saturated (median %.1f %%) while the GPU idles (median %.1f %%)", cpu->p50, gpu->p50);
+  f.title = format_text("the CPU is saturated (median %.1f %%) while the GPU idles (median %.1f %%)",
+                        cpu->p50, gpu->p50);
   if (data) {
-    f.recommendation = "The host cannot prepare batches fast enough and has no cores to spare: cache decoded "
-                       "samples, simplify or move augmentation to the GPU; more workers will not help.";
+    f.recommendation =
+        "The host cannot prepare batches fast enough and has no cores to spare: cache decoded "
+        "samples, simplify or move augmentation to the GPU; more workers will not help.";
     f.saving_pct = s.shares.data_wait_pct;
   } else {
     f.change = "compiled";
-    f.recommendation = "The host spends the step dispatching work: compile the step (fused graph, CUDA graph) to "
-                       "launch fewer, larger kernels.";
+    f.recommendation =
+        "The host spends the step dispatching work: compile the step (fused graph, CUDA graph) to "
+        "launch fewer, larger kernels.";
     f.saving_pct = s.shares.framework_pct;
   }
   f.times_fired = (cpu->count + 1) / 2;  // a median above the threshold: at least half of the samples
@@ -226,13 +243,16 @@ std::optional<Finding> io_bottleneck(const Summary& s, const Thresholds& t) {
   const double high = t.value("input_bound.high_pct");
   const double share = s.shares.data_wait_pct;
   if (!(iowait->p95 > iowait_max && share >= moderate)) return std::nullopt;
-  Finding f = make("io_bottleneck", share >= high ? Severity::kHigh : Severity::kModerate, Suspect::kDataPipeline);
+  Finding f =
+      make("io_bottleneck", share >= high ? Severity::kHigh : Severity::kModerate, Suspect::kDataPipeline);
   f.evidence.push_back({"cpu.iowait_pct.p95", iowait->p95, iowait_max, "pct"});
   f.evidence.push_back({"data_wait_pct", share, share >= high ? high : moderate, "pct"});
-  f.title = format_text("the loader waits on storage: IO wait p95 %.1f %% while data wait is %.1f %% of the step", iowait->p95,
-                share);
-  f.recommendation = "Reads, not decoding, hold the loader up: keep more reads in flight (more workers, "
-                     "prefetch), cache the data set in memory or on local fast storage, or use fewer, larger files.";
+  f.title =
+      format_text("the loader waits on storage: IO wait p95 %.1f %% while data wait is %.1f %% of the step",
+                  iowait->p95, share);
+  f.recommendation =
+      "Reads, not decoding, hold the loader up: keep more reads in flight (more workers, "
+      "prefetch), cache the data set in memory or on local fast storage, or use fewer, larger files.";
   f.change = "more_workers";
   f.times_fired = samples_above_p95(iowait->count);
   f.data_points = iowait->count;
@@ -258,8 +278,8 @@ std::optional<Finding> loader_settings(const Summary& s, const Thresholds& t) {
     raise(wait >= high ? Severity::kHigh : Severity::kModerate);
     f.evidence.push_back({"loader_workers", 0, 1, "count"});
     f.evidence.push_back({"data_wait_pct", wait, wait >= high ? high : moderate, "pct"});
-    parts.push_back(format_text("batches are built on the training thread (0 workers) and data wait is %.1f %% of the step",
-                        wait));
+    parts.push_back(format_text(
+        "batches are built on the training thread (0 workers) and data wait is %.1f %% of the step", wait));
     set_change("more_workers");
     f.recommendation += "Use loader workers so batches are built while the step computes. ";
     f.saving_pct = std::max(f.saving_pct, wait);
@@ -268,15 +288,17 @@ std::optional<Finding> loader_settings(const Summary& s, const Thresholds& t) {
     raise(has_steps(s) && wait >= moderate ? Severity::kModerate : Severity::kInfo);
     f.evidence.push_back({"loader_workers", static_cast<double>(*s.loader_workers),
                           static_cast<double>(s.logical_cores), "count"});
-    parts.push_back(format_text("%lld loader workers oversubscribe %d logical cores", static_cast<long long>(*s.loader_workers),
-                        s.logical_cores));
-    f.recommendation += "Use at most one worker per logical core (fewer when the training step needs cores too). ";
+    parts.push_back(format_text("%lld loader workers oversubscribe %d logical cores",
+                                static_cast<long long>(*s.loader_workers), s.logical_cores));
+    f.recommendation +=
+        "Use at most one worker per logical core (fewer when the training step needs cores too). ";
   }
   if (s.on_gpu && s.pin_memory && !*s.pin_memory && has_steps(s) && s.shares.host_to_device_pct >= h2d_min) {
     raise(Severity::kModerate);
     f.evidence.push_back({"host_to_device_pct", s.shares.host_to_device_pct, h2d_min, "pct"});
-    parts.push_back(format_text("batches are copied from pageable memory and the copies take %.1f %% of the step",
-                        s.shares.host_to_device_pct));
+    parts.push_back(
+        format_text("batches are copied from pageable memory and the copies take %.1f %% of the step",
+                    s.shares.host_to_device_pct));
     set_change("pin_memory");
     f.recommendation += "Pin the loader's staging buffers so copies run asynchronously. ";
     f.saving_pct = std::max(f.saving_pct, s.shares.host_to_device_pct);
@@ -309,17 +331,20 @@ std::optional<Finding> batch_too_small(const Summary& s, const Thresholds& t) {
   f.evidence.push_back({"batch_size", static_cast<double>(s.batch_size), below, "samples"});
   if (overhead) {
     f.evidence.push_back({"fixed_overhead_pct", fixed, fixed_min, "pct"});
-    f.title = format_text("batch of %lld with per-step overhead at %.1f %% of the step: a larger batch amortises it",
-                  static_cast<long long>(s.batch_size), fixed);
+    f.title = format_text(
+        "batch of %lld with per-step overhead at %.1f %% of the step: a larger batch amortises it",
+        static_cast<long long>(s.batch_size), fixed);
     f.saving_pct = fixed / 2.0;
   } else {
     f.evidence.push_back({"device_busy_pct", *s.device_busy_pct, busy_min, "pct"});
-    f.title = format_text("batch of %lld keeps the device busy only %.1f %% of the step: a larger batch gives it more work",
-                  static_cast<long long>(s.batch_size), *s.device_busy_pct);
+    f.title = format_text(
+        "batch of %lld keeps the device busy only %.1f %% of the step: a larger batch gives it more work",
+        static_cast<long long>(s.batch_size), *s.device_busy_pct);
     f.saving_pct = (100.0 - *s.device_busy_pct) / 2.0;
   }
-  f.recommendation = "Use a larger batch (scale the learning rate with it), or accumulate several micro-batches "
-                     "per optimizer step, so per-step costs are spread over more samples.";
+  f.recommendation =
+      "Use a larger batch (scale the learning rate with it), or accumulate several micro-batches "
+      "per optimizer step, so per-step costs are spread over more samples.";
   f.change = "larger_batch";
   f.times_fired = f.data_points = step_count(s);
   return f;
@@ -331,7 +356,8 @@ std::optional<Finding> batch_too_small(const Summary& s, const Thresholds& t) {
 std::optional<Finding> memory_growth(const Summary& s, const Thresholds& t) {
   const std::vector<double> half(s.memory_mb.begin() + static_cast<std::ptrdiff_t>(s.memory_mb.size() / 2),
                                  s.memory_mb.end());
-  const std::optional<double> growth = s.memory_growth_pct ? s.memory_growth_pct : series::moving_average_growth_pct(half);
+  const std::optional<double> growth =
+      s.memory_growth_pct ? s.memory_growth_pct : series::moving_average_growth_pct(half);
   if (!growth) return std::nullopt;
   const double growth_max = t.value("memory_growth.pct");
   if (!(*growth > growth_max)) return std::nullopt;
@@ -340,18 +366,23 @@ std::optional<Finding> memory_growth(const Summary& s, const Thresholds& t) {
   const size_t n = half.size();
   const size_t w = series::growth_window(n);
   if (!s.memory_growth_pct && n >= 2 * w) {
-    const double first = series::mean(std::vector<double>(half.begin(), half.begin() + static_cast<std::ptrdiff_t>(w)));
-    const double last = series::mean(std::vector<double>(half.end() - static_cast<std::ptrdiff_t>(w), half.end()));
-    f.title = format_text("memory still grows %.1f %% over the second half of the run (moving average of %zu steps: %.0f MB -> "
-                  "%.0f MB)", *growth, w, first, last);
+    const double first =
+        series::mean(std::vector<double>(half.begin(), half.begin() + static_cast<std::ptrdiff_t>(w)));
+    const double last =
+        series::mean(std::vector<double>(half.end() - static_cast<std::ptrdiff_t>(w), half.end()));
+    f.title = format_text(
+        "memory still grows %.1f %% over the second half of the run (moving average of %zu steps: %.0f MB -> "
+        "%.0f MB)",
+        *growth, w, first, last);
     const double limit = first * (1.0 + growth_max / 100.0);
     for (double mb : half) f.times_fired += mb > limit ? 1 : 0;
     f.data_points = static_cast<int64_t>(n);
   } else {
     f.title = format_text("memory grows %.1f %% (moving average, first window to last)", *growth);
   }
-  f.recommendation = "Look for tensors kept across steps (a loss summed with its graph, growing lists or caches, "
-                     "hooks holding activations); a rise that levels off is the allocator's cache warming up.";
+  f.recommendation =
+      "Look for tensors kept across steps (a loss summed with its graph, growing lists or caches, "
+      "hooks holding activations); a rise that levels off is the allocator's cache warming up.";
   return f;
 }
 
@@ -369,16 +400,19 @@ std::optional<Finding> step_outliers(const Summary& s, const Thresholds& t) {
   }
   const double total = sum(s.step_ms);
   const double saving = total > 0 ? excess / total * 100.0 : 0;
-  Finding f = make("step_outliers",
-                   saving >= t.value("slow_steps.moderate_excess_pct") ? Severity::kModerate : Severity::kInfo,
-                   Suspect::kNone);
+  Finding f =
+      make("step_outliers",
+           saving >= t.value("slow_steps.moderate_excess_pct") ? Severity::kModerate : Severity::kInfo,
+           Suspect::kNone);
   f.evidence.push_back({"outlier_steps", static_cast<double>(outliers.size()), 0, "count"});
   f.evidence.push_back({"max_step_ms", slowest, limit, "ms"});
   f.title = format_text("%zu step%s beyond mean + %.0f sigma (%.1f ms): step%s ", outliers.size(),
-                outliers.size() == 1 ? "" : "s", sigmas, limit, outliers.size() == 1 ? "" : "s") +
-            list_steps(s, outliers) + format_text("; %.1f ms above the median step on average", excess / outliers.size());
-  f.recommendation = "Look at what those steps do differently (a checkpoint, evaluation, garbage collection, a "
-                     "slow batch, another process); run it off the training thread or less often.";
+                        outliers.size() == 1 ? "" : "s", sigmas, limit, outliers.size() == 1 ? "" : "s") +
+            list_steps(s, outliers) +
+            format_text("; %.1f ms above the median step on average", excess / outliers.size());
+  f.recommendation =
+      "Look at what those steps do differently (a checkpoint, evaluation, garbage collection, a "
+      "slow batch, another process); run it off the training thread or less often.";
   f.times_fired = static_cast<int64_t>(outliers.size());
   f.data_points = static_cast<int64_t>(s.step_ms.size());
   f.saving_pct = saving;
@@ -406,27 +440,29 @@ std::optional<Finding> periodic_slow_steps(const Summary& s, const Thresholds& t
   const double share_min = t.value("periodic_slow_steps.period_share_pct");
   const int64_t min_period = static_cast<int64_t>(t.value("periodic_slow_steps.min_period_steps"));
   const std::optional<series::Period> period =
-      series::find_period(events, static_cast<int64_t>(t.value("periodic_slow_steps.jitter_steps")), min_period,
-                          share_min / 100.0);
+      series::find_period(events, static_cast<int64_t>(t.value("periodic_slow_steps.jitter_steps")),
+                          min_period, share_min / 100.0);
   if (!period) return std::nullopt;
   double excess = 0;
   for (size_t i : slow) excess += s.step_ms[i] - median;
   const double total = sum(s.step_ms);
   const double saving = total > 0 ? excess / total * 100.0 : 0;
   const double per_period = excess / static_cast<double>(events.size());
-  Finding f = make("periodic_slow_steps",
-                   saving >= t.value("slow_steps.moderate_excess_pct") ? Severity::kModerate : Severity::kInfo,
-                   Suspect::kNone);
-  f.evidence.push_back({"period_steps", static_cast<double>(period->period_steps), static_cast<double>(min_period),
-                        "steps"});
+  Finding f =
+      make("periodic_slow_steps",
+           saving >= t.value("slow_steps.moderate_excess_pct") ? Severity::kModerate : Severity::kInfo,
+           Suspect::kNone);
+  f.evidence.push_back(
+      {"period_steps", static_cast<double>(period->period_steps), static_cast<double>(min_period), "steps"});
   f.evidence.push_back({"period_share_pct", period->share() * 100.0, share_min, "pct"});
   f.evidence.push_back({"extra_ms_per_period", per_period, median * slow_pct / 100.0, "ms"});
   f.evidence.push_back({"slow_steps", static_cast<double>(slow.size()), min_events, "count"});
-  f.title = format_text("every %lld steps a slow step: +%.1f ms per period (steps ", static_cast<long long>(period->period_steps),
-                per_period) +
+  f.title = format_text("every %lld steps a slow step: +%.1f ms per period (steps ",
+                        static_cast<long long>(period->period_steps), per_period) +
             list_steps(s, slow, 5) + ")";
-  f.recommendation = "Something runs every few steps on the training thread (checkpoint, logging, evaluation, a "
-                     "metric read that synchronises): move it to a background thread or run it less often.";
+  f.recommendation =
+      "Something runs every few steps on the training thread (checkpoint, logging, evaluation, a "
+      "metric read that synchronises): move it to a background thread or run it less often.";
   f.times_fired = static_cast<int64_t>(slow.size());
   f.data_points = static_cast<int64_t>(s.step_ms.size());
   f.saving_pct = saving;
@@ -449,15 +485,18 @@ std::optional<Finding> exposed_communication(const Summary& s, const Thresholds&
     const double unhidden = exposed / *s.comm_total_pct * 100.0;
     f.evidence.push_back({"exposed_share_of_comm_pct", unhidden, unhidden_min, "pct"});
     f.change = "bucket_size";
-    f.recommendation = "Collectives already overlap with backward but part stays exposed: use larger gradient "
-                       "buckets (fewer, fuller all-reduces) or accumulate gradients over several micro-batches.";
+    f.recommendation =
+        "Collectives already overlap with backward but part stays exposed: use larger gradient "
+        "buckets (fewer, fuller all-reduces) or accumulate gradients over several micro-batches.";
   } else {
     if (s.comm_total_pct && *s.comm_total_pct > 0) {
-      f.evidence.push_back({"exposed_share_of_comm_pct", exposed / *s.comm_total_pct * 100.0, unhidden_min, "pct"});
+      f.evidence.push_back(
+          {"exposed_share_of_comm_pct", exposed / *s.comm_total_pct * 100.0, unhidden_min, "pct"});
     }
     f.change = "overlap_comm";
-    f.recommendation = "Overlap the gradient all-reduce with backward (bucketed, launched from gradient hooks), "
-                       "use bigger buckets, or accumulate gradients to communicate less often.";
+    f.recommendation =
+        "Overlap the gradient all-reduce with backward (bucketed, launched from gradient hooks), "
+        "use bigger buckets, or accumulate gradients to communicate less often.";
   }
   f.times_fired = f.data_points = step_count(s);
   f.saving_pct = exposed;
@@ -491,8 +530,9 @@ std::optional<Finding> rank_imbalance(const Summary& s, const Thresholds& t) {
     f.times_fired = 1;
     f.data_points = s.world_size;
   }
-  f.recommendation = "Every rank waits for the slowest at each all-reduce: give ranks equal shards (samples, "
-                     "sequence lengths), the same loader workers and cores, and keep other work off the slow rank.";
+  f.recommendation =
+      "Every rank waits for the slowest at each all-reduce: give ranks equal shards (samples, "
+      "sequence lengths), the same loader workers and cores, and keep other work off the slow rank.";
   f.saving_pct = *spread / (100.0 + *spread) * 100.0;  // the slowest step's share that equal ranks would save
   return f;
 }
@@ -510,29 +550,36 @@ std::optional<Finding> dispatch_overhead(const Summary& s, const Thresholds& t) 
     const double short_min = t.value("dispatch_overhead.short_kernel_pct");
     const bool short_high = s.short_kernel_pct && *s.short_kernel_pct >= short_min;
     if (!fw_high && !short_high) return std::nullopt;
-    if (!fw_high) f.severity = Severity::kInfo;  // many short kernels, but the device is not yet waiting on them
+    if (!fw_high)
+      f.severity = Severity::kInfo;  // many short kernels, but the device is not yet waiting on them
     f.evidence.push_back({"framework_pct", fw, fw_min, "pct"});
     if (s.short_kernel_pct) f.evidence.push_back({"short_kernel_pct", *s.short_kernel_pct, short_min, "pct"});
     f.title = format_text("framework overhead is %.1f %% of the step", fw) +
-              (s.short_kernel_pct ? format_text("; %.1f %% of kernels are short", *s.short_kernel_pct) : std::string());
+              (s.short_kernel_pct ? format_text("; %.1f %% of kernels are short", *s.short_kernel_pct)
+                                  : std::string());
   } else {
     const double ops_min = t.value("dispatch_overhead.cpu_ops_per_step");
     const double op_us_max = t.value("dispatch_overhead.cpu_op_p50_us");
     const bool small_ops = s.ops_per_step && s.op_us && s.op_us->count > 0 && *s.ops_per_step >= ops_min &&
                            s.op_us->p50 < op_us_max;
     if (!fw_high && !small_ops) return std::nullopt;
-    if (!fw_high) f.severity = Severity::kInfo;  // many small ops, but their dispatch is not yet a large share
+    if (!fw_high)
+      f.severity = Severity::kInfo;  // many small ops, but their dispatch is not yet a large share
     f.evidence.push_back({"framework_pct", fw, fw_min, "pct"});
     if (s.ops_per_step && s.op_us && s.op_us->count > 0) {
       f.evidence.push_back({"ops_per_step", *s.ops_per_step, ops_min, "count"});
       f.evidence.push_back({"op_us.p50", s.op_us->p50, op_us_max, "us"});
     }
-    f.title = small_ops ? format_text("%.0f ops per step with a median op of %.1f us: per-op dispatch is a large part of "
-                              "the step", *s.ops_per_step, s.op_us->p50)
-                        : format_text("framework overhead is %.1f %% of the step", fw);
+    f.title = small_ops
+                  ? format_text(
+                        "%.0f ops per step with a median op of %.1f us: per-op dispatch is a large part of "
+                        "the step",
+                        *s.ops_per_step, s.op_us->p50)
+                  : format_text("framework overhead is %.1f %% of the step", fw);
   }
-  f.recommendation = "Launch fewer, larger operations: compile the step (TorchScript graph with fusion; on CUDA a "
-                     "CUDA graph), fuse elementwise chains, avoid Python-level loops over small tensors.";
+  f.recommendation =
+      "Launch fewer, larger operations: compile the step (TorchScript graph with fusion; on CUDA a "
+      "CUDA graph), fuse elementwise chains, avoid Python-level loops over small tensors.";
   f.change = "compiled";
   f.times_fired = f.data_points = step_count(s);
   f.saving_pct = fw;
@@ -545,12 +592,15 @@ std::optional<Finding> host_syncs(const Summary& s, const Thresholds& t) {
   const double max = t.value("host_syncs.per_step");
   if (!(*s.host_syncs_per_step > max)) return std::nullopt;
   // On CPU a value read stalls no queue of device work: worth knowing, not a bottleneck.
-  Finding f = make("host_syncs", s.on_gpu ? Severity::kModerate : Severity::kInfo, Suspect::kFrameworkOverhead);
+  Finding f =
+      make("host_syncs", s.on_gpu ? Severity::kModerate : Severity::kInfo, Suspect::kFrameworkOverhead);
   f.evidence.push_back({"host_syncs_per_step", *s.host_syncs_per_step, max, "count"});
-  f.title = format_text("%.1f host synchronisations per step (e.g. .item(), .cpu(), printing a loss every step)",
-                *s.host_syncs_per_step);
-  f.recommendation = "Each synchronisation stops the host from running ahead of the device: read losses and "
-                     "metrics every N steps, keep running sums on the device, avoid data-dependent host branches.";
+  f.title =
+      format_text("%.1f host synchronisations per step (e.g. .item(), .cpu(), printing a loss every step)",
+                  *s.host_syncs_per_step);
+  f.recommendation =
+      "Each synchronisation stops the host from running ahead of the device: read losses and "
+      "metrics every N steps, keep running sums on the device, avoid data-dependent host branches.";
   f.times_fired = f.data_points = step_count(s);
   return f;
 }
@@ -567,8 +617,8 @@ std::optional<Finding> precision(const Summary& s, const Thresholds& t) {
     for (const auto& [dtype, ns] : s.kernel_precision_ns) total_ns += ns;
     auto it = s.kernel_precision_ns.find("fp32");
     if (total_ns <= 0 || it == s.kernel_precision_ns.end()) return std::nullopt;
-    fp32 = {"fp32_kernel_time_pct", static_cast<double>(it->second) / static_cast<double>(total_ns) * 100.0, fp32_min,
-            "pct"};
+    fp32 = {"fp32_kernel_time_pct", static_cast<double>(it->second) / static_cast<double>(total_ns) * 100.0,
+            fp32_min, "pct"};
   } else {
     if (!s.fp32_op_share_pct) return std::nullopt;
     fp32 = {"fp32_op_share_pct", *s.fp32_op_share_pct, fp32_min, "pct"};
@@ -585,7 +635,7 @@ std::optional<Finding> precision(const Summary& s, const Thresholds& t) {
     f.evidence.push_back({"bf16_gemm_speedup", speedup, t.value("precision.min_measured_speedup"), "x"});
   }
   f.title = format_text("compute is %.1f %% of the step and runs in fp32: bf16 autocast left on the table",
-                s.shares.compute_pct);
+                        s.shares.compute_pct);
   f.recommendation = "Run forward and backward under bf16 autocast (keep the optimizer state in fp32)" +
                      std::string(s.on_gpu ? "." : "; on CPUs without AMX or AVX512-BF16 measure it first.");
   f.change = "bf16";
@@ -601,15 +651,18 @@ std::optional<Finding> gemm_alignment(const Summary& s, const Thresholds& t) {
   const double share_min = t.value("gemm_alignment.unaligned_share_pct");
   if (share < share_min || s.gemm_unaligned_ops <= 0) return std::nullopt;
   const bool low_precision = s.compute_dtype == "bf16" || s.compute_dtype == "fp16";
-  Finding f = make("gemm_alignment", low_precision ? Severity::kModerate : Severity::kInfo, Suspect::kModelCompute);
+  Finding f =
+      make("gemm_alignment", low_precision ? Severity::kModerate : Severity::kInfo, Suspect::kModelCompute);
   f.evidence.push_back({"unaligned_gemm_pct", share, share_min, "pct"});
-  f.title = format_text("%lld of %lld GEMMs (%.1f %%) have a dimension that is not a multiple of 8",
-                static_cast<long long>(s.gemm_unaligned_ops), static_cast<long long>(s.gemm_ops), share);
+  f.title =
+      format_text("%lld of %lld GEMMs (%.1f %%) have a dimension that is not a multiple of 8",
+                  static_cast<long long>(s.gemm_unaligned_ops), static_cast<long long>(s.gemm_ops), share);
   for (size_t i = 0; i < s.unaligned_gemm_examples.size() && i < 3; ++i) {
     f.title += (i ? ", " : ", e.g. ") + s.unaligned_gemm_examples[i];
   }
-  f.recommendation = "Pad layer widths, vocabulary and batch to multiples of 8 (16 or 64 is better still) so "
-                     "bf16/fp16 GEMMs map onto whole Tensor Core / AMX tiles.";
+  f.recommendation =
+      "Pad layer widths, vocabulary and batch to multiples of 8 (16 or 64 is better still) so "
+      "bf16/fp16 GEMMs map onto whole Tensor Core / AMX tiles.";
   f.times_fired = s.gemm_unaligned_ops;
   f.data_points = s.gemm_ops;
   return f;
@@ -624,9 +677,11 @@ std::optional<Finding> initialisation_time(const Summary& s, const Thresholds& t
   Finding f = make("initialisation_time", Severity::kInfo, Suspect::kNone);
   f.evidence.push_back({"init_pct_of_loop", pct, pct_max, "pct"});
   f.evidence.push_back({"init_ms", *s.init_ms, *s.loop_ms * pct_max / 100.0, "ms"});
-  f.title = format_text("start-up takes %.0f ms, %.1f %% of the measured loop (%.0f ms)", *s.init_ms, pct, *s.loop_ms);
-  f.recommendation = "Start-up (model build, data set indexing, compilation) weighs on short runs: cache what it "
-                     "builds, or measure over more steps.";
+  f.title = format_text("start-up takes %.0f ms, %.1f %% of the measured loop (%.0f ms)", *s.init_ms, pct,
+                        *s.loop_ms);
+  f.recommendation =
+      "Start-up (model build, data set indexing, compilation) weighs on short runs: cache what it "
+      "builds, or measure over more steps.";
   f.times_fired = f.data_points = 1;
   return f;
 }
@@ -644,10 +699,11 @@ std::optional<Finding> non_finite_loss(const Summary& s, const Thresholds&) {
   f.evidence.push_back({"non_finite_losses", static_cast<double>(bad), 0, "count"});
   const int64_t first_step =
       s.step_numbers.size() == s.losses.size() ? s.step_numbers[first] : static_cast<int64_t>(first);
-  f.title = format_text("the loss is NaN/Inf at %lld of %zu steps, first at step %lld", static_cast<long long>(bad),
-                s.losses.size(), static_cast<long long>(first_step));
-  f.recommendation = "Training diverged: lower the learning rate or clip gradients; under fp16 use a gradient "
-                     "scaler (bf16 has fp32's range); check the inputs for NaN.";
+  f.title = format_text("the loss is NaN/Inf at %lld of %zu steps, first at step %lld",
+                        static_cast<long long>(bad), s.losses.size(), static_cast<long long>(first_step));
+  f.recommendation =
+      "Training diverged: lower the learning rate or clip gradients; under fp16 use a gradient "
+      "scaler (bf16 has fp32's range); check the inputs for NaN.";
   f.times_fired = bad;
   f.data_points = static_cast<int64_t>(s.losses.size());
   return f;
@@ -678,21 +734,24 @@ std::optional<Finding> gradient_norm(const Summary& s, const Thresholds& t) {
   if (spikes > 0) {
     if (largest_ratio > 0) f.evidence.push_back({"max_grad_norm_x_median", largest_ratio, factor, "x"});
     if (spikes > 0 && finite.size() < s.grad_norms.size()) {
-      f.evidence.push_back({"non_finite_grad_norms", static_cast<double>(s.grad_norms.size() - finite.size()), 0,
-                            "count"});
+      f.evidence.push_back(
+          {"non_finite_grad_norms", static_cast<double>(s.grad_norms.size() - finite.size()), 0, "count"});
     }
-    f.title = format_text("the gradient norm explodes at %lld of %zu steps (above %.0fx its median %.3g, or non-finite)",
-                  static_cast<long long>(spikes), s.grad_norms.size(), factor, median);
-    f.recommendation = "Clip the gradient norm, lower the learning rate or add warm-up; look at the batches of the "
-                       "spiking steps.";
+    f.title = format_text(
+        "the gradient norm explodes at %lld of %zu steps (above %.0fx its median %.3g, or non-finite)",
+        static_cast<long long>(spikes), s.grad_norms.size(), factor, median);
+    f.recommendation =
+        "Clip the gradient norm, lower the learning rate or add warm-up; look at the batches of the "
+        "spiking steps.";
     f.times_fired = spikes;
     return f;
   }
   if (median < vanish) {
     f.evidence.push_back({"median_grad_norm", median, vanish, "norm"});
     f.title = format_text("the gradient norm vanishes: median %.3g (under %.3g)", median, vanish);
-    f.recommendation = "Updates are too small to move the weights: check that the loss reaches the parameters "
-                       "(detached tensors, frozen layers), initialisation and normalisation.";
+    f.recommendation =
+        "Updates are too small to move the weights: check that the loss reaches the parameters "
+        "(detached tensors, frozen layers), initialisation and normalisation.";
     for (double g : finite) f.times_fired += g < vanish ? 1 : 0;
     return f;
   }
@@ -705,7 +764,8 @@ std::optional<Finding> model_compute(const Summary& s, const Thresholds& t) {
   const StepShares& sh = s.shares;
   const double compute = sh.compute_pct;
   const double min = t.value("model_compute.pct");
-  for (double other : {sh.data_wait_pct, sh.host_to_device_pct, sh.communication_pct, sh.framework_pct, sh.other_pct}) {
+  for (double other :
+       {sh.data_wait_pct, sh.host_to_device_pct, sh.communication_pct, sh.framework_pct, sh.other_pct}) {
     if (other >= compute) return std::nullopt;
   }
   if (compute < min) return std::nullopt;
@@ -719,8 +779,9 @@ std::optional<Finding> model_compute(const Summary& s, const Thresholds& t) {
   } else {
     f.title += "; efficiency unknown (no achieved or peak FLOP/s)";
   }
-  f.recommendation = "Faster steps now come from the model's own arithmetic: lower precision (bf16), fused or "
-                     "compiled kernels, hardware-friendly shapes, a larger batch for more efficient GEMMs.";
+  f.recommendation =
+      "Faster steps now come from the model's own arithmetic: lower precision (bf16), fused or "
+      "compiled kernels, hardware-friendly shapes, a larger batch for more efficient GEMMs.";
   f.times_fired = f.data_points = step_count(s);
   return f;
 }
@@ -756,20 +817,28 @@ const std::vector<std::pair<std::string, Rule>>& rules() {
 
 const char* to_string(Severity severity) {
   switch (severity) {
-    case Severity::kInfo: return "info";
-    case Severity::kModerate: return "moderate";
-    case Severity::kHigh: return "high";
+    case Severity::kInfo:
+      return "info";
+    case Severity::kModerate:
+      return "moderate";
+    case Severity::kHigh:
+      return "high";
   }
   return "info";
 }
 
 const char* to_string(Suspect suspect) {
   switch (suspect) {
-    case Suspect::kDataPipeline: return "data_pipeline";
-    case Suspect::kModelCompute: return "model_compute";
-    case Suspect::kCommunication: return "communication";
-    case Suspect::kFrameworkOverhead: return "framework_overhead";
-    case Suspect::kNone: return "none";
+    case Suspect::kDataPipeline:
+      return "data_pipeline";
+    case Suspect::kModelCompute:
+      return "model_compute";
+    case Suspect::kCommunication:
+      return "communication";
+    case Suspect::kFrameworkOverhead:
+      return "framework_overhead";
+    case Suspect::kNone:
+      return "none";
   }
   return "none";
 }
@@ -777,7 +846,8 @@ const char* to_string(Suspect suspect) {
 nlohmann::json to_json(const Finding& finding) {
   nlohmann::json evidence = nlohmann::json::array();
   for (const Evidence& e : finding.evidence) {
-    evidence.push_back({{"metric", e.metric}, {"value", e.value}, {"threshold", e.threshold}, {"unit", e.unit}});
+    evidence.push_back(
+        {{"metric", e.metric}, {"value", e.value}, {"threshold", e.threshold}, {"unit", e.unit}});
   }
   return {{"rule", finding.rule_id},
           {"title", finding.title},

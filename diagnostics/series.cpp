@@ -64,8 +64,8 @@ std::optional<double> moving_average_growth_pct(const std::vector<double>& value
   return (last - first) / first * 100.0;
 }
 
-std::optional<Period> find_period(std::vector<int64_t> positions, int64_t jitter_steps, int64_t min_period_steps,
-                                  double min_share) {
+std::optional<Period> find_period(std::vector<int64_t> positions, int64_t jitter_steps,
+                                  int64_t min_period_steps, double min_share) {
   std::sort(positions.begin(), positions.end());
   positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
   if (positions.size() < 3) return std::nullopt;
@@ -73,7 +73,8 @@ std::optional<Period> find_period(std::vector<int64_t> positions, int64_t jitter
   std::set<int64_t> candidates;  // sorted: ties keep the smaller period
   for (size_t i = 0; i < positions.size(); ++i) {
     for (size_t j = i + 1; j < positions.size() && j <= i + 3; ++j) {
-      if (positions[j] - positions[i] >= std::max<int64_t>(1, min_period_steps)) candidates.insert(positions[j] - positions[i]);
+      if (positions[j] - positions[i] >= std::max<int64_t>(1, min_period_steps))
+        candidates.insert(positions[j] - positions[i]);
     }
   }
   const auto has_position_near = [&](int64_t at) {

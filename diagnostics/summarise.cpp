@@ -85,16 +85,17 @@ bool is_dataloader(const TraceEvent& e) {
 bool is_collective(const TraceEvent& e) {
   const std::string n = lower(e.name);
   if (e.kind == EventKind::kKernel) return n.find("nccl") != std::string::npos;
-  return n.rfind("gloo:", 0) == 0 || n.rfind("nccl:", 0) == 0 || n.find("c10d::allreduce") != std::string::npos ||
-         n.find("c10d::broadcast") != std::string::npos || n.find("c10d::allgather") != std::string::npos ||
+  return n.rfind("gloo:", 0) == 0 || n.rfind("nccl:", 0) == 0 ||
+         n.find("c10d::allreduce") != std::string::npos || n.find("c10d::broadcast") != std::string::npos ||
+         n.find("c10d::allgather") != std::string::npos ||
          n.find("c10d::reduce_scatter") != std::string::npos;
 }
 
 bool is_host_sync(const TraceEvent& e) {
   if (e.kind == EventKind::kSync) return true;
   if (e.kind == EventKind::kRuntime) {
-    return e.name == "cudaDeviceSynchronize" || e.name == "cudaStreamSynchronize" || e.name == "cudaEventSynchronize" ||
-           e.name == "cudaMemcpy";
+    return e.name == "cudaDeviceSynchronize" || e.name == "cudaStreamSynchronize" ||
+           e.name == "cudaEventSynchronize" || e.name == "cudaMemcpy";
   }
   // On CPU nothing waits for a device, but the same code (.item(), printing a loss) is a sync on GPU.
   return e.kind == EventKind::kCpuOp && (e.name == "aten::item" || e.name == "aten::_local_scalar_dense");
@@ -103,20 +104,22 @@ bool is_host_sync(const TraceEvent& e) {
 std::string kernel_precision(const std::string& name) {
   const std::string n = lower(name);
   if (n.find("bf16") != std::string::npos || n.find("bfloat16") != std::string::npos) return "bf16";
-  if (n.find("fp16") != std::string::npos || n.find("f16") != std::string::npos || n.find("half") != std::string::npos ||
-      n.find("h884") != std::string::npos || n.find("h1688") != std::string::npos || n.find("hmma") != std::string::npos) {
+  if (n.find("fp16") != std::string::npos || n.find("f16") != std::string::npos ||
+      n.find("half") != std::string::npos || n.find("h884") != std::string::npos ||
+      n.find("h1688") != std::string::npos || n.find("hmma") != std::string::npos) {
     return "fp16";
   }
-  if (n.find("sgemm") != std::string::npos || n.find("fp32") != std::string::npos || n.find("f32") != std::string::npos ||
-      n.find("s884") != std::string::npos || n.find("s1688") != std::string::npos || n.find("float") != std::string::npos) {
+  if (n.find("sgemm") != std::string::npos || n.find("fp32") != std::string::npos ||
+      n.find("f32") != std::string::npos || n.find("s884") != std::string::npos ||
+      n.find("s1688") != std::string::npos || n.find("float") != std::string::npos) {
     return "fp32";
   }
   return "other";
 }
 
 bool is_gemm(const std::string& name) {
-  static const std::set<std::string> kGemm = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm",
-                                              "aten::matmul", "aten::linear"};
+  static const std::set<std::string> kGemm = {"aten::mm",      "aten::addmm",  "aten::bmm",
+                                              "aten::baddbmm", "aten::matmul", "aten::linear"};
   return kGemm.count(name) > 0;
 }
 
@@ -144,7 +147,8 @@ std::string shapes_text(const nlohmann::json& dims) {
 std::vector<NamedTime> top_by_time(const std::map<std::string, NamedTime>& by_name, size_t limit) {
   std::vector<NamedTime> out;
   for (const auto& [name, t] : by_name) out.push_back(t);
-  std::sort(out.begin(), out.end(), [](const NamedTime& a, const NamedTime& b) { return a.total_ns > b.total_ns; });
+  std::sort(out.begin(), out.end(),
+            [](const NamedTime& a, const NamedTime& b) { return a.total_ns > b.total_ns; });
   if (out.size() > limit) out.resize(limit);
   return out;
 }
@@ -244,7 +248,8 @@ void add_profile_details(const Profile& profile, const std::vector<Step>& steps,
     s.ops_per_step = static_cast<double>(op_count) / n_steps;
     s.op_us = distribution_of(op_us);
     s.top_ops = top_by_time(ops_by_name, 15);
-    if (typed_ops > 0) s.fp32_op_share_pct = 100.0 * static_cast<double>(fp32_ops) / static_cast<double>(typed_ops);
+    if (typed_ops > 0)
+      s.fp32_op_share_pct = 100.0 * static_cast<double>(fp32_ops) / static_cast<double>(typed_ops);
   }
   if (kernels > 0) {
     s.kernels_per_step = static_cast<double>(kernels) / n_steps;
@@ -256,8 +261,10 @@ void add_profile_details(const Profile& profile, const std::vector<Step>& steps,
   if (s.compute_dtype.empty() && !gemm_types.empty()) {
     const auto top = std::max_element(gemm_types.begin(), gemm_types.end(),
                                       [](const auto& a, const auto& b) { return a.second < b.second; });
-    s.compute_dtype = top->first == "float" ? "fp32" : top->first == "c10::BFloat16" ? "bf16"
-                    : top->first == "c10::Half" ? "fp16" : top->first;
+    s.compute_dtype = top->first == "float"           ? "fp32"
+                      : top->first == "c10::BFloat16" ? "bf16"
+                      : top->first == "c10::Half"     ? "fp16"
+                                                      : top->first;
   }
 }
 
@@ -269,8 +276,9 @@ std::vector<Step> steps_of(const Profile& profile, int64_t* main_track) {
   }
   std::vector<Step> steps;
   if (per_track.empty()) return steps;
-  *main_track = std::max_element(per_track.begin(), per_track.end(),
-                                 [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+  *main_track = std::max_element(per_track.begin(), per_track.end(), [](const auto& a, const auto& b) {
+                  return a.second < b.second;
+                })->first;
   for (const TraceEvent& e : profile.events) {
     if (e.kind != EventKind::kStep || e.on_device || e.track != *main_track) continue;
     const size_t hash = e.name.find('#');
@@ -333,7 +341,8 @@ Summary summarise_variant(const VariantRecord& record, const std::string& scenar
     s.step_numbers.push_back(step.index);
     s.losses.push_back(step.loss);
     if (!(step.grad_norm < 0)) s.grad_norms.push_back(step.grad_norm);  // measured (NaN: not finite)
-    if (step.memory_bytes > 0) memory_mb.push_back(static_cast<double>(step.memory_bytes) / (1024.0 * 1024.0));
+    if (step.memory_bytes > 0)
+      memory_mb.push_back(static_cast<double>(step.memory_bytes) / (1024.0 * 1024.0));
     measured_ns += step.step_ns;
   }
   s.memory_mb = memory_mb;
@@ -370,10 +379,12 @@ Summary summarise_variant(const VariantRecord& record, const std::string& scenar
   if (record.model_flops_per_sample > 0) {
     s.model_flops_per_step = record.model_flops_per_sample * static_cast<double>(record.spec.batch_size);
     // Per rank: each rank computes its shard of the global batch.
-    s.achieved_flops_per_s = record.model_flops_per_sample * agg.samples_per_s / std::max(1, record.world_size);
+    s.achieved_flops_per_s =
+        record.model_flops_per_sample * agg.samples_per_s / std::max(1, record.world_size);
   }
   if (record.peak_flops_per_s > 0) s.peak_flops_per_s = record.peak_flops_per_s;
-  const auto fp32_peak = record.peak_flops_by_dtype.find("fp32"), bf16_peak = record.peak_flops_by_dtype.find("bf16");
+  const auto fp32_peak = record.peak_flops_by_dtype.find("fp32"),
+             bf16_peak = record.peak_flops_by_dtype.find("bf16");
   if (fp32_peak != record.peak_flops_by_dtype.end() && bf16_peak != record.peak_flops_by_dtype.end() &&
       fp32_peak->second > 0) {
     s.bf16_gemm_speedup = bf16_peak->second / fp32_peak->second;
@@ -392,7 +403,8 @@ Summary summarise_variant(const VariantRecord& record, const std::string& scenar
   if (record.loader.contains("prefetch") && record.loader["prefetch"].is_number()) {
     s.loader_prefetch = record.loader["prefetch"].get<int64_t>();
   }
-  if (record.loader.contains("pin_memory_applied")) s.pin_memory = record.loader["pin_memory_applied"].get<bool>();
+  if (record.loader.contains("pin_memory_applied"))
+    s.pin_memory = record.loader["pin_memory_applied"].get<bool>();
   s.data_busy_ms = agg.data_busy_ms_mean;
 
   // System metrics over the variant.
@@ -418,7 +430,8 @@ Summary summarise_variant(const VariantRecord& record, const std::string& scenar
         if (r.value("ok", false)) s.rank_step_p50_ms.push_back(r.value("busy_ms_mean", 0.0));
       }
     }
-    if (record.distributed.contains("busy_spread_pct")) s.rank_spread_pct = record.distributed["busy_spread_pct"].get<double>();
+    if (record.distributed.contains("busy_spread_pct"))
+      s.rank_spread_pct = record.distributed["busy_spread_pct"].get<double>();
   }
 
   bool gpu_busy_known = false;
@@ -451,7 +464,8 @@ Summary summarise_variant(const VariantRecord& record, const std::string& scenar
     }
   }
   if (s.on_gpu && !gpu_busy_known) {
-    s.notes.push_back("framework overhead on a GPU needs the captured kernels (trainlab profile): counted as compute here");
+    s.notes.push_back(
+        "framework overhead on a GPU needs the captured kernels (trainlab profile): counted as compute here");
   }
   return s;
 }
@@ -474,7 +488,8 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
   if (metadata.contains("distributedInfo") && metadata["distributedInfo"].is_object()) {
     const nlohmann::json& d = metadata["distributedInfo"];
     if (d.contains("rank") && d["rank"].is_number_integer()) s.rank = d["rank"].get<int>();
-    if (d.contains("world_size") && d["world_size"].is_number_integer()) s.world_size = d["world_size"].get<int>();
+    if (d.contains("world_size") && d["world_size"].is_number_integer())
+      s.world_size = d["world_size"].get<int>();
   }
   fill_system(profile, s);
 
@@ -495,12 +510,15 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
       return s;
     }
     if (!op_ns_per_track.empty()) {
-      main_track = std::max_element(op_ns_per_track.begin(), op_ns_per_track.end(),
-                                    [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+      main_track =
+          std::max_element(op_ns_per_track.begin(), op_ns_per_track.end(), [](const auto& a, const auto& b) {
+            return a.second < b.second;
+          })->first;
     }
     steps.push_back({0, from, to});
-    s.notes.push_back("no ProfilerStep# spans (the trace was not taken with a profiler schedule and prof.step()): "
-                      "the whole trace is treated as one step");
+    s.notes.push_back(
+        "no ProfilerStep# spans (the trace was not taken with a profiler schedule and prof.step()): "
+        "the whole trace is treated as one step");
   }
 
   // Intervals by role. Host spans count on the main thread only (where the loop runs).
@@ -543,7 +561,8 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
       // trainlab's own trace: the loop's phases are in it.
       const auto in = [&](const char* name) {
         auto it = phases.find(name);
-        return it == phases.end() ? 0.0 : static_cast<double>(length(clip(it->second, st.start_ns, st.end_ns)));
+        return it == phases.end() ? 0.0
+                                  : static_cast<double>(length(clip(it->second, st.start_ns, st.end_ns)));
       };
       data += in("data_wait");
       h2d += in("host_to_device");
@@ -559,7 +578,8 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
       const auto busy = unite(unite(kk, clip(c, st.start_ns, st.end_ns)), clip(m, st.start_ns, st.end_ns));
       const auto mm = subtract(clip(m, st.start_ns, st.end_ns), unite(kk, clip(c, st.start_ns, st.end_ns)));
       const auto idle = subtract({{st.start_ns, st.end_ns}}, busy);
-      const double data_ns = static_cast<double>(length(subtract(idle, subtract(idle, dl))));  // idle ∩ DataLoader
+      const double data_ns =
+          static_cast<double>(length(subtract(idle, subtract(idle, dl))));  // idle ∩ DataLoader
       compute += static_cast<double>(length(kk));
       comm += static_cast<double>(length(cc));
       h2d += static_cast<double>(length(mm));
@@ -573,7 +593,8 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
       const auto ops = subtract(subtract(clip(h, st.start_ns, st.end_ns), dl), cc);
       double short_ns = 0;
       for (const Interval& op : ops) {
-        if (static_cast<double>(op.second - op.first) < short_op_ns) short_ns += static_cast<double>(op.second - op.first);
+        if (static_cast<double>(op.second - op.first) < short_op_ns)
+          short_ns += static_cast<double>(op.second - op.first);
       }
       const double ops_ns = static_cast<double>(length(ops));
       const double data_ns = static_cast<double>(length(dl));
@@ -593,14 +614,20 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
     s.shares.compute_pct = 100.0 * compute / total;
     s.shares.communication_pct = 100.0 * comm / total;
     s.shares.framework_pct = 100.0 * framework / total;
-    s.shares.other_pct = std::max(0.0, 100.0 - s.shares.data_wait_pct - s.shares.host_to_device_pct -
-                                           s.shares.compute_pct - s.shares.communication_pct - s.shares.framework_pct);
+    s.shares.other_pct =
+        std::max(0.0, 100.0 - s.shares.data_wait_pct - s.shares.host_to_device_pct - s.shares.compute_pct -
+                          s.shares.communication_pct - s.shares.framework_pct);
     s.loop_ms = total / 1e6;
     if (!busy_pct.empty()) s.device_busy_pct = distribution_of(busy_pct).mean;
-    if (!d.empty()) s.dataloader_next_ms = static_cast<double>(length(d)) / 1e6 / static_cast<double>(s.step_ms.size());
+    if (!d.empty())
+      s.dataloader_next_ms = static_cast<double>(length(d)) / 1e6 / static_cast<double>(s.step_ms.size());
   }
   if (s.world_size > 1 && !c.empty()) {
-    s.comm_total_pct = total > 0 ? 100.0 * static_cast<double>(length(clip(c, steps.front().start_ns, steps.back().end_ns))) / total : 0;
+    s.comm_total_pct =
+        total > 0
+            ? 100.0 * static_cast<double>(length(clip(c, steps.front().start_ns, steps.back().end_ns))) /
+                  total
+            : 0;
   }
   add_profile_details(profile, steps, s);
   for (const auto& [source, count] : profile.dropped) s.dropped_events += count;
@@ -614,7 +641,8 @@ nlohmann::json opt(const std::optional<T>& value) {
 }
 nlohmann::json named_times(const std::vector<NamedTime>& items) {
   nlohmann::json out = nlohmann::json::array();
-  for (const NamedTime& t : items) out.push_back({{"name", t.name}, {"count", t.count}, {"total_ns", t.total_ns}});
+  for (const NamedTime& t : items)
+    out.push_back({{"name", t.name}, {"count", t.count}, {"total_ns", t.total_ns}});
   return out;
 }
 // JSON has no NaN: non-finite losses become null.
@@ -626,40 +654,72 @@ nlohmann::json finite_or_null(const std::vector<double>& values) {
 }  // namespace
 
 nlohmann::json to_json(const Distribution& d) {
-  return {{"count", d.count}, {"min", d.min}, {"p50", d.p50}, {"p95", d.p95}, {"p99", d.p99},
-          {"max", d.max},     {"mean", d.mean}, {"stddev", d.stddev}};
+  return {{"count", d.count}, {"min", d.min}, {"p50", d.p50},   {"p95", d.p95},
+          {"p99", d.p99},     {"max", d.max}, {"mean", d.mean}, {"stddev", d.stddev}};
 }
 
 nlohmann::json to_json(const Summary& s) {
   nlohmann::json system = nlohmann::json::object();
   for (const auto& [name, d] : s.system) system[name] = to_json(d);
-  return {
-      {"source", s.source}, {"label", s.label}, {"scenario", s.scenario}, {"device", s.device}, {"on_gpu", s.on_gpu},
-      {"steps", s.step_ms.size()}, {"step_ms", s.step_ms}, {"step_numbers", s.step_numbers},
-      {"step_ms_stats", to_json(s.step)}, {"samples_per_s", s.samples_per_s}, {"batch_size", s.batch_size},
-      {"shares_pct", {{"data_wait", s.shares.data_wait_pct}, {"host_to_device", s.shares.host_to_device_pct},
-                      {"compute", s.shares.compute_pct}, {"communication", s.shares.communication_pct},
-                      {"framework", s.shares.framework_pct}, {"other", s.shares.other_pct}}},
-      {"device_busy_pct", opt(s.device_busy_pct)}, {"ops_per_step", opt(s.ops_per_step)},
-      {"kernels_per_step", opt(s.kernels_per_step)},
-      {"kernel_us", s.kernel_us ? to_json(*s.kernel_us) : nlohmann::json(nullptr)},
-      {"op_us", s.op_us ? to_json(*s.op_us) : nlohmann::json(nullptr)},
-      {"short_kernel_pct", opt(s.short_kernel_pct)}, {"host_syncs_per_step", opt(s.host_syncs_per_step)},
-      {"top_ops", named_times(s.top_ops)}, {"top_kernels", named_times(s.top_kernels)},
-      {"kernel_precision_ns", s.kernel_precision_ns}, {"device_activity_ns", s.device_activity_ns},
-      {"compute_dtype", s.compute_dtype}, {"fp32_op_share_pct", opt(s.fp32_op_share_pct)},
-      {"gemm_ops", s.gemm_ops}, {"gemm_unaligned_ops", s.gemm_unaligned_ops},
-      {"unaligned_gemm_examples", s.unaligned_gemm_examples}, {"memory_mb", s.memory_mb},
-      {"memory_growth_pct", opt(s.memory_growth_pct)}, {"peak_memory_bytes", s.peak_memory_bytes},
-      {"system", system}, {"logical_cores", s.logical_cores}, {"loader_workers", opt(s.loader_workers)},
-      {"loader_prefetch", opt(s.loader_prefetch)}, {"pin_memory", opt(s.pin_memory)},
-      {"data_busy_ms", opt(s.data_busy_ms)}, {"dataloader_next_ms", opt(s.dataloader_next_ms)},
-      {"world_size", s.world_size}, {"rank", s.rank}, {"comm_total_pct", opt(s.comm_total_pct)},
-      {"rank_step_p50_ms", s.rank_step_p50_ms}, {"rank_spread_pct", opt(s.rank_spread_pct)},
-      {"model_flops_per_step", opt(s.model_flops_per_step)}, {"achieved_flops_per_s", opt(s.achieved_flops_per_s)},
-      {"peak_flops_per_s", opt(s.peak_flops_per_s)}, {"bf16_gemm_speedup", opt(s.bf16_gemm_speedup)}, {"init_ms", opt(s.init_ms)}, {"loop_ms", opt(s.loop_ms)},
-      {"losses", finite_or_null(s.losses)}, {"grad_norms", finite_or_null(s.grad_norms)},
-      {"dropped_events", s.dropped_events}, {"notes", s.notes}};
+  return {{"source", s.source},
+          {"label", s.label},
+          {"scenario", s.scenario},
+          {"device", s.device},
+          {"on_gpu", s.on_gpu},
+          {"steps", s.step_ms.size()},
+          {"step_ms", s.step_ms},
+          {"step_numbers", s.step_numbers},
+          {"step_ms_stats", to_json(s.step)},
+          {"samples_per_s", s.samples_per_s},
+          {"batch_size", s.batch_size},
+          {"shares_pct",
+           {{"data_wait", s.shares.data_wait_pct},
+            {"host_to_device", s.shares.host_to_device_pct},
+            {"compute", s.shares.compute_pct},
+            {"communication", s.shares.communication_pct},
+            {"framework", s.shares.framework_pct},
+            {"other", s.shares.other_pct}}},
+          {"device_busy_pct", opt(s.device_busy_pct)},
+          {"ops_per_step", opt(s.ops_per_step)},
+          {"kernels_per_step", opt(s.kernels_per_step)},
+          {"kernel_us", s.kernel_us ? to_json(*s.kernel_us) : nlohmann::json(nullptr)},
+          {"op_us", s.op_us ? to_json(*s.op_us) : nlohmann::json(nullptr)},
+          {"short_kernel_pct", opt(s.short_kernel_pct)},
+          {"host_syncs_per_step", opt(s.host_syncs_per_step)},
+          {"top_ops", named_times(s.top_ops)},
+          {"top_kernels", named_times(s.top_kernels)},
+          {"kernel_precision_ns", s.kernel_precision_ns},
+          {"device_activity_ns", s.device_activity_ns},
+          {"compute_dtype", s.compute_dtype},
+          {"fp32_op_share_pct", opt(s.fp32_op_share_pct)},
+          {"gemm_ops", s.gemm_ops},
+          {"gemm_unaligned_ops", s.gemm_unaligned_ops},
+          {"unaligned_gemm_examples", s.unaligned_gemm_examples},
+          {"memory_mb", s.memory_mb},
+          {"memory_growth_pct", opt(s.memory_growth_pct)},
+          {"peak_memory_bytes", s.peak_memory_bytes},
+          {"system", system},
+          {"logical_cores", s.logical_cores},
+          {"loader_workers", opt(s.loader_workers)},
+          {"loader_prefetch", opt(s.loader_prefetch)},
+          {"pin_memory", opt(s.pin_memory)},
+          {"data_busy_ms", opt(s.data_busy_ms)},
+          {"dataloader_next_ms", opt(s.dataloader_next_ms)},
+          {"world_size", s.world_size},
+          {"rank", s.rank},
+          {"comm_total_pct", opt(s.comm_total_pct)},
+          {"rank_step_p50_ms", s.rank_step_p50_ms},
+          {"rank_spread_pct", opt(s.rank_spread_pct)},
+          {"model_flops_per_step", opt(s.model_flops_per_step)},
+          {"achieved_flops_per_s", opt(s.achieved_flops_per_s)},
+          {"peak_flops_per_s", opt(s.peak_flops_per_s)},
+          {"bf16_gemm_speedup", opt(s.bf16_gemm_speedup)},
+          {"init_ms", opt(s.init_ms)},
+          {"loop_ms", opt(s.loop_ms)},
+          {"losses", finite_or_null(s.losses)},
+          {"grad_norms", finite_or_null(s.grad_norms)},
+          {"dropped_events", s.dropped_events},
+          {"notes", s.notes}};
 }
 
 }  // namespace trainlab

@@ -18,7 +18,9 @@ namespace {
 
 std::string format_pct(double value) { return format_text("%.1f %%", value); }
 
-std::string format_speedup(double saving_pct) { return format_text("%.2fx", 100.0 / std::max(1e-9, 100.0 - saving_pct)); }
+std::string format_speedup(double saving_pct) {
+  return format_text("%.2fx", 100.0 / std::max(1e-9, 100.0 - saving_pct));
+}
 
 // Median absolute deviation over the median, in percent: the step-time noise, robust to the few
 // outliers and periodic slow steps that rules report on their own.
@@ -40,18 +42,24 @@ double robust_noise_pct(const std::vector<double>& step_ms) {
 
 double share_of(const Summary& s, Suspect suspect) {
   switch (suspect) {
-    case Suspect::kDataPipeline: return s.shares.data_wait_pct + s.shares.host_to_device_pct;
-    case Suspect::kModelCompute: return s.shares.compute_pct;
-    case Suspect::kCommunication: return s.shares.communication_pct;
-    case Suspect::kFrameworkOverhead: return s.shares.framework_pct;
-    case Suspect::kNone: return s.shares.other_pct;
+    case Suspect::kDataPipeline:
+      return s.shares.data_wait_pct + s.shares.host_to_device_pct;
+    case Suspect::kModelCompute:
+      return s.shares.compute_pct;
+    case Suspect::kCommunication:
+      return s.shares.communication_pct;
+    case Suspect::kFrameworkOverhead:
+      return s.shares.framework_pct;
+    case Suspect::kNone:
+      return s.shares.other_pct;
   }
   return 0;
 }
 
 std::string compute_headline(const Summary& s) {
   std::string line = "model compute: " + format_pct(s.shares.compute_pct) + " of the step is " +
-                     (s.on_gpu ? "device work" : "forward/backward/optimizer compute") + "; the loop is well fed";
+                     (s.on_gpu ? "device work" : "forward/backward/optimizer compute") +
+                     "; the loop is well fed";
   if (s.achieved_flops_per_s && s.peak_flops_per_s && *s.peak_flops_per_s > 0) {
     line += ", running at " + format_pct(100.0 * *s.achieved_flops_per_s / *s.peak_flops_per_s) +
             " of the measured peak FLOP/s";
@@ -81,7 +89,8 @@ Verdict decide(const Summary& summary, const std::vector<Finding>& findings, con
 
   for (const Finding& f : findings) {
     if (f.saving_pct <= 0 || f.recommendation.empty()) continue;
-    v.actions.push_back({f.rule_id, f.recommendation, f.change, f.saving_pct, 100.0 / std::max(1e-9, 100.0 - f.saving_pct)});
+    v.actions.push_back(
+        {f.rule_id, f.recommendation, f.change, f.saving_pct, 100.0 / std::max(1e-9, 100.0 - f.saving_pct)});
   }
   std::stable_sort(v.actions.begin(), v.actions.end(),
                    [](const RankedAction& a, const RankedAction& b) { return a.saving_pct > b.saving_pct; });
@@ -90,7 +99,8 @@ Verdict decide(const Summary& summary, const std::vector<Finding>& findings, con
   const auto steps = static_cast<double>(summary.step_ms.size());
   const double min_steps = thresholds.value("verdict.min_steps");
   if (steps < min_steps) {
-    v.inconclusive_reasons.push_back("only " + std::to_string(summary.step_ms.size()) + " measured steps (at least " +
+    v.inconclusive_reasons.push_back("only " + std::to_string(summary.step_ms.size()) +
+                                     " measured steps (at least " +
                                      std::to_string(static_cast<int>(min_steps)) + " needed)");
   }
   if (summary.dropped_events > 0) {
@@ -100,8 +110,9 @@ Verdict decide(const Summary& summary, const std::vector<Finding>& findings, con
   const double noise_pct = robust_noise_pct(summary.step_ms);
   const double max_noise_pct = thresholds.value("verdict.max_step_noise_pct");
   if (noise_pct > max_noise_pct) {
-    v.inconclusive_reasons.push_back("step times too noisy: median absolute deviation " + format_pct(noise_pct) +
-                                     " of the median (limit " + format_pct(max_noise_pct) + ")");
+    v.inconclusive_reasons.push_back("step times too noisy: median absolute deviation " +
+                                     format_pct(noise_pct) + " of the median (limit " +
+                                     format_pct(max_noise_pct) + ")");
   }
   if (!v.inconclusive_reasons.empty()) {
     v.inconclusive = true;
@@ -166,12 +177,16 @@ nlohmann::json to_json(const Verdict& verdict) {
   }
   nlohmann::json actions = nlohmann::json::array();
   for (const RankedAction& a : verdict.actions) {
-    actions.push_back({{"rule", a.rule_id}, {"action", a.action}, {"change", a.change},
-                       {"saving_pct", a.saving_pct}, {"speedup", a.speedup}});
+    actions.push_back({{"rule", a.rule_id},
+                       {"action", a.action},
+                       {"change", a.change},
+                       {"saving_pct", a.saving_pct},
+                       {"speedup", a.speedup}});
   }
   return {{"inconclusive", verdict.inconclusive},
           {"inconclusive_reasons", verdict.inconclusive_reasons},
-          {"primary", verdict.inconclusive ? nlohmann::json(nullptr) : nlohmann::json(to_string(verdict.primary))},
+          {"primary",
+           verdict.inconclusive ? nlohmann::json(nullptr) : nlohmann::json(to_string(verdict.primary))},
           {"confidence", verdict.confidence},
           {"headline", verdict.headline},
           {"attribution", attribution},

@@ -2,11 +2,11 @@
 #include "harness/core/comparison_stats.h"
 
 #include <algorithm>
-#include <iterator>
-#include <utility>
 #include <cmath>
+#include <iterator>
 #include <random>
 #include <stdexcept>
+#include <utility>
 
 #include "harness/core/statistics.h"
 
@@ -17,7 +17,8 @@ ChangeEstimate bootstrap_relative_change(const std::vector<double>& a, const std
                                          int iterations, double level, uint64_t seed, bool relative,
                                          size_t block_length) {
   if (a.empty() || b.empty()) throw std::invalid_argument("bootstrap: both samples need values");
-  if (iterations < 100 || !(level > 0 && level < 1)) throw std::invalid_argument("bootstrap: bad iterations or level");
+  if (iterations < 100 || !(level > 0 && level < 1))
+    throw std::invalid_argument("bootstrap: bad iterations or level");
   const auto change = [relative](double before, double after) {
     return relative ? 100.0 * (after - before) / before : after - before;
   };
@@ -52,10 +53,10 @@ ChangeEstimate bootstrap_relative_change(const std::vector<double>& a, const std
 
 double student_t_975(double df) {
   // df -> t(0.975), from the standard table; beyond 120 the normal 1.960.
-  static const std::pair<double, double> kTable[] = {
-      {1, 12.706}, {2, 4.303},  {3, 3.182},  {4, 2.776},  {5, 2.571},  {6, 2.447},  {7, 2.365},
-      {8, 2.306},  {9, 2.262},  {10, 2.228}, {12, 2.179}, {15, 2.131}, {20, 2.086}, {30, 2.042},
-      {60, 2.000}, {120, 1.980}};
+  static const std::pair<double, double> kTable[] = {{1, 12.706}, {2, 4.303},  {3, 3.182},  {4, 2.776},
+                                                     {5, 2.571},  {6, 2.447},  {7, 2.365},  {8, 2.306},
+                                                     {9, 2.262},  {10, 2.228}, {12, 2.179}, {15, 2.131},
+                                                     {20, 2.086}, {30, 2.042}, {60, 2.000}, {120, 1.980}};
   if (!(df >= 1)) return kTable[0].second;
   for (size_t i = 1; i < std::size(kTable); ++i) {
     if (df <= kTable[i].first) {
@@ -75,9 +76,10 @@ ChangeEstimate welch_change(const std::vector<double>& a, const std::vector<doub
   const double va = stddev(a) * stddev(a) / static_cast<double>(a.size());
   const double vb = stddev(b) * stddev(b) / static_cast<double>(b.size());
   const double se = std::sqrt(va + vb);
-  const double df = se > 0 ? (va + vb) * (va + vb) /
-                                 (va * va / static_cast<double>(a.size() - 1) + vb * vb / static_cast<double>(b.size() - 1))
-                           : 1e9;
+  const double df =
+      se > 0 ? (va + vb) * (va + vb) /
+                   (va * va / static_cast<double>(a.size() - 1) + vb * vb / static_cast<double>(b.size() - 1))
+             : 1e9;
   const double half = student_t_975(df) * se;
   const double scale = relative ? 100.0 / ma : 1.0;
   ChangeEstimate out;

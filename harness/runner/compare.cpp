@@ -13,7 +13,8 @@
 // Verdict, conservative on a noisy machine: "improved" or "regressed" only when the whole interval
 // lies beyond the threshold in that direction and, for the step-time rows of single runs, the U test
 // finds the step times shifted (p < 0.05): a burst of slow steps from a neighbour on the machine
-// moves the p95 but not the whole distribution; "unchanged" otherwise. The gate fails when the whole interval of a regression lies beyond
+// moves the p95 but not the whole distribution; "unchanged" otherwise. The gate fails when the whole interval
+// of a regression lies beyond
 // --max-regression.
 #include "harness/runner/compare.h"
 
@@ -84,13 +85,14 @@ void decide(CompareRow& row, const CompareOptions& options, CompareOutcome& outc
   } else {
     row.verdict = (nearest > 0) == row.higher_is_better ? "improved" : "regressed";
   }
-  if (row.verdict == "regressed" && std::abs(nearest) > options.max_regression_pct) outcome.gate_failed = true;
+  if (row.verdict == "regressed" && std::abs(nearest) > options.max_regression_pct)
+    outcome.gate_failed = true;
 }
 
 std::string env_line(const Environment& e) {
-  return "threads " + std::to_string(e.intra_op_threads) + ", BLAS " + e.blas + ", LibTorch " + e.libtorch_version +
-         ", device " + (e.cuda_device.empty() ? "cpu" : e.cuda_device) + ", CPU " + e.cpu_model + " x" +
-         std::to_string(e.logical_cores);
+  return "threads " + std::to_string(e.intra_op_threads) + ", BLAS " + e.blas + ", LibTorch " +
+         e.libtorch_version + ", device " + (e.cuda_device.empty() ? "cpu" : e.cuda_device) + ", CPU " +
+         e.cpu_model + " x" + std::to_string(e.logical_cores);
 }
 
 std::string signed_pct(double value, bool points) { return fmt(points ? "%+.1f pt" : "%+.1f %%", value); }
@@ -115,7 +117,8 @@ CompareOutcome compare_ab(const RunRecord& run, const CompareOptions& options) {
     if (v.label == "B") b.variants.push_back(v);
   }
   if (a.variants.empty() || b.variants.empty()) {
-    throw InputError(run.run_id + ": not an A/B run (no records labelled A and B; made by trainlab run --ab)");
+    throw InputError(run.run_id +
+                     ": not an A/B run (no records labelled A and B; made by trainlab run --ab)");
   }
   a.run_id = "A";
   b.run_id = "B (" + run.details.value("ab_changes", std::string("changed")) + ")";
@@ -126,18 +129,19 @@ namespace {
 CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, const CompareOptions& options,
                               const std::function<std::string(const VariantRecord&)>& key) {
   if (before.schema_version != after.schema_version) {
-    throw InputError("cannot compare runs of different schemas (" + std::to_string(before.schema_version) + " and " +
-                     std::to_string(after.schema_version) + ")");
+    throw InputError("cannot compare runs of different schemas (" + std::to_string(before.schema_version) +
+                     " and " + std::to_string(after.schema_version) + ")");
   }
   if (before.scenario != after.scenario) {
-    throw InputError("cannot compare different scenarios ('" + before.scenario + "' and '" + after.scenario + "')");
+    throw InputError("cannot compare different scenarios ('" + before.scenario + "' and '" + after.scenario +
+                     "')");
   }
   CompareOutcome outcome;
   outcome.before_label = before.run_id;
   outcome.after_label = after.run_id;
   if (env_line(before.environment) != env_line(after.environment)) {
-    outcome.warnings.push_back("the environments differ: before " + env_line(before.environment) + "; after " +
-                               env_line(after.environment));
+    outcome.warnings.push_back("the environments differ: before " + env_line(before.environment) +
+                               "; after " + env_line(after.environment));
   }
   // Variants by name, in the order of the first run (repetitions grouped).
   std::vector<std::string> names;
@@ -151,7 +155,8 @@ CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, c
     if (v.ok()) by_name_after[key(v)].push_back(&v);
   }
   for (const auto& [name, records] : by_name_after) {
-    if (by_name_before.count(name) == 0) outcome.warnings.push_back("variant '" + name + "' is only in the second run");
+    if (by_name_before.count(name) == 0)
+      outcome.warnings.push_back("variant '" + name + "' is only in the second run");
   }
   int paired = 0;
   for (const std::string& name : names) {
@@ -164,7 +169,8 @@ CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, c
     ++paired;
     const bool by_repetition = a.rep_samples_per_s.size() >= 3 && b.rep_samples_per_s.size() >= 3;
     if (!by_repetition) {
-      outcome.warnings.push_back(name + ": one run a side, so the intervals are over steps and leave out run-to-run "
+      outcome.warnings.push_back(name +
+                                 ": one run a side, so the intervals are over steps and leave out run-to-run "
                                  "drift (repeat each run 3 times or more for intervals over repetitions)");
     }
     std::optional<double> u_p;
@@ -176,8 +182,8 @@ CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, c
                                  " measured steps a side, no Mann-Whitney U test");
     }
     const auto add = [&](const char* metric, bool higher_better, bool points, const std::vector<double>& xa,
-                         const std::vector<double>& xb, const std::function<double(const std::vector<double>&)>& stat,
-                         bool use_u) {
+                         const std::vector<double>& xb,
+                         const std::function<double(const std::vector<double>&)>& stat, bool use_u) {
       CompareRow row;
       row.variant = name;
       row.metric = metric;
@@ -192,9 +198,11 @@ CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, c
         row.change = stats::welch_change(xa, xb, !points);
       } else if (row.has_interval) {
         const size_t block = static_cast<size_t>(std::lround(std::sqrt(std::min(xa.size(), xb.size()))));
-        row.change = stats::bootstrap_relative_change(xa, xb, stat, options.iterations, 0.95, 12345, !points, block);
+        row.change =
+            stats::bootstrap_relative_change(xa, xb, stat, options.iterations, 0.95, 12345, !points, block);
       } else {
-        row.change.change_pct = points ? row.after - row.before : 100.0 * (row.after - row.before) / row.before;
+        row.change.change_pct =
+            points ? row.after - row.before : 100.0 * (row.after - row.before) / row.before;
         row.change.low_pct = row.change.high_pct = row.change.change_pct;
       }
       if (use_u) row.p_value = u_p;
@@ -235,8 +243,8 @@ std::vector<std::vector<std::string>> cells(const CompareOutcome& outcome) {
   return rows;
 }
 
-const std::vector<std::string> kHeader = {"variant", "metric", "before", "after", "change", "95 % interval", "U p",
-                                          "verdict"};
+const std::vector<std::string> kHeader = {"variant", "metric",        "before", "after",
+                                          "change",  "95 % interval", "U p",    "verdict"};
 
 std::string footer(const CompareOutcome& outcome, const CompareOptions& options) {
   return "threshold " + fmt("%.1f", options.threshold_pct) + " %, max regression " +
@@ -254,7 +262,8 @@ std::string render_compare_table(const CompareOutcome& outcome, const CompareOpt
 }
 
 std::string render_compare_markdown(const CompareOutcome& outcome, const CompareOptions& options) {
-  std::string out = "**trainlab compare** `" + outcome.before_label + "` → `" + outcome.after_label + "`\n\n|";
+  std::string out =
+      "**trainlab compare** `" + outcome.before_label + "` → `" + outcome.after_label + "`\n\n|";
   for (const std::string& h : kHeader) out += " " + h + " |";
   out += "\n|";
   for (size_t i = 0; i < kHeader.size(); ++i) out += i < 2 || i == kHeader.size() - 1 ? " --- |" : " ---: |";

@@ -24,7 +24,8 @@ namespace {
 bool is_trace_file(const fs::path& p) {
   const std::string name = p.filename().string();
   const auto ends_with = [&](const std::string& suffix) {
-    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return name.size() >= suffix.size() &&
+           name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   return ends_with(".json") || ends_with(".json.gz");
 }
@@ -50,7 +51,9 @@ void apply_gate(DiagnoseOutcome& outcome, const std::string& fail_on) {
     for (const Finding& f : d.findings) {
       const bool hit = fail_on == f.rule_id || (fail_on == "high" && f.severity == Severity::kHigh) ||
                        (fail_on == "moderate" && f.severity != Severity::kInfo);
-      if (hit) outcome.gate_reasons.push_back(d.summary.label + ": " + f.rule_id + " (" + to_string(f.severity) + ")");
+      if (hit)
+        outcome.gate_reasons.push_back(d.summary.label + ": " + f.rule_id + " (" + to_string(f.severity) +
+                                       ")");
     }
   }
   outcome.gate_failed = !outcome.gate_reasons.empty();
@@ -65,11 +68,13 @@ std::vector<ReportTimeline> timelines_of(const Profile* profile) {
   }
   for (const CounterTrack& t : profile->counters) {
     if (t.samples.empty()) continue;
-    const bool wanted = t.name == "cpu.total_pct" || t.name == "cpu.process_pct" || t.name == "cpu.iowait_pct" ||
-                        t.name == "mem.rss_bytes" || t.name.rfind("gpu", 0) == 0;
+    const bool wanted = t.name == "cpu.total_pct" || t.name == "cpu.process_pct" ||
+                        t.name == "cpu.iowait_pct" || t.name == "mem.rss_bytes" ||
+                        t.name.rfind("gpu", 0) == 0;
     if (!wanted) continue;
     ReportTimeline line{t.name, t.unit, {}};
-    for (const CounterSample& c : t.samples) line.points.push_back({static_cast<double>(c.time_ns - origin) / 1e9, c.value});
+    for (const CounterSample& c : t.samples)
+      line.points.push_back({static_cast<double>(c.time_ns - origin) / 1e9, c.value});
     out.push_back(std::move(line));
   }
   return out;
@@ -99,11 +104,13 @@ std::vector<std::pair<double, double>> step_marks_of(const Summary& s, const Var
 void write_outputs(DiagnoseOutcome& outcome, const std::string& input, const nlohmann::json& environment,
                    const std::vector<const Profile*>& profiles, const VariantRecord* first_record = nullptr) {
   ensure_writable_dir(outcome.out_dir);
-  write_file_atomically(outcome.out_dir + "/diagnosis.json", diagnosis_document(outcome, input).dump(2) + "\n");
+  write_file_atomically(outcome.out_dir + "/diagnosis.json",
+                        diagnosis_document(outcome, input).dump(2) + "\n");
   // The report shows the first diagnosis (the first variant, or rank 0) with every rank's summary.
   const Diagnosis& main = outcome.diagnoses.front();
   ReportInput report;
-  report.title = (main.summary.scenario.empty() ? main.summary.label : main.summary.scenario + " · " + main.summary.label) +
+  report.title = (main.summary.scenario.empty() ? main.summary.label
+                                                : main.summary.scenario + " · " + main.summary.label) +
                  " — trainlab diagnosis";
   report.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
   report.summary = &main.summary;
@@ -148,7 +155,8 @@ Diagnosis diagnose_summary(Summary summary, const Thresholds& thresholds) {
   return d;
 }
 
-DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir, const DiagnoseOptions& options) {
+DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir,
+                             const DiagnoseOptions& options) {
   DiagnoseOutcome outcome;
   outcome.out_dir = options.out_dir.empty() ? run_dir : options.out_dir;
   std::vector<Profile> profiles;
@@ -164,7 +172,8 @@ DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir
       }
     }
     if (profile != nullptr) profile_ptrs.push_back(profile);
-    outcome.diagnoses.push_back(diagnose_summary(summarise_variant(v, record.scenario, profile), *options.thresholds));
+    outcome.diagnoses.push_back(
+        diagnose_summary(summarise_variant(v, record.scenario, profile), *options.thresholds));
   }
   if (outcome.diagnoses.empty()) throw InputError(run_dir + ": the run has no variants to diagnose");
   apply_gate(outcome, options.fail_on);
@@ -190,11 +199,13 @@ DiagnoseOutcome diagnose_path(const std::string& path, const DiagnoseOptions& op
     for (const auto& entry : fs::directory_iterator(p)) {
       if (!entry.is_regular_file() || !is_trace_file(entry.path())) continue;
       json_files.push_back(entry.path());
-      if (entry.path().filename().string().find(".trace.json") != std::string::npos) traces.push_back(entry.path());
+      if (entry.path().filename().string().find(".trace.json") != std::string::npos)
+        traces.push_back(entry.path());
     }
     if (traces.empty()) traces = json_files;
     std::sort(traces.begin(), traces.end());
-    if (traces.empty()) throw InputError(path + ": neither a run folder (run.json) nor a folder of .json/.json.gz traces");
+    if (traces.empty())
+      throw InputError(path + ": neither a run folder (run.json) nor a folder of .json/.json.gz traces");
   } else {
     traces.push_back(p);
   }
@@ -219,7 +230,8 @@ DiagnoseOutcome diagnose_path(const std::string& path, const DiagnoseOptions& op
     std::string stem = p.filename().string();
     for (const char* suffix : {".gz", ".json", ".pt.trace"}) {
       const std::string s(suffix);
-      if (stem.size() > s.size() && stem.compare(stem.size() - s.size(), s.size(), s) == 0) stem.resize(stem.size() - s.size());
+      if (stem.size() > s.size() && stem.compare(stem.size() - s.size(), s.size(), s) == 0)
+        stem.resize(stem.size() - s.size());
     }
     std::string run_id;
     outcome.out_dir = make_run_dir(options.results_dir, stem.empty() ? "trace" : stem, "diagnose", &run_id);
@@ -228,16 +240,19 @@ DiagnoseOutcome diagnose_path(const std::string& path, const DiagnoseOptions& op
   }
   std::vector<const Profile*> profiles;
   for (const TraceImport& t : imports) profiles.push_back(&t.profile);
-  write_outputs(outcome, path, nlohmann::json::object({{"input", path}, {"device", outcome.diagnoses.front().summary.device}}),
-                profiles);
+  write_outputs(
+      outcome, path,
+      nlohmann::json::object({{"input", path}, {"device", outcome.diagnoses.front().summary.device}}),
+      profiles);
   return outcome;
 }
 
 std::string render_diagnosis_text(const Diagnosis& d) {
   std::ostringstream out;
   const Summary& s = d.summary;
-  out << "Diagnosis " << s.label << (s.world_size > 1 ? " (rank " + std::to_string(s.rank) + " of " +
-                                                            std::to_string(s.world_size) + ")" : "")
+  out << "Diagnosis " << s.label
+      << (s.world_size > 1 ? " (rank " + std::to_string(s.rank) + " of " + std::to_string(s.world_size) + ")"
+                           : "")
       << ": " << s.step_ms.size() << " steps, step p50 " << fmt("%.1f", s.step.p50) << " ms (p95 "
       << fmt("%.1f", s.step.p95) << " ms), " << s.device << "\n";
   if (d.verdict.inconclusive) {
@@ -245,8 +260,8 @@ std::string render_diagnosis_text(const Diagnosis& d) {
     for (const std::string& reason : d.verdict.inconclusive_reasons) out << "\n    - " << reason;
     out << "\n";
   } else {
-    out << "  Verdict: " << suspect_words(d.verdict.primary) << " (confidence " << d.verdict.confidence << ") — "
-        << d.verdict.headline << "\n";
+    out << "  Verdict: " << suspect_words(d.verdict.primary) << " (confidence " << d.verdict.confidence
+        << ") — " << d.verdict.headline << "\n";
   }
   out << "  Step time:";
   for (const SuspectShare& a : d.verdict.attribution) {
@@ -256,16 +271,16 @@ std::string render_diagnosis_text(const Diagnosis& d) {
   if (!d.findings.empty()) {
     out << "  Findings:\n";
     for (const Finding& f : d.findings) {
-      out << "    [" << to_string(f.severity) << "] " << f.rule_id << ": " << f.title << " (" << f.times_fired << "/"
-          << f.data_points << ")\n";
+      out << "    [" << to_string(f.severity) << "] " << f.rule_id << ": " << f.title << " (" << f.times_fired
+          << "/" << f.data_points << ")\n";
     }
   }
   if (!d.verdict.actions.empty()) {
     out << "  Actions, by the time they could save:\n";
     int n = 0;
     for (const RankedAction& a : d.verdict.actions) {
-      out << "    " << ++n << ". " << a.action << " (up to " << fmt("%.1f", a.saving_pct) << " % of the step, "
-          << fmt("%.1f", a.speedup) << "x)\n";
+      out << "    " << ++n << ". " << a.action << " (up to " << fmt("%.1f", a.saving_pct)
+          << " % of the step, " << fmt("%.1f", a.speedup) << "x)\n";
       if (n == 5) break;
     }
   }
@@ -278,7 +293,9 @@ nlohmann::json diagnosis_document(const DiagnoseOutcome& outcome, const std::str
   for (const Diagnosis& d : outcome.diagnoses) {
     nlohmann::json findings = nlohmann::json::array();
     for (const Finding& f : d.findings) findings.push_back(to_json(f));
-    diagnoses.push_back({{"label", d.summary.label}, {"summary", to_json(d.summary)}, {"findings", findings},
+    diagnoses.push_back({{"label", d.summary.label},
+                         {"summary", to_json(d.summary)},
+                         {"findings", findings},
                          {"verdict", to_json(d.verdict)}});
   }
   return {{"schema_version", kDiagnosisSchemaVersion},

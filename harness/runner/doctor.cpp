@@ -74,8 +74,13 @@ DoctorTrial measure(const std::string& change, const std::string& settings, cons
 }
 
 nlohmann::json to_json(const DoctorTrial& t) {
-  return {{"change", t.change},   {"settings", t.settings}, {"from_rule", t.from_rule}, {"gain_pct", t.gain_pct},
-          {"interval", {t.low_pct, t.high_pct}}, {"verdict", t.verdict}, {"run_dir", t.run_dir}};
+  return {{"change", t.change},
+          {"settings", t.settings},
+          {"from_rule", t.from_rule},
+          {"gain_pct", t.gain_pct},
+          {"interval", {t.low_pct, t.high_pct}},
+          {"verdict", t.verdict},
+          {"run_dir", t.run_dir}};
 }
 
 }  // namespace
@@ -83,8 +88,10 @@ nlohmann::json to_json(const DoctorTrial& t) {
 std::string settings_for_change(const std::string& change, const nlohmann::json& spec, bool on_gpu) {
   const int workers = spec.value("workers", 0);
   const nlohmann::json knobs = spec.value("knobs", nlohmann::json::object());
-  if (change == "more_workers") return "workers=" + std::to_string(workers == 0 ? 1 : std::min(2 * workers, 16));
-  if (change == "more_prefetch") return workers > 0 ? "prefetch=" + std::to_string(2 * spec.value("prefetch", 2)) : "";
+  if (change == "more_workers")
+    return "workers=" + std::to_string(workers == 0 ? 1 : std::min(2 * workers, 16));
+  if (change == "more_prefetch")
+    return workers > 0 ? "prefetch=" + std::to_string(2 * spec.value("prefetch", 2)) : "";
   if (change == "pin_memory") return on_gpu && !spec.value("pin_memory", false) ? "pin-memory=on" : "";
   if (change == "decoded_cache") {
     return knobs.contains("cache") && knobs["cache"].get<double>() == 0 ? "cache=1" : "";
@@ -108,14 +115,15 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
   ensure_writable_dir(options.results_dir);
   std::string run_id;
   outcome.out_dir = make_run_dir(options.results_dir, options.scenario, "doctor", &run_id);
-  progress << "trainlab doctor: results in " << outcome.out_dir << "\n[1] profile and diagnose the configuration as given"
-           << std::endl;
+  progress << "trainlab doctor: results in " << outcome.out_dir
+           << "\n[1] profile and diagnose the configuration as given" << std::endl;
 
   // 1. The diagnosis.
   std::vector<std::string> profile_args = {"profile"};
   profile_args.insert(profile_args.end(), options.variant_args.begin(), options.variant_args.end());
   const std::string profiled = run_child(profile_args, outcome.out_dir + "/profile", options);
-  const nlohmann::json diagnosis = nlohmann::json::parse(read_file(profiled + "/diagnosis.json"), nullptr, false);
+  const nlohmann::json diagnosis =
+      nlohmann::json::parse(read_file(profiled + "/diagnosis.json"), nullptr, false);
   if (diagnosis.is_discarded() || diagnosis["diagnoses"].empty()) {
     throw std::runtime_error(profiled + ": the profile wrote no readable diagnosis");
   }
@@ -147,7 +155,8 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
   }
   for (const auto& [change, rule] : changes) tried_rules.insert(rule);
   for (const nlohmann::json& f : d["findings"]) {
-    if (tried_rules.count(f.value("rule", "")) == 0) outcome.remaining_findings.push_back(f.value("title", ""));
+    if (tried_rules.count(f.value("rule", "")) == 0)
+      outcome.remaining_findings.push_back(f.value("title", ""));
   }
 
   // 3. One A/B trial per change, then the helpful ones together.
@@ -167,7 +176,8 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
     std::string combined;
     for (const std::string& s : helpful) combined += (combined.empty() ? "" : ",") + s;
     progress << "[" << step++ << "] A/B: the helpful changes together: " << combined << std::endl;
-    outcome.trials.push_back(measure("combined", combined, "-", outcome.out_dir + "/trial-combined", options));
+    outcome.trials.push_back(
+        measure("combined", combined, "-", outcome.out_dir + "/trial-combined", options));
   }
   for (const DoctorTrial& t : outcome.trials) {
     if (t.verdict == "improved" && t.gain_pct > outcome.best_gain_pct) {
@@ -190,7 +200,8 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
                                         {"best_settings", outcome.best_settings},
                                         {"best_gain_pct", outcome.best_gain_pct},
                                         {"remaining_findings", outcome.remaining_findings}})
-                                .dump(2) + "\n");
+                                .dump(2) +
+                            "\n");
   return outcome;
 }
 
@@ -201,12 +212,14 @@ std::string render_doctor(const DoctorOutcome& outcome) {
     rows.push_back({t.change, t.settings, fmt("%+.1f %%", t.gain_pct),
                     "[" + fmt("%+.1f", t.low_pct) + ", " + fmt("%+.1f", t.high_pct) + "]", t.verdict});
   }
-  out += rows.empty() ? "No finding came with a change to try.\n"
-                      : render_text_table({"change", "settings", "samples/s", "95 % interval", "verdict"}, rows, true);
+  out += rows.empty()
+             ? "No finding came with a change to try.\n"
+             : render_text_table({"change", "settings", "samples/s", "95 % interval", "verdict"}, rows, true);
   out += "\nBest measured configuration: " +
-         (outcome.best_settings.empty() ? std::string("the one given (no change measurably helped)")
-                                        : outcome.best_settings + " (" + fmt("%.2fx", 1.0 + outcome.best_gain_pct / 100.0) +
-                                              " samples/s)") +
+         (outcome.best_settings.empty()
+              ? std::string("the one given (no change measurably helped)")
+              : outcome.best_settings + " (" + fmt("%.2fx", 1.0 + outcome.best_gain_pct / 100.0) +
+                    " samples/s)") +
          "\n";
   if (!outcome.remaining_findings.empty()) {
     out += "Findings not addressed by a trial:\n";

@@ -3,9 +3,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "harness/core/atomic_file.h"
 #include "harness/core/errors.h"
@@ -21,7 +20,8 @@ std::string render_history(const std::string& results_dir) {
   if (!fs::is_directory(results_dir, ec)) throw InputError(results_dir + ": no such results folder");
   std::vector<fs::path> dirs;
   for (const auto& entry : fs::directory_iterator(results_dir, ec)) {
-    if (entry.is_directory() && (fs::exists(entry.path() / "run.json") || fs::exists(entry.path() / "diagnosis.json"))) {
+    if (entry.is_directory() &&
+        (fs::exists(entry.path() / "run.json") || fs::exists(entry.path() / "diagnosis.json"))) {
       dirs.push_back(entry.path());
     }
   }
@@ -30,7 +30,8 @@ std::string render_history(const std::string& results_dir) {
   for (const fs::path& dir : dirs) {
     const std::string id = dir.filename().string();
     if (!fs::exists(dir / "run.json")) {
-      const nlohmann::json d = nlohmann::json::parse(read_file((dir / "diagnosis.json").string()), nullptr, false);
+      const nlohmann::json d =
+          nlohmann::json::parse(read_file((dir / "diagnosis.json").string()), nullptr, false);
       if (d.is_discarded() || !d.contains("diagnoses") || d["diagnoses"].empty()) {
         rows.push_back({id, "-", "diagnose", "-", "unreadable diagnosis.json"});
         continue;

@@ -22,7 +22,8 @@ namespace trainlab {
 namespace {
 
 // The verdict's primary suspect as diagnosis.json spells it.
-const std::vector<std::string> kSuspects = {"data_pipeline", "model_compute", "communication", "framework_overhead"};
+const std::vector<std::string> kSuspects = {"data_pipeline", "model_compute", "communication",
+                                            "framework_overhead"};
 
 // The run folder a `profile` child created under `parent` (it creates exactly one).
 std::string only_subfolder(const std::string& parent) {
@@ -57,16 +58,19 @@ CaseResult run_case(const SeededCase& seeded, const std::string& cases_dir, cons
   }
   const nlohmann::json& d = doc["diagnoses"][0];
   const nlohmann::json& verdict = d["verdict"];
-  result.named = verdict.value("inconclusive", false) ? "inconclusive" : verdict.value("primary", std::string("?"));
+  result.named =
+      verdict.value("inconclusive", false) ? "inconclusive" : verdict.value("primary", std::string("?"));
   result.confidence = verdict.value("confidence", "");
   result.headline = verdict.value("headline", "");
   for (const nlohmann::json& f : d["findings"]) result.fired.push_back(f.value("rule", ""));
   bool findings_ok = true;
   for (const std::string& expected : seeded.expect_findings) {
-    if (std::find(result.fired.begin(), result.fired.end(), expected) == result.fired.end()) findings_ok = false;
+    if (std::find(result.fired.begin(), result.fired.end(), expected) == result.fired.end())
+      findings_ok = false;
   }
-  const bool efficiency_ok = !seeded.expect_efficiency || result.headline.find("peak FLOP/s") != std::string::npos &&
-                                                              result.headline.find("unknown") == std::string::npos;
+  const bool efficiency_ok =
+      !seeded.expect_efficiency || result.headline.find("peak FLOP/s") != std::string::npos &&
+                                       result.headline.find("unknown") == std::string::npos;
   result.correct = result.named == seeded.expect && findings_ok && efficiency_ok;
   return result;
 }
@@ -93,7 +97,8 @@ std::vector<SeededCase> parse_seeded_cases(const std::string& json_text, const s
       s.ci = c.value("ci", false);
       s.why = c.value("why", "");
       if (std::find(kSuspects.begin(), kSuspects.end(), s.expect) == kSuspects.end()) {
-        throw InputError("case '" + s.name + "': expect must be one of data_pipeline, model_compute, "
+        throw InputError("case '" + s.name +
+                         "': expect must be one of data_pipeline, model_compute, "
                          "communication, framework_overhead");
       }
       if (s.name.empty() || s.name.find('/') != std::string::npos || !names.insert(s.name).second) {
@@ -129,28 +134,41 @@ ValidateOutcome run_validation(const ValidateOptions& options, std::ostream& pro
   ensure_writable_dir(options.results_dir);
   std::string run_id;
   outcome.out_dir = make_run_dir(options.results_dir, "seeded", "validate", &run_id);
-  progress << "trainlab validate: " << chosen.size() << " seeded case(s), results in " << outcome.out_dir << std::endl;
+  progress << "trainlab validate: " << chosen.size() << " seeded case(s), results in " << outcome.out_dir
+           << std::endl;
   for (size_t i = 0; i < chosen.size(); ++i) {
-    progress << "  [" << i + 1 << "/" << chosen.size() << "] " << chosen[i].name << " (expect " << chosen[i].expect
-             << ") ..." << std::flush;
+    progress << "  [" << i + 1 << "/" << chosen.size() << "] " << chosen[i].name << " (expect "
+             << chosen[i].expect << ") ..." << std::flush;
     outcome.cases.push_back(run_case(chosen[i], outcome.out_dir + "/cases", options));
     const CaseResult& r = outcome.cases.back();
-    progress << " named " << r.named << (r.correct ? "" : "  <-- WRONG") << " (" << fmt("%.0f", r.wall_s) << " s)"
-             << std::endl;
+    progress << " named " << r.named << (r.correct ? "" : "  <-- WRONG") << " (" << fmt("%.0f", r.wall_s)
+             << " s)" << std::endl;
   }
-  outcome.all_correct = std::all_of(outcome.cases.begin(), outcome.cases.end(), [](const CaseResult& r) { return r.correct; });
+  outcome.all_correct =
+      std::all_of(outcome.cases.begin(), outcome.cases.end(), [](const CaseResult& r) { return r.correct; });
 
   nlohmann::json cases = nlohmann::json::array();
   for (const CaseResult& r : outcome.cases) {
-    cases.push_back({{"name", r.seeded.name}, {"expect", r.seeded.expect}, {"named", r.named},
-                     {"confidence", r.confidence}, {"headline", r.headline}, {"expect_findings", r.seeded.expect_findings},
-                     {"fired", r.fired}, {"correct", r.correct}, {"wall_s", r.wall_s}, {"run_dir", r.run_dir},
+    cases.push_back({{"name", r.seeded.name},
+                     {"expect", r.seeded.expect},
+                     {"named", r.named},
+                     {"confidence", r.confidence},
+                     {"headline", r.headline},
+                     {"expect_findings", r.seeded.expect_findings},
+                     {"fired", r.fired},
+                     {"correct", r.correct},
+                     {"wall_s", r.wall_s},
+                     {"run_dir", r.run_dir},
                      {"args", r.seeded.args}});
   }
   write_file_atomically(outcome.out_dir + "/validate.json",
-                        nlohmann::json({{"schema_version", 1}, {"tool", "trainlab"}, {"kind", "validate"},
-                                        {"all_correct", outcome.all_correct}, {"cases", cases}})
-                                .dump(2) + "\n");
+                        nlohmann::json({{"schema_version", 1},
+                                        {"tool", "trainlab"},
+                                        {"kind", "validate"},
+                                        {"all_correct", outcome.all_correct},
+                                        {"cases", cases}})
+                                .dump(2) +
+                            "\n");
   return outcome;
 }
 
@@ -163,10 +181,11 @@ std::string render_validation(const ValidateOutcome& outcome) {
       const bool fired = std::find(r.fired.begin(), r.fired.end(), id) != r.fired.end();
       secondary += (secondary.empty() ? "" : ", ") + id + (fired ? " fired" : " MISSING");
     }
-    rows.push_back({r.seeded.name, r.seeded.expect, r.named, r.confidence, secondary.empty() ? "-" : secondary,
-                    r.correct ? "ok" : "WRONG"});
+    rows.push_back({r.seeded.name, r.seeded.expect, r.named, r.confidence,
+                    secondary.empty() ? "-" : secondary, r.correct ? "ok" : "WRONG"});
   }
-  out << render_text_table({"case", "expected", "named", "confidence", "secondary findings", "result"}, rows, true);
+  out << render_text_table({"case", "expected", "named", "confidence", "secondary findings", "result"}, rows,
+                           true);
 
   // Confusion matrix: rows expected, columns named (the four suspects, inconclusive, error).
   std::vector<std::string> columns = kSuspects;
@@ -189,7 +208,8 @@ std::string render_validation(const ValidateOutcome& outcome) {
   out << "\nConfusion matrix (seeded cases):\n" << render_text_table(header, matrix_rows, false);
   int correct = 0;
   for (const CaseResult& r : outcome.cases) correct += r.correct ? 1 : 0;
-  out << "\n" << correct << " of " << outcome.cases.size() << " cases named correctly"
+  out << "\n"
+      << correct << " of " << outcome.cases.size() << " cases named correctly"
       << " (with their expected secondary findings). Results: " << outcome.out_dir << "/validate.json\n";
   return out.str();
 }
