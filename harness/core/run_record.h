@@ -39,7 +39,7 @@ struct StepRecord {
   // Data parallel: all-reduce time this step, hidden or not (the exposed part is phase
   // kCommunication, the time the training thread waited for it after backward).
   int64_t comm_ns = 0;
-  int64_t memory_bytes = 0;  // after the step: process RSS (CPU) or CUDA allocated bytes (the leak's trace)
+  int64_t memory_bytes = 0;  // after the step: anonymous RSS (CPU) or CUDA allocated bytes (the leak's trace)
   double loss = 0.0;         // NaN when the loss was not finite
   double grad_norm = -1.0;   // global gradient norm after backward; -1 when not measured this step (NaN: not finite)
 };

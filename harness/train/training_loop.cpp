@@ -94,20 +94,21 @@ int64_t peak_rss_bytes() {
   return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // ru_maxrss is in KiB on Linux
 }
 
-// Memory in use after a step: CUDA allocated bytes on the device, else the process's resident set
-// (/proc/self/statm, one small read).
+// Memory in use after a step: CUDA allocated bytes on the device, else the process's anonymous
+// resident memory: resident minus shared pages (/proc/self/statm, one small read), so file pages of
+// mmap'd datasets, which the kernel may keep or drop, do not look like a leak.
 int64_t memory_in_use_bytes(const torch::Device& device) {
   if (device.is_cuda()) {
     return c10::cuda::CUDACachingAllocator::getDeviceStats(device.index())
         .allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)]
         .current;
   }
-  long size_pages = 0, resident_pages = 0;
+  long size_pages = 0, resident_pages = 0, shared_pages = 0;
   FILE* statm = std::fopen("/proc/self/statm", "r");
   if (statm == nullptr) return 0;
-  const int read = std::fscanf(statm, "%ld %ld", &size_pages, &resident_pages);
+  const int read = std::fscanf(statm, "%ld %ld %ld", &size_pages, &resident_pages, &shared_pages);
   std::fclose(statm);
-  return read == 2 ? static_cast<int64_t>(resident_pages) * ::sysconf(_SC_PAGESIZE) : 0;
+  return read == 3 ? static_cast<int64_t>(resident_pages - shared_pages) * ::sysconf(_SC_PAGESIZE) : 0;
 }
 
 // Host cost of one small op as the training step pays it (dispatch, autograd bookkeeping, a kernel
