@@ -33,7 +33,6 @@ struct Samples {
   std::vector<double> step_ms;
   std::vector<double> data_wait_pct;  // per step
   std::vector<double> throughput;     // per step: batch / step time
-  int64_t batch = 0;
   // Per repetition.
   std::vector<double> rep_samples_per_s, rep_p50_ms, rep_p95_ms, rep_data_wait_pct, rep_peak_mib;
 };
@@ -41,7 +40,6 @@ struct Samples {
 Samples samples_of(const std::vector<const VariantRecord*>& records) {
   Samples s;
   for (const VariantRecord* r : records) {
-    s.batch = r->spec.batch_size;
     std::vector<double> rep_steps;
     double wait_ns = 0, total_ns = 0;
     for (const StepRecord& step : r->steps) {
