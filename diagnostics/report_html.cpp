@@ -198,18 +198,6 @@ SuspectStyle style_of(Suspect suspect) {
   return {"Other", "#a5a5a5"};
 }
 
-const char* severity_label(Severity severity) {
-  switch (severity) {
-    case Severity::kInfo:
-      return "info";
-    case Severity::kModerate:
-      return "moderate";
-    case Severity::kHigh:
-      return "high";
-  }
-  return "info";
-}
-
 // --- SVG helpers -------------------------------------------------------------------------------------
 
 struct Scale {
@@ -1222,8 +1210,8 @@ void rules_section(std::ostringstream& o, const ReportInput& in) {
             ? ""
             : "<i class=\"dot-sw\" style=\"background:" + std::string(style.colour) + "\"></i>";
     o << "<tr><td><code>" << escape_html(f.rule_id)
-      << "</code></td><td class=\"sev-cell\"><span class=\"sev sev-" << severity_label(f.severity) << "\">"
-      << severity_label(f.severity) << "</span></td><td class=\"suspect\">" << swatch
+      << "</code></td><td class=\"sev-cell\"><span class=\"sev sev-" << to_string(f.severity) << "\">"
+      << to_string(f.severity) << "</span></td><td class=\"suspect\">" << swatch
       << (f.suspect == Suspect::kNone ? kDash : style.label) << "</td><td class=\"finding\">"
       << escape_html(f.title) << "</td><td class=\"evidence\">";
     if (f.evidence.empty()) o << kDash;

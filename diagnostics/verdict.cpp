@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "diagnostics/text_format.h"
+#include "harness/core/statistics.h"
 
 namespace trainlab {
 namespace {
@@ -26,18 +27,11 @@ std::string format_speedup(double saving_pct) {
 // outliers and periodic slow steps that rules report on their own.
 double robust_noise_pct(const std::vector<double>& step_ms) {
   if (step_ms.size() < 2) return 0;
-  std::vector<double> sorted = step_ms;
-  std::sort(sorted.begin(), sorted.end());
-  const auto median_of = [](const std::vector<double>& v) {
-    const size_t n = v.size();
-    return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  };
-  const double median = median_of(sorted);
+  const double median = stats::median(step_ms);
   if (median <= 0) return 0;
   std::vector<double> deviations;
-  for (double x : sorted) deviations.push_back(std::abs(x - median));
-  std::sort(deviations.begin(), deviations.end());
-  return 100.0 * median_of(deviations) / median;
+  for (double x : step_ms) deviations.push_back(std::abs(x - median));
+  return 100.0 * stats::median(deviations) / median;
 }
 
 double share_of(const Summary& s, Suspect suspect) {

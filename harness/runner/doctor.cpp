@@ -18,15 +18,6 @@ namespace fs = std::filesystem;
 namespace trainlab {
 namespace {
 
-// The run folder a child created under `parent` (it creates exactly one).
-std::string run_folder_in(const std::string& parent) {
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(parent, ec)) {
-    if (entry.is_directory() && fs::exists(entry.path() / "run.json")) return entry.path().string();
-  }
-  return "";
-}
-
 // Runs `trainlab <args> --results <dir>` and returns the run folder it made; a child that failed on
 // bad input becomes this command's InputError (its last line), any other failure a runtime_error.
 std::string run_child(std::vector<std::string> args, const std::string& dir, const DoctorOptions& options) {

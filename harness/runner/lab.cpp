@@ -168,6 +168,14 @@ LabOutcome run_ab(const LabOptions& options, const std::vector<std::pair<std::st
   return outcome;
 }
 
+std::string run_folder_in(const std::string& parent) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(parent, ec)) {
+    if (entry.is_directory() && fs::exists(entry.path() / "run.json")) return entry.path().string();
+  }
+  return "";
+}
+
 std::string render_variant_table(const RunRecord& record) {
   const std::vector<std::string> header = {"variant", "samples/s", "step p50 ms", "step p95 ms",
                                            "peak MiB", "ops/step", "data wait", "vs fp32"};

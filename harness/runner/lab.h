@@ -43,6 +43,10 @@ LabOutcome run_ab(const LabOptions& options, const std::vector<std::pair<std::st
 std::string make_run_dir(const std::string& results_dir, const std::string& scenario,
                          const std::string& kind, std::string* run_id);
 
+// The run folder (one holding run.json) that a child `trainlab` command created under `parent`,
+// or "" when there is none (each child run makes exactly one).
+std::string run_folder_in(const std::string& parent);
+
 // Terminal table: variant, samples/s, step p50/p95, peak memory, ops/step, data wait, speed-up.
 std::string render_variant_table(const RunRecord& record);
 

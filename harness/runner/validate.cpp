@@ -25,16 +25,6 @@ namespace {
 const std::vector<std::string> kSuspects = {"data_pipeline", "model_compute", "communication",
                                             "framework_overhead"};
 
-// The run folder a `profile` child created under `parent` (it creates exactly one).
-std::string only_subfolder(const std::string& parent) {
-  std::string found;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(parent, ec)) {
-    if (entry.is_directory() && fs::exists(entry.path() / "run.json")) found = entry.path().string();
-  }
-  return found;
-}
-
 CaseResult run_case(const SeededCase& seeded, const std::string& cases_dir, const ValidateOptions& options) {
   CaseResult result;
   result.seeded = seeded;
@@ -45,7 +35,7 @@ CaseResult run_case(const SeededCase& seeded, const std::string& cases_dir, cons
   args.insert(args.end(), {"--results", case_dir});
   const ChildOutcome outcome = run_self_as_child(args, case_dir + "/profile.log", options.case_timeout_s);
   result.wall_s = outcome.wall_s;
-  result.run_dir = only_subfolder(case_dir);
+  result.run_dir = run_folder_in(case_dir);
   const std::string diagnosis_path = result.run_dir.empty() ? "" : result.run_dir + "/diagnosis.json";
   if (diagnosis_path.empty() || !fs::exists(diagnosis_path)) {
     result.named = "error: " + outcome.describe() + ": " + last_line_of(case_dir + "/profile.log");
