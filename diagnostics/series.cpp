@@ -7,22 +7,14 @@
 #include <map>
 #include <set>
 
+#include "harness/core/statistics.h"
+
 namespace trainlab::series {
 
-double mean(const std::vector<double>& values) {
-  if (values.empty()) return 0;
-  double sum = 0;
-  for (double v : values) sum += v;
-  return sum / static_cast<double>(values.size());
-}
+// Empty series are 0 here (stats:: throws on them); otherwise the shared definitions.
+double mean(const std::vector<double>& values) { return values.empty() ? 0 : stats::mean(values); }
 
-double median(const std::vector<double>& values) {
-  if (values.empty()) return 0;
-  std::vector<double> sorted = values;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t n = sorted.size();
-  return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
-}
+double median(const std::vector<double>& values) { return values.empty() ? 0 : stats::median(values); }
 
 double stddev(const std::vector<double>& values) {
   if (values.size() < 2) return 0;
