@@ -54,10 +54,11 @@ TEST(CompareTest, IdenticalRunsAreUnchangedAndPassTheGate) {
   EXPECT_GT(*row(o, "step p50 ms").p_value, 0.5);
 }
 
-TEST(CompareTest, StepsHalfAsFastAgainAreARegressionThatFailsTheGate) {
-  const CompareOutcome o = compare_runs(run_of(100), run_of(150), CompareOptions{});
+TEST(CompareTest, StepsHalfAsFastAgainOverRepetitionsAreARegressionThatFailsTheGate) {
+  const CompareOutcome o = compare_runs(run_of(100, 40, 3), run_of(150, 40, 3), CompareOptions{});
   const CompareRow& sps = row(o, "samples/s");
   EXPECT_EQ(sps.verdict, "regressed");
+  EXPECT_TRUE(sps.gated);
   EXPECT_NEAR(sps.change.change_pct, -100.0 / 3.0, 0.5);  // 1/1.5 - 1
   EXPECT_LE(sps.change.low_pct, sps.change.change_pct);
   EXPECT_GE(sps.change.high_pct, sps.change.change_pct);
@@ -65,14 +66,33 @@ TEST(CompareTest, StepsHalfAsFastAgainAreARegressionThatFailsTheGate) {
   EXPECT_NEAR(row(o, "step p50 ms").change.change_pct, 50.0, 0.5);
   EXPECT_EQ(row(o, "data wait %").verdict, "unchanged");  // a quarter on both sides
   EXPECT_TRUE(o.gate_failed);
+  EXPECT_TRUE(o.ungated_regressions.empty());
   // The same change the other way is an improvement, and no gate.
-  const CompareOutcome back = compare_runs(run_of(150), run_of(100), CompareOptions{});
+  const CompareOutcome back = compare_runs(run_of(150, 40, 3), run_of(100, 40, 3), CompareOptions{});
   EXPECT_EQ(row(back, "samples/s").verdict, "improved");
   EXPECT_FALSE(back.gate_failed);
   // A regression under --max-regression is reported and does not fail the gate.
   CompareOptions lenient;
   lenient.max_regression_pct = 60;
-  EXPECT_FALSE(compare_runs(run_of(100), run_of(150), lenient).gate_failed);
+  EXPECT_FALSE(compare_runs(run_of(100, 40, 3), run_of(150, 40, 3), lenient).gate_failed);
+}
+
+TEST(CompareTest, OneRunASideReportsTheRegressionButDoesNotGate) {
+  // Separate processes drift by more than one run's steps show, so single runs never fail the gate;
+  // the regression is still the verdict, and the rows it concerns are named.
+  const CompareOutcome o = compare_runs(run_of(100), run_of(150), CompareOptions{});
+  EXPECT_EQ(row(o, "samples/s").verdict, "regressed");
+  EXPECT_FALSE(row(o, "samples/s").gated);
+  EXPECT_FALSE(o.gate_failed);
+  ASSERT_FALSE(o.ungated_regressions.empty());
+  EXPECT_EQ(o.ungated_regressions.front(), "fp32 samples/s");
+  const std::string table = render_compare_table(o, CompareOptions{});
+  EXPECT_NE(table.find("regressed (1 run)"), std::string::npos) << table;
+  EXPECT_NE(table.find("not gated: fp32 samples/s"), std::string::npos) << table;
+  EXPECT_FALSE(to_json(o, CompareOptions{})["rows"][0]["gated"].get<bool>());
+  // Two repetitions a side are still too few to gate; three are enough.
+  EXPECT_FALSE(compare_runs(run_of(100, 40, 2), run_of(150, 40, 2), CompareOptions{}).gate_failed);
+  EXPECT_TRUE(compare_runs(run_of(100, 40, 3), run_of(150, 40, 3), CompareOptions{}).gate_failed);
 }
 
 TEST(CompareTest, RepetitionsGiveIntervalsOverRunsAndWarningsSayWhatIsMissing) {

@@ -14,8 +14,9 @@
 // lies beyond the threshold in that direction and, for the step-time rows of single runs, the U test
 // finds the step times shifted (p < 0.05): a burst of slow steps from a neighbour on the machine
 // moves the p95 but not the whole distribution; "unchanged" otherwise. The gate fails when the whole interval
-// of a regression lies beyond
-// --max-regression.
+// of a regression over repetitions lies beyond --max-regression. Rows of single runs never gate:
+// identical runs in consecutive processes differ by more than one run's step interval covers
+// (measured figures in README, "Comparing runs").
 #include "harness/runner/compare.h"
 
 #include <cmath>
@@ -83,8 +84,10 @@ void decide(CompareRow& row, const CompareOptions& options, CompareOutcome& outc
   } else {
     row.verdict = (nearest > 0) == row.higher_is_better ? "improved" : "regressed";
   }
-  if (row.verdict == "regressed" && std::abs(nearest) > options.max_regression_pct)
-    outcome.gate_failed = true;
+  if (row.verdict == "regressed" && std::abs(nearest) > options.max_regression_pct) {
+    if (row.gated) outcome.gate_failed = true;
+    else outcome.ungated_regressions.push_back(row.variant + " " + row.metric);
+  }
 }
 
 std::string env_line(const Environment& e) {
@@ -169,7 +172,8 @@ CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, c
     if (!by_repetition) {
       outcome.warnings.push_back(name +
                                  ": one run a side, so the intervals are over steps and leave out run-to-run "
-                                 "drift (repeat each run 3 times or more for intervals over repetitions)");
+                                 "drift, and no row gates (run each side with --repeat 3 or more, or an "
+                                 "interleaved A/B with run --ab, for intervals over repetitions)");
     }
     std::optional<double> u_p;
     if (static_cast<int>(a.step_ms.size()) >= options.min_samples_for_u &&
@@ -190,6 +194,7 @@ CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, c
       row.before = stat(xa);
       row.after = stat(xb);
       row.has_interval = xa.size() >= 2 && xb.size() >= 2;
+      row.gated = by_repetition;
       if (!points && row.before == 0) return;
       if (row.has_interval && by_repetition) {
         // A few repetitions: Welch's t interval on their means (a bootstrap of 3 values runs narrow).
@@ -236,7 +241,8 @@ std::vector<std::vector<std::string>> cells(const CompareOutcome& outcome) {
                     r.has_interval ? "[" + signed_pct(r.change.low_pct, r.in_points) + ", " +
                                          signed_pct(r.change.high_pct, r.in_points) + "]"
                                    : "-",
-                    r.p_value ? fmt("%.3g", *r.p_value) : "-", r.verdict});
+                    r.p_value ? fmt("%.3g", *r.p_value) : "-",
+                    r.verdict + (r.gated || r.verdict == "unchanged" ? "" : " (1 run)")});
   }
   return rows;
 }
@@ -245,9 +251,16 @@ const std::vector<std::string> kHeader = {"variant", "metric",        "before", 
                                           "change",  "95 % interval", "U p",    "verdict"};
 
 std::string footer(const CompareOutcome& outcome, const CompareOptions& options) {
-  return "threshold " + fmt("%.1f", options.threshold_pct) + " %, max regression " +
-         fmt("%.1f", options.max_regression_pct) + " %: " +
-         (outcome.gate_failed ? "REGRESSION beyond the maximum" : "no regression beyond the maximum");
+  std::string out = "threshold " + fmt("%.1f", options.threshold_pct) + " %, max regression " +
+                    fmt("%.1f", options.max_regression_pct) + " %: " +
+                    (outcome.gate_failed ? "REGRESSION beyond the maximum" : "no gated regression beyond the maximum");
+  if (!outcome.ungated_regressions.empty()) {
+    std::string rows;
+    for (const std::string& r : outcome.ungated_regressions) rows += (rows.empty() ? "" : ", ") + r;
+    out += "\nnot gated: " + rows + " regressed beyond the maximum on one run a side, which cannot tell a change "
+           "from run-to-run drift; repeat both runs (--repeat 3) or run an interleaved A/B (run --ab) to gate";
+  }
+  return out;
 }
 
 }  // namespace
@@ -289,7 +302,8 @@ nlohmann::json to_json(const CompareOutcome& outcome, const CompareOptions& opti
                     {"interval", r.has_interval ? nlohmann::json::array({r.change.low_pct, r.change.high_pct})
                                                 : nlohmann::json(nullptr)},
                     {"mann_whitney_p", r.p_value ? nlohmann::json(*r.p_value) : nlohmann::json(nullptr)},
-                    {"verdict", r.verdict}});
+                    {"verdict", r.verdict},
+                    {"gated", r.gated}});
   }
   return {{"schema_version", 1},
           {"tool", "trainlab"},
@@ -300,7 +314,8 @@ nlohmann::json to_json(const CompareOutcome& outcome, const CompareOptions& opti
           {"max_regression_pct", options.max_regression_pct},
           {"rows", rows},
           {"warnings", outcome.warnings},
-          {"gate_failed", outcome.gate_failed}};
+          {"gate_failed", outcome.gate_failed},
+          {"ungated_regressions", outcome.ungated_regressions}};
 }
 
 }  // namespace trainlab

@@ -1,7 +1,7 @@
 // `trainlab compare A B`: two runs' variants paired by name; for samples/s, step p50/p95, the
 // data-wait share and peak memory, the change with a bootstrap confidence interval (over steps, or
 // over repetitions where each side has several), a Mann-Whitney U test on the step times where
-// there are enough of them, and a verdict per row. Refuses different schemas or scenarios; warns
+// there are enough of them, and a verdict per row. Only rows over repetitions gate (exit 1). Refuses different schemas or scenarios; warns
 // when the environments differ. Torch-free.
 #pragma once
 
@@ -33,13 +33,18 @@ struct CompareRow {
   bool has_interval = false;   // false: one value a side, no interval
   std::optional<double> p_value;  // Mann-Whitney U on the step times
   std::string verdict;         // "improved", "regressed", "unchanged"
+  // Whether the row can fail the gate: only when each side has 3 or more repetitions. Separate
+  // processes of the same configuration differ by more than the steps of one process do (the
+  // machine's load, memory placement), so one run a side cannot tell a change from that drift.
+  bool gated = true;
 };
 
 struct CompareOutcome {
   std::string before_label, after_label;  // run ids
   std::vector<CompareRow> rows;
   std::vector<std::string> warnings;      // environment differences, too few samples, unpaired variants
-  bool gate_failed = false;               // a regression beyond max_regression_pct
+  bool gate_failed = false;               // a gated regression beyond max_regression_pct
+  std::vector<std::string> ungated_regressions;  // "variant metric" rows beyond it on one run a side
 };
 
 // Throws InputError on different schemas or scenarios, or when no variant pairs up.
