@@ -135,7 +135,11 @@ const ScenarioRegistrar kRegistrar(
                   {"records_per_block", 128, 1, 65'536, true, "users per compressed block (a row group)"},
                   {"augment", 1, 0, 4, false, "augmentation intensity (masking 0.15x, negatives 32x)"},
                   {"cache", 0, 0, 1, true, "1: read the decoded cache instead of compressed shards"},
-                  {"data_seed", 1234, 0, 1e9, true, "seed the dataset is generated from"}}},
+                  {"data_seed", 1234, 0, 1e9, true, "seed the dataset is generated from"}},
+                 {{"data-bound",
+                   "a light model (dim 32, 1 layer) over the same compressed shards: decoding and "
+                   "augmenting the histories is most of the step",
+                   {{"dim", 32}, {"layers", 1}}}}},
     [](const WorkloadConfig& config) -> std::unique_ptr<Workload> {
       if (config.knob_int("dim") % config.knob_int("heads") != 0) {
         throw InputError("recsys: heads must divide dim");

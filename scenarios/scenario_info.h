@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace trainlab {
@@ -18,15 +19,30 @@ struct KnobInfo {
   std::string description;
 };
 
+// A named setting of a scenario's knobs that puts it in a known regime (e.g. data-bound), so a
+// bottleneck can be reproduced by name: `--preset data-bound`. Knobs given with -k still win.
+struct ScenarioPreset {
+  std::string name;
+  std::string description;
+  std::vector<std::pair<std::string, double>> knobs;
+};
+
 struct ScenarioInfo {
   std::string name;
   std::string description;
   int64_t default_batch_size = 1;
   std::vector<KnobInfo> knobs;
+  std::vector<ScenarioPreset> presets;
 
   const KnobInfo* find_knob(const std::string& knob_name) const {
     for (const KnobInfo& knob : knobs) {
       if (knob.name == knob_name) return &knob;
+    }
+    return nullptr;
+  }
+  const ScenarioPreset* find_preset(const std::string& preset_name) const {
+    for (const ScenarioPreset& preset : presets) {
+      if (preset.name == preset_name) return &preset;
     }
     return nullptr;
   }

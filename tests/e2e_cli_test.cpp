@@ -14,6 +14,7 @@ TEST(CliE2E, ListShowsBuiltInScenarios) {
   for (const char* name : {"recsys (default)", "vision", "mlp", "tinyops"}) {
     EXPECT_NE(r.out.find(name), std::string::npos) << name;
   }
+  EXPECT_NE(r.out.find("preset data-bound: dim=32 layers=1"), std::string::npos) << r.out;
 }
 
 TEST(CliE2E, BadInputIsOneLineAndExitTwo) {
@@ -34,6 +35,9 @@ TEST(CliE2E, BadInputIsOneLineAndExitTwo) {
   expect_bad_input("run --results /proc/trainlab-cannot-write", "results folder");
   expect_bad_input("run --thresholds " + results + "/missing.json" + r, "no such file");
   expect_bad_input("frobnicate", "frobnicate");
+  expect_bad_input("run --scenario recsys --preset fast" + r, "unknown preset 'fast' for scenario recsys (presets: data-bound)");
+  expect_bad_input("run --scenario mlp --preset data-bound" + r, "(presets: none)");
+  expect_bad_input("sweep --repeat 0" + r, "invalid --repeat");
   EXPECT_TRUE(e2e::only_run_dir(results).empty());  // nothing ran, nothing written
 }
 

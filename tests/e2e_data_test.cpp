@@ -5,6 +5,7 @@
 // is rebuilt.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -157,6 +158,31 @@ TEST(DataE2E, SweepRunsPointsReportsNotApplicableAndRecommends) {
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
   EXPECT_NE(svg.find("polyline"), std::string::npos);
+}
+
+TEST(DataE2E, SweepWithRepeatRunsTheGridInRoundsAndReportsTheirMedian) {
+  const std::string results = e2e::fresh_results_dir("sweep-repeat");
+  const auto r = run_trainlab(
+      "sweep --scenario vision --device cpu --batch 16 -k samples=128 -k image_size=48 -k crop=32 -k width=4 "
+      "--workers 0,1 --repeat 2 --steps 4 --warmup 1 --results " + results);
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  const RunRecord run = read_run_record(e2e::only_run_dir(results.c_str()));
+  // Rounds: workers 0, 1, then 0, 1 again.
+  ASSERT_EQ(run.variants.size(), 4u);
+  const int expected_workers[] = {0, 1, 0, 1}, expected_round[] = {0, 0, 1, 1};
+  for (size_t i = 0; i < 4; ++i) {
+    ASSERT_TRUE(run.variants[i].ok()) << run.variants[i].error;
+    EXPECT_EQ(run.variants[i].spec.workers, expected_workers[i]);
+    EXPECT_EQ(run.variants[i].repetition, expected_round[i]);
+  }
+  EXPECT_EQ(run.details.at("repeat").get<int>(), 2);
+  EXPECT_NE(r.out.find("range (2 rounds)"), std::string::npos) << r.out;
+  // The table's samples/s for workers=0 is the median (here the mean) of its two rounds.
+  const double median = (aggregate(run.variants[0]).samples_per_s + aggregate(run.variants[2]).samples_per_s) / 2;
+  char median_text[32];
+  std::snprintf(median_text, sizeof median_text, "%.1f", median);
+  EXPECT_NE(r.out.find(median_text), std::string::npos) << r.out << " median " << median;
+  EXPECT_NE(r.err.find("[4/4]"), std::string::npos) << r.err;
 }
 
 }  // namespace

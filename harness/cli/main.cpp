@@ -60,6 +60,7 @@ struct VariantOptions {
   std::string comm_mode = "overlap";
   double bucket_mb = 25.0;
   double dist_timeout_s = 60.0;
+  std::string preset;                   // a scenario's named knob setting (see `trainlab list`)
   std::vector<std::string> knobs;       // name=value
   std::string results_dir = "results";
   double timeout_s = 1800;
@@ -107,12 +108,14 @@ void add_variant_options(CLI::App* cmd, VariantOptions& o, CommandKind kind) {
   cmd->add_option("--comm-mode", o.comm_mode, "data parallel all-reduce: overlap (from gradient hooks during backward, default) or serial (after backward)");
   cmd->add_option("--bucket-mb", o.bucket_mb, "data parallel: gradient bucket cap in MiB (default 25)");
   cmd->add_option("--dist-timeout-s", o.dist_timeout_s, "data parallel: how long a rank waits for its peers before failing (default 60)");
+  cmd->add_option("--preset", o.preset, "the scenario's named knob setting, e.g. recsys data-bound (see `trainlab list`; -k wins)");
   cmd->add_option("--knob,-k", o.knobs, "scenario knob NAME=VALUE (repeatable; see `trainlab list`)");
   cmd->add_option("--results", o.results_dir, "results folder (default ./results)");
   cmd->add_option("--timeout-s", o.timeout_s, "kill a variant that runs longer than this (default 1800)");
-  if (kind != CommandKind::kSweep) {
-    cmd->add_option("--repeat", o.repeat, "run each variant this many times, interleaved (default 1; compare uses them)");
-  }
+  cmd->add_option("--repeat", o.repeat,
+                  kind == CommandKind::kSweep
+                      ? "run the grid this many rounds (each point once a round); figures are the rounds' median"
+                      : "run each variant this many times, interleaved (default 1; compare uses them)");
   cmd->add_option("--thresholds", o.thresholds_path, "thresholds JSON replacing configs/thresholds.json");
 }
 
@@ -165,6 +168,16 @@ VariantSpec build_spec(const VariantOptions& o) {
     throw InputError("invalid --trace-format '" + o.trace_format + "' (expected json or json.gz)");
   }
   spec.trace_gzip = o.trace_format == "json.gz";
+  if (!o.preset.empty()) {
+    const ScenarioPreset* preset = info.find_preset(o.preset);
+    if (preset == nullptr) {
+      std::string names;
+      for (const ScenarioPreset& p : info.presets) names += (names.empty() ? "" : ", ") + p.name;
+      throw InputError("unknown preset '" + o.preset + "' for scenario " + info.name +
+                       " (presets: " + (names.empty() ? "none" : names) + ")");
+    }
+    for (const auto& [name, value] : preset->knobs) spec.knobs[name] = value;
+  }
   for (const std::string& knob : o.knobs) {
     auto [name, value] = split_setting(knob, "--knob");
     spec.knobs[name] = parse_double("--knob " + name, value);
@@ -207,6 +220,11 @@ int cmd_list() {
     std::cout << "    batch " << info->default_batch_size;
     for (const KnobInfo& knob : info->knobs) std::cout << ", " << knob.name << " " << knob.default_value;
     std::cout << "\n";
+    for (const ScenarioPreset& preset : info->presets) {
+      std::cout << "    preset " << preset.name << ":";
+      for (const auto& [name, value] : preset.knobs) std::cout << " " << name << "=" << value;
+      std::cout << "  " << preset.description << "\n";
+    }
   }
   return kExitOk;
 }
@@ -364,7 +382,7 @@ int run_cli(int argc, char** argv) {
   add_variant_options(run, run_options, CommandKind::kRun);
   std::string ab_changes;
   run->add_option("--ab", ab_changes, "A/B: also run the variant with these changes (NAME=VALUE,...; e.g. workers=2), "
-                                      "alternately A B A B --repeat times, then compare them");
+                                      "alternately A B A B --repeat times (default 3), then compare them");
 
   VariantOptions profile_options;
   CLI::App* profile = app.add_subcommand("profile", "one variant with the profiler on: record + Chrome trace");
@@ -412,6 +430,11 @@ int run_cli(int argc, char** argv) {
   std::string history_dir = "results";
   CLI::App* history = app.add_subcommand("history", "list the runs in the results folder");
   history->add_option("--results", history_dir, "results folder (default ./results)");
+
+  // doctor passes its run options through to child runs, so it parses its own arguments (cmd_doctor);
+  // this entry is for the help listing.
+  app.add_subcommand("doctor", "diagnose a configuration, try each finding's fix as an A/B run, report the verified gains")
+      ->allow_extras();
 
   ValidateOptions validate_options;
   std::string validate_only;
@@ -543,6 +566,7 @@ int run_cli(int argc, char** argv) {
   if (run->parsed()) {
     LabOptions lab = build_lab_options(run_options, &thresholds_storage);
     if (!ab_changes.empty()) {
+      if (run->count("--repeat") == 0) lab.repeat = 3;  // the fewest repetitions a side that compare gates on
       std::vector<std::pair<std::string, std::string>> changes;
       std::stringstream items(ab_changes);
       for (std::string item; std::getline(items, item, ',');) changes.push_back(split_setting(item, "--ab"));

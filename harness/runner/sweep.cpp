@@ -19,6 +19,7 @@
 
 #include "harness/core/atomic_file.h"
 #include "harness/core/errors.h"
+#include "harness/core/statistics.h"
 #include "harness/runner/text_table.h"
 #include "harness/runner/variant_runner.h"
 #include "scenarios/registry.h"
@@ -52,6 +53,28 @@ SweepFigures figures_of(const VariantRecord& record) {
   f.samples_per_s = agg.samples_per_s;
   f.data_wait_pct = agg.phase_pct[static_cast<size_t>(Phase::kDataWait)];
   f.cpu_util_pct = record.cpu_util_pct;
+  f.samples_per_s_min = f.samples_per_s_max = f.samples_per_s;
+  return f;
+}
+
+// A point's rounds as one: the median of each figure over the rounds that completed, and the
+// range of their throughput.
+SweepFigures median_of_rounds(const std::vector<SweepFigures>& rounds) {
+  SweepFigures f = rounds.front();
+  std::vector<double> samples_per_s, data_wait_pct, cpu_util_pct;
+  for (const SweepFigures& r : rounds) {
+    if (!r.ok) continue;
+    samples_per_s.push_back(r.samples_per_s);
+    data_wait_pct.push_back(r.data_wait_pct);
+    cpu_util_pct.push_back(r.cpu_util_pct);
+  }
+  f.ok = !samples_per_s.empty();
+  if (!f.ok) return f;
+  f.samples_per_s = stats::median(samples_per_s);
+  f.data_wait_pct = stats::median(data_wait_pct);
+  f.cpu_util_pct = stats::median(cpu_util_pct);
+  f.samples_per_s_min = *std::min_element(samples_per_s.begin(), samples_per_s.end());
+  f.samples_per_s_max = *std::max_element(samples_per_s.begin(), samples_per_s.end());
   return f;
 }
 
@@ -392,31 +415,43 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
 
   ProgressTicker ticker(progress, options.live_progress);
   const auto sweep_start = std::chrono::steady_clock::now();
-  std::vector<int> record_of_point(points.size(), -1);
+  // With --repeat the grid runs in rounds (every point, then every point again), so drift on a
+  // shared machine hits each point alike; a point's figures are then the median of its rounds.
+  const size_t repeat = static_cast<size_t>(std::max(1, options.lab.repeat));
+  const size_t total = runnable * repeat;
+  std::vector<std::vector<size_t>> records_of_point(points.size());
   size_t done = 0;
-  for (size_t i = 0; i < points.size(); ++i) {
-    if (!points[i].not_applicable.empty()) continue;
-    const std::string label = point_label(points[i].spec, with_batch);
-    const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - sweep_start).count();
-    const double estimate_left_s = done == 0 ? -1.0 : elapsed_s / static_cast<double>(done) * static_cast<double>(runnable - done);
-    ticker.start_point(done + 1, runnable, label, elapsed_s, estimate_left_s);
-    VariantRunOptions run_options;
-    run_options.run_dir = outcome.run_dir;
-    run_options.timeout_s = options.lab.variant_timeout_s;
-    run_options.file_stem = "point-" + std::to_string(done + 1);
-    const auto point_start = std::chrono::steady_clock::now();
-    record.variants.push_back(run_variant_isolated(points[i].spec, run_options));
-    ticker.stop();
-    record_of_point[i] = static_cast<int>(record.variants.size() - 1);
-    ++done;
-    const VariantRecord& v = record.variants.back();
-    const double point_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - point_start).count();
-    progress << "[" << done << "/" << runnable << "] " << label << ": "
-             << (v.ok() ? fmt("%.1f samples/s", aggregate(v).samples_per_s) : "FAILED (" + v.error + ")")
-             << fmt(", %.1f s", point_s) << std::endl;
-    if (v.error_kind == "input") {  // e.g. a corrupt data file: every other point would fail the same way
-      outcome.bad_input = true;
-      break;
+  for (size_t rep = 0; rep < repeat && !outcome.bad_input; ++rep) {
+    size_t point_number = 0;
+    for (size_t i = 0; i < points.size(); ++i) {
+      if (!points[i].not_applicable.empty()) continue;
+      ++point_number;
+      const std::string label =
+          point_label(points[i].spec, with_batch) + (repeat > 1 ? " #" + std::to_string(rep + 1) : "");
+      const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - sweep_start).count();
+      const double estimate_left_s =
+          done == 0 ? -1.0 : elapsed_s / static_cast<double>(done) * static_cast<double>(total - done);
+      ticker.start_point(done + 1, total, label, elapsed_s, estimate_left_s);
+      VariantRunOptions run_options;
+      run_options.run_dir = outcome.run_dir;
+      run_options.timeout_s = options.lab.variant_timeout_s;
+      run_options.file_stem =
+          "point-" + std::to_string(point_number) + (repeat > 1 ? ".rep" + std::to_string(rep + 1) : "");
+      const auto point_start = std::chrono::steady_clock::now();
+      record.variants.push_back(run_variant_isolated(points[i].spec, run_options));
+      record.variants.back().repetition = static_cast<int>(rep);
+      ticker.stop();
+      records_of_point[i].push_back(record.variants.size() - 1);
+      ++done;
+      const VariantRecord& v = record.variants.back();
+      const double point_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - point_start).count();
+      progress << "[" << done << "/" << total << "] " << label << ": "
+               << (v.ok() ? fmt("%.1f samples/s", aggregate(v).samples_per_s) : "FAILED (" + v.error + ")")
+               << fmt(", %.1f s", point_s) << std::endl;
+      if (v.error_kind == "input") {  // e.g. a corrupt data file: every other point would fail the same way
+        outcome.bad_input = true;
+        break;
+      }
     }
   }
   for (const VariantRecord& v : record.variants) {
@@ -426,9 +461,16 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
     }
   }
 
-  // Recommendation and chart over the measured points.
+  // Recommendation and chart over the measured points (a point's rounds folded into one).
   std::vector<SweepFigures> figures;
-  for (const VariantRecord& v : record.variants) figures.push_back(figures_of(v));
+  std::vector<int> figure_of_point(points.size(), -1);
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (records_of_point[i].empty()) continue;
+    std::vector<SweepFigures> rounds;
+    for (size_t index : records_of_point[i]) rounds.push_back(figures_of(record.variants[index]));
+    figure_of_point[i] = static_cast<int>(figures.size());
+    figures.push_back(median_of_rounds(rounds));
+  }
   const double data_bound_pct = options.lab.thresholds->value("input_bound.high_pct");
   const auto rec = recommend_sweep_point(figures, options.tolerance_pct, data_bound_pct);
   nlohmann::json details = {{"tolerance_pct", options.tolerance_pct}};
@@ -438,7 +480,12 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   }
   details["not_applicable"] = na;
   if (rec) {
-    details["recommendation"] = {{"variant_index", rec->index}, {"best_index", rec->best_index},
+    size_t recommended_record = 0, best_record = 0;
+    for (size_t i = 0; i < points.size(); ++i) {
+      if (figure_of_point[i] == static_cast<int>(rec->index)) recommended_record = records_of_point[i].front();
+      if (figure_of_point[i] == static_cast<int>(rec->best_index)) best_record = records_of_point[i].front();
+    }
+    details["recommendation"] = {{"variant_index", recommended_record}, {"best_index", best_record},
                                  {"point", figures_label(figures[rec->index], with_batch)}, {"reason", rec->reason}};
     record.reading.push_back("Recommended: " + rec->reason + ".");
   } else {
@@ -463,40 +510,55 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
     details["chart"] = chart_name;
   }
   details["notes"] = notes;
+  details["repeat"] = repeat;
   record.details = details;
   write_run_record((fs::path(outcome.run_dir) / "run.json").string(), record);
 
-  // The table: measured points in run order, then the not-applicable ones.
+  // The table: measured points in run order, then the not-applicable ones. With rounds, each figure
+  // is the median of the point's rounds and samples/s shows their range.
   std::vector<std::string> header = {"point", "samples/s", "data wait", "CPU util", "peak MiB", "step p50 ms", ""};
+  if (repeat > 1) header.insert(header.begin() + 2, "range (" + std::to_string(repeat) + " rounds)");
   std::vector<std::vector<std::string>> rows;
   for (size_t i = 0; i < points.size(); ++i) {
     const std::string label = point_label(points[i].spec, with_batch);
+    std::vector<std::string> row;
     if (!points[i].not_applicable.empty()) {
-      rows.push_back({label, "n/a", "-", "-", "-", "-", "not applicable"});
-      continue;
+      row = {label, "n/a", "-", "-", "-", "-", "not applicable"};
+    } else if (records_of_point[i].empty()) {
+      row = {label, "-", "-", "-", "-", "-", "not run"};
+    } else if (!figures[static_cast<size_t>(figure_of_point[i])].ok) {
+      row = {label, "error", "-", "-", "-", "-", ""};
+    } else {
+      const size_t f = static_cast<size_t>(figure_of_point[i]);
+      std::vector<double> step_p50_ms;
+      double peak_bytes = 0;
+      for (size_t index : records_of_point[i]) {
+        const VariantRecord& v = record.variants[index];
+        if (!v.ok()) continue;
+        step_p50_ms.push_back(aggregate(v).step_ms_p50);
+        peak_bytes = std::max(peak_bytes, static_cast<double>(v.peak_memory_bytes));
+      }
+      std::string mark;
+      if (rec && f == rec->index) mark = "<- recommended";
+      else if (rec && f == rec->best_index) mark = "best";
+      row = {label, fmt("%.1f", figures[f].samples_per_s), fmt("%.1f %%", figures[f].data_wait_pct),
+             fmt("%.0f %%", figures[f].cpu_util_pct), fmt("%.0f", peak_bytes / 1048576.0),
+             fmt("%.2f", stats::median(step_p50_ms)), mark};
+      if (repeat > 1) {
+        row.insert(row.begin() + 2,
+                   fmt("%.1f", figures[f].samples_per_s_min) + " - " + fmt("%.1f", figures[f].samples_per_s_max));
+      }
     }
-    if (record_of_point[i] < 0) {
-      rows.push_back({label, "-", "-", "-", "-", "-", "not run"});
-      continue;
-    }
-    const VariantRecord& v = record.variants[static_cast<size_t>(record_of_point[i])];
-    if (!v.ok()) {
-      rows.push_back({label, "error", "-", "-", "-", "-", ""});
-      continue;
-    }
-    const VariantAggregate agg = aggregate(v);
-    std::string mark;
-    if (rec && static_cast<size_t>(record_of_point[i]) == rec->index) mark = "<- recommended";
-    else if (rec && static_cast<size_t>(record_of_point[i]) == rec->best_index) mark = "best";
-    rows.push_back({label, fmt("%.1f", agg.samples_per_s),
-                    fmt("%.1f %%", agg.phase_pct[static_cast<size_t>(Phase::kDataWait)]),
-                    fmt("%.0f %%", v.cpu_util_pct), fmt("%.0f", v.peak_memory_bytes / 1048576.0),
-                    fmt("%.2f", agg.step_ms_p50), mark});
+    if (repeat > 1 && row.size() == 7) row.insert(row.begin() + 2, "-");
+    rows.push_back(row);
   }
   std::ostringstream table;
   table << render_text_table(header, rows, /*left_align_last=*/true);
   for (const VariantRecord& v : record.variants) {
-    if (!v.ok()) table << "error in " << point_label(v.spec, with_batch) << ": " << v.error << "\n";
+    if (!v.ok()) {
+      table << "error in " << point_label(v.spec, with_batch)
+            << (repeat > 1 ? " #" + std::to_string(v.repetition + 1) : std::string()) << ": " << v.error << "\n";
+    }
   }
   std::map<std::string, int> na_reasons;
   for (const auto& entry : na) ++na_reasons[entry["why"].get<std::string>()];

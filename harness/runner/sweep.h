@@ -53,6 +53,7 @@ struct SweepFigures {
   double samples_per_s = 0;
   double data_wait_pct = 0;
   double cpu_util_pct = 0;
+  double samples_per_s_min = 0, samples_per_s_max = 0;  // over the point's rounds (--repeat)
 };
 
 struct SweepRecommendation {
