@@ -91,15 +91,27 @@ TEST(BootstrapTest, IdenticalSamplesGiveAnIntervalAroundZeroAndBadInputThrows) {
 }
 
 TEST(WelchTest, HandComputedIntervalOnThreeValuesASide) {
-  // a = 10, 11, 12 (mean 11, s^2 1); b = 12, 13, 14 (mean 13, s^2 1): se = sqrt(1/3 + 1/3) = 0.8165,
-  // df = (2/3)^2 / (2 x (1/3)^2 / 2) = 4, t = 2.776: 2 +- 2.2666 -> relative to 11: 18.18 % +- 20.61 %.
+  // Relative, on the logarithms: a = ln 10, ln 11, ln 12; b = ln 12, ln 13, ln 14. Mean difference
+  // 0.167842, se 0.068943, Welch df 3.8923 (by hand): change e^0.167842 - 1 = +18.27 %.
   const ChangeEstimate e = welch_change({10, 11, 12}, {12, 13, 14});
-  EXPECT_NEAR(e.change_pct, 200.0 / 11.0, 1e-9);
-  EXPECT_NEAR(e.low_pct, (2.0 - 2.776 * std::sqrt(2.0 / 3.0)) * 100.0 / 11.0, 1e-6);
-  EXPECT_NEAR(e.high_pct, (2.0 + 2.776 * std::sqrt(2.0 / 3.0)) * 100.0 / 11.0, 1e-6);
+  const double d = 0.1678421071, se = 0.0689433821, t = student_t_975(3.8922555);
+  EXPECT_NEAR(e.change_pct, 18.2749848, 1e-6);
+  EXPECT_NEAR(e.low_pct, 100.0 * (std::exp(d - t * se) - 1.0), 1e-6);
+  EXPECT_NEAR(e.high_pct, 100.0 * (std::exp(d + t * se) - 1.0), 1e-6);
+  EXPECT_GT(t, 2.776);  // between the df 3 and 4 rows
+  EXPECT_LT(t, 3.182);
+  // Points: the plain difference of the means, 13 - 11, +- t(4) x sqrt(1/3 + 1/3).
   const ChangeEstimate points = welch_change({10, 11, 12}, {12, 13, 14}, false);
   EXPECT_NEAR(points.change_pct, 2.0, 1e-12);
+  EXPECT_NEAR(points.low_pct, 2.0 - 2.776 * std::sqrt(2.0 / 3.0), 1e-9);
+  // A widely spread slowdown (one repetition 3x slower than the others) keeps its lower bound above
+  // -100 % (on the means themselves it would be -104 %), and the spread makes it inconclusive.
+  const ChangeEstimate spread = welch_change({1911.6, 2003.0, 2101.7}, {966.5, 924.1, 331.9});
+  EXPECT_NEAR(spread.change_pct, -66.727, 1e-3);  // e^-1.100421 - 1
+  EXPECT_GT(spread.low_pct, -100.0);
+  EXPECT_GT(spread.high_pct, 0.0);
   EXPECT_THROW(welch_change({1}, {1, 2}), std::invalid_argument);
+  EXPECT_THROW(welch_change({1, 0}, {1, 2}), std::invalid_argument);
 }
 
 TEST(WelchTest, StudentQuantilesFromTheTable) {

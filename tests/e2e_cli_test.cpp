@@ -17,6 +17,18 @@ TEST(CliE2E, ListShowsBuiltInScenarios) {
   EXPECT_NE(r.out.find("preset data-bound: dim=32 layers=1"), std::string::npos) << r.out;
 }
 
+TEST(CliE2E, PresetAndSetSettingsLandInTheRecordedSpec) {
+  const std::string results = e2e::fresh_results_dir("settings");
+  // --set is applied last: it wins over -k and the options; the preset sets its knobs, -k wins over it.
+  const auto r = e2e::run_trainlab("run --scenario mlp --steps 2 --warmup 1 -k hidden=64 --set workers=1,hidden=32 "
+                                   "--set precision=bf16 --results " + results);
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  const std::string record = e2e::slurp(e2e::only_run_dir(results) + "/run.json");
+  EXPECT_NE(record.find("\"hidden\": 32.0"), std::string::npos);
+  EXPECT_NE(record.find("\"workers\": 1"), std::string::npos);
+  EXPECT_NE(record.find("\"precision\": \"bf16\""), std::string::npos);
+}
+
 TEST(CliE2E, BadInputIsOneLineAndExitTwo) {
   const std::string results = e2e::fresh_results_dir("bad");
   const std::string r = " --results " + results;

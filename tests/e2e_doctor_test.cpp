@@ -1,4 +1,5 @@
-// End-to-end doctor: diagnose -> A/B trial of the top finding's change -> doctor.json, and bad input.
+// End-to-end doctor: diagnose -> A/B trials of the top findings' changes -> the best configuration
+// profiled again -> doctor.json and report.html, and bad input.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -10,16 +11,19 @@ namespace {
 
 TEST(DoctorE2E, DiagnosesTriesTheTopChangeAndRecordsItsMeasuredGain) {
   const std::string results = fresh_results_dir("doctor");
-  const CliResult r = run_trainlab("doctor --scenario recsys --steps 8 --warmup 2 --repeat 2 --max-changes 1 --results " +
-                                   results);
+  // The data-bound preset: its top findings' changes are more workers and the decoded cache.
+  const CliResult r = run_trainlab(
+      "doctor --scenario recsys --preset data-bound --steps 8 --warmup 2 --repeat 2 --max-changes 2 --results " +
+      results);
   ASSERT_EQ(r.exit_status, 0) << r.err;
   EXPECT_NE(r.out.find("Best measured configuration"), std::string::npos) << r.out;
   const std::string dir = only_run_dir(results);
   const nlohmann::json doc = nlohmann::json::parse(slurp(dir + "/doctor.json"), nullptr, false);
   ASSERT_FALSE(doc.is_discarded());
   EXPECT_EQ(doc["kind"], "doctor");
-  ASSERT_EQ(doc["trials"].size(), 1u);  // --max-changes 1
-  const nlohmann::json& trial = doc["trials"][0];
+  ASSERT_EQ(doc["trials"].size(), 2u);  // --max-changes 2
+  EXPECT_EQ(doc["trials"][1]["settings"], "cache=1");
+  const nlohmann::json& trial = doc["trials"][1];
   EXPECT_FALSE(trial["settings"].get<std::string>().empty());
   const std::string verdict = trial["verdict"].get<std::string>();
   EXPECT_TRUE(verdict == "improved" || verdict == "unchanged" || verdict == "regressed") << verdict;
@@ -31,6 +35,30 @@ TEST(DoctorE2E, DiagnosesTriesTheTopChangeAndRecordsItsMeasuredGain) {
   EXPECT_EQ(ab["variants"][0]["label"], "A");
   EXPECT_EQ(ab["variants"][1]["label"], "B");
   EXPECT_TRUE(std::filesystem::exists(doc["report"].get<std::string>()));
+  // The folder's own HTML report: the trials with their settings, links to the profiles' reports.
+  const std::string html = slurp(dir + "/report.html");
+  EXPECT_NE(html.find("What each change measurably bought"), std::string::npos);
+  EXPECT_NE(html.find("<code>cache=1</code>"), std::string::npos);
+  EXPECT_NE(html.find("href=\"profile/"), std::string::npos);
+  // The best configuration (whichever change measured best under this machine's load) profiled
+  // again through `profile --set`: what remains.
+  const std::string best = doc["best_settings"].get<std::string>();
+  if (best.empty()) {
+    EXPECT_EQ(doc["after"]["headline"], "");
+    return;
+  }
+  EXPECT_GT(doc["best_gain_pct"].get<double>(), 0.0);
+  EXPECT_FALSE(doc["after"]["headline"].get<std::string>().empty());
+  EXPECT_EQ(doc["after"]["headline"].get<std::string>().rfind("failed", 0), std::string::npos);
+  const nlohmann::json after_run = nlohmann::json::parse(
+      slurp(std::filesystem::path(doc["after"]["report"].get<std::string>()).parent_path().string() + "/run.json"));
+  const nlohmann::json& after_spec = after_run["variants"][0]["spec"];
+  if (best.find("cache=1") != std::string::npos) EXPECT_EQ(after_spec["knobs"]["cache"].get<double>(), 1.0);
+  if (best.find("workers=1") != std::string::npos) EXPECT_EQ(after_spec["workers"].get<int>(), 1);
+  EXPECT_EQ(after_spec["knobs"]["dim"].get<double>(), 32.0);  // the preset still applies
+  EXPECT_NE(r.out.find("With it: "), std::string::npos) << r.out;
+  EXPECT_NE(html.find("What remains with it"), std::string::npos);
+  EXPECT_NE(html.find("href=\"after/"), std::string::npos);
 }
 
 TEST(DoctorE2E, BadInputIsOneLineAndExitTwo) {
@@ -38,6 +66,8 @@ TEST(DoctorE2E, BadInputIsOneLineAndExitTwo) {
   expect_bad_input("doctor --scenario mlp --repeat 1", "--repeat");
   expect_bad_input("doctor --scenario mlp --ab workers=1", "doctor chooses --ab itself");
   expect_bad_input("doctor --scenario mlp --steps -3 --results " + fresh_results_dir("doctor_bad"), "--steps");
+  expect_bad_input("doctor --scenario mlp --set workers", "invalid --set 'workers' (expected NAME=VALUE)");
+  expect_bad_input("doctor --scenario mlp --set nope=1", "nope");
 }
 
 }  // namespace

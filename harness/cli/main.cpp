@@ -61,6 +61,7 @@ struct VariantOptions {
   double bucket_mb = 25.0;
   double dist_timeout_s = 60.0;
   std::string preset;                   // a scenario's named knob setting (see `trainlab list`)
+  std::vector<std::string> settings;    // --set NAME=VALUE[,...], --ab's syntax, applied last
   std::vector<std::string> knobs;       // name=value
   std::string results_dir = "results";
   double timeout_s = 1800;
@@ -77,6 +78,11 @@ void add_variant_options(CLI::App* cmd, VariantOptions& o, CommandKind kind) {
   if (kind != CommandKind::kLab) {
     cmd->add_option("--precision", o.precision, "fp32 or bf16 (autocast)");
     cmd->add_option("--compiled", o.compiled, "on: TorchScript-traced forward run by the JIT fusers");
+  }
+  if (kind == CommandKind::kRun) {
+    cmd->add_option("--set", o.settings,
+                    "settings in --ab's syntax, applied last: NAME=VALUE[,...] with an option (workers=2, "
+                    "precision=bf16) or a knob (cache=1); repeatable");
   }
   if (kind != CommandKind::kSweep) {
     cmd->add_option("--batch,-b", o.batch, "batch size (default: the scenario's)");
@@ -183,6 +189,16 @@ VariantSpec build_spec(const VariantOptions& o) {
     spec.knobs[name] = parse_double("--knob " + name, value);
   }
   resolve(spec, info);
+  if (!o.settings.empty()) {
+    for (const std::string& list : o.settings) {
+      std::stringstream items(list);
+      for (std::string item; std::getline(items, item, ',');) {
+        auto [name, value] = split_setting(item, "--set");
+        apply_setting(spec, name, value);
+      }
+    }
+    resolve(spec, info);
+  }
   if (spec.device == DeviceChoice::kCuda && !cuda_usable()) {
     throw InputError("--device cuda requested but no CUDA device is usable here");
   }

@@ -71,21 +71,33 @@ double student_t_975(double df) {
 
 ChangeEstimate welch_change(const std::vector<double>& a, const std::vector<double>& b, bool relative) {
   if (a.size() < 2 || b.size() < 2) throw std::invalid_argument("Welch interval: 2 values a side needed");
-  const double ma = mean(a), mb = mean(b);
-  if (relative && ma == 0) throw std::invalid_argument("Welch interval: the baseline mean is 0");
-  const double va = stddev(a) * stddev(a) / static_cast<double>(a.size());
-  const double vb = stddev(b) * stddev(b) / static_cast<double>(b.size());
+  // Relative: on the logarithms, so the interval is one of the ratio of geometric means and a
+  // slowdown's lower bound cannot fall below -100 % however wide the spread.
+  std::vector<double> xa = a, xb = b;
+  if (relative) {
+    for (std::vector<double>* xs : {&xa, &xb}) {
+      for (double& x : *xs) {
+        if (!(x > 0)) throw std::invalid_argument("Welch interval: relative change needs positive values");
+        x = std::log(x);
+      }
+    }
+  }
+  const double ma = mean(xa), mb = mean(xb);
+  const double va = stddev(xa) * stddev(xa) / static_cast<double>(xa.size());
+  const double vb = stddev(xb) * stddev(xb) / static_cast<double>(xb.size());
   const double se = std::sqrt(va + vb);
   const double df =
       se > 0 ? (va + vb) * (va + vb) /
-                   (va * va / static_cast<double>(a.size() - 1) + vb * vb / static_cast<double>(b.size() - 1))
+                   (va * va / static_cast<double>(xa.size() - 1) + vb * vb / static_cast<double>(xb.size() - 1))
              : 1e9;
   const double half = student_t_975(df) * se;
-  const double scale = relative ? 100.0 / ma : 1.0;
+  const auto as_change = [&](double difference) {
+    return relative ? 100.0 * (std::exp(difference) - 1.0) : difference;
+  };
   ChangeEstimate out;
-  out.change_pct = (mb - ma) * scale;
-  out.low_pct = (mb - ma - half) * scale;
-  out.high_pct = (mb - ma + half) * scale;
+  out.change_pct = as_change(mb - ma);
+  out.low_pct = as_change(mb - ma - half);
+  out.high_pct = as_change(mb - ma + half);
   return out;
 }
 

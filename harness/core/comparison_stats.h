@@ -27,10 +27,11 @@ ChangeEstimate bootstrap_relative_change(const std::vector<double>& a, const std
                                          int iterations = 2000, double level = 0.95, uint64_t seed = 12345,
                                          bool relative = true, size_t block_length = 1);
 
-// Welch's t interval (95 %) for the change of the mean, relative to a's mean (or the plain
-// difference with relative = false). For few values a side (repetitions of a run), where a
-// bootstrap has too few distinct resamples and runs narrow. Needs 2+ values a side; throws
-// std::invalid_argument otherwise or when, relative, a's mean is 0.
+// Welch's t interval (95 %) for a change between few values a side (repetitions of a run), where a
+// bootstrap has too few distinct resamples and runs narrow. Relative: computed on the logarithms,
+// so it is the change of the geometric mean (always above -100 %); otherwise the plain difference
+// of the means. Needs 2+ values a side; throws std::invalid_argument otherwise or when, relative,
+// a value is not positive.
 ChangeEstimate welch_change(const std::vector<double>& a, const std::vector<double>& b, bool relative = true);
 
 // The 97.5 % quantile of Student's t with `df` degrees of freedom (table, linear in 1/df between rows).

@@ -1,4 +1,5 @@
-// doctor: profile child -> diagnosis.json -> one A/B child per change -> combined A/B -> doctor.json.
+// doctor: profile child -> diagnosis.json -> one A/B child per change -> combined A/B -> profile of
+// the best configuration -> doctor.json and report.html.
 #include "harness/runner/doctor.h"
 
 #include <algorithm>
@@ -119,7 +120,9 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
     throw std::runtime_error(profiled + ": the profile wrote no readable diagnosis");
   }
   const nlohmann::json& d = diagnosis["diagnoses"][0];
+  outcome.configuration = options.variant_args;
   outcome.diagnosis_headline = d["verdict"].value("headline", "");
+  outcome.diagnosis_report = profiled + "/report.html";
   const RunRecord base = read_run_record(profiled);
   const nlohmann::json spec = base.variants.front().spec;
   const bool on_gpu = base.variants.front().device.rfind("cuda", 0) == 0;
@@ -147,7 +150,7 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
   for (const auto& [change, rule] : changes) tried_rules.insert(rule);
   for (const nlohmann::json& f : d["findings"]) {
     if (tried_rules.count(f.value("rule", "")) == 0)
-      outcome.remaining_findings.push_back(f.value("title", ""));
+      outcome.unaddressed_findings.push_back(f.value("title", ""));
   }
 
   // 3. One A/B trial per change, then the helpful ones together.
@@ -177,6 +180,33 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
     }
   }
 
+  // 4. What remains: the best measured configuration, profiled and diagnosed.
+  if (!outcome.best_settings.empty()) {
+    progress << "[" << step++ << "] profile the best configuration (" << outcome.best_settings << "): what remains"
+             << std::endl;
+    std::vector<std::string> after_args = profile_args;
+    after_args.insert(after_args.end(), {"--set", outcome.best_settings});
+    try {
+      const std::string after = run_child(after_args, outcome.out_dir + "/after", options);
+      const nlohmann::json after_diagnosis =
+          nlohmann::json::parse(read_file(after + "/diagnosis.json"), nullptr, false);
+      if (after_diagnosis.is_discarded() || after_diagnosis["diagnoses"].empty()) {
+        throw std::runtime_error(after + ": the profile wrote no readable diagnosis");
+      }
+      const nlohmann::json& a = after_diagnosis["diagnoses"][0];
+      outcome.after_headline = a["verdict"].value("headline", "");
+      outcome.after_report = after + "/report.html";
+      for (const nlohmann::json& f : a["findings"]) {
+        outcome.after_findings.push_back(f.value("severity", "") + ": " + f.value("title", ""));
+      }
+    } catch (const InputError&) {
+      throw;
+    } catch (const std::exception& e) {
+      outcome.after_headline = std::string("failed: ") + e.what();
+    }
+    progress << "    " << outcome.after_headline << std::endl;
+  }
+
   nlohmann::json trials = nlohmann::json::array();
   for (const DoctorTrial& t : outcome.trials) trials.push_back(to_json(t));
   write_file_atomically(outcome.out_dir + "/doctor.json",
@@ -186,13 +216,18 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
                                         {"configuration", options.variant_args},
                                         {"repeat", options.repeat},
                                         {"diagnosis", d["verdict"]},
-                                        {"report", profiled + "/report.html"},
+                                        {"report", outcome.diagnosis_report},
                                         {"trials", trials},
                                         {"best_settings", outcome.best_settings},
                                         {"best_gain_pct", outcome.best_gain_pct},
-                                        {"remaining_findings", outcome.remaining_findings}})
+                                        {"unaddressed_findings", outcome.unaddressed_findings},
+                                        {"after",
+                                         {{"headline", outcome.after_headline},
+                                          {"report", outcome.after_report},
+                                          {"findings", outcome.after_findings}}}})
                                 .dump(2) +
                             "\n");
+  write_file_atomically(outcome.out_dir + "/report.html", render_doctor_html(outcome));
   return outcome;
 }
 
@@ -212,11 +247,115 @@ std::string render_doctor(const DoctorOutcome& outcome) {
               : outcome.best_settings + " (" + fmt("%.2fx", 1.0 + outcome.best_gain_pct / 100.0) +
                     " samples/s)") +
          "\n";
-  if (!outcome.remaining_findings.empty()) {
-    out += "Findings not addressed by a trial:\n";
-    for (const std::string& f : outcome.remaining_findings) out += "  - " + f + "\n";
+  if (!outcome.after_headline.empty()) {
+    out += "With it: " + outcome.after_headline + "\n";
+    for (const std::string& f : outcome.after_findings) out += "  - " + f + "\n";
   }
-  return out + "Doctor: " + outcome.out_dir + "/doctor.json\n";
+  if (!outcome.unaddressed_findings.empty()) {
+    out += "Findings no trial addressed:\n";
+    for (const std::string& f : outcome.unaddressed_findings) out += "  - " + f + "\n";
+  }
+  return out + "Doctor: " + outcome.out_dir + "/doctor.json, report " + outcome.out_dir + "/report.html\n";
+}
+
+namespace {
+
+// A path relative to the doctor's folder, for links that survive moving the folder.
+std::string relative_to(const std::string& path, const std::string& dir) {
+  std::error_code ec;
+  const fs::path rel = fs::relative(path, dir, ec);
+  return ec || rel.empty() ? path : rel.string();
+}
+
+// One trial's gain as a bar from 0 with its interval as a whisker, on a common scale.
+std::string gain_svg(const DoctorTrial& t, double scale_low, double scale_high) {
+  const double width = 260, height = 22;
+  const auto x_of = [&](double pct) { return width * (pct - scale_low) / (scale_high - scale_low); };
+  const bool failed = t.verdict.rfind("failed", 0) == 0;
+  const char* colour = t.verdict == "improved" ? "#2e7d32" : t.verdict == "regressed" ? "#c62828" : "#9e9e9e";
+  std::string svg = "<svg width=\"" + fmt("%.0f", width) + "\" height=\"" + fmt("%.0f", height) + "\">";
+  svg += "<line x1=\"" + fmt("%.1f", x_of(0)) + "\" y1=\"0\" x2=\"" + fmt("%.1f", x_of(0)) + "\" y2=\"" +
+         fmt("%.0f", height) + "\" stroke=\"#333\"/>";
+  if (!failed) {
+    const double x0 = x_of(std::min(0.0, t.gain_pct)), x1 = x_of(std::max(0.0, t.gain_pct));
+    svg += "<rect x=\"" + fmt("%.1f", x0) + "\" y=\"6\" width=\"" + fmt("%.1f", std::max(1.0, x1 - x0)) +
+           "\" height=\"10\" fill=\"" + colour + "\"/>";
+    svg += "<line x1=\"" + fmt("%.1f", x_of(t.low_pct)) + "\" y1=\"11\" x2=\"" + fmt("%.1f", x_of(t.high_pct)) +
+           "\" y2=\"11\" stroke=\"#000\" stroke-width=\"1.5\"/>";
+    for (double end : {t.low_pct, t.high_pct}) {
+      svg += "<line x1=\"" + fmt("%.1f", x_of(end)) + "\" y1=\"5\" x2=\"" + fmt("%.1f", x_of(end)) +
+             "\" y2=\"17\" stroke=\"#000\" stroke-width=\"1.5\"/>";
+    }
+  }
+  return svg + "</svg>";
+}
+
+}  // namespace
+
+std::string render_doctor_html(const DoctorOutcome& outcome) {
+  std::string configuration;
+  for (const std::string& a : outcome.configuration) configuration += (configuration.empty() ? "" : " ") + a;
+  double low = 0, high = 0;
+  for (const DoctorTrial& t : outcome.trials) {
+    if (t.verdict.rfind("failed", 0) == 0) continue;
+    low = std::min({low, t.low_pct, t.gain_pct});
+    high = std::max({high, t.high_pct, t.gain_pct});
+  }
+  const double pad = std::max(5.0, 0.05 * (high - low));
+  low -= pad;
+  high += pad;
+  const auto link = [&](const std::string& path, const std::string& text) {
+    return "<a href=\"" + xml_escape(relative_to(path, outcome.out_dir)) + "\">" + xml_escape(text) + "</a>";
+  };
+  std::string html =
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>trainlab doctor</title><style>"
+      "body{font-family:sans-serif;margin:2em;max-width:70em;color:#222}"
+      "table{border-collapse:collapse}td,th{padding:4px 10px;border-bottom:1px solid #ddd;text-align:left}"
+      "td.num{text-align:right;font-variant-numeric:tabular-nums}.improved{color:#2e7d32;font-weight:bold}"
+      ".regressed{color:#c62828;font-weight:bold}.box{background:#f5f5f5;padding:0.8em 1em;margin:1em 0}"
+      "</style></head><body>\n";
+  html += "<h1>trainlab doctor</h1>\n<p>Configuration: <code>" + xml_escape(configuration) + "</code></p>\n";
+  html += "<h2>1. Diagnosis</h2>\n<div class=\"box\">" + xml_escape(outcome.diagnosis_headline) + "</div>\n<p>" +
+          link(outcome.diagnosis_report, "the profile's full report") + "</p>\n";
+  html += "<h2>2. What each change measurably bought</h2>\n";
+  if (outcome.trials.empty()) {
+    html += "<p>No finding came with a change to try.</p>\n";
+  } else {
+    html += "<p>Samples/s of the changed configuration (B) against the one given (A), measured as interleaved "
+            "A/B runs; the whisker is the 95 % interval, the scale runs from " +
+            fmt("%+.0f %%", low) + " to " + fmt("%+.0f %%", high) + ".</p>\n<table><tr><th>change</th>"
+            "<th>settings</th><th>from finding</th><th>samples/s</th><th>95 % interval</th><th></th>"
+            "<th>verdict</th></tr>\n";
+    for (const DoctorTrial& t : outcome.trials) {
+      const bool failed = t.verdict.rfind("failed", 0) == 0;
+      html += "<tr><td>" + xml_escape(t.change) + "</td><td><code>" + xml_escape(t.settings) + "</code></td><td>" +
+              xml_escape(t.from_rule) + "</td><td class=\"num\">" + (failed ? "-" : fmt("%+.1f %%", t.gain_pct)) +
+              "</td><td class=\"num\">" +
+              (failed ? "-" : "[" + fmt("%+.1f", t.low_pct) + ", " + fmt("%+.1f", t.high_pct) + "]") + "</td><td>" +
+              gain_svg(t, low, high) + "</td><td class=\"" + xml_escape(t.verdict) + "\">" + xml_escape(t.verdict) +
+              (t.run_dir.empty() ? "" : " (" + link(t.run_dir + "/run.json", "run") + ")") + "</td></tr>\n";
+    }
+    html += "</table>\n";
+  }
+  html += "<h2>3. Best measured configuration</h2>\n<div class=\"box\">";
+  html += outcome.best_settings.empty()
+              ? std::string("The one given: no change measurably helped.")
+              : "<code>" + xml_escape(outcome.best_settings) + "</code>: " +
+                    fmt("%.2fx", 1.0 + outcome.best_gain_pct / 100.0) + " the samples/s of the configuration given";
+  html += "</div>\n";
+  if (!outcome.after_headline.empty()) {
+    html += "<h2>4. What remains with it</h2>\n<div class=\"box\">" + xml_escape(outcome.after_headline) +
+            "</div>\n<ul>";
+    for (const std::string& f : outcome.after_findings) html += "<li>" + xml_escape(f) + "</li>";
+    html += "</ul>\n";
+    if (!outcome.after_report.empty()) html += "<p>" + link(outcome.after_report, "its profile's full report") + "</p>\n";
+  }
+  if (!outcome.unaddressed_findings.empty()) {
+    html += "<h2>Findings no trial addressed</h2>\n<ul>";
+    for (const std::string& f : outcome.unaddressed_findings) html += "<li>" + xml_escape(f) + "</li>";
+    html += "</ul>\n";
+  }
+  return html + "</body></html>\n";
 }
 
 }  // namespace trainlab

@@ -2,8 +2,9 @@
 // diagnosis), turns each top finding's change into settings (more loader workers, prefetch, pinned
 // memory, the decoded cache, bf16, compiled, a larger batch, overlapped communication, bigger
 // buckets), measures each as an interleaved A/B run with repetitions against the configuration as
-// given, then the helpful changes together, and reports what each measurably bought. Every step is
-// a child `trainlab` process; everything lands in one folder with doctor.json. Torch-free.
+// given, then the helpful changes together, reports what each measurably bought, and profiles the
+// best measured configuration to say what remains. Every step is a child `trainlab` process;
+// everything lands in one folder with doctor.json and report.html. Torch-free.
 #pragma once
 
 #include <ostream>
@@ -35,11 +36,17 @@ struct DoctorTrial {
 
 struct DoctorOutcome {
   std::string out_dir;
+  std::vector<std::string> configuration;  // the run options as given
   std::string diagnosis_headline;
-  std::vector<std::string> remaining_findings;
+  std::string diagnosis_report;            // the profile's report.html
+  std::vector<std::string> unaddressed_findings;  // findings no trial's change addressed
   std::vector<DoctorTrial> trials;        // one per change, then "combined" when 2+ helped
   std::string best_settings;              // the best measured configuration's changes ("" = as given)
   double best_gain_pct = 0;
+  // The best configuration profiled and diagnosed again (empty when no change helped).
+  std::string after_headline;
+  std::string after_report;
+  std::vector<std::string> after_findings;  // "severity: title"
 };
 
 // The settings a finding's change stands for, given the configuration's loader settings and the
@@ -48,5 +55,8 @@ std::string settings_for_change(const std::string& change, const nlohmann::json&
 
 DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress);
 std::string render_doctor(const DoctorOutcome& outcome);
+// The folder's report.html: the diagnosis, each trial's gain with its interval drawn, the best
+// configuration and what remains, with links to the profiles' own reports. Self-contained.
+std::string render_doctor_html(const DoctorOutcome& outcome);
 
 }  // namespace trainlab

@@ -92,20 +92,6 @@ std::string figures_label(const SweepFigures& f, bool with_batch) {
   return label;
 }
 
-std::string xml_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 // Rewrites one terminal line every second while a point runs: point k of n, elapsed, estimate.
 class ProgressTicker {
  public:
@@ -304,7 +290,7 @@ std::string render_sweep_svg(const std::string& title, const std::vector<SweepFi
     batches.insert(f.batch_size);
     if (!f.ok) continue;
     max_workers = std::max(max_workers, f.workers);
-    max_sps = std::max(max_sps, f.samples_per_s);
+    max_sps = std::max({max_sps, f.samples_per_s, f.samples_per_s_max});
   }
   const bool with_batch = batches.size() > 1;
   // A "nice" axis maximum: a round multiple of a power of ten, just above the largest value.
@@ -372,6 +358,11 @@ std::string render_sweep_svg(const std::string& title, const std::vector<SweepFi
     for (const SweepFigures* f : points) svg << x_of(f->workers) << "," << y_of(f->samples_per_s) << " ";
     svg << "\"/>\n";
     for (const SweepFigures* f : points) {
+      if (f->samples_per_s_max > f->samples_per_s_min) {  // the range of the point's rounds (--repeat)
+        svg << "<line x1=\"" << x_of(f->workers) << "\" y1=\"" << y_of(f->samples_per_s_min) << "\" x2=\""
+            << x_of(f->workers) << "\" y2=\"" << y_of(f->samples_per_s_max) << "\" stroke=\"" << c
+            << "\" stroke-width=\"1\"/>\n";
+      }
       svg << "<circle cx=\"" << x_of(f->workers) << "\" cy=\"" << y_of(f->samples_per_s) << "\" r=\"3.5\" fill=\"" << c
           << "\"><title>" << xml_escape(figures_label(*f, with_batch)) << ": " << fmt("%.1f samples/s", f->samples_per_s)
           << "</title></circle>\n";

@@ -1,4 +1,4 @@
-// Number formatting, UTC timestamps and fixed-width text tables.
+// Number formatting, XML/HTML escaping, UTC timestamps and fixed-width text tables.
 #include "harness/runner/text_table.h"
 
 #include <algorithm>
@@ -12,6 +12,20 @@ std::string fmt(const char* format, double value) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), format, value);
   return buf;
+}
+
+std::string xml_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
 }
 
 std::string utc_now(const char* format) {

@@ -1,5 +1,5 @@
-// Small text helpers shared by the commands' terminal output: printf-style number formatting,
-// UTC timestamps, and fixed-width tables (first column left-aligned, numbers right-aligned).
+// Small text helpers shared by the commands' output: printf-style number formatting, XML/HTML
+// escaping, UTC timestamps, and fixed-width tables (first column left-aligned, numbers right-aligned).
 #pragma once
 
 #include <string>
@@ -9,6 +9,9 @@ namespace trainlab {
 
 // One number through a printf format, e.g. fmt("%.1f %%", 12.34) -> "12.3 %".
 std::string fmt(const char* format, double value);
+
+// Text made safe inside XML/HTML elements and attribute values (< > & ").
+std::string xml_escape(const std::string& text);
 
 // The current UTC time through a strftime format.
 std::string utc_now(const char* format);
