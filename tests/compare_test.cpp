@@ -109,6 +109,19 @@ TEST(CompareTest, RepetitionsGiveIntervalsOverRunsAndWarningsSayWhatIsMissing) {
                           [](const std::string& w) { return w.find("no Mann-Whitney U test") != std::string::npos; }));
 }
 
+TEST(CompareTest, RepetitionRowsUseGeometricMeansAndSkipAMissingPeakMemory) {
+  // Over repetitions the change is the ratio of geometric means: before/after show those means.
+  RunRecord before = run_of(100, 40, 3), after = run_of(100, 40, 3);
+  after.variants[2].peak_memory_bytes = 0;  // no reading in one repetition: no relative change possible
+  for (StepRecord& s : after.variants[0].steps) s.step_ns *= 2;
+  const CompareOutcome o = compare_runs(before, after, CompareOptions{});
+  const CompareRow& sps = row(o, "samples/s");
+  EXPECT_NEAR(sps.change.change_pct, 100.0 * (sps.after / sps.before - 1.0), 1e-9);
+  EXPECT_NEAR(sps.after / sps.before, std::pow(0.5, 1.0 / 3.0), 0.01);  // one of three at half speed
+  EXPECT_TRUE(std::none_of(o.rows.begin(), o.rows.end(),
+                           [](const CompareRow& r) { return r.metric == "peak memory MiB"; }));
+}
+
 TEST(CompareTest, RefusesDifferentSchemasScenariosAndUnpairedRuns) {
   RunRecord newer = run_of(100);
   newer.schema_version = kRunSchemaVersion + 1;

@@ -3,9 +3,10 @@
 // Samples. With several repetitions of a variant on both sides (runs made with --repeat, or the
 // same variant recorded more than once), the unit is the repetition: its samples/s, step p50/p95,
 // data-wait share and peak memory, so the interval includes run-to-run drift; with so few values
-// it is Welch's t interval on their means. With one run a side,
-// the unit is the measured step (peak memory then has one value a side and no interval), and the
-// interval only covers step-to-step noise; the output says so.
+// it is Welch's t interval, on the logarithms for relative changes (before and after are then
+// geometric means, so after/before is the change shown), on the values for the data-wait points.
+// With fewer than 3 a side, the unit is the measured step (peak memory then has one value a side
+// and no interval), and the interval only covers step-to-step noise; the output says so.
 //
 // Steps of one run are not independent (the machine drifts), so their interval is a moving-block
 // bootstrap with blocks of sqrt(n) steps, which widens it by the drift within the run.
@@ -19,6 +20,7 @@
 // (measured figures in README, "Comparing runs").
 #include "harness/runner/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -72,6 +74,11 @@ double samples_per_s(const std::vector<double>& throughput) {
   return static_cast<double>(throughput.size()) / inverse;
 }
 double p95(const std::vector<double>& xs) { return stats::percentile(xs, 95); }
+double geometric_mean(const std::vector<double>& xs) {
+  double log_sum = 0;
+  for (double x : xs) log_sum += std::log(x);
+  return std::exp(log_sum / static_cast<double>(xs.size()));
+}
 
 void decide(CompareRow& row, const CompareOptions& options, CompareOutcome& outcome) {
   // The interval's bound nearest to no change (the point itself without an interval).
@@ -191,13 +198,17 @@ CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, c
       row.metric = metric;
       row.higher_is_better = higher_better;
       row.in_points = points;
+      // A relative change needs positive values (a record without a peak-memory reading has 0).
+      const auto positive = [](const std::vector<double>& xs) {
+        return std::all_of(xs.begin(), xs.end(), [](double x) { return x > 0; });
+      };
+      if (!points && !(positive(xa) && positive(xb))) return;
       row.before = stat(xa);
       row.after = stat(xb);
       row.has_interval = xa.size() >= 2 && xb.size() >= 2;
       row.gated = by_repetition;
-      if (!points && row.before == 0) return;
       if (row.has_interval && by_repetition) {
-        // A few repetitions: Welch's t interval on their means (a bootstrap of 3 values runs narrow).
+        // A few repetitions: Welch's t interval (a bootstrap of 3 values runs narrow).
         row.change = stats::welch_change(xa, xb, !points);
       } else if (row.has_interval) {
         const size_t block = static_cast<size_t>(std::lround(std::sqrt(std::min(xa.size(), xb.size()))));
@@ -213,9 +224,9 @@ CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, c
       outcome.rows.push_back(row);
     };
     if (by_repetition) {
-      add("samples/s", true, false, a.rep_samples_per_s, b.rep_samples_per_s, stats::mean, false);
-      add("step p50 ms", false, false, a.rep_p50_ms, b.rep_p50_ms, stats::mean, false);
-      add("step p95 ms", false, false, a.rep_p95_ms, b.rep_p95_ms, stats::mean, false);
+      add("samples/s", true, false, a.rep_samples_per_s, b.rep_samples_per_s, geometric_mean, false);
+      add("step p50 ms", false, false, a.rep_p50_ms, b.rep_p50_ms, geometric_mean, false);
+      add("step p95 ms", false, false, a.rep_p95_ms, b.rep_p95_ms, geometric_mean, false);
       add("data wait %", false, true, a.rep_data_wait_pct, b.rep_data_wait_pct, stats::mean, false);
     } else {
       add("samples/s", true, false, a.throughput, b.throughput, samples_per_s, true);
@@ -223,7 +234,7 @@ CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, c
       add("step p95 ms", false, false, a.step_ms, b.step_ms, p95, true);
       add("data wait %", false, true, a.data_wait_pct, b.data_wait_pct, stats::mean, false);
     }
-    add("peak memory MiB", false, false, a.rep_peak_mib, b.rep_peak_mib, stats::mean, false);
+    add("peak memory MiB", false, false, a.rep_peak_mib, b.rep_peak_mib, geometric_mean, false);
   }
   if (paired == 0) throw InputError("no variant of the first run pairs with one of the second (by name)");
   return outcome;

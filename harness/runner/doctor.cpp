@@ -311,7 +311,7 @@ std::string render_doctor_html(const DoctorOutcome& outcome) {
       "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>trainlab doctor</title><style>"
       "body{font-family:sans-serif;margin:2em;max-width:70em;color:#222}"
       "table{border-collapse:collapse}td,th{padding:4px 10px;border-bottom:1px solid #ddd;text-align:left}"
-      "td.num{text-align:right;font-variant-numeric:tabular-nums}.improved{color:#2e7d32;font-weight:bold}"
+      "td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}.improved{color:#2e7d32;font-weight:bold}"
       ".regressed{color:#c62828;font-weight:bold}.box{background:#f5f5f5;padding:0.8em 1em;margin:1em 0}"
       "</style></head><body>\n";
   html += "<h1>trainlab doctor</h1>\n<p>Configuration: <code>" + xml_escape(configuration) + "</code></p>\n";
