@@ -122,6 +122,28 @@ TEST(CompareTest, RepetitionRowsUseGeometricMeansAndSkipAMissingPeakMemory) {
                            [](const CompareRow& r) { return r.metric == "peak memory MiB"; }));
 }
 
+TEST(CompareTest, SweepsPairTheirPointsByLoaderSettings) {
+  // Two sweeps of workers 0 and 2, three rounds each; only the workers=2 point got slower.
+  const auto sweep = [](double workers0_ms, double workers2_ms) {
+    RunRecord r = run_of(workers0_ms, 40, 3);
+    r.kind = "sweep";
+    const RunRecord second = run_of(workers2_ms, 40, 3);
+    for (const VariantRecord& v : second.variants) {
+      r.variants.push_back(v);
+      r.variants.back().spec.workers = 2;
+    }
+    return r;
+  };
+  const CompareOutcome o = compare_runs(sweep(100, 100), sweep(100, 150), CompareOptions{});
+  ASSERT_EQ(o.rows.size(), 10u);  // two points, five metrics each
+  for (const CompareRow& r : o.rows) {
+    if (r.metric != "samples/s") continue;
+    const bool slowed = r.variant == "fp32 workers=2 prefetch=2 pin=off batch=64";
+    EXPECT_EQ(r.verdict, slowed ? "regressed" : "unchanged") << r.variant;
+  }
+  EXPECT_TRUE(o.gate_failed);
+}
+
 TEST(CompareTest, RefusesDifferentSchemasScenariosAndUnpairedRuns) {
   RunRecord newer = run_of(100);
   newer.schema_version = kRunSchemaVersion + 1;

@@ -113,7 +113,12 @@ CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, c
 }  // namespace
 
 CompareOutcome compare_runs(const RunRecord& before, const RunRecord& after, const CompareOptions& options) {
-  return compare_groups(before, after, options, [](const VariantRecord& v) { return v.spec.name(); });
+  // A sweep's points share the variant name: they pair by loader settings and batch size too.
+  const bool sweeps = before.kind == "sweep" && after.kind == "sweep";
+  return compare_groups(before, after, options, [sweeps](const VariantRecord& v) {
+    return sweeps ? v.spec.name() + " " + v.spec.loader_label() + " batch=" + std::to_string(v.spec.batch_size)
+                  : v.spec.name();
+  });
 }
 
 CompareOutcome compare_ab(const RunRecord& run, const CompareOptions& options) {
