@@ -127,11 +127,15 @@ TEST(DataE2E, SweepRejectsImpossibleLists) {
   EXPECT_TRUE(e2e::only_run_dir(results).empty());  // nothing ran, nothing written
 }
 
+// A vision setting small enough for a sweep in a test: tiny images, a narrow model, 4 steps.
+constexpr const char* kSweepVision =
+    "--scenario vision --device cpu --batch 16 -k samples=128 -k image_size=48 -k crop=32 -k width=4 "
+    "--steps 4 --warmup 1 ";
+
 TEST(DataE2E, SweepRunsPointsReportsNotApplicableAndRecommends) {
   const std::string results = e2e::fresh_results_dir("sweep");
-  const auto r = run_trainlab(
-      "sweep --scenario vision --device cpu --batch 16 -k samples=128 -k image_size=48 -k crop=32 -k width=4 "
-      "--workers 0,2 --prefetch 1,2 --pin-memory off,on --steps 4 --warmup 1 --results " + results);
+  const auto r = run_trainlab("sweep " + std::string(kSweepVision) +
+                              "--workers 0,2 --prefetch 1,2 --pin-memory off,on --results " + results);
   ASSERT_EQ(r.exit_status, 0) << r.err;
   const std::string run_dir = e2e::only_run_dir(results.c_str());
   ASSERT_FALSE(run_dir.empty());
@@ -162,9 +166,7 @@ TEST(DataE2E, SweepRunsPointsReportsNotApplicableAndRecommends) {
 
 TEST(DataE2E, SweepWithRepeatRunsTheGridInRoundsAndReportsTheirMedian) {
   const std::string results = e2e::fresh_results_dir("sweep-repeat");
-  const auto r = run_trainlab(
-      "sweep --scenario vision --device cpu --batch 16 -k samples=128 -k image_size=48 -k crop=32 -k width=4 "
-      "--workers 0,1 --repeat 2 --steps 4 --warmup 1 --results " + results);
+  const auto r = run_trainlab("sweep " + std::string(kSweepVision) + "--workers 0,1 --repeat 2 --results " + results);
   ASSERT_EQ(r.exit_status, 0) << r.err;
   const RunRecord run = read_run_record(e2e::only_run_dir(results.c_str()));
   // Rounds: workers 0, 1, then 0, 1 again.

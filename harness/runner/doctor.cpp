@@ -39,6 +39,15 @@ std::string run_child(std::vector<std::string> args, const std::string& dir, con
   return folder;
 }
 
+// The diagnosis a `profile` child wrote into its run folder.
+nlohmann::json first_diagnosis(const std::string& run_folder) {
+  const nlohmann::json diagnosis = nlohmann::json::parse(read_file(run_folder + "/diagnosis.json"), nullptr, false);
+  if (diagnosis.is_discarded() || !diagnosis.contains("diagnoses") || diagnosis["diagnoses"].empty()) {
+    throw std::runtime_error(run_folder + ": the profile wrote no readable diagnosis");
+  }
+  return diagnosis["diagnoses"][0];
+}
+
 // An A/B trial of `settings` against the configuration as given.
 DoctorTrial measure(const std::string& change, const std::string& settings, const std::string& rule,
                     const std::string& dir, const DoctorOptions& options) {
@@ -114,12 +123,7 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
   std::vector<std::string> profile_args = {"profile"};
   profile_args.insert(profile_args.end(), options.variant_args.begin(), options.variant_args.end());
   const std::string profiled = run_child(profile_args, outcome.out_dir + "/profile", options);
-  const nlohmann::json diagnosis =
-      nlohmann::json::parse(read_file(profiled + "/diagnosis.json"), nullptr, false);
-  if (diagnosis.is_discarded() || diagnosis["diagnoses"].empty()) {
-    throw std::runtime_error(profiled + ": the profile wrote no readable diagnosis");
-  }
-  const nlohmann::json& d = diagnosis["diagnoses"][0];
+  const nlohmann::json d = first_diagnosis(profiled);
   outcome.configuration = options.variant_args;
   outcome.diagnosis_headline = d["verdict"].value("headline", "");
   outcome.diagnosis_report = profiled + "/report.html";
@@ -188,12 +192,7 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
     after_args.insert(after_args.end(), {"--set", outcome.best_settings});
     try {
       const std::string after = run_child(after_args, outcome.out_dir + "/after", options);
-      const nlohmann::json after_diagnosis =
-          nlohmann::json::parse(read_file(after + "/diagnosis.json"), nullptr, false);
-      if (after_diagnosis.is_discarded() || after_diagnosis["diagnoses"].empty()) {
-        throw std::runtime_error(after + ": the profile wrote no readable diagnosis");
-      }
-      const nlohmann::json& a = after_diagnosis["diagnoses"][0];
+      const nlohmann::json a = first_diagnosis(after);
       outcome.after_headline = a["verdict"].value("headline", "");
       outcome.after_report = after + "/report.html";
       for (const nlohmann::json& f : a["findings"]) {
