@@ -87,7 +87,7 @@ TEST(CompareTest, OneRunASideReportsTheRegressionButDoesNotGate) {
   ASSERT_FALSE(o.ungated_regressions.empty());
   EXPECT_EQ(o.ungated_regressions.front(), "fp32 samples/s");
   const std::string table = render_compare_table(o, CompareOptions{});
-  EXPECT_NE(table.find("regressed (1 run)"), std::string::npos) << table;
+  EXPECT_NE(table.find("regressed (not gated)"), std::string::npos) << table;
   EXPECT_NE(table.find("not gated: fp32 samples/s"), std::string::npos) << table;
   EXPECT_FALSE(to_json(o, CompareOptions{})["rows"][0]["gated"].get<bool>());
   // Two repetitions a side are still too few to gate; three are enough.
@@ -98,10 +98,10 @@ TEST(CompareTest, OneRunASideReportsTheRegressionButDoesNotGate) {
 TEST(CompareTest, RepetitionsGiveIntervalsOverRunsAndWarningsSayWhatIsMissing) {
   const CompareOutcome single = compare_runs(run_of(100), run_of(100), CompareOptions{});
   EXPECT_TRUE(std::any_of(single.warnings.begin(), single.warnings.end(),
-                          [](const std::string& w) { return w.find("one run a side") != std::string::npos; }));
+                          [](const std::string& w) { return w.find("fewer than 3 runs a side") != std::string::npos; }));
   const CompareOutcome repeated = compare_runs(run_of(100, 40, 3), run_of(100, 40, 3), CompareOptions{});
   EXPECT_TRUE(std::none_of(repeated.warnings.begin(), repeated.warnings.end(),
-                           [](const std::string& w) { return w.find("one run a side") != std::string::npos; }));
+                           [](const std::string& w) { return w.find("fewer than 3 runs a side") != std::string::npos; }));
   EXPECT_TRUE(row(repeated, "peak memory MiB").has_interval);  // one value per repetition
   const CompareOutcome few = compare_runs(run_of(100, 5), run_of(100, 5), CompareOptions{});
   EXPECT_FALSE(row(few, "step p50 ms").p_value);

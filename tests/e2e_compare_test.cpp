@@ -41,7 +41,7 @@ TEST(CompareE2E, TwoRunsComparedInEveryFormatAndListedInHistory) {
 
   const CliResult slower = run_trainlab("compare " + runs[0] + " " + runs[1] + " --max-regression 10");
   EXPECT_EQ(slower.exit_status, 1) << slower.out << slower.err;
-  EXPECT_EQ(slower.out.find("one run a side"), std::string::npos) << slower.out;
+  EXPECT_EQ(slower.out.find("fewer than 3 runs a side"), std::string::npos) << slower.out;
   EXPECT_NE(slower.out.find("regressed"), std::string::npos) << slower.out;
   EXPECT_NE(slower.out.find("REGRESSION beyond the maximum"), std::string::npos) << slower.out;
 

@@ -17,7 +17,7 @@
 // moves the p95 but not the whole distribution; "unchanged" otherwise. The gate fails when the whole interval
 // of a regression over repetitions lies beyond --max-regression. Rows of single runs never gate:
 // identical runs in consecutive processes differ by more than one run's step interval covers
-// (measured figures in README, "Comparing runs").
+// (measured figures in README, "Compare").
 #include "harness/runner/compare.h"
 
 #include <algorithm>
@@ -183,9 +183,9 @@ CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, c
     const bool by_repetition = a.rep_samples_per_s.size() >= 3 && b.rep_samples_per_s.size() >= 3;
     if (!by_repetition) {
       outcome.warnings.push_back(name +
-                                 ": one run a side, so the intervals are over steps and leave out run-to-run "
-                                 "drift, and no row gates (run each side with --repeat 3 or more, or an "
-                                 "interleaved A/B with run --ab, for intervals over repetitions)");
+                                 ": fewer than 3 runs a side, so the intervals are over steps and leave out "
+                                 "run-to-run drift, and no row gates (run each side with --repeat 3 or more, or "
+                                 "an interleaved A/B with run --ab, for intervals over repetitions)");
     }
     std::optional<double> u_p;
     if (static_cast<int>(a.step_ms.size()) >= options.min_samples_for_u &&
@@ -258,7 +258,7 @@ std::vector<std::vector<std::string>> cells(const CompareOutcome& outcome) {
                                          signed_pct(r.change.high_pct, r.in_points) + "]"
                                    : "-",
                     r.p_value ? fmt("%.3g", *r.p_value) : "-",
-                    r.verdict + (r.gated || r.verdict == "unchanged" ? "" : " (1 run)")});
+                    r.verdict + (r.gated || r.verdict == "unchanged" ? "" : " (not gated)")});
   }
   return rows;
 }
@@ -273,8 +273,8 @@ std::string footer(const CompareOutcome& outcome, const CompareOptions& options)
   if (!outcome.ungated_regressions.empty()) {
     std::string rows;
     for (const std::string& r : outcome.ungated_regressions) rows += (rows.empty() ? "" : ", ") + r;
-    out += "\nnot gated: " + rows + " regressed beyond the maximum on one run a side, which cannot tell a change "
-           "from run-to-run drift; repeat both runs (--repeat 3) or run an interleaved A/B (run --ab) to gate";
+    out += "\nnot gated: " + rows + " regressed beyond the maximum on fewer than 3 runs a side, which cannot tell "
+           "a change from run-to-run drift; repeat both runs (--repeat 3) or run an interleaved A/B (run --ab) to gate";
   }
   return out;
 }

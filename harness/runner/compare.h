@@ -1,8 +1,8 @@
 // `trainlab compare A B`: two runs' variants paired by name; for samples/s, step p50/p95, the
 // data-wait share and peak memory, the change with a bootstrap confidence interval (over steps, or
 // over repetitions where each side has several), a Mann-Whitney U test on the step times where
-// there are enough of them, and a verdict per row. Only rows over repetitions gate (exit 1). Refuses different schemas or scenarios; warns
-// when the environments differ. Torch-free.
+// there are enough of them, and a verdict per row. Only rows over repetitions gate (exit 1).
+// Refuses different schemas or scenarios; warns when the environments differ. Torch-free.
 #pragma once
 
 #include <optional>
@@ -44,7 +44,7 @@ struct CompareOutcome {
   std::vector<CompareRow> rows;
   std::vector<std::string> warnings;      // environment differences, too few samples, unpaired variants
   bool gate_failed = false;               // a gated regression beyond max_regression_pct
-  std::vector<std::string> ungated_regressions;  // "variant metric" rows beyond it on one run a side
+  std::vector<std::string> ungated_regressions;  // "variant metric" rows beyond it, under 3 runs a side
 };
 
 // Throws InputError on different schemas or scenarios, or when no variant pairs up.
