@@ -11,7 +11,8 @@ namespace {
 
 TEST(DoctorE2E, DiagnosesTriesTheTopChangeAndRecordsItsMeasuredGain) {
   const std::string results = fresh_results_dir("doctor");
-  // The data-bound preset: its top findings' changes are more workers and the decoded cache.
+  // The data-bound preset: on a quiet machine its top findings' changes are more workers and the
+  // decoded cache.
   const CliResult r = run_trainlab(
       "doctor --scenario recsys --preset data-bound --steps 8 --warmup 2 --repeat 2 --max-changes 2 --results " +
       results);
@@ -21,9 +22,11 @@ TEST(DoctorE2E, DiagnosesTriesTheTopChangeAndRecordsItsMeasuredGain) {
   const nlohmann::json doc = nlohmann::json::parse(slurp(dir + "/doctor.json"), nullptr, false);
   ASSERT_FALSE(doc.is_discarded());
   EXPECT_EQ(doc["kind"], "doctor");
-  ASSERT_EQ(doc["trials"].size(), 2u);  // --max-changes 2
-  EXPECT_EQ(doc["trials"][1]["settings"], "cache=1");
-  const nlohmann::json& trial = doc["trials"][1];
+  // Which findings lead depends on the machine's load (more workers, the decoded cache, compiled):
+  // one or two of them are tried.
+  ASSERT_GE(doc["trials"].size(), 1u);
+  ASSERT_LE(doc["trials"].size(), 2u);  // --max-changes 2
+  const nlohmann::json& trial = doc["trials"][0];
   EXPECT_FALSE(trial["settings"].get<std::string>().empty());
   const std::string verdict = trial["verdict"].get<std::string>();
   EXPECT_TRUE(verdict == "improved" || verdict == "unchanged" || verdict == "regressed") << verdict;
@@ -38,7 +41,9 @@ TEST(DoctorE2E, DiagnosesTriesTheTopChangeAndRecordsItsMeasuredGain) {
   // The folder's own HTML report: the trials with their settings, links to the profiles' reports.
   const std::string html = slurp(dir + "/report.html");
   EXPECT_NE(html.find("What each change measurably bought"), std::string::npos);
-  EXPECT_NE(html.find("<code>cache=1</code>"), std::string::npos);
+  for (const nlohmann::json& t : doc["trials"]) {
+    EXPECT_NE(html.find("<code>" + t["settings"].get<std::string>() + "</code>"), std::string::npos) << t.dump();
+  }
   EXPECT_NE(html.find("href=\"profile/"), std::string::npos);
   // The best configuration (whichever change measured best under this machine's load) profiled
   // again through `profile --set`: what remains.

@@ -116,6 +116,7 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
   ensure_writable_dir(options.results_dir);
   std::string run_id;
   outcome.out_dir = make_run_dir(options.results_dir, options.scenario, "doctor", &run_id);
+  const std::string created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
   progress << "trainlab doctor: results in " << outcome.out_dir
            << "\n[1] profile and diagnose the configuration as given" << std::endl;
 
@@ -212,6 +213,7 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
                         nlohmann::json({{"schema_version", 1},
                                         {"tool", "trainlab"},
                                         {"kind", "doctor"},
+                                        {"created_utc", created_utc},
                                         {"configuration", options.variant_args},
                                         {"repeat", options.repeat},
                                         {"diagnosis", d["verdict"]},

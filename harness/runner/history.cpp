@@ -1,27 +1,85 @@
-// history: one line per run folder (run.json), or per diagnosis folder (diagnosis.json alone).
+// history: one line per run folder (run.json), per diagnosis folder (diagnosis.json alone) or per
+// doctor folder (doctor.json).
 #include "harness/runner/history.h"
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "harness/core/atomic_file.h"
 #include "harness/core/errors.h"
 #include "harness/core/run_record.h"
+#include "harness/core/statistics.h"
 #include "harness/runner/text_table.h"
 
 namespace fs = std::filesystem;
 
 namespace trainlab {
 
+namespace {
+
+// A run's headline: the best variant's samples/s, the median over its repetitions (a sweep's
+// variants are its points; an A/B run says A -> B).
+std::string run_headline(const RunRecord& r) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<double>> samples_per_s;  // by variant, one value per repetition
+  for (const VariantRecord& v : r.variants) {
+    if (!v.ok()) continue;
+    std::string key = v.spec.name();
+    if (r.kind == "ab") key = v.label;
+    if (r.kind == "sweep") key = v.spec.loader_label() + " batch=" + std::to_string(v.spec.batch_size);
+    if (samples_per_s.count(key) == 0) order.push_back(key);
+    samples_per_s[key].push_back(aggregate(v).samples_per_s);
+  }
+  const auto figure = [&](const std::string& key) { return fmt("%.1f", stats::median(samples_per_s.at(key))); };
+  size_t repetitions = 1;
+  for (const auto& [key, values] : samples_per_s) repetitions = std::max(repetitions, values.size());
+  const std::string of_repetitions =
+      repetitions > 1 ? " (median of " + std::to_string(repetitions) + " repetitions)" : "";
+  std::string headline = "no variant completed";
+  if (r.kind == "ab" && samples_per_s.count("A") > 0 && samples_per_s.count("B") > 0) {
+    headline = "A " + figure("A") + " -> B " + figure("B") + " samples/s" + of_repetitions +
+               ", B: " + r.details.value("ab_changes", std::string("changed"));
+  } else if (!order.empty()) {
+    const auto best = std::max_element(order.begin(), order.end(), [&](const std::string& a, const std::string& b) {
+      return stats::median(samples_per_s.at(a)) < stats::median(samples_per_s.at(b));
+    });
+    headline = *best + " " + figure(*best) + " samples/s" + of_repetitions;
+  }
+  const int failed = static_cast<int>(
+      std::count_if(r.variants.begin(), r.variants.end(), [](const VariantRecord& v) { return !v.ok(); }));
+  if (failed > 0) headline += " (" + std::to_string(failed) + " failed)";
+  return headline;
+}
+
+// A doctor folder's line: the best measured change and its factor.
+std::vector<std::string> doctor_row(const fs::path& dir) {
+  const std::string id = dir.filename().string();
+  const nlohmann::json d = nlohmann::json::parse(read_file((dir / "doctor.json").string()), nullptr, false);
+  if (d.is_discarded() || !d.contains("trials")) return {id, "-", "doctor", "-", "unreadable doctor.json"};
+  std::string scenario = "-";
+  const nlohmann::json configuration = d.value("configuration", nlohmann::json::array());
+  for (size_t i = 0; i + 1 < configuration.size(); ++i) {
+    if (configuration[i] == "--scenario" || configuration[i] == "-s") scenario = configuration[i + 1].get<std::string>();
+  }
+  const std::string best = d.value("best_settings", std::string());
+  const std::string headline =
+      best.empty() ? "no change measurably helped (" + std::to_string(d["trials"].size()) + " tried)"
+                   : "best " + best + ": " + fmt("%.2fx", 1.0 + d.value("best_gain_pct", 0.0) / 100.0) + " samples/s";
+  return {id, d.value("created_utc", "-"), "doctor", scenario, headline};
+}
+
+}  // namespace
+
 std::string render_history(const std::string& results_dir) {
   std::error_code ec;
   if (!fs::is_directory(results_dir, ec)) throw InputError(results_dir + ": no such results folder");
   std::vector<fs::path> dirs;
   for (const auto& entry : fs::directory_iterator(results_dir, ec)) {
-    if (entry.is_directory() &&
-        (fs::exists(entry.path() / "run.json") || fs::exists(entry.path() / "diagnosis.json"))) {
+    if (entry.is_directory() && (fs::exists(entry.path() / "run.json") || fs::exists(entry.path() / "diagnosis.json") ||
+                                 fs::exists(entry.path() / "doctor.json"))) {
       dirs.push_back(entry.path());
     }
   }
@@ -29,6 +87,10 @@ std::string render_history(const std::string& results_dir) {
   std::vector<std::vector<std::string>> rows;
   for (const fs::path& dir : dirs) {
     const std::string id = dir.filename().string();
+    if (fs::exists(dir / "doctor.json")) {
+      rows.push_back(doctor_row(dir));
+      continue;
+    }
     if (!fs::exists(dir / "run.json")) {
       const nlohmann::json d =
           nlohmann::json::parse(read_file((dir / "diagnosis.json").string()), nullptr, false);
@@ -42,20 +104,7 @@ std::string render_history(const std::string& results_dir) {
     }
     try {
       const RunRecord r = read_run_record(dir.string());
-      std::string headline = "no variant completed";
-      double best = -1;
-      for (const VariantRecord& v : r.variants) {
-        if (!v.ok()) continue;
-        const double sps = aggregate(v).samples_per_s;
-        if (sps > best) {
-          best = sps;
-          headline = v.spec.name() + " " + fmt("%.1f", sps) + " samples/s";
-        }
-      }
-      const int failed = static_cast<int>(std::count_if(r.variants.begin(), r.variants.end(),
-                                                        [](const VariantRecord& v) { return !v.ok(); }));
-      if (failed > 0) headline += " (" + std::to_string(failed) + " failed)";
-      rows.push_back({id, r.created_utc, r.kind, r.scenario, headline});
+      rows.push_back({id, r.created_utc, r.kind, r.scenario, run_headline(r)});
     } catch (const InputError& e) {
       rows.push_back({id, "-", "-", "-", std::string("unreadable: ") + e.what()});
     }

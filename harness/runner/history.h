@@ -1,5 +1,6 @@
 // `trainlab history`: the runs in a results folder, oldest first: id, date, kind, scenario and a
-// headline figure (the best variant's samples/s, or a diagnosis's verdict). Torch-free.
+// headline figure (the best variant's samples/s, the median over its repetitions; an A/B run's A
+// and B; a diagnosis's verdict; a doctor's best change). Torch-free.
 #pragma once
 
 #include <string>

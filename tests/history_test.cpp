@@ -1,0 +1,90 @@
+// history on a results folder written by hand: a run with repetitions (its median), an A/B run, a
+// sweep, a doctor folder and a diagnosis folder, one line each, oldest first.
+#include "harness/runner/history.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "harness/core/atomic_file.h"
+#include "harness/core/errors.h"
+#include "harness/core/run_record.h"
+
+namespace fs = std::filesystem;
+
+namespace trainlab {
+namespace {
+
+// One variant record: 10 measured steps of step_ms at batch 64, so 64 / step_ms * 1000 samples/s.
+VariantRecord variant_at(double step_ms, int repetition = 0, const std::string& label = "") {
+  VariantRecord v;
+  v.spec.scenario = "mlp";
+  v.spec.batch_size = 64;
+  v.repetition = repetition;
+  v.label = label;
+  for (int i = 0; i < 10; ++i) {
+    StepRecord s;
+    s.index = i;
+    s.step_ns = static_cast<int64_t>(step_ms * 1e6);
+    v.steps.push_back(s);
+  }
+  return v;
+}
+
+void write_run(const fs::path& dir, const std::string& kind, const std::vector<VariantRecord>& variants,
+               const nlohmann::json& details = nlohmann::json::object()) {
+  fs::create_directories(dir);
+  RunRecord r;
+  r.run_id = dir.filename().string();
+  r.kind = kind;
+  r.scenario = "mlp";
+  r.created_utc = "2026-11-23T10:00:00Z";
+  r.variants = variants;
+  r.details = details;
+  write_run_record((dir / "run.json").string(), r);
+}
+
+TEST(HistoryTest, OneLinePerFolderWithMediansAndDoctorAndDiagnosis) {
+  const fs::path root = fs::temp_directory_path() / ("trainlab-history-" + std::to_string(::getpid()));
+  fs::create_directories(root);
+  // Three repetitions at 640, 512 and 320 samples/s: the median is 512.
+  write_run(root / "20261123-100000-mlp-run", "run", {variant_at(100, 0), variant_at(125, 1), variant_at(200, 2)});
+  write_run(root / "20261123-100100-mlp-ab", "ab",
+            {variant_at(100, 0, "A"), variant_at(200, 0, "B"), variant_at(100, 1, "A"), variant_at(200, 1, "B")},
+            {{"ab_changes", "workers=1"}});
+  VariantRecord point_two_workers = variant_at(50);
+  point_two_workers.spec.workers = 2;
+  write_run(root / "20261123-100200-mlp-sweep", "sweep", {variant_at(100), point_two_workers});
+  fs::create_directories(root / "20261123-100300-mlp-doctor");
+  write_file_atomically((root / "20261123-100300-mlp-doctor/doctor.json").string(),
+                        R"({"created_utc": "2026-11-23T10:03:00Z", "configuration": ["--scenario", "mlp"],
+                            "trials": [{}, {}], "best_settings": "cache=1", "best_gain_pct": 98.3})");
+  fs::create_directories(root / "20261123-100400-trace-diagnose");
+  write_file_atomically((root / "20261123-100400-trace-diagnose/diagnosis.json").string(),
+                        R"({"input": "rank0.json", "diagnoses": [{"verdict": {"headline": "data pipeline: 40 %"}}]})");
+  fs::create_directories(root / "not-a-run");
+
+  const std::string table = render_history(root.string());
+  std::vector<std::string> lines;
+  std::istringstream in(table);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 2u + 5u) << table;  // header, rule, five folders (not-a-run is skipped)
+  EXPECT_NE(lines[2].find("fp32 512.0 samples/s (median of 3 repetitions)"), std::string::npos) << lines[2];
+  EXPECT_NE(lines[3].find("A 640.0 -> B 320.0 samples/s (median of 2 repetitions), B: workers=1"), std::string::npos)
+      << lines[3];
+  EXPECT_NE(lines[4].find("workers=2 prefetch=2 pin=off batch=64 1280.0 samples/s"), std::string::npos) << lines[4];
+  EXPECT_NE(lines[5].find("2026-11-23T10:03:00Z"), std::string::npos) << lines[5];
+  EXPECT_NE(lines[5].find(" doctor "), std::string::npos) << lines[5];
+  EXPECT_NE(lines[5].find(" mlp "), std::string::npos) << lines[5];
+  EXPECT_NE(lines[5].find("best cache=1: 1.98x samples/s"), std::string::npos) << lines[5];
+  EXPECT_NE(lines[6].find("rank0.json  data pipeline: 40 %"), std::string::npos) << lines[6];
+
+  EXPECT_THROW(render_history((root / "missing").string()), InputError);
+  std::error_code ec;
+  fs::remove_all(root, ec);
+}
+
+}  // namespace
+}  // namespace trainlab
