@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "diagnostics/series.h"
+#include "harness/core/statistics.h"
 #include "diagnostics/thresholds.h"
 
 namespace trainlab {
@@ -358,30 +360,7 @@ void polyline(std::ostringstream& o, const std::vector<std::pair<double, double>
   o << "\"/>\n";
 }
 
-// --- statistics the charts need --------------------------------------------------------------------
-
-double mean_of(const std::vector<double>& v) {
-  double sum = 0;
-  for (double x : v) sum += x;
-  return v.empty() ? 0 : sum / static_cast<double>(v.size());
-}
-
-double stddev_of(const std::vector<double>& v) {
-  if (v.size() < 2) return 0;
-  const double m = mean_of(v);
-  double sum = 0;
-  for (double x : v) sum += (x - m) * (x - m);
-  return std::sqrt(sum / static_cast<double>(v.size()));
-}
-
-double percentile_of(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double pos = q / 100.0 * static_cast<double>(v.size() - 1);
-  const auto i = static_cast<size_t>(std::floor(pos));
-  const size_t j = std::min(v.size() - 1, i + 1);
-  return v[i] + (pos - static_cast<double>(i)) * (v[j] - v[i]);
-}
+// --- statistics the charts need (mean, stddev and percentiles from series:: and stats::) ----------
 
 Distribution local_distribution(const std::vector<double>& v) {
   Distribution d;
@@ -389,11 +368,11 @@ Distribution local_distribution(const std::vector<double>& v) {
   if (v.empty()) return d;
   d.min = *std::min_element(v.begin(), v.end());
   d.max = *std::max_element(v.begin(), v.end());
-  d.mean = mean_of(v);
-  d.stddev = stddev_of(v);
-  d.p50 = percentile_of(v, 50);
-  d.p95 = percentile_of(v, 95);
-  d.p99 = percentile_of(v, 99);
+  d.mean = series::mean(v);
+  d.stddev = series::stddev(v);
+  d.p50 = stats::percentile(v, 50);
+  d.p95 = stats::percentile(v, 95);
+  d.p99 = stats::percentile(v, 99);
   return d;
 }
 
@@ -813,9 +792,9 @@ void steps_section(std::ostringstream& o, const ReportInput& in) {
   }
   const Distribution d = s.step.count > 0 ? s.step : local_distribution(finite);
   const double sigmas = outlier_sigmas();
-  const double sigma_ms = stddev_of(finite);
+  const double sigma_ms = series::stddev(finite);
   const double limit_ms =
-      sigma_ms > 0 ? mean_of(finite) + sigmas * sigma_ms : std::numeric_limits<double>::infinity();
+      sigma_ms > 0 ? series::mean(finite) + sigmas * sigma_ms : std::numeric_limits<double>::infinity();
   std::vector<std::string> outlier_steps;
   for (size_t i = 0; i < s.step_ms.size(); ++i) {
     if (std::isfinite(s.step_ms[i]) && s.step_ms[i] > limit_ms) {
@@ -955,7 +934,7 @@ void timeline_section(std::ostringstream& o, const ReportInput& in) {
       ms_max = std::max(ms_max, p.second);
       ms.push_back(p.second);
     }
-    const double limit_ms = stddev_of(ms) > 0 ? mean_of(ms) + outlier_sigmas() * stddev_of(ms)
+    const double limit_ms = series::stddev(ms) > 0 ? series::mean(ms) + outlier_sigmas() * series::stddev(ms)
                                               : std::numeric_limits<double>::infinity();
     const Ticks yt = make_ticks(0, std::max(ms_max * 1.05, 1e-6), 3, 1, true);
     const Scale y{0, yt.hi, y_top + title_h + plot_h, y_top + title_h};
@@ -1085,7 +1064,7 @@ void device_section(std::ostringstream& o, const ReportInput& in) {
 void data_section(std::ostringstream& o, const ReportInput& in) {
   const Summary& s = *in.summary;
   section_open(o, "data", "10 · Dataloading");
-  const double step_mean_ms = s.step_ms.empty() ? 0 : mean_of(s.step_ms);
+  const double step_mean_ms = s.step_ms.empty() ? 0 : series::mean(s.step_ms);
   o << "<table class=\"kv\"><tbody>\n";
   std::string workers = kDash;
   if (s.loader_workers) {
