@@ -50,7 +50,19 @@ struct Summary {
   double samples_per_s = 0;          // 0 when the batch size is unknown (traces)
   int64_t batch_size = 0;            // global batch per step; 0 when unknown
   StepShares shares;
+  // The same shares per measured step (or per iteration found in a trace), in step order: the verdict
+  // puts intervals on the shares from these. Empty when the source has only the aggregate.
+  std::vector<StepShares> step_shares;
+  // How the steps were found: "record" (trainlab's own loop), "ProfilerStep" (torch.profiler's
+  // schedule), "optimizer step" / "repeated op" (iterations recovered from a trace without
+  // ProfilerStep# spans), "whole trace" (no repetition found: one step).
+  std::string steps_from;
   std::optional<double> device_busy_pct;  // GPU: kernel time union / step time; CPU: compute share
+  // GPU traces: device idle time split by what the host's main thread was doing during each idle gap,
+  // in percent of the step time (keys: "dataloader", "collective", "sync", "allocator", "launch",
+  // "host_ops", "host_idle"). Each key's time is also counted in one share above: dataloader in
+  // data_wait, collective in communication, the others in framework. Empty when not measured.
+  std::map<std::string, double> idle_cause_pct;
 
   // --- ops and kernels (from a profile or trace; empty optional without one)
   std::optional<double> ops_per_step;         // host operators (top-level and nested)
