@@ -1,14 +1,109 @@
-// Rules of the lab reading (DESIGN §1), thresholds from configs/thresholds.json.
+// Rules of the lab reading (DESIGN §1), thresholds from configs/thresholds.json. Each gain is a
+// ratio of geometric means over interleaved repetitions with Welch's interval on the logarithms
+// (harness/core/comparison_stats); the reading compares the interval, not the point, with the line,
+// and the conclusion is built once from all three figures so no two lines contradict each other.
 #include "diagnostics/baseline_reading.h"
 
+#include <cmath>
+#include <stdexcept>
+
 #include "diagnostics/text_format.h"
+#include "harness/core/comparison_stats.h"
+#include "harness/core/statistics.h"
 
 namespace trainlab {
 namespace {
 
-std::string pct(double value) { return format_text("%+.1f %%", value); }
+std::string signed_pct(double value) { return format_text("%+.1f %%", value); }
 
 std::string plain_pct(double value) { return format_text("%.1f %%", value); }
+
+double geometric_mean(const std::vector<double>& values) {
+  double log_sum = 0;
+  for (double v : values) log_sum += std::log(v);
+  return std::exp(log_sum / static_cast<double>(values.size()));
+}
+
+bool positive(const std::vector<double>& values) {
+  if (values.empty()) return false;
+  for (double v : values) {
+    if (!(v > 0)) return false;
+  }
+  return true;
+}
+
+std::optional<GainEstimate> gain_of(const LabVariantFigures& a, const LabVariantFigures& b, double line_pct) {
+  if (!a.ok || !b.ok || !positive(a.samples_per_s) || !positive(b.samples_per_s)) return std::nullopt;
+  GainEstimate g;
+  g.repetitions = static_cast<int>(std::min(a.samples_per_s.size(), b.samples_per_s.size()));
+  if (a.samples_per_s.size() >= 2 && b.samples_per_s.size() >= 2) {
+    const stats::ChangeEstimate change = stats::welch_change(a.samples_per_s, b.samples_per_s, /*relative=*/true);
+    g.gain_pct = change.change_pct;
+    g.low_pct = change.low_pct;
+    g.high_pct = change.high_pct;
+    g.has_interval = true;
+    g.against_line = g.low_pct >= line_pct ? "above" : g.high_pct < line_pct ? "below" : "at the line";
+  } else {
+    g.gain_pct = (geometric_mean(b.samples_per_s) / geometric_mean(a.samples_per_s) - 1.0) * 100.0;
+    g.low_pct = g.high_pct = g.gain_pct;
+    g.against_line = g.gain_pct >= line_pct ? "above?" : "below?";
+  }
+  return g;
+}
+
+std::string gain_text(const GainEstimate& g) {
+  if (!g.has_interval) return signed_pct(g.gain_pct) + " (one repetition: no interval; --repeat 3 gives one)";
+  return signed_pct(g.gain_pct) + format_text(" [%+.1f, %+.1f] over %d repetitions", g.low_pct, g.high_pct,
+                                              g.repetitions);
+}
+
+double mean_of(const std::vector<double>& values) { return values.empty() ? 0.0 : stats::mean(values); }
+
+std::string precision_line(const GainEstimate& g, double line_pct) {
+  const std::string head = "fp32 -> bf16 " + gain_text(g) + ": ";
+  const std::string line = "+" + plain_pct(line_pct);
+  if (g.against_line == "above") return head + "clears " + line + ": arithmetic precision matters here.";
+  if (g.against_line == "below") return head + "entirely under " + line + ": precision is not what bounds the step.";
+  if (g.against_line == "at the line")
+    return head + "the interval holds " + line + ": at the line, precision cannot be judged from " +
+           std::to_string(g.repetitions) + " repetitions (more --repeat narrows it).";
+  return head + (g.against_line == "above?" ? "at least " : "under ") + line + ", tentatively.";
+}
+
+// What compiling changed, from the record: method, fusion, ops per step before and after.
+std::string compile_changes(const LabVariantFigures& bf16, const LabVariantFigures& compiled) {
+  std::string out = compiled.compile_method.empty() ? "compiling" : "compiling (" + compiled.compile_method + ")";
+  if (compiled.fused_groups) {
+    out += *compiled.fused_groups == 0 ? " fused nothing (0 fusion groups)"
+                                       : format_text(" made %lld fusion groups", static_cast<long long>(*compiled.fused_groups));
+  } else {
+    out += " (fusion not recorded)";
+  }
+  if (bf16.ops_per_step > 0 && compiled.ops_per_step > 0) {
+    out += format_text("; host ops per step %.0f -> %.0f", bf16.ops_per_step, compiled.ops_per_step);
+  }
+  return out;
+}
+
+std::string compile_line(const GainEstimate& g, const LabVariantFigures& bf16, const LabVariantFigures& compiled,
+                         double line_pct) {
+  const std::string head = "bf16 -> compiled " + gain_text(g) + ": " + compile_changes(bf16, compiled) + "; ";
+  const std::string line = "+" + plain_pct(line_pct);
+  const bool fused_nothing = compiled.fused_groups && *compiled.fused_groups == 0;
+  if (g.against_line == "above" || g.against_line == "above?") {
+    return head + (g.against_line == "above" ? "clears " : "tentatively at least ") + line +
+           ": compiling pays off for this model.";
+  }
+  if (g.against_line == "at the line") {
+    return head + "the interval holds " + line + ": at the line, cannot tell from " +
+           std::to_string(g.repetitions) + " repetitions.";
+  }
+  const std::string under = g.against_line == "below" ? "under " + line : "tentatively under " + line;
+  if (g.high_pct < 0) return head + under + ", and slower: compiling costs more than it saves here.";
+  if (fused_nothing) return head + under + ": with nothing fused, compiling could not help; it says nothing about fusion.";
+  if (compiled.fused_groups) return head + under + ": the fused kernels buy little for this shape.";
+  return head + under + ": compiling buys little here.";
+}
 
 }  // namespace
 
@@ -20,63 +115,60 @@ LabReading read_baseline_lab(const LabVariantFigures& fp32, const LabVariantFigu
   const double input_high = thresholds.value("input_bound.high_pct");
   const double input_moderate = thresholds.value("input_bound.moderate_pct");
 
-  if (fp32.ok && bf16.ok && fp32.samples_per_s > 0) {
-    const double gain = (bf16.samples_per_s / fp32.samples_per_s - 1.0) * 100.0;
-    reading.precision_gain_pct = gain;
-    if (gain < precision_min) {
-      reading.lines.push_back("fp32 -> bf16 " + pct(gain) + " (below +" + plain_pct(precision_min) +
-                              "): the bottleneck is not precision; the step waits on something "
-                              "else (look at data wait and framework overhead).");
-    } else {
-      reading.lines.push_back("fp32 -> bf16 " + pct(gain) + " (at least +" + plain_pct(precision_min) +
-                              "): arithmetic precision matters; the step is bound by model compute.");
+  reading.precision_gain = gain_of(fp32, bf16, precision_min);
+  reading.compile_gain = gain_of(bf16, compiled, compile_min);
+  reading.lines.push_back(reading.precision_gain ? precision_line(*reading.precision_gain, precision_min)
+                                                 : "fp32 -> bf16: no reading (a variant failed).");
+  reading.lines.push_back(reading.compile_gain
+                              ? compile_line(*reading.compile_gain, bf16, compiled, compile_min)
+                              : "bf16 -> compiled: no reading (a variant failed).");
+
+  const double fp32_wait = mean_of(fp32.data_wait_pct);
+  const double bf16_wait = mean_of(bf16.data_wait_pct);
+  if (fp32.ok && !fp32.data_wait_pct.empty()) {
+    std::string line = "Data wait is " + plain_pct(fp32_wait) + " of the fp32 step";
+    if (fp32.data_wait_pct.size() >= 2) {
+      line += format_text(" (%.1f-%.1f %% over the repetitions)", stats::min(fp32.data_wait_pct),
+                          stats::max(fp32.data_wait_pct));
     }
+    if (bf16.ok && !bf16.data_wait_pct.empty()) line += ", " + plain_pct(bf16_wait) + " of the bf16 step";
+    reading.lines.push_back(line + ".");
+  }
+
+  // The one conclusion, from all figures together.
+  const std::string against = reading.precision_gain ? reading.precision_gain->against_line : "";
+  const bool precision_matters = against == "above" || against == "above?";
+  const bool not_precision = against == "below" || against == "below?";
+  const bool input_bound = fp32.ok && (fp32_wait >= input_high || (not_precision && bf16_wait >= input_high));
+  std::string c;
+  if (input_bound) {
+    c = fp32_wait >= input_high
+            ? "the data pipeline bounds this run: data wait is " + plain_pct(fp32_wait) + " of the fp32 step"
+            : "the data pipeline bounds this run: bf16's faster compute only left the step waiting on data (" +
+                  plain_pct(bf16_wait) + " of the bf16 step)";
+    c += precision_matters ? "; compute is the other large part (bf16 gained " +
+                                 signed_pct(reading.precision_gain->gain_pct) + "). Fix the data pipeline first"
+                           : ". Fix it first";
+    c += " (`trainlab sweep` finds the loader setting; -k cache=1 measures decode-once).";
+  } else if (precision_matters) {
+    c = "model compute bounds this run: bf16 gained " + signed_pct(reading.precision_gain->gain_pct);
+    if (fp32_wait >= input_moderate) c += "; data wait (" + plain_pct(fp32_wait) + ") is a secondary cost";
+    c += ".";
+  } else if (not_precision) {
+    c = "not precision: the step waits on something else";
+    c += fp32_wait >= input_moderate
+             ? "; data wait (" + plain_pct(fp32_wait) + ") is part of it; `trainlab profile` splits the rest."
+             : "; `trainlab profile` names it (framework overhead, other host work).";
+  } else if (against == "at the line") {
+    c = "undecided: the precision gain's interval holds the +" + plain_pct(precision_min) + " line";
+    if (fp32_wait >= input_moderate) c += "; data wait is " + plain_pct(fp32_wait) + " of the step";
+    c += "; run more repetitions or `trainlab profile`.";
   } else {
-    reading.lines.push_back("fp32 -> bf16: no reading (a variant failed).");
+    c = "no reading: a variant failed.";
   }
-
-  if (bf16.ok && compiled.ok && bf16.samples_per_s > 0) {
-    const double gain = (compiled.samples_per_s / bf16.samples_per_s - 1.0) * 100.0;
-    reading.compile_gain_pct = gain;
-    if (gain <= -compile_min) {
-      reading.lines.push_back("bf16 -> compiled " + pct(gain) + ": compiling made the step slower; the "
-                              "JIT executor costs more than it fuses here (see compile_info in the record).");
-    } else if (gain < compile_min) {
-      reading.lines.push_back("bf16 -> compiled " + pct(gain) + " (below +" + plain_pct(compile_min) +
-                              "): kernels are already fused for this shape; compiling buys little here.");
-    } else {
-      reading.lines.push_back("bf16 -> compiled " + pct(gain) + " (at least +" + plain_pct(compile_min) +
-                              "): fusion and less per-op dispatch pay off for this model.");
-    }
-  } else {
-    reading.lines.push_back("bf16 -> compiled: no reading (a variant failed).");
-  }
-
-  if (reading.precision_gain_pct && reading.compile_gain_pct &&
-      *reading.precision_gain_pct >= precision_min && *reading.compile_gain_pct >= compile_min) {
-    reading.lines.push_back("Both gains are large: there was room in both precision and fusion.");
-  }
-
-  if (fp32.ok) {
-    const std::string share = plain_pct(fp32.data_wait_pct);
-    if (fp32.data_wait_pct >= input_high) {
-      reading.lines.push_back("Data wait is " + share + " of the fp32 step (at least " +
-                              plain_pct(input_high) + "): input-bound; fix the data pipeline first "
-                              "(`trainlab sweep` finds the loader setting; -k cache=1 measures decode-once).");
-    } else if (fp32.data_wait_pct >= input_moderate) {
-      reading.lines.push_back("Data wait is " + share + " of the fp32 step: moderately input-bound.");
-    } else {
-      reading.lines.push_back("Data wait is " + share + " of the fp32 step: the loader keeps up.");
-    }
-  }
-  // bf16 makes compute cheaper; when the loader is the limit, its share of the step grows and the
-  // precision gain stays small: the two readings together name the data pipeline.
-  if (bf16.ok && bf16.data_wait_pct >= input_high && reading.precision_gain_pct &&
-      *reading.precision_gain_pct < precision_min) {
-    reading.lines.push_back("Data wait is " + plain_pct(bf16.data_wait_pct) +
-                            " of the bf16 step: faster compute only left the step waiting on data; the "
-                            "data pipeline, not precision, bounds this run.");
-  }
+  if (against == "above?" || against == "below?") c += " (tentative: one repetition)";
+  reading.conclusion = "Reading: " + c;
+  reading.lines.push_back(reading.conclusion);
   return reading;
 }
 

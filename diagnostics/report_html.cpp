@@ -485,7 +485,15 @@ void verdict_section(std::ostringstream& o, const ReportInput& in) {
       << "Primary suspect</div><div class=\"primary\">" << style.label << " <span class=\"badge conf-"
       << escape_html(v->confidence)
       << "\">confidence: " << escape_html(v->confidence.empty() ? kDash : v->confidence)
-      << "</span></div>\n<p class=\"headline\">" << escape_html(v->headline) << "</p></div>\n";
+      << "</span></div>\n<p class=\"headline\">" << escape_html(v->headline) << "</p>\n";
+    if (!v->policy.empty()) o << "<p class=\"policy\">Why: " << escape_html(v->policy) << ".</p>\n";
+    if (!v->confidence_reasons.empty() || !v->secondary.empty()) {
+      o << "<ul class=\"reasons\">";
+      for (const std::string& r : v->confidence_reasons) o << "<li>confidence: " << escape_html(r) << "</li>";
+      for (const std::string& r : v->secondary) o << "<li>secondary: " << escape_html(r) << "</li>";
+      o << "</ul>\n";
+    }
+    o << "</div>\n";
   }
   o << "<h3>Attribution of the step time</h3>\n";
   attribution_svg(o, attribution_of(in));

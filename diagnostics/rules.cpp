@@ -69,6 +69,12 @@ double sum(const std::vector<double>& values) {
   return total;
 }
 
+// Actions in the user's language: PyTorch's own knobs for an imported trace (the user runs PyTorch),
+// trainlab's flags for a trainlab run (the user can rerun it with them).
+std::string in_users_words(const Summary& s, const std::string& trainlab_words, const std::string& pytorch_words) {
+  return s.source == "kineto" ? pytorch_words : trainlab_words;
+}
+
 Finding make(const char* rule_id, Severity severity, Suspect suspect) {
   Finding f;
   f.rule_id = rule_id;
@@ -104,20 +110,33 @@ std::optional<Finding> input_bound(const Summary& s, const Thresholds& t) {
   if (workers_saturated && pin_helps) {
     f.evidence.push_back({"host_to_device_pct", s.shares.host_to_device_pct, h2d_min, "pct"});
     f.change = "pin_memory";
-    f.recommendation =
-        "The loader already has a worker per core; pin the staging buffers so batch copies to the "
-        "device are asynchronous, and cache decoded samples to cut per-sample CPU work.";
+    f.recommendation = in_users_words(
+        s,
+        "The loader already has a worker per core: pin the staging buffers (--pin-memory on) so batch "
+        "copies to the device are asynchronous, and cache decoded samples (-k cache=1) to cut per-sample "
+        "CPU work.",
+        "The DataLoader already has a worker per core: set DataLoader(pin_memory=True) and copy with "
+        ".to(device, non_blocking=True), and cache decoded samples to cut per-sample CPU work.");
   } else if (workers_saturated) {
     f.change = "more_prefetch";
-    f.recommendation =
-        "The loader already has a worker per core: prefetch more batches to absorb slow ones, and "
-        "cache decoded samples (or simplify augmentation) to cut per-sample CPU work.";
+    f.recommendation = in_users_words(
+        s,
+        "The loader already has a worker per core: prefetch more batches (--prefetch) to absorb slow "
+        "ones, and cache decoded samples (-k cache=1) or simplify augmentation to cut per-sample CPU work.",
+        "The DataLoader already has a worker per core: raise DataLoader(prefetch_factor=) to absorb slow "
+        "batches, and cache decoded samples (or simplify augmentation) to cut per-sample CPU work.");
   } else {
     f.change = "more_workers";
-    f.recommendation =
-        "Build batches on more loader workers with prefetch" +
-        std::string(s.on_gpu ? " and pinned memory" : "") +
-        "; cache decoded samples when decoding dominates (`trainlab sweep` finds the setting).";
+    f.recommendation = in_users_words(
+        s,
+        "Build batches on more loader workers (--workers, --prefetch" +
+            std::string(s.on_gpu ? ", --pin-memory on" : "") +
+            "); cache decoded samples when decoding dominates (-k cache=1); `trainlab sweep` finds the "
+            "setting.",
+        "Build batches in DataLoader worker processes: DataLoader(num_workers=N, prefetch_factor=2, "
+        "persistent_workers=True" +
+            std::string(s.on_gpu ? ", pin_memory=True" : "") +
+            "); cache decoded samples when decoding dominates.");
   }
   f.times_fired = f.data_points = step_count(s);  // only the aggregate share is known: it holds for the run
   f.saving_pct = share;
@@ -281,7 +300,8 @@ std::optional<Finding> loader_settings(const Summary& s, const Thresholds& t) {
     parts.push_back(format_text(
         "batches are built on the training thread (0 workers) and data wait is %.1f %% of the step", wait));
     set_change("more_workers");
-    f.recommendation += "Use loader workers so batches are built while the step computes. ";
+    f.recommendation += in_users_words(s, "Use loader workers (--workers N) so batches are built while the step computes. ",
+                                       "Use DataLoader(num_workers=N) so batches are built while the step computes. ");
     f.saving_pct = std::max(f.saving_pct, wait);
   }
   if (s.loader_workers && s.logical_cores > 0 && *s.loader_workers > s.logical_cores) {
@@ -290,8 +310,10 @@ std::optional<Finding> loader_settings(const Summary& s, const Thresholds& t) {
                           static_cast<double>(s.logical_cores), "count"});
     parts.push_back(format_text("%lld loader workers oversubscribe %d logical cores",
                                 static_cast<long long>(*s.loader_workers), s.logical_cores));
-    f.recommendation +=
-        "Use at most one worker per logical core (fewer when the training step needs cores too). ";
+    f.recommendation += in_users_words(
+        s, "Use at most one worker per logical core (--workers; fewer when the training step needs cores too). ",
+        "Use at most one DataLoader worker per logical core (num_workers; fewer when the training step needs "
+        "cores too). ");
   }
   if (s.on_gpu && s.pin_memory && !*s.pin_memory && has_steps(s) && s.shares.host_to_device_pct >= h2d_min) {
     raise(Severity::kModerate);
@@ -300,7 +322,9 @@ std::optional<Finding> loader_settings(const Summary& s, const Thresholds& t) {
         format_text("batches are copied from pageable memory and the copies take %.1f %% of the step",
                     s.shares.host_to_device_pct));
     set_change("pin_memory");
-    f.recommendation += "Pin the loader's staging buffers so copies run asynchronously. ";
+    f.recommendation += in_users_words(s, "Pin the loader's staging buffers (--pin-memory on) so copies run asynchronously. ",
+                                       "Set DataLoader(pin_memory=True) and .to(device, non_blocking=True) so copies "
+                                       "run asynchronously. ");
     f.saving_pct = std::max(f.saving_pct, s.shares.host_to_device_pct);
   }
   if (parts.empty()) return std::nullopt;
@@ -342,9 +366,12 @@ std::optional<Finding> batch_too_small(const Summary& s, const Thresholds& t) {
         static_cast<long long>(s.batch_size), *s.device_busy_pct);
     f.saving_pct = (100.0 - *s.device_busy_pct) / 2.0;
   }
-  f.recommendation =
-      "Use a larger batch (scale the learning rate with it), or accumulate several micro-batches "
-      "per optimizer step, so per-step costs are spread over more samples.";
+  f.recommendation = in_users_words(
+      s,
+      "Use a larger batch (--batch; scale the learning rate with it), or accumulate several micro-batches "
+      "per optimizer step, so per-step costs are spread over more samples.",
+      "Use a larger DataLoader(batch_size=) (scale the learning rate with it), or accumulate several "
+      "micro-batches per optimizer.step(), so per-step costs are spread over more samples.");
   f.change = "larger_batch";
   f.times_fired = f.data_points = step_count(s);
   return f;
@@ -485,18 +512,24 @@ std::optional<Finding> exposed_communication(const Summary& s, const Thresholds&
     const double unhidden = exposed / *s.comm_total_pct * 100.0;
     f.evidence.push_back({"exposed_share_of_comm_pct", unhidden, unhidden_min, "pct"});
     f.change = "bucket_size";
-    f.recommendation =
-        "Collectives already overlap with backward but part stays exposed: use larger gradient "
-        "buckets (fewer, fuller all-reduces) or accumulate gradients over several micro-batches.";
+    f.recommendation = in_users_words(
+        s,
+        "Collectives already overlap with backward but part stays exposed: use larger gradient buckets "
+        "(--bucket-mb; fewer, fuller all-reduces) or accumulate gradients over several micro-batches.",
+        "Collectives already overlap with backward but part stays exposed: raise DDP(bucket_cap_mb=) "
+        "(fewer, fuller all-reduces) or accumulate gradients under model.no_sync() over several micro-batches.");
   } else {
     if (s.comm_total_pct && *s.comm_total_pct > 0) {
       f.evidence.push_back(
           {"exposed_share_of_comm_pct", exposed / *s.comm_total_pct * 100.0, unhidden_min, "pct"});
     }
     f.change = "overlap_comm";
-    f.recommendation =
-        "Overlap the gradient all-reduce with backward (bucketed, launched from gradient hooks), "
-        "use bigger buckets, or accumulate gradients to communicate less often.";
+    f.recommendation = in_users_words(
+        s,
+        "Overlap the gradient all-reduce with backward (--comm-mode overlap: bucketed, launched from "
+        "gradient hooks), use bigger buckets (--bucket-mb), or accumulate gradients to communicate less often.",
+        "Overlap the gradient all-reduce with backward (DistributedDataParallel does, from gradient hooks; "
+        "raise bucket_cap_mb), or accumulate gradients under model.no_sync() to communicate less often.");
   }
   f.times_fired = f.data_points = step_count(s);
   f.saving_pct = exposed;
@@ -577,9 +610,32 @@ std::optional<Finding> dispatch_overhead(const Summary& s, const Thresholds& t) 
                         *s.ops_per_step, s.op_us->p50)
                   : format_text("framework overhead is %.1f %% of the step", fw);
   }
-  f.recommendation =
-      "Launch fewer, larger operations: compile the step (TorchScript graph with fusion; on CUDA a "
-      "CUDA graph), fuse elementwise chains, avoid Python-level loops over small tensors.";
+  const auto cause = [&](const char* key) {
+    auto it = s.idle_cause_pct.find(key);
+    return it == s.idle_cause_pct.end() ? 0.0 : it->second;
+  };
+  if (cause("allocator") > 0 && cause("allocator") >= cause("launch") && cause("allocator") >= cause("sync")) {
+    f.title += format_text("; allocator churn: the device idles %.1f %% of the step while the host is in "
+                           "cudaMalloc/cudaFree", cause("allocator"));
+    f.recommendation = in_users_words(
+        s, "Allocator churn: keep tensor shapes stable between steps so the caching allocator reuses blocks.",
+        "Allocator churn: keep shapes stable between steps, avoid torch.cuda.empty_cache() in the loop, "
+        "and try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.");
+  } else if (cause("sync") > 0 && cause("sync") >= cause("launch")) {
+    f.title += format_text("; the device idles %.1f %% of the step while the host synchronises", cause("sync"));
+    f.recommendation = in_users_words(
+        s, "The host waits on the device and then cannot feed it: read values every N steps (--sync-every N).",
+        "The host waits on the device (torch.cuda.synchronize, .item(), .cpu(), printing a tensor) and then "
+        "cannot feed it: read losses every N steps and keep running sums on the device.");
+  } else {
+    f.recommendation = in_users_words(
+        s,
+        "Launch fewer, larger operations: fuse elementwise chains and batch small tensors into larger "
+        "ones; --compiled on measures whether compiling fuses them on this machine (the lab's third run).",
+        "Launch fewer, larger operations: torch.compile(model) fuses elementwise chains (mode=\"reduce-overhead\" "
+        "adds CUDA graphs, which remove per-kernel launch cost on GPU); avoid Python-level loops over small "
+        "tensors.");
+  }
   f.change = "compiled";
   f.times_fired = f.data_points = step_count(s);
   f.saving_pct = fw;
@@ -598,9 +654,12 @@ std::optional<Finding> host_syncs(const Summary& s, const Thresholds& t) {
   f.title =
       format_text("%.1f host synchronisations per step (e.g. .item(), .cpu(), printing a loss every step)",
                   *s.host_syncs_per_step);
-  f.recommendation =
-      "Each synchronisation stops the host from running ahead of the device: read losses and "
-      "metrics every N steps, keep running sums on the device, avoid data-dependent host branches.";
+  f.recommendation = in_users_words(
+      s,
+      "Each synchronisation stops the host from running ahead of the device: read losses and metrics every "
+      "N steps (--sync-every N), keep running sums on the device, avoid data-dependent host branches.",
+      "Each synchronisation (.item(), .cpu(), .tolist(), print(loss), torch.cuda.synchronize()) stops the "
+      "host from running ahead of the device: read them every N steps and keep running sums on the device.");
   f.times_fired = f.data_points = step_count(s);
   return f;
 }
@@ -636,11 +695,19 @@ std::optional<Finding> precision(const Summary& s, const Thresholds& t) {
   }
   f.title = format_text("compute is %.1f %% of the step and runs in fp32: bf16 autocast left on the table",
                         s.shares.compute_pct);
-  f.recommendation = "Run forward and backward under bf16 autocast (keep the optimizer state in fp32)" +
+  f.recommendation = in_users_words(
+      s, "Run forward and backward under bf16 autocast (--precision bf16; the optimizer state stays fp32)",
+      "Run forward and backward under torch.autocast(device_type=\"" + std::string(s.on_gpu ? "cuda" : "cpu") +
+          "\", dtype=torch.bfloat16) (keep the optimizer state in fp32)") +
                      std::string(s.on_gpu ? "." : "; on CPUs without AMX or AVX512-BF16 measure it first.");
   f.change = "bf16";
   f.times_fired = f.data_points = step_count(s);
-  f.saving_pct = speedup > 1 ? s.shares.compute_pct * (1.0 - 1.0 / speedup) : 0;
+  // bf16 speeds up the GEMMs by the measured (or published) factor; the rest of the compute (elementwise
+  // ops, the casts autocast inserts) gains nothing, so the prediction weighs the speedup by the GEMMs'
+  // share of op time when the profile measured it.
+  const double gemm_fraction = s.gemm_time_pct ? *s.gemm_time_pct / 100.0 : 1.0;
+  if (s.gemm_time_pct) f.evidence.push_back({"gemm_time_pct", *s.gemm_time_pct, 0, "pct"});
+  f.saving_pct = speedup > 1 ? s.shares.compute_pct * gemm_fraction * (1.0 - 1.0 / speedup) : 0;
   return f;
 }
 
@@ -779,9 +846,13 @@ std::optional<Finding> model_compute(const Summary& s, const Thresholds& t) {
   } else {
     f.title += "; efficiency unknown (no achieved or peak FLOP/s)";
   }
-  f.recommendation =
-      "Faster steps now come from the model's own arithmetic: lower precision (bf16), fused or "
-      "compiled kernels, hardware-friendly shapes, a larger batch for more efficient GEMMs.";
+  f.recommendation = in_users_words(
+      s,
+      "Faster steps now come from the model's own arithmetic: lower precision (--precision bf16), fused or "
+      "compiled kernels (--compiled on), hardware-friendly shapes, a larger batch (--batch) for more "
+      "efficient GEMMs.",
+      "Faster steps now come from the model's own arithmetic: torch.autocast with bf16, torch.compile, "
+      "hardware-friendly shapes (multiples of 8), a larger batch for more efficient GEMMs.");
   f.times_fired = f.data_points = step_count(s);
   return f;
 }

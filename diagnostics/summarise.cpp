@@ -245,6 +245,12 @@ void add_profile_details(const Profile& profile, const std::vector<Step>& steps,
     close(0);
   }
   if (op_count > 0) {
+    int64_t self_ns = 0, gemm_self_ns = 0;
+    for (const auto& [name, t] : ops_by_name) {
+      self_ns += t.total_ns;
+      if (is_gemm(name)) gemm_self_ns += t.total_ns;
+    }
+    if (self_ns > 0) s.gemm_time_pct = 100.0 * static_cast<double>(gemm_self_ns) / static_cast<double>(self_ns);
     s.ops_per_step = static_cast<double>(op_count) / n_steps;
     s.op_us = distribution_of(op_us);
     s.top_ops = top_by_time(ops_by_name, 15);
@@ -292,6 +298,29 @@ std::vector<Step> steps_of(const Profile& profile, int64_t* main_track) {
   }
   std::sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.start_ns < b.start_ns; });
   return steps;
+}
+
+// The record's phases step by step, reduced as the aggregate shares are: the verdict's intervals
+// and its step-by-step consistency come from these. dispatch_ns_per_step: the per-op dispatch cost
+// times the ops of a step (CPU), counted as framework overhead inside each step's compute phases.
+void add_step_shares(const VariantRecord& record, double dispatch_ns_per_step, Summary& s) {
+  for (const StepRecord& step : record.steps) {
+    if (step.warmup || step.step_ns <= 0) continue;
+    const auto pct = [&](Phase p) {
+      return 100.0 * static_cast<double>(step.phase_ns[static_cast<size_t>(p)]) /
+             static_cast<double>(step.step_ns);
+    };
+    StepShares shares;
+    shares.data_wait_pct = pct(Phase::kDataWait);
+    shares.host_to_device_pct = pct(Phase::kHostToDevice);
+    shares.communication_pct = pct(Phase::kCommunication);
+    shares.other_pct = pct(Phase::kOther);
+    const double compute_pct = pct(Phase::kForward) + pct(Phase::kBackward) + pct(Phase::kOptimizer);
+    shares.framework_pct =
+        std::min(compute_pct, 100.0 * dispatch_ns_per_step / static_cast<double>(step.step_ns));
+    shares.compute_pct = compute_pct - shares.framework_pct;
+    s.step_shares.push_back(shares);
+  }
 }
 
 void fill_system(const Profile& profile, Summary& s) {
@@ -375,6 +404,8 @@ Summary summarise_variant(const VariantRecord& record, const std::string& scenar
   }
   s.shares.compute_pct = compute_pct - s.shares.framework_pct;
   s.device_busy_pct = s.shares.compute_pct;
+  s.steps_from = "record";
+  add_step_shares(record, s.on_gpu ? 0.0 : record.ops_per_step * record.dispatch_ns_per_op, s);
   s.init_ms = static_cast<double>(record.init_ns) / 1e6;
   if (record.model_flops_per_sample > 0) {
     s.model_flops_per_step = record.model_flops_per_sample * static_cast<double>(record.spec.batch_size);
@@ -426,8 +457,17 @@ Summary summarise_variant(const VariantRecord& record, const std::string& scenar
   if (record.world_size > 1) {
     s.comm_total_pct = agg.comm_pct;
     if (record.distributed.contains("ranks")) {
+      double slowest_ms = -1;
+      int index = 0;
       for (const nlohmann::json& r : record.distributed["ranks"]) {
-        if (r.value("ok", false)) s.rank_step_p50_ms.push_back(r.value("busy_ms_mean", 0.0));
+        const int rank = r.value("rank", index++);
+        if (!r.value("ok", false)) continue;
+        const double busy_ms = r.value("busy_ms_mean", 0.0);
+        s.rank_step_p50_ms.push_back(busy_ms);
+        if (busy_ms > slowest_ms) {
+          slowest_ms = busy_ms;
+          s.straggler_rank = rank;
+        }
       }
     }
     if (record.distributed.contains("busy_spread_pct"))
@@ -455,6 +495,12 @@ Summary summarise_variant(const VariantRecord& record, const std::string& scenar
         s.device_busy_pct = busy_pct;
         s.shares.framework_pct = std::max(0.0, compute_phases_pct - busy_pct);
         s.shares.compute_pct = compute_phases_pct - s.shares.framework_pct;
+        // Per step, the captured window's idle part of the compute phases applies to every step.
+        const double idle_fraction = compute_phases_pct > 0 ? s.shares.framework_pct / compute_phases_pct : 0;
+        for (StepShares& step : s.step_shares) {
+          step.framework_pct = step.compute_pct * idle_fraction;
+          step.compute_pct -= step.framework_pct;
+        }
         gpu_busy_known = true;
       }
     }
@@ -692,6 +738,7 @@ nlohmann::json to_json(const Summary& s) {
           {"device_activity_ns", s.device_activity_ns},
           {"compute_dtype", s.compute_dtype},
           {"fp32_op_share_pct", opt(s.fp32_op_share_pct)},
+          {"gemm_time_pct", opt(s.gemm_time_pct)},
           {"gemm_ops", s.gemm_ops},
           {"gemm_unaligned_ops", s.gemm_unaligned_ops},
           {"unaligned_gemm_examples", s.unaligned_gemm_examples},
@@ -710,6 +757,7 @@ nlohmann::json to_json(const Summary& s) {
           {"comm_total_pct", opt(s.comm_total_pct)},
           {"rank_step_p50_ms", s.rank_step_p50_ms},
           {"rank_spread_pct", opt(s.rank_spread_pct)},
+          {"straggler_rank", opt(s.straggler_rank)},
           {"model_flops_per_step", opt(s.model_flops_per_step)},
           {"achieved_flops_per_s", opt(s.achieved_flops_per_s)},
           {"peak_flops_per_s", opt(s.peak_flops_per_s)},

@@ -79,6 +79,7 @@ struct Summary {
   // --- precision and shapes
   std::string compute_dtype;                  // "fp32", "bf16", "fp16" or "" when unknown
   std::optional<double> fp32_op_share_pct;    // ops whose first input is float32, % of ops
+  std::optional<double> gemm_time_pct;        // matmul-family ops' self time, % of all host ops' self time
   int64_t gemm_ops = 0;                       // matmul-family ops seen with shapes
   int64_t gemm_unaligned_ops = 0;             // of those, any M/N/K not a multiple of 8
   std::vector<std::string> unaligned_gemm_examples;  // e.g. "aten::addmm [4096,1000]x[1000,10]"
@@ -105,6 +106,7 @@ struct Summary {
   std::optional<double> comm_total_pct;       // all-reduce time, hidden or not
   std::vector<double> rank_step_p50_ms;       // merged runs: one per rank
   std::optional<double> rank_spread_pct;      // (slowest - fastest) / fastest step p50
+  std::optional<int> straggler_rank;          // the rank with the most own work per step (merged runs, rank folders)
 
   // --- efficiency
   std::optional<double> model_flops_per_step;

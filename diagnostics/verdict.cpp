@@ -1,21 +1,37 @@
-// The verdict: attribution, the primary suspect, its confidence, ranked actions, or "inconclusive".
+// The verdict: attribution with intervals, the primary suspect, its confidence and the reasons for
+// it, secondary suspects, ranked actions, or "inconclusive".
 //
-// How the primary suspect is chosen. Model compute is what a well-fed loop spends its time on, so
-// it is the default; a removable suspect (data pipeline, communication, framework overhead) takes
-// its place when a rule for it fired at moderate severity or above, the largest share among those
-// winning. Confidence: high when the winner's share is at least `verdict.clear_margin_pct` points
-// above the next suspect's and the step times are steady; low when the margin is under half that or
-// the noise is near the limit; medium otherwise.
+// The primary-suspect policy (DESIGN §6, issue 14), in one place — `choose_primary` below:
+//  1. The device's busy share is the model-compute share of the step (GPU: kernel time; CPU: the
+//     forward/backward/optimizer time less its per-op dispatch). When it is at or above the
+//     low-utilisation line (thresholds `low_device_utilisation.*`, 70 %), the device is well fed:
+//     model compute is primary, and a removable suspect that still costs time (communication at 10 %,
+//     framework overhead at 25 %) is a secondary finding with its saving. Engineers read a profile
+//     this way: a busy device is not waiting on anything, whatever else could be trimmed.
+//  2. Under the line the device is under-fed, and the idle time belongs to the removable suspect
+//     (data pipeline, communication, framework overhead) that owns the largest share of it. That
+//     suspect is primary, unless it owns under `low_device_utilisation.suspect_min_pct` of the step:
+//     then the idle time lies in untraced host work and model compute stays primary, saying so.
+//  3. Two removable suspects of an under-fed device whose shares differ by under
+//     `verdict.too_close_pct` points are too close to call: inconclusive, naming both.
+// Inconclusive otherwise only when records were lost or nothing was measured. Few steps and noisy
+// steps lower the confidence (with the reason) but never veto a verdict: confidence comes from the
+// evidence — the margin between suspects against their intervals over the steps, how consistently
+// the named suspect leads step by step, how far the busy share is from the line.
 #include "diagnostics/verdict.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "diagnostics/text_format.h"
+#include "harness/core/comparison_stats.h"
 #include "harness/core/statistics.h"
 
 namespace trainlab {
 namespace {
+
+constexpr Suspect kRemovable[] = {Suspect::kDataPipeline, Suspect::kCommunication,
+                                  Suspect::kFrameworkOverhead};
 
 std::string format_pct(double value) { return format_text("%.1f %%", value); }
 
@@ -34,24 +50,105 @@ double robust_noise_pct(const std::vector<double>& step_ms) {
   return 100.0 * stats::median(deviations) / median;
 }
 
-double share_of(const Summary& s, Suspect suspect) {
+double share_of(const StepShares& shares, Suspect suspect) {
   switch (suspect) {
     case Suspect::kDataPipeline:
-      return s.shares.data_wait_pct + s.shares.host_to_device_pct;
+      return shares.data_wait_pct + shares.host_to_device_pct;
     case Suspect::kModelCompute:
-      return s.shares.compute_pct;
+      return shares.compute_pct;
     case Suspect::kCommunication:
-      return s.shares.communication_pct;
+      return shares.communication_pct;
     case Suspect::kFrameworkOverhead:
-      return s.shares.framework_pct;
+      return shares.framework_pct;
     case Suspect::kNone:
-      return s.shares.other_pct;
+      return shares.other_pct;
   }
   return 0;
 }
 
-std::string compute_headline(const Summary& s) {
-  std::string line = "model compute: " + format_pct(s.shares.compute_pct) + " of the step is " +
+// The suspect's time-weighted share with a 95 % t interval from its per-step values (the steps'
+// spread over sqrt(n)); a single step (or an aggregate-only source) gives a point.
+SuspectShare share_with_interval(const Summary& s, Suspect suspect) {
+  SuspectShare out;
+  out.suspect = suspect;
+  out.share_pct = out.low_pct = out.high_pct = share_of(s.shares, suspect);
+  const size_t n = s.step_shares.size();
+  if (n < 2) return out;
+  std::vector<double> per_step;
+  for (const StepShares& step : s.step_shares) per_step.push_back(share_of(step, suspect));
+  const double half = stats::student_t_975(static_cast<double>(n - 1)) * stats::stddev(per_step) /
+                      std::sqrt(static_cast<double>(n));
+  out.low_pct = std::max(0.0, out.share_pct - half);
+  out.high_pct = std::min(100.0, out.share_pct + half);
+  return out;
+}
+
+bool overlap(const SuspectShare& a, const SuspectShare& b) {
+  return a.low_pct <= b.high_pct && b.low_pct <= a.high_pct;
+}
+
+std::string with_interval(const SuspectShare& s) {
+  if (s.high_pct - s.low_pct < 0.05) return format_pct(s.share_pct);
+  return format_text("%.1f %% [%.1f, %.1f]", s.share_pct, s.low_pct, s.high_pct);
+}
+
+struct PolicyInputs {
+  double busy_line_pct = 70;
+  double suspect_min_pct = 5;
+};
+
+// The policy's choice for one set of shares (a step, or the aggregate): model compute when the device
+// is busy at or above the line, else the removable suspect with the largest share (model compute when
+// none owns suspect_min_pct of the step).
+Suspect choose_for(const StepShares& shares, const PolicyInputs& in) {
+  if (shares.compute_pct >= in.busy_line_pct) return Suspect::kModelCompute;
+  Suspect best = Suspect::kModelCompute;
+  double best_share = -1;
+  for (Suspect suspect : kRemovable) {
+    const double share = share_of(shares, suspect);
+    if (share > best_share) {
+      best = suspect;
+      best_share = share;
+    }
+  }
+  return best_share >= in.suspect_min_pct ? best : Suspect::kModelCompute;
+}
+
+// The removable suspects, largest share first.
+std::vector<SuspectShare> removable_by_share(const std::vector<SuspectShare>& attribution) {
+  std::vector<SuspectShare> out;
+  for (const SuspectShare& a : attribution) {
+    if (a.suspect != Suspect::kModelCompute && a.suspect != Suspect::kNone) out.push_back(a);
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const SuspectShare& a, const SuspectShare& b) { return a.share_pct > b.share_pct; });
+  return out;
+}
+
+// GPU traces: the host activity behind the device's idle time, largest first ("launching kernels
+// 41.0 %, synchronising 12.3 %").
+std::string idle_causes_text(const Summary& s, Suspect suspect) {
+  static const std::vector<std::pair<std::string, std::string>> kWords = {
+      {"dataloader", "in the DataLoader"},        {"collective", "in collectives"},
+      {"sync", "in stream/device synchronisation"}, {"allocator", "in the memory allocator"},
+      {"launch", "launching kernels"},            {"host_ops", "running CPU ops"},
+      {"host_idle", "in no traced event"}};
+  std::vector<std::pair<double, std::string>> parts;
+  for (const auto& [key, words] : kWords) {
+    auto it = s.idle_cause_pct.find(key);
+    if (it == s.idle_cause_pct.end() || it->second < 0.5) continue;
+    const bool framework_key = key != "dataloader" && key != "collective";
+    if ((suspect == Suspect::kFrameworkOverhead) != framework_key) continue;
+    parts.push_back({it->second, words + " " + format_pct(it->second)});
+  }
+  std::sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string out;
+  for (const auto& [value, text] : parts) out += (out.empty() ? "" : ", ") + text;
+  return out;
+}
+
+std::string compute_headline(const Summary& s, const SuspectShare& busy) {
+  std::string line = "model compute: " + with_interval(busy) + " of the step is " +
                      (s.on_gpu ? "device work" : "forward/backward/optimizer compute") +
                      "; the loop is well fed";
   if (s.achieved_flops_per_s && s.peak_flops_per_s && *s.peak_flops_per_s > 0) {
@@ -62,6 +159,21 @@ std::string compute_headline(const Summary& s) {
   }
   return line;
 }
+
+// The confidence ladder: each piece of evidence can only lower it.
+class Confidence {
+ public:
+  void lower(int level, std::string reason) {
+    level_ = std::min(level_, level);
+    reasons_.push_back(std::move(reason));
+  }
+  std::string name() const { return level_ >= 3 ? "high" : level_ == 2 ? "medium" : "low"; }
+  std::vector<std::string> reasons() const { return reasons_; }
+
+ private:
+  int level_ = 3;
+  std::vector<std::string> reasons_;
+};
 
 }  // namespace
 
@@ -75,11 +187,11 @@ Verdict decide(const Summary& summary, const std::vector<Finding>& findings, con
   Verdict v;
   for (Suspect suspect : {Suspect::kDataPipeline, Suspect::kModelCompute, Suspect::kCommunication,
                           Suspect::kFrameworkOverhead}) {
-    v.attribution.push_back({suspect, share_of(summary, suspect)});
+    v.attribution.push_back(share_with_interval(summary, suspect));
   }
   std::stable_sort(v.attribution.begin(), v.attribution.end(),
                    [](const SuspectShare& a, const SuspectShare& b) { return a.share_pct > b.share_pct; });
-  v.attribution.push_back({Suspect::kNone, summary.shares.other_pct});
+  v.attribution.push_back(share_with_interval(summary, Suspect::kNone));
 
   for (const Finding& f : findings) {
     if (f.saving_pct <= 0 || f.recommendation.empty()) continue;
@@ -89,24 +201,63 @@ Verdict decide(const Summary& summary, const std::vector<Finding>& findings, con
   std::stable_sort(v.actions.begin(), v.actions.end(),
                    [](const RankedAction& a, const RankedAction& b) { return a.saving_pct > b.saving_pct; });
 
-  // Can the data carry a verdict at all?
-  const auto steps = static_cast<double>(summary.step_ms.size());
-  const double min_steps = thresholds.value("verdict.min_steps");
-  if (steps < min_steps) {
-    v.inconclusive_reasons.push_back("only " + std::to_string(summary.step_ms.size()) +
-                                     " measured steps (at least " +
-                                     std::to_string(static_cast<int>(min_steps)) + " needed)");
-  }
+  // Can the data carry a verdict at all? Lost records or no steps: no.
+  const size_t steps = summary.step_ms.size();
+  if (steps == 0) v.inconclusive_reasons.push_back("no measured steps");
   if (summary.dropped_events > 0) {
     v.inconclusive_reasons.push_back(std::to_string(summary.dropped_events) +
                                      " profiler records were lost: the shares may be wrong");
   }
-  const double noise_pct = robust_noise_pct(summary.step_ms);
-  const double max_noise_pct = thresholds.value("verdict.max_step_noise_pct");
-  if (noise_pct > max_noise_pct) {
-    v.inconclusive_reasons.push_back("step times too noisy: median absolute deviation " +
-                                     format_pct(noise_pct) + " of the median (limit " +
-                                     format_pct(max_noise_pct) + ")");
+
+  PolicyInputs policy;
+  policy.busy_line_pct = summary.on_gpu ? thresholds.value("low_device_utilisation.util_p95_pct")
+                                        : thresholds.value("low_device_utilisation.cpu_busy_pct");
+  policy.suspect_min_pct = thresholds.value("low_device_utilisation.suspect_min_pct");
+  const SuspectShare busy = share_with_interval(summary, Suspect::kModelCompute);
+  v.busy_pct = busy.share_pct;
+  v.busy_low_pct = busy.low_pct;
+  v.busy_high_pct = busy.high_pct;
+  v.busy_line_pct = policy.busy_line_pct;
+
+  // How often each suspect is the policy's choice step by step (consistency).
+  for (SuspectShare& a : v.attribution) {
+    if (summary.step_shares.empty()) {
+      a.steps_led_pct = choose_for(summary.shares, policy) == a.suspect ? 100 : 0;
+      continue;
+    }
+    int led = 0;
+    for (const StepShares& step : summary.step_shares) led += choose_for(step, policy) == a.suspect ? 1 : 0;
+    a.steps_led_pct = 100.0 * led / static_cast<double>(summary.step_shares.size());
+  }
+  const auto find_share = [&](Suspect suspect) {
+    return *std::find_if(v.attribution.begin(), v.attribution.end(),
+                         [&](const SuspectShare& a) { return a.suspect == suspect; });
+  };
+
+  const std::vector<SuspectShare> removable = removable_by_share(v.attribution);
+  const SuspectShare& first = removable[0];
+  const SuspectShare& second = removable[1];
+  const bool under_fed = busy.share_pct < policy.busy_line_pct;
+  const std::string busy_text = (summary.on_gpu ? "the device is busy with kernels " : "compute is ") +
+                                with_interval(busy) + " of the step";
+  const std::string line_text = format_text("the %.0f %% low-utilisation line", policy.busy_line_pct);
+  Suspect primary = Suspect::kModelCompute;
+  if (!under_fed) {
+    v.policy = busy_text + ", at or above " + line_text + ": model compute is primary, removable suspects are secondary";
+  } else if (first.share_pct < policy.suspect_min_pct) {
+    v.policy = busy_text + ", under " + line_text + ", but no removable suspect owns " +
+               format_pct(policy.suspect_min_pct) + " of the step: the idle time is untraced host work (other " +
+               format_pct(summary.shares.other_pct) + ")";
+  } else {
+    primary = first.suspect;
+    v.policy = busy_text + ", under " + line_text + ": the device is under-fed and " +
+               suspect_words(first.suspect) + " owns the largest share of the idle time";
+    const double too_close = thresholds.value("verdict.too_close_pct");
+    if (first.share_pct - second.share_pct < too_close) {
+      v.inconclusive_reasons.push_back(suspect_words(first.suspect) + " (" + with_interval(first) + ") and " +
+                                       suspect_words(second.suspect) + " (" + with_interval(second) +
+                                       ") are too close to call");
+    }
   }
   if (!v.inconclusive_reasons.empty()) {
     v.inconclusive = true;
@@ -114,50 +265,95 @@ Verdict decide(const Summary& summary, const std::vector<Finding>& findings, con
     v.headline = "inconclusive: " + v.inconclusive_reasons.front();
     return v;
   }
-
-  // The removable suspects a rule fired for, at moderate severity or above.
-  Suspect primary = Suspect::kModelCompute;
-  double primary_share = -1;
-  for (const Finding& f : findings) {
-    if (f.severity == Severity::kInfo) continue;
-    if (f.suspect != Suspect::kDataPipeline && f.suspect != Suspect::kCommunication &&
-        f.suspect != Suspect::kFrameworkOverhead) {
-      continue;
-    }
-    const double share = share_of(summary, f.suspect);
-    if (share > primary_share) {
-      primary = f.suspect;
-      primary_share = share;
-    }
-  }
   v.primary = primary;
-  const double winner = share_of(summary, primary);
-  double runner_up = 0;
-  for (const SuspectShare& s : v.attribution) {
-    if (s.suspect != primary && s.suspect != Suspect::kNone && s.suspect != Suspect::kModelCompute) {
-      runner_up = std::max(runner_up, s.share_pct);
+
+  // Confidence: from the evidence.
+  Confidence confidence;
+  const auto min_steps = static_cast<size_t>(thresholds.value("verdict.min_steps"));
+  const std::string steps_word = summary.steps_from.empty() || summary.steps_from == "record" ||
+                                         summary.steps_from == "ProfilerStep"
+                                     ? "step"
+                                     : "iteration";
+  if (steps == 1) {
+    confidence.lower(1, "one " + steps_word + " only (" +
+                            (summary.steps_from == "whole trace" ? "no repeating iteration found in the trace"
+                                                                 : "the trace holds one") +
+                            "): the shares could not be checked for consistency");
+  } else if (steps < min_steps) {
+    confidence.lower(2, std::to_string(steps) + " " + steps_word + "s only (under " +
+                            std::to_string(min_steps) + "): little evidence of consistency");
+  }
+  const SuspectShare& chosen = find_share(primary);
+  const double consistent = thresholds.value("verdict.consistent_steps_pct");
+  if (steps >= 2 && !summary.step_shares.empty()) {
+    const std::string led = format_text("%s leads in %.0f %% of the %ss", suspect_words(primary).c_str(),
+                                        chosen.steps_led_pct, steps_word.c_str());
+    if (chosen.steps_led_pct < 60) {
+      confidence.lower(1, led);
+    } else if (chosen.steps_led_pct < consistent) {
+      confidence.lower(2, led);
     }
   }
-  const double margin = winner - runner_up;
   const double clear_margin = thresholds.value("verdict.clear_margin_pct");
-  if (margin >= clear_margin && noise_pct <= 0.5 * max_noise_pct) {
-    v.confidence = "high";
-  } else if (margin < 0.5 * clear_margin || noise_pct > 0.8 * max_noise_pct) {
-    v.confidence = "low";
+  if (primary == Suspect::kModelCompute && !under_fed) {
+    if (busy.low_pct < policy.busy_line_pct) {
+      confidence.lower(1, "at the line: " + busy_text + ", whose interval reaches under " + line_text);
+    } else if (busy.share_pct - policy.busy_line_pct < 0.5 * clear_margin) {
+      confidence.lower(2, format_text("the busy share is within %.0f points of the line", 0.5 * clear_margin));
+    }
+  } else if (primary == Suspect::kModelCompute) {
+    confidence.lower(2, "the device is under-fed but no measured suspect explains the idle time");
   } else {
-    v.confidence = "medium";
+    if (busy.high_pct >= policy.busy_line_pct) {
+      confidence.lower(1, "at the line: " + busy_text + ", whose interval reaches " + line_text);
+    }
+    const std::string versus = suspect_words(first.suspect) + " " + with_interval(first) + " vs " +
+                               suspect_words(second.suspect) + " " + with_interval(second);
+    if (overlap(first, second)) {
+      confidence.lower(1, "the intervals overlap: " + versus);
+    } else if (first.share_pct - second.share_pct < clear_margin) {
+      confidence.lower(2, format_text("a margin under %.0f points: ", clear_margin) + versus);
+    }
+  }
+  const double noise_pct = robust_noise_pct(summary.step_ms);
+  const double max_noise_pct = thresholds.value("verdict.max_step_noise_pct");
+  if (noise_pct > max_noise_pct) {
+    // Steps that differ by more than twice the limit are barely the same loop: low.
+    confidence.lower(noise_pct > 2 * max_noise_pct ? 1 : 2,
+                     "noisy steps: median absolute deviation " + format_pct(noise_pct) + " of the median (over " +
+                         format_pct(max_noise_pct) + "); the intervals carry it");
+  }
+  v.confidence = confidence.name();
+  v.confidence_reasons = confidence.reasons();
+
+  // Secondary: removable suspects that cost time but are not primary.
+  for (const SuspectShare& r : removable) {
+    if (r.suspect == primary || r.share_pct < policy.suspect_min_pct) continue;
+    std::string text = suspect_words(r.suspect) + " " + with_interval(r) + " of the step (up to " +
+                       format_speedup(r.share_pct) + " if removed)";
+    const std::string causes = idle_causes_text(summary, r.suspect);
+    if (!causes.empty()) text += ": device idle " + causes;
+    v.secondary.push_back(text);
   }
 
   if (primary == Suspect::kModelCompute) {
-    v.headline = compute_headline(summary);
+    v.headline = under_fed ? "model compute: " + v.policy : compute_headline(summary, busy);
   } else {
-    const double removable = primary == Suspect::kDataPipeline ? share_of(summary, primary) : winner;
-    v.headline = suspect_words(primary) + ": " + format_pct(removable) + " of the step; up to " +
-                 format_speedup(removable) + " if removed";
-    if (summary.shares.compute_pct > removable) {
-      // Compute is still the larger part: the suspect is what can be removed, not where most time goes.
-      v.headline += " (model compute is " + format_pct(summary.shares.compute_pct) + ")";
-      if (v.confidence == "high") v.confidence = "medium";
+    v.headline = suspect_words(primary) + ": " + with_interval(chosen) + " of the step; up to " +
+                 format_speedup(chosen.share_pct) + " if removed";
+    const std::string causes = idle_causes_text(summary, primary);
+    if (!causes.empty()) v.headline += " (device idle " + causes + ")";
+    v.headline += "; " + busy_text;
+    // Communication that is really waiting for a slower rank is rank imbalance: name the straggler.
+    const bool imbalanced = std::any_of(findings.begin(), findings.end(),
+                                        [](const Finding& f) { return f.rule_id == "rank_imbalance"; });
+    if (primary == Suspect::kCommunication && imbalanced && summary.straggler_rank) {
+      const bool is_straggler = *summary.straggler_rank == summary.rank;
+      v.headline += is_straggler
+                        ? "; this is the slowest rank: the others wait for it (rank imbalance)"
+                        : format_text("; much of it is waiting for the slowest rank, rank %d: rank imbalance, "
+                                      "not the interconnect",
+                                      *summary.straggler_rank);
     }
   }
   return v;
@@ -167,7 +363,10 @@ nlohmann::json to_json(const Verdict& verdict) {
   nlohmann::json attribution = nlohmann::json::array();
   for (const SuspectShare& s : verdict.attribution) {
     attribution.push_back({{"suspect", s.suspect == Suspect::kNone ? "other" : to_string(s.suspect)},
-                           {"share_pct", s.share_pct}});
+                           {"share_pct", s.share_pct},
+                           {"low_pct", s.low_pct},
+                           {"high_pct", s.high_pct},
+                           {"steps_led_pct", s.steps_led_pct}});
   }
   nlohmann::json actions = nlohmann::json::array();
   for (const RankedAction& a : verdict.actions) {
@@ -182,8 +381,15 @@ nlohmann::json to_json(const Verdict& verdict) {
           {"primary",
            verdict.inconclusive ? nlohmann::json(nullptr) : nlohmann::json(to_string(verdict.primary))},
           {"confidence", verdict.confidence},
+          {"confidence_reasons", verdict.confidence_reasons},
           {"headline", verdict.headline},
+          {"policy", verdict.policy},
+          {"busy_pct", verdict.busy_pct},
+          {"busy_low_pct", verdict.busy_low_pct},
+          {"busy_high_pct", verdict.busy_high_pct},
+          {"busy_line_pct", verdict.busy_line_pct},
           {"attribution", attribution},
+          {"secondary", verdict.secondary},
           {"actions", actions}};
 }
 

@@ -1,7 +1,8 @@
-// The verdict: the step time attributed to the four suspects (DESIGN §1), the primary suspect with a
-// confidence, and the actions ranked by the time they could save; "inconclusive" when the data
-// cannot carry a verdict (records lost, too few steps, too much noise). Pure function of the
-// Summary and the findings. No LibTorch.
+// The verdict: the step time attributed to the four suspects (DESIGN §1) with intervals over the
+// steps, the primary suspect with a confidence and the reasons for it, the removable suspects that
+// stay secondary, and the actions ranked by the time they could save; "inconclusive" only when
+// records were lost, nothing was measured, or two suspects are too close to call. Pure function of
+// the Summary and the findings. No LibTorch.
 #pragma once
 
 #include <string>
@@ -17,7 +18,10 @@ namespace trainlab {
 
 struct SuspectShare {
   Suspect suspect = Suspect::kNone;
-  double share_pct = 0;  // of the measured step time
+  double share_pct = 0;  // of the measured step time (time-weighted over the steps)
+  double low_pct = 0;    // 95 % interval of the share over the steps (equal to share_pct on one step)
+  double high_pct = 0;
+  double steps_led_pct = 0;  // steps in which this suspect is the verdict's choice, % of the steps
 };
 
 struct RankedAction {
@@ -32,9 +36,15 @@ struct Verdict {
   bool inconclusive = false;
   std::vector<std::string> inconclusive_reasons;
   Suspect primary = Suspect::kNone;
-  std::string confidence;               // "high", "medium", "low"
+  std::string confidence;               // "high", "medium", "low" ("none" when inconclusive)
+  std::vector<std::string> confidence_reasons;  // what lowered it (few steps, overlap, the line, noise)
   std::string headline;                 // one sentence with the figure that decides it
-  std::vector<SuspectShare> attribution;  // the four suspects, largest first
+  std::string policy;                   // which branch of the primary-suspect policy decided, and why
+  double busy_pct = 0;                  // the device-busy share the policy compared with busy_line_pct
+  double busy_low_pct = 0, busy_high_pct = 0;  // its 95 % interval over the steps
+  double busy_line_pct = 0;             // the low-utilisation line (thresholds)
+  std::vector<SuspectShare> attribution;  // the four suspects, largest first, then "other"
+  std::vector<std::string> secondary;   // removable suspects that are not primary, with what they cost
   std::vector<RankedAction> actions;      // largest saving first
 };
 

@@ -6,7 +6,38 @@
 namespace trainlab {
 namespace {
 
-LabVariantFigures ok(double sps, double data_wait_pct = 1) { return {true, sps, data_wait_pct}; }
+// Three repetitions around a geometric mean of `sps`: +-spread_pct, as interleaved runs vary.
+LabVariantFigures reps(double sps, double data_wait_pct = 1, double spread_pct = 2) {
+  LabVariantFigures f;
+  f.ok = true;
+  for (double k : {-1.0, 0.0, 1.0}) {
+    f.samples_per_s.push_back(sps * (1.0 + k * spread_pct / 100.0));
+    f.data_wait_pct.push_back(data_wait_pct);
+  }
+  return f;
+}
+
+// One repetition (no interval).
+LabVariantFigures once(double sps, double data_wait_pct = 1) {
+  LabVariantFigures f;
+  f.ok = true;
+  f.samples_per_s = {sps};
+  f.data_wait_pct = {data_wait_pct};
+  return f;
+}
+
+LabVariantFigures compiled_with(LabVariantFigures f, int64_t fused_groups, double ops_per_step) {
+  f.compile_method = "torchscript-trace";
+  f.fused_groups = fused_groups;
+  f.ops_per_step = ops_per_step;
+  return f;
+}
+
+int lines_mentioning(const LabReading& r, const std::string& text) {
+  int n = 0;
+  for (const std::string& line : r.lines) n += line.find(text) != std::string::npos ? 1 : 0;
+  return n;
+}
 
 bool mentions(const LabReading& r, const std::string& text) {
   for (const std::string& line : r.lines) {
@@ -41,49 +72,94 @@ TEST(ThresholdsTest, APartialFileOverridesOnlyItsKeys) {
   EXPECT_EQ(merged.all().size(), Thresholds::defaults().all().size());
 }
 
-TEST(BaselineReadingTest, SmallPrecisionGainSaysNotPrecision) {
-  const LabReading r = read_baseline_lab(ok(100), ok(115), ok(117), Thresholds::defaults());
-  ASSERT_TRUE(r.precision_gain_pct);
-  EXPECT_NEAR(*r.precision_gain_pct, 15.0, 1e-9);
-  EXPECT_TRUE(mentions(r, "not precision"));
-  EXPECT_TRUE(mentions(r, "already fused"));
-  EXPECT_FALSE(mentions(r, "room in both"));
+TEST(BaselineReadingTest, AGainWhoseIntervalIsUnderTheLineSaysNotPrecision) {
+  const LabReading r = read_baseline_lab(reps(100), reps(110), compiled_with(reps(111), 3, 400),
+                                         Thresholds::defaults());
+  ASSERT_TRUE(r.precision_gain);
+  EXPECT_TRUE(r.precision_gain->has_interval);
+  EXPECT_NEAR(r.precision_gain->gain_pct, 10.0, 1e-9);  // ratio of geometric means
+  EXPECT_LT(r.precision_gain->low_pct, 10.0);
+  EXPECT_GT(r.precision_gain->high_pct, 10.0);
+  EXPECT_LT(r.precision_gain->high_pct, 20.0);
+  EXPECT_EQ(r.precision_gain->against_line, "below");
+  EXPECT_TRUE(mentions(r, "precision is not what bounds the step"));
+  EXPECT_NE(r.conclusion.find("not precision"), std::string::npos) << r.conclusion;
+  EXPECT_EQ(r.lines.back(), r.conclusion);
 }
 
-TEST(BaselineReadingTest, LargeGainsSayRoomInBoth) {
-  const LabReading r = read_baseline_lab(ok(100), ok(125), ok(140), Thresholds::defaults());
-  EXPECT_NEAR(*r.precision_gain_pct, 25.0, 1e-9);
-  EXPECT_NEAR(*r.compile_gain_pct, 12.0, 1e-9);
-  EXPECT_TRUE(mentions(r, "model compute"));
-  EXPECT_TRUE(mentions(r, "pay off"));
-  EXPECT_TRUE(mentions(r, "room in both"));
+TEST(BaselineReadingTest, AGainWhoseIntervalClearsTheLineSaysPrecisionMatters) {
+  const LabReading r = read_baseline_lab(reps(100), reps(140), reps(170), Thresholds::defaults());
+  EXPECT_EQ(r.precision_gain->against_line, "above");
+  EXPECT_GE(r.precision_gain->low_pct, 20.0);
+  EXPECT_EQ(r.compile_gain->against_line, "above");
+  EXPECT_NE(r.conclusion.find("model compute bounds this run"), std::string::npos) << r.conclusion;
+}
+
+TEST(BaselineReadingTest, AnIntervalHoldingTheLineSaysAtTheLine) {
+  // +20 % on the point with +-10 % repetitions: the interval holds +20 %.
+  const LabReading r = read_baseline_lab(reps(100, 1, 10), reps(120, 1, 10), reps(120), Thresholds::defaults());
+  EXPECT_EQ(r.precision_gain->against_line, "at the line");
+  EXPECT_TRUE(mentions(r, "at the line"));
+  EXPECT_NE(r.conclusion.find("undecided"), std::string::npos) << r.conclusion;
+  EXPECT_EQ(r.conclusion.find("model compute bounds"), std::string::npos);
+}
+
+TEST(BaselineReadingTest, OneRepetitionHasNoIntervalAndSaysSo) {
+  const LabReading r = read_baseline_lab(once(100), once(125), once(126), Thresholds::defaults());
+  EXPECT_FALSE(r.precision_gain->has_interval);
+  EXPECT_NEAR(r.precision_gain->gain_pct, 25.0, 1e-9);
+  EXPECT_EQ(r.precision_gain->against_line, "above?");
+  EXPECT_TRUE(mentions(r, "no interval"));
+  EXPECT_NE(r.conclusion.find("tentative"), std::string::npos) << r.conclusion;
+}
+
+TEST(BaselineReadingTest, CompiledThatFusedNothingSaysNothingAboutFusion) {
+  const LabReading r = read_baseline_lab(reps(100), reps(140), compiled_with(reps(141), 0, 5935),
+                                         Thresholds::defaults());
+  LabVariantFigures bf16 = reps(140);
+  bf16.ops_per_step = 5501;
+  const LabReading with_ops = read_baseline_lab(reps(100), bf16, compiled_with(reps(141), 0, 5935),
+                                                Thresholds::defaults());
+  EXPECT_TRUE(mentions(r, "fused nothing (0 fusion groups)"));
+  EXPECT_FALSE(mentions(r, "already fused"));
+  EXPECT_TRUE(mentions(with_ops, "host ops per step 5501 -> 5935"));
+  EXPECT_EQ(r.compile_gain->against_line, "below");
 }
 
 TEST(BaselineReadingTest, SlowerCompiledIsCalledSlower) {
-  const LabReading r = read_baseline_lab(ok(100), ok(140), ok(100), Thresholds::defaults());
-  EXPECT_NEAR(*r.compile_gain_pct, -100.0 * 40 / 140, 1e-9);
-  EXPECT_TRUE(mentions(r, "made the step slower"));
-  EXPECT_FALSE(mentions(r, "already fused"));
+  const LabReading r = read_baseline_lab(reps(100), reps(140), compiled_with(reps(100), 2, 300),
+                                         Thresholds::defaults());
+  EXPECT_NEAR(r.compile_gain->gain_pct, -100.0 * 40 / 140, 1e-9);
+  EXPECT_LT(r.compile_gain->high_pct, 0.0);
+  EXPECT_TRUE(mentions(r, "and slower"));
 }
 
-TEST(BaselineReadingTest, DataWaitBands) {
-  EXPECT_TRUE(mentions(read_baseline_lab(ok(100, 25), ok(101), ok(101), Thresholds::defaults()), "input-bound; fix"));
-  EXPECT_TRUE(mentions(read_baseline_lab(ok(100, 19.9), ok(101), ok(101), Thresholds::defaults()), "moderately"));
-  EXPECT_TRUE(mentions(read_baseline_lab(ok(100, 4.9), ok(101), ok(101), Thresholds::defaults()), "keeps up"));
+TEST(BaselineReadingTest, DataWaitAndAPrecisionGainGiveOneReadingNotTwo) {
+  // The lab: bf16 +20 % and 17 % data wait read as both "bound by model compute" and
+  // "moderately input-bound". Now one conclusion carries both figures.
+  const LabReading r = read_baseline_lab(reps(100, 17), reps(140, 20), reps(140, 20), Thresholds::defaults());
+  EXPECT_EQ(lines_mentioning(r, "Reading:"), 1);
+  EXPECT_NE(r.conclusion.find("model compute bounds this run"), std::string::npos) << r.conclusion;
+  EXPECT_NE(r.conclusion.find("secondary"), std::string::npos) << r.conclusion;
+  EXPECT_EQ(lines_mentioning(r, "input-bound"), 0);
 }
 
-TEST(BaselineReadingTest, SmallPrecisionGainWithDataWaitNamesTheDataPipeline) {
+TEST(BaselineReadingTest, HighDataWaitNamesTheDataPipelineWhateverPrecisionDid) {
   const auto t = Thresholds::defaults();
-  EXPECT_TRUE(mentions(read_baseline_lab(ok(100, 15), ok(110, 30), ok(110, 30), t), "the data pipeline, not precision"));
-  // A large gain, or a loader that keeps up under bf16, says nothing of the kind.
-  EXPECT_FALSE(mentions(read_baseline_lab(ok(100, 15), ok(150, 30), ok(150, 30), t), "the data pipeline, not precision"));
-  EXPECT_FALSE(mentions(read_baseline_lab(ok(100, 15), ok(110, 10), ok(110, 10), t), "the data pipeline, not precision"));
+  const LabReading small_gain = read_baseline_lab(reps(100, 45), reps(104, 50), reps(104, 50), t);
+  EXPECT_NE(small_gain.conclusion.find("the data pipeline bounds this run"), std::string::npos);
+  const LabReading big_gain = read_baseline_lab(reps(100, 25), reps(140, 35), reps(140, 35), t);
+  EXPECT_NE(big_gain.conclusion.find("the data pipeline bounds this run"), std::string::npos);
+  EXPECT_NE(big_gain.conclusion.find("compute is the other large part"), std::string::npos);
+  // bf16's faster compute left the step waiting on data: the pipeline, not precision.
+  const LabReading moved = read_baseline_lab(reps(100, 15), reps(104, 30), reps(104, 30), t);
+  EXPECT_NE(moved.conclusion.find("only left the step waiting on data"), std::string::npos) << moved.conclusion;
 }
 
 TEST(BaselineReadingTest, FailedVariantGivesNoReading) {
-  const LabReading r = read_baseline_lab(ok(100), LabVariantFigures{}, ok(100), Thresholds::defaults());
-  EXPECT_FALSE(r.precision_gain_pct);
-  EXPECT_FALSE(r.compile_gain_pct);
+  const LabReading r = read_baseline_lab(reps(100), LabVariantFigures{}, reps(100), Thresholds::defaults());
+  EXPECT_FALSE(r.precision_gain);
+  EXPECT_FALSE(r.compile_gain);
   EXPECT_TRUE(mentions(r, "no reading"));
 }
 

@@ -80,6 +80,19 @@ TEST(DiagnosisGolden, ExposedAllReduceIsCommunication) {
   EXPECT_EQ(d.summary.rank_step_p50_ms.size(), 2u);
 }
 
+TEST(DiagnosisGolden, CommunicationThatWaitsForASlowerRankNamesTheStraggler) {
+  VariantRecord r = record_with(20, 2, 20, 30, 8, 40);
+  r.world_size = 2;
+  r.distributed = {{"busy_spread_pct", 30.0}, {"ranks", nlohmann::json::array({{{"ok", true}, {"busy_ms_mean", 60.0}},
+                                                                             {{"ok", true}, {"busy_ms_mean", 78.0}}})}};
+  const Diagnosis d = diagnose_record(r);
+  EXPECT_EQ(d.verdict.primary, Suspect::kCommunication);
+  EXPECT_TRUE(fired(d, "rank_imbalance"));
+  ASSERT_TRUE(d.summary.straggler_rank);
+  EXPECT_EQ(*d.summary.straggler_rank, 1);
+  EXPECT_NE(d.verdict.headline.find("waiting for the slowest rank, rank 1"), std::string::npos) << d.verdict.headline;
+}
+
 TEST(DiagnosisGolden, BusyComputeIsModelComputeWithItsEfficiency) {
   VariantRecord r = record_with(20, 0.5, 40, 50, 10);
   r.model_flops_per_sample = 3e8;     // x 64 samples per ~100 ms step = 1.9e11 FLOP/s achieved
@@ -102,17 +115,92 @@ TEST(DiagnosisGolden, ThousandsOfSmallOpsAreFrameworkOverhead) {
   EXPECT_TRUE(fired(d, "dispatch_overhead"));
 }
 
-TEST(DiagnosisGolden, NoisyStepsAreInconclusive) {
-  VariantRecord r = record_with(20, 5, 20, 30, 10);
-  for (StepRecord& s : r.steps) s.step_ns = (s.index % 2 == 0 ? 30 : 130) * 1'000'000;
+TEST(DiagnosisGolden, NoisyStepsWidenTheIntervalsButKeepTheVerdict) {
+  // A loaded machine: steps alternate 45 ms and 135 ms, every step waiting 45 % of it on data.
+  VariantRecord r = record_with(20, 45, 20, 25, 10);
+  for (StepRecord& s : r.steps) {
+    const double scale = s.index % 2 == 0 ? 0.5 : 1.5;
+    for (int64_t& ns : s.phase_ns) ns = static_cast<int64_t>(static_cast<double>(ns) * scale);
+    s.step_ns = static_cast<int64_t>(100e6 * scale);
+  }
   const Diagnosis d = diagnose_record(r);
-  EXPECT_TRUE(d.verdict.inconclusive);
-  EXPECT_NE(d.verdict.headline.find("too noisy"), std::string::npos) << d.verdict.headline;
+  ASSERT_FALSE(d.verdict.inconclusive) << d.verdict.headline;
+  EXPECT_EQ(d.verdict.primary, Suspect::kDataPipeline);
+  EXPECT_NE(d.verdict.confidence, "high");  // the noise lowers it, with its reason
+  EXPECT_TRUE(std::any_of(d.verdict.confidence_reasons.begin(), d.verdict.confidence_reasons.end(),
+                          [](const std::string& r) { return r.find("noisy steps") != std::string::npos; }));
+  const SuspectShare& data = *std::find_if(d.verdict.attribution.begin(), d.verdict.attribution.end(),
+                                           [](const SuspectShare& a) { return a.suspect == Suspect::kDataPipeline; });
+  EXPECT_NEAR(data.share_pct, 45.0, 0.5);
+  EXPECT_LE(data.low_pct, data.share_pct);
+  EXPECT_GE(data.high_pct, data.share_pct);
+  EXPECT_NEAR(data.steps_led_pct, 100.0, 1e-9);
 }
 
-TEST(DiagnosisGolden, TooFewStepsAreInconclusive) {
-  const Diagnosis d = diagnose_record(record_with(3, 40, 20, 30, 10));
-  EXPECT_TRUE(d.verdict.inconclusive);
+TEST(DiagnosisGolden, OneDecisiveStepGivesALowConfidenceVerdict) {
+  const Diagnosis d = diagnose_record(record_with(1, 40, 20, 30, 10));
+  ASSERT_FALSE(d.verdict.inconclusive) << d.verdict.headline;
+  EXPECT_EQ(d.verdict.primary, Suspect::kDataPipeline);
+  EXPECT_EQ(d.verdict.confidence, "low");
+  ASSERT_FALSE(d.verdict.confidence_reasons.empty());
+  EXPECT_NE(d.verdict.confidence_reasons.front().find("one step"), std::string::npos);
+  const Diagnosis three = diagnose_record(record_with(3, 40, 20, 30, 10));
+  EXPECT_EQ(three.verdict.primary, Suspect::kDataPipeline);
+  EXPECT_EQ(three.verdict.confidence, "medium");  // 3 steps: under verdict.min_steps
+}
+
+TEST(DiagnosisGolden, SuspectsTooCloseToCallAreInconclusiveAndNamed) {
+  VariantRecord r = record_with(20, 27, 20, 30, 10);  // 87 ms: data 31.0 %
+  r.ops_per_step = 1000;
+  r.dispatch_ns_per_op = 26'000;  // 26 ms of the step: framework 29.9 %
+  const Diagnosis d = diagnose_record(r);
+  ASSERT_TRUE(d.verdict.inconclusive) << d.verdict.headline;
+  EXPECT_NE(d.verdict.headline.find("too close to call"), std::string::npos) << d.verdict.headline;
+  EXPECT_NE(d.verdict.headline.find("data pipeline"), std::string::npos);
+  EXPECT_NE(d.verdict.headline.find("framework overhead"), std::string::npos);
+}
+
+TEST(DiagnosisGolden, ABusyDeviceKeepsModelComputePrimaryAndNamesTheRemovableSuspectSecondary) {
+  // Communication at 11 % of the step and compute at 71 %: the device is busy at or above the
+  // 70 % line, so model compute is primary and communication a secondary finding with its saving.
+  VariantRecord r = record_with(20, 1, 25, 35, 12, 11);
+  for (StepRecord& s : r.steps) {  // 16 ms of other host work: a 100 ms step
+    s.phase_ns[static_cast<size_t>(Phase::kOther)] = 16'000'000;
+    s.step_ns += 16'000'000;
+  }
+  const Diagnosis d = diagnose_record(r);
+  EXPECT_NEAR(d.summary.shares.compute_pct, 72.0 - 0.6, 0.2);  // less 0.6 ms of dispatch
+  EXPECT_NEAR(d.summary.shares.communication_pct, 11.0, 0.2);
+  EXPECT_EQ(d.verdict.primary, Suspect::kModelCompute);
+  EXPECT_TRUE(fired(d, "exposed_communication"));
+  ASSERT_FALSE(d.verdict.secondary.empty());
+  EXPECT_NE(d.verdict.secondary.front().find("communication"), std::string::npos) << d.verdict.secondary.front();
+  EXPECT_NE(d.verdict.policy.find("at or above"), std::string::npos) << d.verdict.policy;
+  EXPECT_NE(d.verdict.confidence, "high");  // within 10 points of the line
+}
+
+TEST(DiagnosisGolden, AnUnderFedDeviceNamesTheSuspectThatOwnsTheIdleTime) {
+  // Compute 55 %, framework 30 % of the step, communication 12 %: under the line, framework owns
+  // the largest share of the idle time.
+  VariantRecord r = record_with(20, 1, 35, 40, 10, 12);
+  r.ops_per_step = 1000;
+  r.dispatch_ns_per_op = 29'000;
+  const Diagnosis d = diagnose_record(r);
+  EXPECT_LT(d.summary.shares.compute_pct, 70.0);
+  EXPECT_EQ(d.verdict.primary, Suspect::kFrameworkOverhead) << d.verdict.headline;
+  EXPECT_NE(d.verdict.policy.find("under-fed"), std::string::npos) << d.verdict.policy;
+}
+
+TEST(DiagnosisGolden, IdleTimeInNoMeasuredPhaseKeepsModelComputeAndSaysSo) {
+  // Compute 60 %, "other" (untraced host work) 38 %: no removable suspect owns 5 % of the step.
+  VariantRecord r = record_with(20, 1, 25, 25, 10);
+  for (StepRecord& s : r.steps) {
+    s.phase_ns[static_cast<size_t>(Phase::kOther)] = 38'000'000;
+    s.step_ns += 38'000'000;
+  }
+  const Diagnosis d = diagnose_record(r);
+  EXPECT_EQ(d.verdict.primary, Suspect::kModelCompute);
+  EXPECT_NE(d.verdict.headline.find("untraced host work"), std::string::npos) << d.verdict.headline;
 }
 
 TEST(DiagnosisGolden, GrowingMemoryAndANaNLossAreSecondaryFindings) {

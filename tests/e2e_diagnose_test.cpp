@@ -77,13 +77,17 @@ TEST(DiagnoseE2E, SingleGpuTraceIsComputeBound) {
   EXPECT_EQ(d["summary"]["world_size"].get<int>(), 1);
 }
 
-TEST(DiagnoseE2E, CpuOnlyGlooTraceKnowsItsRankAndIsInconclusiveOnOneStep) {
+TEST(DiagnoseE2E, CpuOnlyGlooTraceKnowsItsRankAndGivesALowConfidenceVerdictOnOneStep) {
   const nlohmann::json d = diagnose(std::string(TRAINLAB_SAMPLE_TRACES_DIR) + "/cpu_only_gloo_rank34.pt.trace.json.gz",
                                     "gloo34");
   EXPECT_EQ(d["summary"]["rank"].get<int>(), 34);
   EXPECT_EQ(d["summary"]["world_size"].get<int>(), 300);
   EXPECT_FALSE(d["summary"]["on_gpu"].get<bool>());
-  EXPECT_TRUE(d["verdict"]["inconclusive"].get<bool>());  // one ProfilerStep: too few to name anything
+  // One ProfilerStep, decisive: communication with low confidence, and the reason says why.
+  EXPECT_FALSE(d["verdict"]["inconclusive"].get<bool>());
+  EXPECT_EQ(d["verdict"]["primary"], "communication");
+  EXPECT_EQ(d["verdict"]["confidence"], "low");
+  EXPECT_NE(d["verdict"]["confidence_reasons"].dump().find("one step"), std::string::npos) << d["verdict"].dump();
   EXPECT_GT(share(d, "communication"), 50.0);
 }
 #endif

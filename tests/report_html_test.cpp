@@ -235,6 +235,15 @@ TEST(ReportHtml, VerdictHeadlineAndPrimarySuspect) {
   EXPECT_NE(html.find("<div class=\"primary\">Data pipeline"), std::string::npos);
   EXPECT_NE(html.find("confidence: high"), std::string::npos);
   EXPECT_EQ(html.find("INCONCLUSIVE"), std::string::npos);
+  EXPECT_EQ(html.find("Why: "), std::string::npos);  // no policy text given: none shown
+  x.verdict.policy = "compute is 50.0 % of the step, under the 70 % low-utilisation line";
+  x.verdict.confidence_reasons = {"3 steps only (under 5)"};
+  x.verdict.secondary = {"communication 12.0 % of the step (up to 1.14x if removed)"};
+  const std::string explained = render_report_html(x.bound());
+  EXPECT_NE(explained.find("Why: compute is 50.0 % of the step, under the 70 % low-utilisation line."),
+            std::string::npos);
+  EXPECT_NE(explained.find("<li>confidence: 3 steps only (under 5)</li>"), std::string::npos);
+  EXPECT_NE(explained.find("<li>secondary: communication 12.0 % of the step"), std::string::npos);
   // The attribution bar: one segment per non-zero share (compute, data, other).
   EXPECT_EQ(count_of(html, "<rect class=\"seg\""), 3u);
   // The ranked actions, largest saving first, with their speed-ups.

@@ -721,6 +721,64 @@ TEST(RulesTest, PrecisionUsesTheMeasuredBf16GemmGain) {
   EXPECT_FALSE(find(s, "precision"));
 }
 
+TEST(RulesTest, PrecisionWeighsTheGemmSpeedupByTheGemmsShareOfOpTime) {
+  // tinyops-like: compute-heavy and fp32, but GEMMs are a fifth of the op time; bf16 GEMMs 3x faster
+  // speed up only that fifth, so the prediction is 80 % x 20 % x (1 - 1/3), not 3x on the whole step.
+  Summary s = quiet();
+  s.compute_dtype = "fp32";
+  s.shares = {0, 0, 80, 0, 10, 10};
+  s.fp32_op_share_pct = 95;
+  s.bf16_gemm_speedup = 3.0;
+  s.gemm_time_pct = 20;
+  auto f = find(s, "precision");
+  ASSERT_TRUE(f);
+  EXPECT_NEAR(f->saving_pct, 80.0 * 0.2 * (1.0 - 1.0 / 3.0), 1e-9);
+  EXPECT_EQ(evidence(*f, "gemm_time_pct")->value, 20);
+}
+
+TEST(RulesTest, RecommendationsSpeakTheUsersLanguage) {
+  // A trainlab run is told trainlab's flags; a PyTorch trace is told PyTorch's knobs.
+  Summary run = quiet();
+  run.shares.data_wait_pct = 40;
+  run.loader_workers = 0;
+  Summary trace = run;
+  trace.source = "kineto";
+  trace.loader_workers.reset();
+  EXPECT_TRUE(contains(find(run, "input_bound")->recommendation, "--workers")) << find(run, "input_bound")->recommendation;
+  const std::string pytorch = find(trace, "input_bound")->recommendation;
+  EXPECT_TRUE(contains(pytorch, "DataLoader(num_workers=")) << pytorch;
+  EXPECT_FALSE(contains(pytorch, "--workers")) << pytorch;
+
+  Summary busy = quiet();
+  busy.shares.framework_pct = 30;
+  EXPECT_TRUE(contains(find(busy, "dispatch_overhead")->recommendation, "--compiled on"));
+  busy.source = "kineto";
+  EXPECT_TRUE(contains(find(busy, "dispatch_overhead")->recommendation, "torch.compile"));
+
+  Summary comm = quiet();
+  comm.shares.communication_pct = 25;
+  comm.source = "kineto";
+  EXPECT_TRUE(contains(find(comm, "exposed_communication")->recommendation, "bucket_cap_mb"));
+  comm.source = "trainlab";
+  EXPECT_TRUE(contains(find(comm, "exposed_communication")->recommendation, "--comm-mode overlap"));
+}
+
+TEST(RulesTest, DispatchOverheadNamesAllocatorChurnAndSyncsFromTheIdleCauses) {
+  Summary s = quiet();
+  s.on_gpu = true;
+  s.source = "kineto";
+  s.shares.framework_pct = 40;
+  s.idle_cause_pct = {{"allocator", 25}, {"launch", 10}, {"sync", 5}};
+  auto f = find(s, "dispatch_overhead");
+  ASSERT_TRUE(f);
+  EXPECT_TRUE(contains(f->title, "allocator churn")) << f->title;
+  EXPECT_TRUE(contains(f->recommendation, "expandable_segments")) << f->recommendation;
+  s.idle_cause_pct = {{"allocator", 2}, {"launch", 10}, {"sync", 28}};
+  f = find(s, "dispatch_overhead");
+  EXPECT_TRUE(contains(f->title, "synchronises")) << f->title;
+  EXPECT_TRUE(contains(f->recommendation, ".item()")) << f->recommendation;
+}
+
 TEST(RulesTest, PrecisionOnGpuFromKernelTime) {
   Summary s = quiet();
   s.on_gpu = true;

@@ -121,6 +121,8 @@ void add_variant_options(CLI::App* cmd, VariantOptions& o, CommandKind kind) {
   cmd->add_option("--repeat", o.repeat,
                   kind == CommandKind::kSweep
                       ? "run the grid this many rounds (each point once a round); figures are the rounds' median"
+                  : kind == CommandKind::kLab
+                      ? "run the three variants this many times, interleaved (default 3: the gains' intervals)"
                       : "run each variant this many times, interleaved (default 1; compare uses them)");
   cmd->add_option("--thresholds", o.thresholds_path, "thresholds JSON replacing configs/thresholds.json");
 }
@@ -604,6 +606,9 @@ int run_cli(int argc, char** argv) {
     auto [name, value] = split_setting(text.substr(colon + 1), "--override");
     lab.overrides[text.substr(0, colon)].emplace_back(name, value);
   }
+  // The lab's gains carry intervals over interleaved repetitions (fp32 bf16 compiled, three times):
+  // three a side is the fewest that give Welch's interval something to stand on.
+  if (baseline->count("--repeat") == 0) lab.repeat = 3;
   baseline_variants(lab);  // validates overrides before anything runs
   return report_run(run_baseline_lab(lab, std::cerr));
 }

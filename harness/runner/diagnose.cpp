@@ -39,8 +39,10 @@ void add_rank_spread(std::vector<Diagnosis>& diagnoses) {
     busy.push_back(d.summary.step.p50 * (1.0 - d.summary.shares.communication_pct / 100.0));
   }
   const auto [lo, hi] = std::minmax_element(busy.begin(), busy.end());
+  const int straggler = diagnoses[static_cast<size_t>(hi - busy.begin())].summary.rank;
   for (Diagnosis& d : diagnoses) {
     d.summary.rank_step_p50_ms = busy;
+    d.summary.straggler_rank = straggler;
     if (*lo > 0) d.summary.rank_spread_pct = 100.0 * (*hi / *lo - 1.0);
   }
 }
@@ -253,7 +255,7 @@ std::string render_diagnosis_text(const Diagnosis& d) {
   out << "Diagnosis " << s.label
       << (s.world_size > 1 ? " (rank " + std::to_string(s.rank) + " of " + std::to_string(s.world_size) + ")"
                            : "")
-      << ": " << s.step_ms.size() << " steps, step p50 " << fmt("%.1f", s.step.p50) << " ms (p95 "
+      << ": " << s.step_ms.size() << (s.step_ms.size() == 1 ? " step" : " steps") << ", step p50 " << fmt("%.1f", s.step.p50) << " ms (p95 "
       << fmt("%.1f", s.step.p95) << " ms), " << s.device << "\n";
   if (d.verdict.inconclusive) {
     out << "  Verdict: INCONCLUSIVE";
@@ -262,10 +264,14 @@ std::string render_diagnosis_text(const Diagnosis& d) {
   } else {
     out << "  Verdict: " << suspect_words(d.verdict.primary) << " (confidence " << d.verdict.confidence
         << ") — " << d.verdict.headline << "\n";
+    for (const std::string& reason : d.verdict.confidence_reasons) out << "    confidence: " << reason << "\n";
+    for (const std::string& secondary : d.verdict.secondary) out << "    secondary: " << secondary << "\n";
   }
-  out << "  Step time:";
+  out << "  Step time" << (s.step_shares.size() >= 2 ? " (95 % intervals over the steps)" : "") << ":";
   for (const SuspectShare& a : d.verdict.attribution) {
-    out << " " << suspect_words(a.suspect) << " " << fmt("%.1f", a.share_pct) << " %;";
+    out << " " << suspect_words(a.suspect) << " " << fmt("%.1f", a.share_pct);
+    if (a.high_pct - a.low_pct >= 0.05) out << " [" << fmt("%.1f", a.low_pct) << ", " << fmt("%.1f", a.high_pct) << "]";
+    out << " %;";
   }
   out << "\n";
   if (!d.findings.empty()) {

@@ -20,13 +20,29 @@ namespace trainlab {
 namespace fs = std::filesystem;
 namespace {
 
-LabVariantFigures figures_of(const VariantRecord* record) {
+// One lab variant's figures over its repetitions (failed repetitions left out).
+LabVariantFigures figures_of(const RunRecord& record, const std::string& name) {
   LabVariantFigures figures;
-  if (record == nullptr || !record->ok()) return figures;
-  const VariantAggregate agg = aggregate(*record);
-  figures.ok = agg.measured_steps > 0;
-  figures.samples_per_s = agg.samples_per_s;
-  figures.data_wait_pct = agg.phase_pct[static_cast<size_t>(Phase::kDataWait)];
+  double ops_sum = 0;
+  int ops_count = 0;
+  for (const VariantRecord& v : record.variants) {
+    if (v.spec.name() != name || !v.ok()) continue;
+    const VariantAggregate agg = aggregate(v);
+    if (agg.measured_steps <= 0) continue;
+    figures.ok = true;
+    figures.samples_per_s.push_back(agg.samples_per_s);
+    figures.data_wait_pct.push_back(agg.phase_pct[static_cast<size_t>(Phase::kDataWait)]);
+    if (v.ops_per_step > 0) {
+      ops_sum += v.ops_per_step;
+      ++ops_count;
+    }
+    if (v.compile_info.is_object() && v.compile_info.contains("method")) {
+      figures.compile_method = v.compile_info["method"].get<std::string>();
+      if (v.compile_info.contains("fusion_groups") && v.compile_info["fusion_groups"].is_number_integer())
+        figures.fused_groups = v.compile_info["fusion_groups"].get<int64_t>();
+    }
+  }
+  if (ops_count > 0) figures.ops_per_step = ops_sum / ops_count;
   return figures;
 }
 
@@ -140,9 +156,9 @@ std::vector<VariantSpec> baseline_variants(const LabOptions& options) {
 LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress) {
   const std::vector<VariantSpec> specs = baseline_variants(options);
   LabOutcome outcome = run_variants(specs, options, "baseline", progress);
-  const LabReading reading = read_baseline_lab(
-      figures_of(find_variant(outcome.record, "fp32")), figures_of(find_variant(outcome.record, "bf16")),
-      figures_of(find_variant(outcome.record, "bf16+compiled")), *options.thresholds);
+  const LabReading reading =
+      read_baseline_lab(figures_of(outcome.record, "fp32"), figures_of(outcome.record, "bf16"),
+                        figures_of(outcome.record, "bf16+compiled"), *options.thresholds);
   outcome.record.reading = reading.lines;
   write_run_record((fs::path(outcome.run_dir) / "run.json").string(), outcome.record);
   return outcome;
