@@ -139,7 +139,7 @@ TEST(TraceSummarySamples, ResNet50Workers4ReproducesTheTensorBoardPluginFigures)
   // has finished; the ProfilerStep# host spans used here average 139.692 ms (within 1 %).
   EXPECT_NEAR(s.step.mean, 141.068, 141.068 * 0.01);
   EXPECT_NEAR(s.shares.compute_pct, 70.28, 1.0);   // published: kernel 70.28 %
-  EXPECT_NEAR(s.shares.data_wait_pct, 0.84, 1.0);  // published: DataLoader 0.84 %
+  EXPECT_NEAR(s.shares.data_wait_pct, 0.84, 0.5);  // published: DataLoader 0.84 %
   EXPECT_TRUE(s.on_gpu);
 }
 
