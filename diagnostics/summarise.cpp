@@ -1,75 +1,33 @@
 // Reductions to a Summary. A trainlab variant record already holds per-step phase times, so its
-// shares come from there; a PyTorch trace holds only spans, so its shares come from the timeline:
-// per step, device work (kernels), collectives, copies and the idle rest on GPU traces; the main
-// thread's top-level ops, DataLoader spans, collectives and the gaps between them on CPU traces.
+// shares come from there; a PyTorch trace holds only spans, so its shares come from the timeline, per
+// step (ProfilerStep#, or iterations recovered where the trace repeats: trace_steps.h): on GPU traces
+// device work (kernels), exposed collectives, copies and the device's idle rest, split by what the
+// host was doing (idle_attribution.h); on CPU traces the main thread's top-level ops, DataLoader
+// spans, collectives and the gaps between them.
 #include "diagnostics/summarise.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
+#include "diagnostics/idle_attribution.h"
+#include "diagnostics/intervals.h"
+#include "diagnostics/trace_steps.h"
 #include "harness/core/statistics.h"
 
 namespace trainlab {
 namespace {
 
-using Interval = std::pair<int64_t, int64_t>;
-
-// Sorted, merged intervals.
-std::vector<Interval> merged(std::vector<Interval> spans) {
-  std::sort(spans.begin(), spans.end());
-  std::vector<Interval> out;
-  for (const Interval& s : spans) {
-    if (s.second <= s.first) continue;
-    if (!out.empty() && s.first <= out.back().second) {
-      out.back().second = std::max(out.back().second, s.second);
-    } else {
-      out.push_back(s);
-    }
-  }
-  return out;
-}
-
-int64_t length(const std::vector<Interval>& merged_spans) {
-  int64_t total = 0;
-  for (const Interval& s : merged_spans) total += s.second - s.first;
-  return total;
-}
-
-// Merged intervals clipped to [from, to).
-std::vector<Interval> clip(const std::vector<Interval>& m, int64_t from, int64_t to) {
-  std::vector<Interval> out;
-  for (const Interval& s : m) {
-    const int64_t a = std::max(s.first, from), b = std::min(s.second, to);
-    if (b > a) out.push_back({a, b});
-  }
-  return out;
-}
-
-// a minus b (both merged).
-std::vector<Interval> subtract(const std::vector<Interval>& a, const std::vector<Interval>& b) {
-  std::vector<Interval> out;
-  size_t j = 0;
-  for (Interval s : a) {
-    while (j < b.size() && b[j].second <= s.first) ++j;
-    size_t k = j;
-    while (k < b.size() && b[k].first < s.second) {
-      if (b[k].first > s.first) out.push_back({s.first, b[k].first});
-      s.first = std::max(s.first, b[k].second);
-      if (s.first >= s.second) break;
-      ++k;
-    }
-    if (s.first < s.second) out.push_back(s);
-  }
-  return out;
-}
-
-std::vector<Interval> unite(std::vector<Interval> a, const std::vector<Interval>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return merged(std::move(a));
-}
+using intervals::clip;
+using intervals::Interval;
+using intervals::length;
+using intervals::merged;
+using intervals::subtract;
+using intervals::unite;
+using Step = TraceStep;
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -82,21 +40,9 @@ bool is_dataloader(const TraceEvent& e) {
   return e.name.find("DataLoader") != std::string::npos && e.name.find("__next__") != std::string::npos;
 }
 
-bool is_collective(const TraceEvent& e) {
-  const std::string n = lower(e.name);
-  if (e.kind == EventKind::kKernel) return n.find("nccl") != std::string::npos;
-  return n.rfind("gloo:", 0) == 0 || n.rfind("nccl:", 0) == 0 ||
-         n.find("c10d::allreduce") != std::string::npos || n.find("c10d::broadcast") != std::string::npos ||
-         n.find("c10d::allgather") != std::string::npos ||
-         n.find("c10d::reduce_scatter") != std::string::npos;
-}
-
 bool is_host_sync(const TraceEvent& e) {
   if (e.kind == EventKind::kSync) return true;
-  if (e.kind == EventKind::kRuntime) {
-    return e.name == "cudaDeviceSynchronize" || e.name == "cudaStreamSynchronize" ||
-           e.name == "cudaEventSynchronize" || e.name == "cudaMemcpy";
-  }
+  if (e.kind == EventKind::kRuntime) return is_sync_call(e.name);  // CUDA and HIP
   // On CPU nothing waits for a device, but the same code (.item(), printing a loss) is a sync on GPU.
   return e.kind == EventKind::kCpuOp && (e.name == "aten::item" || e.name == "aten::_local_scalar_dense");
 }
@@ -152,11 +98,6 @@ std::vector<NamedTime> top_by_time(const std::map<std::string, NamedTime>& by_na
   if (out.size() > limit) out.resize(limit);
   return out;
 }
-
-struct Step {
-  int64_t number = 0;
-  int64_t start_ns = 0, end_ns = 0;
-};
 
 // What a profile says beyond phase times: per-step op/kernel counts, durations, top ops by self
 // time, host syncs, shapes, precision, device activity. Fills the Summary's profile fields.
@@ -274,32 +215,6 @@ void add_profile_details(const Profile& profile, const std::vector<Step>& steps,
   }
 }
 
-// ProfilerStep# spans on the host (the thread with most of them); sorted by start.
-std::vector<Step> steps_of(const Profile& profile, int64_t* main_track) {
-  std::map<int64_t, int64_t> per_track;
-  for (const TraceEvent& e : profile.events) {
-    if (e.kind == EventKind::kStep && !e.on_device) ++per_track[e.track];
-  }
-  std::vector<Step> steps;
-  if (per_track.empty()) return steps;
-  *main_track = std::max_element(per_track.begin(), per_track.end(), [](const auto& a, const auto& b) {
-                  return a.second < b.second;
-                })->first;
-  for (const TraceEvent& e : profile.events) {
-    if (e.kind != EventKind::kStep || e.on_device || e.track != *main_track) continue;
-    const size_t hash = e.name.find('#');
-    Step step{0, e.start_ns, e.end_ns};
-    try {
-      step.number = hash == std::string::npos ? 0 : std::stoll(e.name.substr(hash + 1));
-    } catch (const std::exception&) {
-      step.number = static_cast<int64_t>(steps.size());
-    }
-    steps.push_back(step);
-  }
-  std::sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) { return a.start_ns < b.start_ns; });
-  return steps;
-}
-
 // The record's phases step by step, reduced as the aggregate shares are: the verdict's intervals
 // and its step-by-step consistency come from these. dispatch_ns_per_step: the per-op dispatch cost
 // times the ops of a step (CPU), counted as framework overhead inside each step's compute phases.
@@ -361,6 +276,7 @@ Summary summarise_variant(const VariantRecord& record, const std::string& scenar
   s.peak_memory_bytes = record.peak_memory_bytes;
   s.logical_cores = record.environment.logical_cores;
   s.compute_dtype = record.spec.precision == Precision::kBf16 ? "bf16" : "fp32";
+  s.steps_from = "record";
 
   std::vector<double> memory_mb;
   int64_t measured_ns = 0;
@@ -404,7 +320,6 @@ Summary summarise_variant(const VariantRecord& record, const std::string& scenar
   }
   s.shares.compute_pct = compute_pct - s.shares.framework_pct;
   s.device_busy_pct = s.shares.compute_pct;
-  s.steps_from = "record";
   add_step_shares(record, s.on_gpu ? 0.0 : record.ops_per_step * record.dispatch_ns_per_op, s);
   s.init_ms = static_cast<double>(record.init_ns) / 1e6;
   if (record.model_flops_per_sample > 0) {
@@ -477,7 +392,7 @@ Summary summarise_variant(const VariantRecord& record, const std::string& scenar
   bool gpu_busy_known = false;
   if (profile != nullptr) {
     int64_t main_track = 0;
-    const std::vector<Step> steps = steps_of(*profile, &main_track);
+    const std::vector<Step> steps = profiler_steps(*profile, &main_track);
     add_profile_details(*profile, steps, s);
     if (s.on_gpu && !steps.empty()) {
       // Device busy: the union of kernels over the captured steps; the compute phases' remainder is
@@ -516,10 +431,154 @@ Summary summarise_variant(const VariantRecord& record, const std::string& scenar
   return s;
 }
 
-Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, const std::string& label) {
-  Summary s;
-  s.source = "kineto";
-  s.label = label;
+namespace {
+
+// A trace's spans by role, merged: the timeline the step shares are cut from.
+struct TraceTimeline {
+  std::vector<Interval> kernels;                        // device kernels other than collectives
+  std::vector<Interval> collective_kernels;             // NCCL/RCCL and other collective kernels
+  std::vector<Interval> copies;                         // device memcpy/memset
+  std::vector<Interval> host_collectives;               // collective spans on any host thread (CPU traces)
+  std::vector<Interval> dataloader;                     // DataLoader __next__ spans on any host thread
+  std::vector<Interval> host_ops;                       // operators of the loop's thread
+  std::map<std::string, std::vector<Interval>> phases;  // trainlab's own traces: the loop's phases
+  bool has_phases = false;
+};
+
+TraceTimeline trace_timeline(const Profile& profile, int64_t main_track) {
+  std::vector<Interval> kernels, collective_kernels, copies, host_collectives, dataloader, host_ops;
+  std::map<std::string, std::vector<Interval>> phase_spans;
+  TraceTimeline tl;
+  for (const TraceEvent& e : profile.events) {
+    const Interval span{e.start_ns, e.end_ns};
+    if (e.kind == EventKind::kPhase) {
+      tl.has_phases = true;
+      phase_spans[e.name].push_back(span);
+    } else if (is_collective_kernel(e)) {
+      collective_kernels.push_back(span);
+    } else if (e.kind == EventKind::kKernel) {
+      kernels.push_back(span);
+    } else if (e.kind == EventKind::kMemcpy || e.kind == EventKind::kMemset) {
+      copies.push_back(span);
+    } else if (e.on_device) {
+      continue;  // device-side annotations and sync records
+    } else if (is_collective_host_call(e.name)) {
+      host_collectives.push_back(span);
+    } else if (is_dataloader(e)) {
+      dataloader.push_back(span);
+    } else if (e.kind == EventKind::kCpuOp && e.track == main_track) {
+      host_ops.push_back(span);
+    }
+  }
+  tl.kernels = merged(std::move(kernels));
+  tl.collective_kernels = merged(std::move(collective_kernels));
+  tl.copies = merged(std::move(copies));
+  tl.host_collectives = merged(std::move(host_collectives));
+  tl.dataloader = merged(std::move(dataloader));
+  tl.host_ops = merged(std::move(host_ops));
+  for (auto& [name, spans] : phase_spans) tl.phases[name] = merged(std::move(spans));
+  return tl;
+}
+
+// One step's time by share in nanoseconds; "other" is the rest of the step.
+struct StepTimes {
+  double data = 0, h2d = 0, compute = 0, comm = 0, framework = 0;
+  double comm_all = 0;  // collective time, hidden behind compute or not
+  IdleSplit idle{};     // GPU traces: the device's idle time by host activity
+  double busy_pct = 0;  // GPU: kernels; CPU: compute ops; % of the step
+
+  StepTimes& operator+=(const StepTimes& o) {
+    data += o.data;
+    h2d += o.h2d;
+    compute += o.compute;
+    comm += o.comm;
+    framework += o.framework;
+    comm_all += o.comm_all;
+    for (size_t i = 0; i < kIdleCauseCount; ++i) idle[i] += o.idle[i];
+    return *this;
+  }
+};
+
+StepShares shares_of(const StepTimes& t, double step_ns) {
+  StepShares sh;
+  if (step_ns <= 0) return sh;
+  sh.data_wait_pct = 100.0 * t.data / step_ns;
+  sh.host_to_device_pct = 100.0 * t.h2d / step_ns;
+  sh.compute_pct = 100.0 * t.compute / step_ns;
+  sh.communication_pct = 100.0 * t.comm / step_ns;
+  sh.framework_pct = 100.0 * t.framework / step_ns;
+  sh.other_pct = std::max(0.0, 100.0 - sh.data_wait_pct - sh.host_to_device_pct - sh.compute_pct -
+                                   sh.communication_pct - sh.framework_pct);
+  return sh;
+}
+
+int64_t idle_ns(const IdleSplit& split, IdleCause cause) { return split[static_cast<size_t>(cause)]; }
+
+// trainlab's own trace: the loop's phases are in it.
+StepTimes phase_step_times(const TraceTimeline& tl, const Step& st) {
+  const auto in = [&](const char* name) {
+    const auto it = tl.phases.find(name);
+    return it == tl.phases.end() ? 0.0
+                                 : static_cast<double>(length(clip(it->second, st.start_ns, st.end_ns)));
+  };
+  StepTimes t;
+  t.data = in("data_wait");
+  t.h2d = in("host_to_device");
+  t.compute = in("forward") + in("backward") + in("optimizer");
+  t.comm = in("communication");
+  t.comm_all = t.comm;
+  return t;
+}
+
+// GPU: kernels are compute; collective kernels not hidden behind them are exposed communication;
+// copies not under either are host-to-device; the device's idle rest goes by what the host was doing
+// (idle_attribution.h): DataLoader -> data, collective -> communication, the others -> framework.
+StepTimes gpu_step_times(const TraceTimeline& tl, const IdleAttributor& attributor, const Step& st) {
+  const auto kernels = clip(tl.kernels, st.start_ns, st.end_ns);
+  const auto collectives = clip(tl.collective_kernels, st.start_ns, st.end_ns);
+  const auto copies = clip(tl.copies, st.start_ns, st.end_ns);
+  const auto computing = unite(kernels, collectives);
+  const auto idle = subtract({{st.start_ns, st.end_ns}}, unite(computing, copies));
+  StepTimes t;
+  t.idle = attributor.attribute(idle);
+  const auto cause = [&t](IdleCause c) { return static_cast<double>(idle_ns(t.idle, c)); };
+  t.compute = static_cast<double>(length(kernels));
+  t.comm = static_cast<double>(length(subtract(collectives, kernels))) + cause(IdleCause::kCollective);
+  t.comm_all = static_cast<double>(length(collectives)) + cause(IdleCause::kCollective);
+  t.h2d = static_cast<double>(length(subtract(copies, computing)));
+  t.data = cause(IdleCause::kDataLoader);
+  t.framework = cause(IdleCause::kSync) + cause(IdleCause::kAllocator) + cause(IdleCause::kLaunch) +
+                cause(IdleCause::kHostOps) + cause(IdleCause::kHostIdle);
+  t.busy_pct = 100.0 * t.compute / static_cast<double>(st.end_ns - st.start_ns);
+  return t;
+}
+
+// CPU: the loop thread's top-level ops are compute, except the short ones (dominated by dispatch),
+// which count as framework with the time in no op; DataLoader and collective spans are data and comm.
+StepTimes cpu_step_times(const TraceTimeline& tl, const Step& st) {
+  const double step_ns = static_cast<double>(st.end_ns - st.start_ns);
+  const double short_op_ns = 10e3;  // top-level ops under 10 us are dominated by dispatch
+  const auto dl = clip(tl.dataloader, st.start_ns, st.end_ns);
+  const auto cc = clip(tl.host_collectives, st.start_ns, st.end_ns);
+  const auto ops = subtract(subtract(clip(tl.host_ops, st.start_ns, st.end_ns), dl), cc);
+  double short_ns = 0;
+  for (const Interval& op : ops) {
+    if (static_cast<double>(op.second - op.first) < short_op_ns)
+      short_ns += static_cast<double>(op.second - op.first);
+  }
+  const double ops_ns = static_cast<double>(length(ops));
+  StepTimes t;
+  t.data = static_cast<double>(length(dl));
+  t.comm = static_cast<double>(length(cc));
+  t.comm_all = t.comm;
+  t.compute = ops_ns - short_ns;
+  // Host time in no op (Python and framework glue) plus the short ops.
+  t.framework = std::max(0.0, step_ns - ops_ns - t.data - t.comm) + short_ns;
+  t.busy_pct = 100.0 * t.compute / step_ns;
+  return t;
+}
+
+void fill_trace_device(const Profile& profile, const nlohmann::json& metadata, Summary& s) {
   for (const TraceEvent& e : profile.events) {
     if (e.on_device && (e.kind == EventKind::kKernel || e.kind == EventKind::kMemcpy)) {
       s.on_gpu = true;
@@ -537,143 +596,61 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
     if (d.contains("world_size") && d["world_size"].is_number_integer())
       s.world_size = d["world_size"].get<int>();
   }
+}
+
+}  // namespace
+
+Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, const std::string& label) {
+  Summary s;
+  s.source = "kineto";
+  s.label = label;
+  fill_trace_device(profile, metadata, s);
   fill_system(profile, s);
 
-  int64_t main_track = 0;
-  std::vector<Step> steps = steps_of(profile, &main_track);
-  if (steps.empty()) {
-    // No ProfilerStep# markers: the whole host timeline is one step (and too few for a verdict).
-    int64_t from = INT64_MAX, to = INT64_MIN;
-    std::map<int64_t, int64_t> op_ns_per_track;
-    for (const TraceEvent& e : profile.events) {
-      if (e.on_device) continue;
-      from = std::min(from, e.start_ns);
-      to = std::max(to, e.end_ns);
-      if (e.kind == EventKind::kCpuOp) op_ns_per_track[e.track] += e.duration_ns();
-    }
-    if (from >= to) {
-      s.notes.push_back("the trace has no host events: nothing to summarise");
-      return s;
-    }
-    if (!op_ns_per_track.empty()) {
-      main_track =
-          std::max_element(op_ns_per_track.begin(), op_ns_per_track.end(), [](const auto& a, const auto& b) {
-            return a.second < b.second;
-          })->first;
-    }
-    steps.push_back({0, from, to});
-    s.notes.push_back(
-        "no ProfilerStep# spans (the trace was not taken with a profiler schedule and prof.step()): "
-        "the whole trace is treated as one step");
+  const TraceSteps found = find_trace_steps(profile);
+  if (found.steps.empty()) {
+    s.notes.push_back("the trace has no host events: nothing to summarise");
+    return s;
   }
+  const std::vector<Step>& steps = found.steps;
+  s.steps_from = found.found_by;
+  if (found.found_by != "ProfilerStep") s.notes.push_back(found.note);
 
-  // Intervals by role. Host spans count on the main thread only (where the loop runs).
-  std::vector<Interval> kernels, collectives, copies, dataloader, host_ops, phases_comm;
-  bool has_phases = false;
-  std::map<std::string, std::vector<Interval>> phase_spans;
-  for (const TraceEvent& e : profile.events) {
-    const Interval span{e.start_ns, e.end_ns};
-    if (e.kind == EventKind::kPhase) {
-      has_phases = true;
-      phase_spans[e.name].push_back(span);
-      continue;
-    }
-    if (is_collective(e)) {
-      collectives.push_back(span);
-    } else if (e.kind == EventKind::kKernel) {
-      kernels.push_back(span);
-    } else if (e.kind == EventKind::kMemcpy || e.kind == EventKind::kMemset) {
-      copies.push_back(span);
-    } else if (is_dataloader(e)) {
-      dataloader.push_back(span);
-    } else if (e.kind == EventKind::kCpuOp && e.track == main_track) {
-      host_ops.push_back(span);
-    }
-  }
-  const auto k = merged(kernels), c = merged(collectives), m = merged(copies), d = merged(dataloader),
-             h = merged(host_ops);
-  std::map<std::string, std::vector<Interval>> phases;
-  for (auto& [name, spans] : phase_spans) phases[name] = merged(spans);
+  const TraceTimeline tl = trace_timeline(profile, found.main_track);
+  const bool attribute_idle = s.on_gpu && !tl.has_phases;
+  std::optional<IdleAttributor> attributor;
+  if (attribute_idle) attributor.emplace(profile, found.main_track);
 
-  double total = 0, data = 0, h2d = 0, compute = 0, comm = 0, framework = 0, other = 0;
+  double total_ns = 0;
+  StepTimes sum;
   std::vector<double> busy_pct;
   for (const Step& st : steps) {
     const double step_ns = static_cast<double>(st.end_ns - st.start_ns);
     if (step_ns <= 0) continue;
+    const StepTimes t = tl.has_phases    ? phase_step_times(tl, st)
+                        : attribute_idle ? gpu_step_times(tl, *attributor, st)
+                                         : cpu_step_times(tl, st);
     s.step_ms.push_back(step_ns / 1e6);
     s.step_numbers.push_back(st.number);
-    total += step_ns;
-    if (has_phases) {
-      // trainlab's own trace: the loop's phases are in it.
-      const auto in = [&](const char* name) {
-        auto it = phases.find(name);
-        return it == phases.end() ? 0.0
-                                  : static_cast<double>(length(clip(it->second, st.start_ns, st.end_ns)));
-      };
-      data += in("data_wait");
-      h2d += in("host_to_device");
-      compute += in("forward") + in("backward") + in("optimizer");
-      comm += in("communication");
-      other += in("other");
-      continue;
-    }
-    const auto dl = clip(d, st.start_ns, st.end_ns);
-    if (s.on_gpu) {
-      const auto kk = clip(k, st.start_ns, st.end_ns);
-      const auto cc = subtract(clip(c, st.start_ns, st.end_ns), kk);  // collectives not hidden behind compute
-      const auto busy = unite(unite(kk, clip(c, st.start_ns, st.end_ns)), clip(m, st.start_ns, st.end_ns));
-      const auto mm = subtract(clip(m, st.start_ns, st.end_ns), unite(kk, clip(c, st.start_ns, st.end_ns)));
-      const auto idle = subtract({{st.start_ns, st.end_ns}}, busy);
-      const double data_ns =
-          static_cast<double>(length(subtract(idle, subtract(idle, dl))));  // idle ∩ DataLoader
-      compute += static_cast<double>(length(kk));
-      comm += static_cast<double>(length(cc));
-      h2d += static_cast<double>(length(mm));
-      data += data_ns;
-      // Device idle outside data loading: the host did not feed it (dispatch, launches, host waits).
-      framework += static_cast<double>(length(idle)) - data_ns;
-      busy_pct.push_back(100.0 * static_cast<double>(length(kk)) / step_ns);
-    } else {
-      const double short_op_ns = 10e3;  // top-level ops under 10 us are dominated by dispatch
-      const auto cc = clip(c, st.start_ns, st.end_ns);
-      const auto ops = subtract(subtract(clip(h, st.start_ns, st.end_ns), dl), cc);
-      double short_ns = 0;
-      for (const Interval& op : ops) {
-        if (static_cast<double>(op.second - op.first) < short_op_ns)
-          short_ns += static_cast<double>(op.second - op.first);
-      }
-      const double ops_ns = static_cast<double>(length(ops));
-      const double data_ns = static_cast<double>(length(dl));
-      const double comm_ns = static_cast<double>(length(cc));
-      compute += ops_ns - short_ns;
-      data += data_ns;
-      comm += comm_ns;
-      // Host time in no op (Python and framework glue) plus the short ops.
-      framework += std::max(0.0, step_ns - ops_ns - data_ns - comm_ns) + short_ns;
-      busy_pct.push_back(100.0 * (ops_ns - short_ns) / step_ns);
-    }
+    s.step_shares.push_back(shares_of(t, step_ns));
+    if (!tl.has_phases) busy_pct.push_back(t.busy_pct);
+    sum += t;
+    total_ns += step_ns;
   }
   s.step = distribution_of(s.step_ms);
-  if (total > 0) {
-    s.shares.data_wait_pct = 100.0 * data / total;
-    s.shares.host_to_device_pct = 100.0 * h2d / total;
-    s.shares.compute_pct = 100.0 * compute / total;
-    s.shares.communication_pct = 100.0 * comm / total;
-    s.shares.framework_pct = 100.0 * framework / total;
-    s.shares.other_pct =
-        std::max(0.0, 100.0 - s.shares.data_wait_pct - s.shares.host_to_device_pct - s.shares.compute_pct -
-                          s.shares.communication_pct - s.shares.framework_pct);
-    s.loop_ms = total / 1e6;
+  if (total_ns > 0) {
+    s.shares = shares_of(sum, total_ns);
+    s.loop_ms = total_ns / 1e6;
     if (!busy_pct.empty()) s.device_busy_pct = distribution_of(busy_pct).mean;
-    if (!d.empty())
-      s.dataloader_next_ms = static_cast<double>(length(d)) / 1e6 / static_cast<double>(s.step_ms.size());
-  }
-  if (s.world_size > 1 && !c.empty()) {
-    s.comm_total_pct =
-        total > 0
-            ? 100.0 * static_cast<double>(length(clip(c, steps.front().start_ns, steps.back().end_ns))) /
-                  total
-            : 0;
+    if (!tl.dataloader.empty())
+      s.dataloader_next_ms =
+          static_cast<double>(length(tl.dataloader)) / 1e6 / static_cast<double>(s.step_ms.size());
+    if (attribute_idle) {
+      for (size_t i = 0; i < kIdleCauseCount; ++i)
+        s.idle_cause_pct[idle_cause_key(static_cast<IdleCause>(i))] =
+            100.0 * static_cast<double>(sum.idle[i]) / total_ns;
+    }
+    if (s.world_size > 1 && sum.comm_all > 0) s.comm_total_pct = 100.0 * sum.comm_all / total_ns;
   }
   add_profile_details(profile, steps, s);
   for (const auto& [source, count] : profile.dropped) s.dropped_events += count;
@@ -684,6 +661,16 @@ namespace {
 template <typename T>
 nlohmann::json opt(const std::optional<T>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+nlohmann::json shares_json(const StepShares& sh) {
+  return {{"data_wait", sh.data_wait_pct}, {"host_to_device", sh.host_to_device_pct},
+          {"compute", sh.compute_pct},     {"communication", sh.communication_pct},
+          {"framework", sh.framework_pct}, {"other", sh.other_pct}};
+}
+nlohmann::json step_shares_json(const std::vector<StepShares>& steps) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const StepShares& sh : steps) out.push_back(shares_json(sh));
+  return out;
 }
 nlohmann::json named_times(const std::vector<NamedTime>& items) {
   nlohmann::json out = nlohmann::json::array();
@@ -718,13 +705,10 @@ nlohmann::json to_json(const Summary& s) {
           {"step_ms_stats", to_json(s.step)},
           {"samples_per_s", s.samples_per_s},
           {"batch_size", s.batch_size},
-          {"shares_pct",
-           {{"data_wait", s.shares.data_wait_pct},
-            {"host_to_device", s.shares.host_to_device_pct},
-            {"compute", s.shares.compute_pct},
-            {"communication", s.shares.communication_pct},
-            {"framework", s.shares.framework_pct},
-            {"other", s.shares.other_pct}}},
+          {"steps_from", s.steps_from},
+          {"shares_pct", shares_json(s.shares)},
+          {"step_shares_pct", step_shares_json(s.step_shares)},
+          {"idle_cause_pct", s.idle_cause_pct},
           {"device_busy_pct", opt(s.device_busy_pct)},
           {"ops_per_step", opt(s.ops_per_step)},
           {"kernels_per_step", opt(s.kernels_per_step)},

@@ -38,6 +38,7 @@ struct VariantOptions {
   int threads = 0;
   int64_t steps = -1;
   int64_t warmup = -1;
+  std::string max_loop_s;  // "" = not given
   int64_t seed = -1;
   int64_t sync_every = -1;
   int64_t callback_every = -1;
@@ -101,6 +102,12 @@ void add_variant_options(CLI::App* cmd, VariantOptions& o, CommandKind kind) {
   cmd->add_option("--threads", o.threads, "intra-op threads (default: LibTorch's)");
   cmd->add_option("--steps", o.steps, "measured steps (default 50)");
   cmd->add_option("--warmup", o.warmup, "warm-up steps, never timed (default 5)");
+  cmd->add_option("--max-loop-s", o.max_loop_s,
+                  kind == CommandKind::kLab
+                      ? "wall-time budget of each variant's loop in seconds: warm-up ends early after a third, "
+                        "measurement after all of it (at least 2 measured steps); default 5 for the lab, 0 = none"
+                      : "wall-time budget of the loop in seconds (warm-up ends early after a third, measurement "
+                        "after all of it, at least 2 measured steps); default 0 = none");
   cmd->add_option("--seed", o.seed, "seed for model init and the data slice (default 1234)");
   cmd->add_option("--sync-every", o.sync_every, "read the loss as a number every N steps (1 = each step, 0 = never; default 10)");
   cmd->add_option("--callback-every", o.callback_every, "run a host-side callback every N steps (default 0 = never)");
@@ -150,6 +157,7 @@ VariantSpec build_spec(const VariantOptions& o) {
   // -1 means "not given": keep VariantSpec's default.
   if (o.steps >= 0) spec.steps = o.steps;
   if (o.warmup >= 0) spec.warmup_steps = o.warmup;
+  if (!o.max_loop_s.empty()) apply_setting(spec, "max-loop-s", o.max_loop_s);
   if (o.seed >= 0) spec.seed = static_cast<uint64_t>(o.seed);
   if (o.sync_every >= 0) spec.sync_every_steps = o.sync_every;
   if (o.callback_every >= 0) spec.callback_every_steps = o.callback_every;
@@ -609,6 +617,10 @@ int run_cli(int argc, char** argv) {
   // The lab's gains carry intervals over interleaved repetitions (fp32 bf16 compiled, three times):
   // three a side is the fewest that give Welch's interval something to stand on.
   if (baseline->count("--repeat") == 0) lab.repeat = 3;
+  // ... and a 5 s loop budget per variant run, so that a variant far slower than the others (bf16
+  // emulated on a CPU without bf16 instructions runs 15-100x slower) measures fewer steps instead of
+  // stretching the lab to many minutes; its record says how many steps the budget cut.
+  if (lab_options.max_loop_s.empty()) lab.base.max_loop_s = 5;
   baseline_variants(lab);  // validates overrides before anything runs
   return report_run(run_baseline_lab(lab, std::cerr));
 }

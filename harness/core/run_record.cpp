@@ -127,6 +127,7 @@ nlohmann::json to_json(const VariantRecord& record) {
                       {"op_input_dtypes", record.op_input_dtypes},
                       {"forward_output_dtype", record.forward_output_dtype},
                       {"compile_info", record.compile_info},
+                      {"steps_cut_by_budget", record.steps_cut_by_budget},
                       {"init_ns", record.init_ns},
                       {"cpu_util_pct", record.cpu_util_pct},
                       {"loader", record.loader},
@@ -162,6 +163,7 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
   record.forward_output_dtype = j.at("forward_output_dtype").get<std::string>();
   record.compile_info = j.at("compile_info");
   record.init_ns = j.at("init_ns").get<int64_t>();
+  record.steps_cut_by_budget = j.value("steps_cut_by_budget", int64_t{0});
   record.cpu_util_pct = j.value("cpu_util_pct", 0.0);
   record.loader = j.value("loader", nlohmann::json::object());
   record.data = j.value("data", nlohmann::json::object());

@@ -76,6 +76,7 @@ struct VariantRecord {
   std::string forward_output_dtype;    // dtype of the model output, evidence of autocast
   nlohmann::json compile_info = nlohmann::json::object();  // what compiling did (graph, fusions)
   int64_t init_ns = 0;                 // process start of the variant to first step
+  int64_t steps_cut_by_budget = 0;     // steps not run because the loop's wall-time budget was spent
   double cpu_util_pct = 0;             // process CPU time over the measured steps / (wall x cores)
   // The loader as it ran: options applied, what could not apply and why, and its counters.
   nlohmann::json loader = nlohmann::json::object();

@@ -171,6 +171,12 @@ void apply_setting(VariantSpec& spec, const std::string& key, const std::string&
     spec.steps = parse_int("steps", value);
   } else if (key == "warmup") {
     spec.warmup_steps = parse_int("warmup", value);
+  } else if (key == "max-loop-s") {
+    char* end = nullptr;
+    spec.max_loop_s = std::strtod(value.c_str(), &end);
+    require(end != value.c_str() && *end == '\0' && std::isfinite(spec.max_loop_s) && spec.max_loop_s >= 0 &&
+                spec.max_loop_s <= 86400,
+            "invalid max-loop-s " + value + " (seconds, 0 to 86400)");
   } else if (key == "seed") {
     const int64_t seed = parse_int("seed", value);
     require(seed >= 0, "invalid seed " + value + " (must be 0 or more)");
@@ -225,6 +231,7 @@ void to_json(nlohmann::json& j, const VariantSpec& spec) {
                      {"threads", spec.threads},
                      {"steps", spec.steps},
                      {"warmup_steps", spec.warmup_steps},
+                     {"max_loop_s", spec.max_loop_s},
                      {"seed", spec.seed},
                      {"sync_every_steps", spec.sync_every_steps},
                      {"callback_every_steps", spec.callback_every_steps},
@@ -259,6 +266,7 @@ void from_json(const nlohmann::json& j, VariantSpec& spec) {
   spec.threads = j.at("threads").get<int>();
   spec.steps = j.at("steps").get<int64_t>();
   spec.warmup_steps = j.at("warmup_steps").get<int64_t>();
+  spec.max_loop_s = j.value("max_loop_s", 0.0);
   spec.seed = j.at("seed").get<uint64_t>();
   spec.sync_every_steps = j.at("sync_every_steps").get<int64_t>();
   spec.callback_every_steps = j.at("callback_every_steps").get<int64_t>();

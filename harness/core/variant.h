@@ -35,6 +35,8 @@ inline constexpr int kMaxLoaderWorkers = 256;
 inline constexpr int kMaxLocalRanks = 64;
 inline constexpr int kMaxPrefetch = 64;
 
+inline constexpr int64_t kMinBudgetedSteps = 2;  // measured steps a loop budget never cuts below
+
 struct VariantSpec {
   std::string scenario;
   Precision precision = Precision::kFp32;
@@ -43,6 +45,12 @@ struct VariantSpec {
   int threads = 0;                 // intra-op threads; 0 = LibTorch's default
   int64_t steps = 50;              // measured steps
   int64_t warmup_steps = 5;        // run first, never timed
+  // Wall-time budget of the loop in seconds (0 = none): once a third of it is spent, warm-up ends
+  // after its first step; once all of it is spent, measurement stops after kMinBudgetedSteps
+  // measured steps. Keeps the lab's wall time bounded when a variant is far slower than the others
+  // (bf16 emulated on a CPU without bf16 instructions). Ignored with data parallelism (ranks must run
+  // the same steps) and with a profile window (its steps are fixed).
+  double max_loop_s = 0;
   uint64_t seed = 1234;
   int64_t sync_every_steps = 10;   // read the loss as a number every N steps (1 = each step; 0 = never)
   int64_t callback_every_steps = 0;  // host-side callback (logging/eval/checkpoint work) every N steps

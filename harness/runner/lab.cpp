@@ -50,6 +50,10 @@ void report_progress(std::ostream& progress, size_t k, size_t n, const VariantRe
   progress << "[" << k << "/" << n << "] " << record.spec.name() << ": ";
   if (record.ok()) {
     progress << fmt("%.1f samples/s", aggregate(record).samples_per_s);
+    if (record.steps_cut_by_budget > 0) {
+      progress << " over " << aggregate(record).measured_steps << " measured steps"
+               << fmt(" (the %.0f s loop budget)", record.spec.max_loop_s);
+    }
   } else {
     progress << "FAILED (" << record.error << ")";
   }

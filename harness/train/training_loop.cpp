@@ -278,8 +278,12 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
   PhaseClock clock(use_cuda);
   std::vector<torch::Tensor> losses;
   std::vector<std::pair<int64_t, torch::Tensor>> grad_norms;  // (step index, norm on the device)
-  const int64_t total_steps = spec.warmup_steps + spec.steps;
   record.init_ns = now_ns() - process_start_ns;
+  // The loop's wall-time budget (spec.max_loop_s) may end warm-up and measurement early.
+  const bool budgeted = spec.max_loop_s > 0 && !spec.profile && !data_parallel;
+  const int64_t budget_ns = static_cast<int64_t>(spec.max_loop_s * 1e9);
+  const int64_t loop_start_ns = now_ns();
+  int64_t warmup_steps = spec.warmup_steps;
   int64_t measured_start_ns = 0, measured_start_cpu_ns = 0;
   // Ends the phase `done` on the clock and moves the NVTX phase range on to `next`.
   auto next_phase = [&](Phase done, Phase next) {
@@ -287,11 +291,19 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
     nvtx_pop();
     nvtx_push(phase_name(next));
   };
-  for (int64_t i = 0; i < total_steps; ++i) {
+  for (int64_t i = 0; i < warmup_steps + spec.steps; ++i) {
+    if (budgeted) {
+      const int64_t elapsed_ns = now_ns() - loop_start_ns;
+      if (i < warmup_steps && i >= 1 && elapsed_ns >= budget_ns / 3) warmup_steps = i;
+      if (i >= warmup_steps + kMinBudgetedSteps && elapsed_ns >= budget_ns) {
+        record.steps_cut_by_budget = warmup_steps + spec.steps - i;
+        break;
+      }
+    }
     StepRecord step;
     step.index = i;
-    step.warmup = i < spec.warmup_steps;
-    if (i == spec.warmup_steps) {
+    step.warmup = i < warmup_steps;
+    if (i == warmup_steps) {
       measured_start_ns = now_ns();
       measured_start_cpu_ns = process_cpu_ns();
     }

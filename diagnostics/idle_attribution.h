@@ -1,0 +1,61 @@
+// GPU idle time attributed by what the host was doing (DESIGN §6): each device idle gap is split where
+// the host's activity changes and each piece is named by the most specific host event over it: the
+// main thread in the DataLoader, any host thread in a collective (or a sync that waited for a
+// collective kernel), then the main thread's innermost sync / allocator / launch call, any other host
+// op or Python function, or no event at all. Name lists cover CUDA and ROCm (HIP) traces. No LibTorch.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "diagnostics/intervals.h"
+#include "profiler/profile.h"
+
+namespace trainlab {
+
+// What the host was doing while the device idled; the order is the order of precedence.
+enum class IdleCause { kDataLoader, kCollective, kSync, kAllocator, kLaunch, kHostOps, kHostIdle };
+inline constexpr size_t kIdleCauseCount = 7;
+
+// "dataloader", "collective", "sync", "allocator", "launch", "host_ops", "host_idle".
+const char* idle_cause_key(IdleCause cause);
+
+// Nanoseconds of idle time per cause, indexed by IdleCause.
+using IdleSplit = std::array<int64_t, kIdleCauseCount>;
+
+// The class of one host event by its name: kDataLoader for `enumerate(DataLoader)...__next__`,
+// kCollective for nccl:/gloo:/c10d:: spans, record_param_comms and collective waits, kSync for
+// stream/event/device synchronisations, .item() and blocking copies, kAllocator for device/pinned
+// allocations and frees, kLaunch for kernel launches and async copies/memsets, kHostOps otherwise.
+IdleCause classify_host_event(const TraceEvent& e);
+
+// Name tests shared with the summary (e.g. counting host syncs).
+bool is_sync_call(const std::string& name);
+bool is_collective_host_call(const std::string& name);
+bool is_collective_kernel(const TraceEvent& e);  // a device kernel of a collective (NCCL/RCCL)
+
+class IdleAttributor {
+ public:
+  // `main_track`: the host thread that runs the loop. Reads the profile once; attribute() may then be
+  // called per step.
+  IdleAttributor(const Profile& profile, int64_t main_track);
+
+  // Splits `idle` (merged device idle intervals) by cause.
+  IdleSplit attribute(const std::vector<intervals::Interval>& idle) const;
+
+ private:
+  struct Piece {  // the main thread's activity over [start_ns, end_ns)
+    int64_t start_ns, end_ns;
+    IdleCause cause;
+  };
+  void build_main_thread_pieces(std::vector<const TraceEvent*> events);
+  void add_syncs_waiting_for_collectives(const Profile& profile, const std::vector<const TraceEvent*>& syncs);
+
+  std::vector<intervals::Interval> dataloader_;  // main thread
+  std::vector<intervals::Interval> collective_;  // any host thread, plus syncs ended by a collective kernel
+  std::vector<Piece> pieces_;  // main thread: innermost sync/allocator/launch, else host ops
+};
+
+}  // namespace trainlab
