@@ -59,9 +59,17 @@ std::string gain_text(const GainEstimate& g) {
 
 double mean_of(const std::vector<double>& values) { return values.empty() ? 0.0 : stats::mean(values); }
 
+// bf16 slower than fp32 beyond the interval: the CPU runs bf16 arithmetic without native support
+// (no AVX512-BF16 or AMX: emulated), so the precision test says nothing about what bounds the step.
+bool bf16_slower(const GainEstimate& g) { return g.high_pct < 0; }
+
 std::string precision_line(const GainEstimate& g, double line_pct) {
   const std::string head = "fp32 -> bf16 " + gain_text(g) + ": ";
   const std::string line = "+" + plain_pct(line_pct);
+  if (bf16_slower(g)) {
+    return head + "bf16 is slower than fp32 on this machine (a CPU without AVX512-BF16 or AMX emulates it), "
+                  "so this test cannot tell whether precision bounds the step.";
+  }
   if (g.against_line == "above") return head + "clears " + line + ": arithmetic precision matters here.";
   if (g.against_line == "below") return head + "entirely under " + line + ": precision is not what bounds the step.";
   if (g.against_line == "at the line")
@@ -137,8 +145,9 @@ LabReading read_baseline_lab(const LabVariantFigures& fp32, const LabVariantFigu
 
   // The one conclusion, from all figures together.
   const std::string against = reading.precision_gain ? reading.precision_gain->against_line : "";
+  const bool slower = reading.precision_gain && bf16_slower(*reading.precision_gain);
   const bool precision_matters = against == "above" || against == "above?";
-  const bool not_precision = against == "below" || against == "below?";
+  const bool not_precision = !slower && (against == "below" || against == "below?");
   const bool input_bound = fp32.ok && (fp32_wait >= input_high || (not_precision && bf16_wait >= input_high));
   std::string c;
   if (input_bound) {
@@ -159,6 +168,11 @@ LabReading read_baseline_lab(const LabVariantFigures& fp32, const LabVariantFigu
     c += fp32_wait >= input_moderate
              ? "; data wait (" + plain_pct(fp32_wait) + ") is part of it; `trainlab profile` splits the rest."
              : "; `trainlab profile` names it (framework overhead, other host work).";
+  } else if (slower) {
+    c = "no precision reading: bf16 ran " + signed_pct(reading.precision_gain->gain_pct) +
+        " against fp32 here (emulated), so the lab cannot say whether compute bounds the step";
+    if (fp32_wait >= input_moderate) c += "; data wait is " + plain_pct(fp32_wait) + " of the fp32 step";
+    c += "; `trainlab profile` names the bottleneck of the fp32 step.";
   } else if (against == "at the line") {
     c = "undecided: the precision gain's interval holds the +" + plain_pct(precision_min) + " line";
     if (fp32_wait >= input_moderate) c += "; data wait is " + plain_pct(fp32_wait) + " of the step";

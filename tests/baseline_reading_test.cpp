@@ -156,6 +156,15 @@ TEST(BaselineReadingTest, HighDataWaitNamesTheDataPipelineWhateverPrecisionDid) 
   EXPECT_NE(moved.conclusion.find("only left the step waiting on data"), std::string::npos) << moved.conclusion;
 }
 
+TEST(BaselineReadingTest, Bf16SlowerThanFp32SaysNothingAboutWhatBoundsTheStep) {
+  // Emulated bf16 (an AVX2-only CPU): mlp measured 1783 -> 14 samples/s. Not "not precision".
+  const LabReading r = read_baseline_lab(reps(1783), reps(14), reps(15), Thresholds::defaults());
+  EXPECT_LT(r.precision_gain->high_pct, 0.0);
+  EXPECT_TRUE(mentions(r, "bf16 is slower than fp32 on this machine"));
+  EXPECT_NE(r.conclusion.find("no precision reading"), std::string::npos) << r.conclusion;
+  EXPECT_EQ(r.conclusion.find("not precision"), std::string::npos) << r.conclusion;
+}
+
 TEST(BaselineReadingTest, FailedVariantGivesNoReading) {
   const LabReading r = read_baseline_lab(reps(100), LabVariantFigures{}, reps(100), Thresholds::defaults());
   EXPECT_FALSE(r.precision_gain);
