@@ -12,6 +12,7 @@
 #include "diagnostics/summarise.h"
 #include "diagnostics/verdict.h"
 #include "profiler/chrome_trace.h"
+#include "sample_traces.h"
 
 namespace trainlab {
 namespace {
@@ -24,8 +25,7 @@ struct Judged {
 };
 
 Judged judge(const std::string& file) {
-  const std::string path = std::string(TRAINLAB_SAMPLE_TRACES_DIR) + "/" + file;
-  const TraceImport imported = import_trace(path);
+  const TraceImport imported = import_trace(test_data::sample(file));
   Judged j;
   j.summary = summarise_trace(imported.profile, imported.metadata, file);
   j.findings = run_rules(j.summary, Thresholds::defaults());
@@ -33,7 +33,7 @@ Judged judge(const std::string& file) {
   return j;
 }
 
-bool has_traces() { return std::filesystem::exists(TRAINLAB_SAMPLE_TRACES_DIR); }
+bool has_traces() { return !test_data::sample("single_gpu_sgd.pt.trace.json.gz").empty(); }
 
 // The classes the traces' README states (bold): the published figures' reading.
 const std::map<std::string, Suspect>& stated_classes() {

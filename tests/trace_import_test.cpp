@@ -3,6 +3,8 @@
 // string pid/tid, fractional microseconds, trainlab's own time base), malformed files, and the bounded
 // memory of the streaming reader on a ~200 MB trace generated at test time.
 #include <gtest/gtest.h>
+
+#include "sample_traces.h"
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -93,16 +95,7 @@ std::string import_error(const std::string& path) {
 
 // ---- the sample traces (real PyTorch profiler output, see ../shared/traces/README.md) ----------
 
-#ifdef TRAINLAB_SAMPLE_TRACES_DIR
-const std::string kSamples = TRAINLAB_SAMPLE_TRACES_DIR;
-#else
-const std::string kSamples;
-#endif
-
-std::string sample(const std::string& name) {
-  const std::string path = kSamples.empty() ? "" : kSamples + "/" + name;
-  return !path.empty() && std::filesystem::exists(path) ? path : "";
-}
+using test_data::sample;
 
 TEST(TraceImportSamples, ResNet50From2021HasStepsKernelsCopiesAndDataLoaderSpans) {
   const std::string path = sample("resnet50_v100_workers4.pt.trace.json.gz");

@@ -4,6 +4,8 @@
 // profiles. Torch-free.
 #include <gtest/gtest.h>
 
+#include "sample_traces.h"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -20,16 +22,7 @@ namespace {
 
 // ---- helpers --------------------------------------------------------------------------------------
 
-#ifdef TRAINLAB_SAMPLE_TRACES_DIR
-const std::string kSamples = TRAINLAB_SAMPLE_TRACES_DIR;
-#else
-const std::string kSamples;
-#endif
-
-std::string sample(const std::string& name) {
-  const std::string path = kSamples.empty() ? "" : kSamples + "/" + name;
-  return !path.empty() && std::filesystem::exists(path) ? path : "";
-}
+using test_data::sample;
 
 double sum_of(const StepShares& s) {
   return s.data_wait_pct + s.host_to_device_pct + s.compute_pct + s.communication_pct + s.framework_pct +
