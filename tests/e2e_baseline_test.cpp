@@ -22,19 +22,25 @@ const VariantRecord& variant(const RunRecord& run, const std::string& name) {
   throw std::runtime_error("no variant " + name);
 }
 
-TEST(BaselineLabE2E, ThreeVariantsWithConsistentFigures) {
+TEST(BaselineLabE2E, ThreeVariantsInterleavedWithConsistentFigures) {
   const std::string results = e2e::fresh_results_dir("lab");
-  const auto r = run_trainlab(std::string("baseline ") + kTinyRecsys + " --results " + results);
+  // Two repetitions (interleaved fp32 bf16 compiled fp32 bf16 compiled), no loop budget: every step runs.
+  const auto r = run_trainlab(std::string("baseline ") + kTinyRecsys + " --repeat 2 --max-loop-s 0 --results " + results);
   ASSERT_EQ(r.exit_status, 0) << r.err;
   EXPECT_NE(r.out.find("samples/s"), std::string::npos);  // the table
   EXPECT_NE(r.out.find("Reading:"), std::string::npos);
+  EXPECT_NE(r.out.find("over 2 repetitions"), std::string::npos) << r.out;  // the gains' intervals
 
   const RunRecord run = read_run_record(e2e::only_run_dir(results));
   EXPECT_EQ(run.kind, "baseline");
-  ASSERT_EQ(run.variants.size(), 3u);
-  EXPECT_EQ(run.variants[0].spec.name(), "fp32");
-  EXPECT_EQ(run.variants[1].spec.name(), "bf16");
-  EXPECT_EQ(run.variants[2].spec.name(), "bf16+compiled");
+  ASSERT_EQ(run.variants.size(), 6u);
+  for (size_t rep = 0; rep < 2; ++rep) {
+    EXPECT_EQ(run.variants[3 * rep].spec.name(), "fp32");
+    EXPECT_EQ(run.variants[3 * rep + 1].spec.name(), "bf16");
+    EXPECT_EQ(run.variants[3 * rep + 2].spec.name(), "bf16+compiled");
+    EXPECT_EQ(run.variants[3 * rep].repetition, static_cast<int>(rep));
+  }
+  EXPECT_EQ(run.reading.back().rfind("Reading: ", 0), 0u) << run.reading.back();  // one conclusion, last
   EXPECT_FALSE(run.environment.libtorch_version.empty());
   EXPECT_GT(run.environment.logical_cores, 0);
   EXPECT_FALSE(run.reading.empty());
@@ -75,6 +81,24 @@ TEST(BaselineLabE2E, ThreeVariantsWithConsistentFigures) {
   EXPECT_NE(compiled.ops_per_step, bf16.ops_per_step);
 }
 
+TEST(BaselineLabE2E, TheLoopBudgetEndsMeasurementEarlyAndSaysHowManyStepsItCut) {
+  const std::string results = e2e::fresh_results_dir("budget");
+  const auto r = run_trainlab("run --scenario mlp --batch 16 -k in_features=64 -k hidden=64 -k classes=10 "
+                              "--steps 100000 --warmup 2 --max-loop-s 1 --results " + results);
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  const RunRecord run = read_run_record(e2e::only_run_dir(results));
+  const VariantRecord& v = run.variants.at(0);
+  const VariantAggregate agg = aggregate(v);
+  EXPECT_GE(agg.measured_steps, kMinBudgetedSteps);
+  EXPECT_LT(agg.measured_steps, 100000);
+  // Steps run + steps cut = warm-up + measured steps asked for (warm-up may itself end after its first
+  // step when that step alone takes a third of the budget).
+  const int64_t accounted = v.steps_cut_by_budget + static_cast<int64_t>(v.steps.size());
+  EXPECT_GE(accounted, 100000 + 1);
+  EXPECT_LE(accounted, 100000 + 2);
+  EXPECT_LT(r.wall_s, 60.0);
+}
+
 TEST(BaselineLabE2E, SameSeedGivesSameFp32Losses) {
   std::vector<std::vector<double>> losses;
   for (int i = 0; i < 2; ++i) {
@@ -96,7 +120,7 @@ TEST(BaselineLabE2E, FailingVariantIsRecordedAndOthersComplete) {
   const std::string results = e2e::fresh_results_dir("failing");
   // A batch this large cannot be allocated: the bf16 child fails, the lab goes on.
   const auto r = run_trainlab(std::string("baseline ") + kTinyMlp +
-                              " --override bf16:batch=1000000000 --results " + results);
+                              " --repeat 1 --override bf16:batch=1000000000 --results " + results);
   EXPECT_EQ(r.exit_status, 1) << r.err;  // results kept, status says a variant failed
   const RunRecord run = read_run_record(e2e::only_run_dir(results));
   ASSERT_EQ(run.variants.size(), 3u);
