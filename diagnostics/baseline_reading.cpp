@@ -18,12 +18,6 @@ std::string signed_pct(double value) { return format_text("%+.1f %%", value); }
 
 std::string plain_pct(double value) { return format_text("%.1f %%", value); }
 
-double geometric_mean(const std::vector<double>& values) {
-  double log_sum = 0;
-  for (double v : values) log_sum += std::log(v);
-  return std::exp(log_sum / static_cast<double>(values.size()));
-}
-
 bool positive(const std::vector<double>& values) {
   if (values.empty()) return false;
   for (double v : values) {
@@ -44,7 +38,7 @@ std::optional<GainEstimate> gain_of(const LabVariantFigures& a, const LabVariant
     g.has_interval = true;
     g.against_line = g.low_pct >= line_pct ? "above" : g.high_pct < line_pct ? "below" : "at the line";
   } else {
-    g.gain_pct = (geometric_mean(b.samples_per_s) / geometric_mean(a.samples_per_s) - 1.0) * 100.0;
+    g.gain_pct = (stats::geometric_mean(b.samples_per_s) / stats::geometric_mean(a.samples_per_s) - 1.0) * 100.0;
     g.low_pct = g.high_pct = g.gain_pct;
     g.against_line = g.gain_pct >= line_pct ? "above?" : "below?";
   }

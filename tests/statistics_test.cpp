@@ -17,6 +17,12 @@ TEST(StatisticsTest, MeanAndSampleStddev) {
   EXPECT_DOUBLE_EQ(stddev({3.0}), 0.0);
 }
 
+TEST(StatisticsTest, GeometricMeanOfRates) {
+  EXPECT_NEAR(stats::geometric_mean({2, 8}), 4.0, 1e-12);         // sqrt(16)
+  EXPECT_NEAR(stats::geometric_mean({1, 10, 100}), 10.0, 1e-12);  // cube root of 1000
+  EXPECT_THROW(stats::geometric_mean({}), std::invalid_argument);
+}
+
 TEST(StatisticsTest, PercentileInterpolatesLikeNumpyLinear) {
   const std::vector<double> xs = {15, 20, 35, 40, 50};
   EXPECT_DOUBLE_EQ(percentile(xs, 0), 15);

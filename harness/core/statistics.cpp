@@ -13,6 +13,13 @@ double mean(const std::vector<double>& xs) {
   return std::accumulate(xs.begin(), xs.end(), 0.0) / static_cast<double>(xs.size());
 }
 
+double geometric_mean(const std::vector<double>& xs) {
+  if (xs.empty()) throw std::invalid_argument("geometric mean of no samples");
+  double log_sum = 0;
+  for (double x : xs) log_sum += std::log(x);
+  return std::exp(log_sum / static_cast<double>(xs.size()));
+}
+
 double stddev(const std::vector<double>& xs) {
   if (xs.size() < 2) return 0.0;
   const double m = mean(xs);

@@ -13,6 +13,8 @@ double stddev(const std::vector<double>& xs);
 // p in [0, 100]. Throws std::invalid_argument on an empty input or p out of range.
 double percentile(std::vector<double> xs, double p);
 double median(const std::vector<double>& xs);
+// exp(mean(log x)): the mean of ratios and rates. Throws std::invalid_argument on no samples.
+double geometric_mean(const std::vector<double>& xs);
 double min(const std::vector<double>& xs);
 double max(const std::vector<double>& xs);
 

@@ -74,11 +74,6 @@ double samples_per_s(const std::vector<double>& throughput) {
   return static_cast<double>(throughput.size()) / inverse;
 }
 double p95(const std::vector<double>& xs) { return stats::percentile(xs, 95); }
-double geometric_mean(const std::vector<double>& xs) {
-  double log_sum = 0;
-  for (double x : xs) log_sum += std::log(x);
-  return std::exp(log_sum / static_cast<double>(xs.size()));
-}
 
 void decide(CompareRow& row, const CompareOptions& options, CompareOutcome& outcome) {
   // The interval's bound nearest to no change (the point itself without an interval).
@@ -229,9 +224,9 @@ CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, c
       outcome.rows.push_back(row);
     };
     if (by_repetition) {
-      add("samples/s", true, false, a.rep_samples_per_s, b.rep_samples_per_s, geometric_mean, false);
-      add("step p50 ms", false, false, a.rep_p50_ms, b.rep_p50_ms, geometric_mean, false);
-      add("step p95 ms", false, false, a.rep_p95_ms, b.rep_p95_ms, geometric_mean, false);
+      add("samples/s", true, false, a.rep_samples_per_s, b.rep_samples_per_s, stats::geometric_mean, false);
+      add("step p50 ms", false, false, a.rep_p50_ms, b.rep_p50_ms, stats::geometric_mean, false);
+      add("step p95 ms", false, false, a.rep_p95_ms, b.rep_p95_ms, stats::geometric_mean, false);
       add("data wait %", false, true, a.rep_data_wait_pct, b.rep_data_wait_pct, stats::mean, false);
     } else {
       add("samples/s", true, false, a.throughput, b.throughput, samples_per_s, true);
@@ -239,7 +234,7 @@ CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, c
       add("step p95 ms", false, false, a.step_ms, b.step_ms, p95, true);
       add("data wait %", false, true, a.data_wait_pct, b.data_wait_pct, stats::mean, false);
     }
-    add("peak memory MiB", false, false, a.rep_peak_mib, b.rep_peak_mib, geometric_mean, false);
+    add("peak memory MiB", false, false, a.rep_peak_mib, b.rep_peak_mib, stats::geometric_mean, false);
   }
   if (paired == 0) throw InputError("no variant of the first run pairs with one of the second (by name)");
   return outcome;
