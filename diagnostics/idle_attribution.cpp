@@ -4,22 +4,14 @@
 #include "diagnostics/idle_attribution.h"
 
 #include <algorithm>
-#include <cctype>
 #include <limits>
+
+#include "diagnostics/text_format.h"
 
 namespace trainlab {
 namespace {
 
 using intervals::Interval;
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-
-bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
 template <size_t N>
 bool starts_with_any(const std::string& s, const char* const (&prefixes)[N]) {

@@ -7,7 +7,6 @@
 #include "diagnostics/summarise.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -16,6 +15,7 @@
 #include "diagnostics/idle_attribution.h"
 #include "diagnostics/intervals.h"
 #include "diagnostics/trace_steps.h"
+#include "diagnostics/text_format.h"
 #include "harness/core/statistics.h"
 
 namespace trainlab {
@@ -28,11 +28,6 @@ using intervals::merged;
 using intervals::subtract;
 using intervals::unite;
 using Step = TraceStep;
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 bool is_dataloader(const TraceEvent& e) {
   if (e.on_device) return false;

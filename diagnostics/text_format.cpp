@@ -1,5 +1,7 @@
-// format_text: vsnprintf into a fixed buffer.
+// format_text: vsnprintf into a fixed buffer; lower: ASCII lower case.
 #include "diagnostics/text_format.h"
+
+#include <cctype>
 
 #include <cstdarg>
 #include <cstdio>
@@ -13,6 +15,11 @@ std::string format_text(const char* format, ...) {
   std::vsnprintf(buf, sizeof(buf), format, args);
   va_end(args);
   return buf;
+}
+
+std::string lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
 }
 
 }  // namespace trainlab

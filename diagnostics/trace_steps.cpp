@@ -10,12 +10,12 @@
 #include <map>
 #include <unordered_map>
 
+#include "diagnostics/text_format.h"
+
 namespace trainlab {
 namespace {
 
 using Events = std::vector<const TraceEvent*>;
-
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 bool is_host_span(const TraceEvent& e) {
   return !e.on_device &&
