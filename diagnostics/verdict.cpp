@@ -241,15 +241,15 @@ Verdict decide(const Summary& summary, const std::vector<Finding>& findings, con
   const std::string busy_text = (summary.on_gpu ? "the device is busy with kernels " : "compute is ") +
                                 with_interval(busy) + " of the step";
   const std::string line_text = format_text("the %.0f %% low-utilisation line", policy.busy_line_pct);
-  Suspect primary = Suspect::kModelCompute;
+  // The same choice the steps' consistency is counted with; the branches below only explain it.
+  const Suspect primary = choose_for(summary.shares, policy);
   if (!under_fed) {
     v.policy = busy_text + ", at or above " + line_text + ": model compute is primary, removable suspects are secondary";
-  } else if (first.share_pct < policy.suspect_min_pct) {
+  } else if (primary == Suspect::kModelCompute) {
     v.policy = busy_text + ", under " + line_text + ", but no removable suspect owns " +
                format_pct(policy.suspect_min_pct) + " of the step: the idle time is untraced host work (other " +
                format_pct(summary.shares.other_pct) + ")";
   } else {
-    primary = first.suspect;
     v.policy = busy_text + ", under " + line_text + ": the device is under-fed and " +
                suspect_words(first.suspect) + " owns the largest share of the idle time";
     const double too_close = thresholds.value("verdict.too_close_pct");
