@@ -72,8 +72,18 @@ std::string precision_line(const GainEstimate& g, double line_pct) {
   return head + (g.against_line == "above?" ? "at least " : "under ") + line + ", tentatively.";
 }
 
+// The precision line when the probe left bf16 out: the GEMM's gain stands in for the step's.
+std::string probe_line(const Bf16Probe& probe) {
+  const GainEstimate& g = probe.gemm_gain;
+  return "fp32 -> bf16 not run: one Linear layer's forward+backward ran " + signed_pct(g.gain_pct) +
+         format_text(" [%+.1f, %+.1f] in bf16 over %d interleaved pairs", g.low_pct, g.high_pct, probe.pairs) +
+         " (the lab's pre-flight probe, not a training step; " + probe.cpu_isa +
+         "): this CPU emulates bf16, so a bf16 step could only measure the emulation and the lab left its bf16 "
+         "runs out (--emulated-bf16 run measures them); whether precision bounds the step cannot be tested here.";
+}
+
 // What compiling changed, from the record: method, fusion, ops per step before and after.
-std::string compile_changes(const LabVariantFigures& bf16, const LabVariantFigures& compiled) {
+std::string compile_changes(const LabVariantFigures& base, const LabVariantFigures& compiled) {
   std::string out = compiled.compile_method.empty() ? "compiling" : "compiling (" + compiled.compile_method + ")";
   if (compiled.fused_groups) {
     out += *compiled.fused_groups == 0 ? " fused nothing (0 fusion groups)"
@@ -81,15 +91,16 @@ std::string compile_changes(const LabVariantFigures& bf16, const LabVariantFigur
   } else {
     out += " (fusion not recorded)";
   }
-  if (bf16.ops_per_step > 0 && compiled.ops_per_step > 0) {
-    out += format_text("; host ops per step %.0f -> %.0f", bf16.ops_per_step, compiled.ops_per_step);
+  if (base.ops_per_step > 0 && compiled.ops_per_step > 0) {
+    out += format_text("; host ops per step %.0f -> %.0f", base.ops_per_step, compiled.ops_per_step);
   }
   return out;
 }
 
-std::string compile_line(const GainEstimate& g, const LabVariantFigures& bf16, const LabVariantFigures& compiled,
-                         double line_pct) {
-  const std::string head = "bf16 -> compiled " + gain_text(g) + ": " + compile_changes(bf16, compiled) + "; ";
+// base_name: the variant compiling started from ("bf16", or "fp32" when the lab left bf16 out).
+std::string compile_line(const GainEstimate& g, const std::string& base_name, const LabVariantFigures& base,
+                         const LabVariantFigures& compiled, double line_pct) {
+  const std::string head = base_name + " -> compiled " + gain_text(g) + ": " + compile_changes(base, compiled) + "; ";
   const std::string line = "+" + plain_pct(line_pct);
   const bool fused_nothing = compiled.fused_groups && *compiled.fused_groups == 0;
   if (g.against_line == "above" || g.against_line == "above?") {
@@ -109,21 +120,51 @@ std::string compile_line(const GainEstimate& g, const LabVariantFigures& bf16, c
 
 }  // namespace
 
+Bf16Probe read_bf16_probe(const std::vector<double>& fp32_ns, const std::vector<double>& bf16_ns,
+                          const std::string& cpu_isa, double skip_below_pct) {
+  Bf16Probe probe;
+  probe.cpu_isa = cpu_isa;
+  if (fp32_ns.size() < 2 || fp32_ns.size() != bf16_ns.size() || !positive(fp32_ns) || !positive(bf16_ns)) {
+    return probe;
+  }
+  std::vector<double> fp32_per_s, bf16_per_s;  // GEMM calls per second: throughput, like samples/s
+  for (double ns : fp32_ns) fp32_per_s.push_back(1e9 / ns);
+  for (double ns : bf16_ns) bf16_per_s.push_back(1e9 / ns);
+  LabVariantFigures fp32, bf16;
+  fp32.ok = bf16.ok = true;
+  fp32.samples_per_s = fp32_per_s;
+  bf16.samples_per_s = bf16_per_s;
+  probe.gemm_gain = *gain_of(fp32, bf16, skip_below_pct);
+  probe.pairs = static_cast<int>(fp32_ns.size());
+  probe.measured = true;
+  probe.bf16_left_out = probe.gemm_gain.high_pct < skip_below_pct;
+  return probe;
+}
+
 LabReading read_baseline_lab(const LabVariantFigures& fp32, const LabVariantFigures& bf16,
-                             const LabVariantFigures& compiled, const Thresholds& thresholds) {
+                             const LabVariantFigures& compiled, const Thresholds& thresholds,
+                             const Bf16Probe* probe) {
   LabReading reading;
   const double precision_min = thresholds.value("lab.precision_gain_pct");
   const double compile_min = thresholds.value("lab.compile_gain_pct");
   const double input_high = thresholds.value("input_bound.high_pct");
   const double input_moderate = thresholds.value("input_bound.moderate_pct");
 
-  reading.precision_gain = gain_of(fp32, bf16, precision_min);
-  reading.compile_gain = gain_of(bf16, compiled, compile_min);
-  reading.lines.push_back(reading.precision_gain ? precision_line(*reading.precision_gain, precision_min)
-                                                 : "fp32 -> bf16: no reading (a variant failed).");
+  const bool bf16_left_out = probe && probe->bf16_left_out;
+  const LabVariantFigures& compile_base = bf16_left_out ? fp32 : bf16;
+  const std::string compile_base_name = bf16_left_out ? "fp32" : "bf16";
+  if (bf16_left_out) {
+    reading.precision_gain = probe->gemm_gain;
+    reading.lines.push_back(probe_line(*probe));
+  } else {
+    reading.precision_gain = gain_of(fp32, bf16, precision_min);
+    reading.lines.push_back(reading.precision_gain ? precision_line(*reading.precision_gain, precision_min)
+                                                   : "fp32 -> bf16: no reading (a variant failed).");
+  }
+  reading.compile_gain = gain_of(compile_base, compiled, compile_min);
   reading.lines.push_back(reading.compile_gain
-                              ? compile_line(*reading.compile_gain, bf16, compiled, compile_min)
-                              : "bf16 -> compiled: no reading (a variant failed).");
+                              ? compile_line(*reading.compile_gain, compile_base_name, compile_base, compiled, compile_min)
+                              : compile_base_name + " -> compiled: no reading (a variant failed).");
 
   const double fp32_wait = mean_of(fp32.data_wait_pct);
   const double bf16_wait = mean_of(bf16.data_wait_pct);
@@ -163,8 +204,11 @@ LabReading read_baseline_lab(const LabVariantFigures& fp32, const LabVariantFigu
              ? "; data wait (" + plain_pct(fp32_wait) + ") is part of it; `trainlab profile` splits the rest."
              : "; `trainlab profile` names it (framework overhead, other host work).";
   } else if (slower) {
-    c = "no precision reading: bf16 ran " + signed_pct(reading.precision_gain->gain_pct) +
-        " against fp32 here (emulated), so the lab cannot say whether compute bounds the step";
+    c = bf16_left_out ? "no precision reading: this CPU emulates bf16 (a Linear layer's GEMMs " +
+                            signed_pct(reading.precision_gain->gain_pct) + " in bf16), so the lab cannot say whether "
+                            "compute bounds the step"
+                      : "no precision reading: bf16 ran " + signed_pct(reading.precision_gain->gain_pct) +
+                            " against fp32 here (emulated), so the lab cannot say whether compute bounds the step";
     if (fp32_wait >= input_moderate) c += "; data wait is " + plain_pct(fp32_wait) + " of the fp32 step";
     c += "; `trainlab profile` names the bottleneck of the fp32 step.";
   } else if (against == "at the line") {

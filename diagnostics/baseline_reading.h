@@ -35,14 +35,32 @@ struct GainEstimate {
   std::string against_line;
 };
 
+// The lab's bf16 pre-flight (harness/train/precision_probe): one GEMM timed in fp32 and bf16,
+// interleaved, on the CPU the lab runs on.
+struct Bf16Probe {
+  bool measured = false;       // CPU timings were taken (none on a CUDA device)
+  GainEstimate gemm_gain;      // bf16 over fp32 GEMM throughput, Welch's interval over the pairs
+  int pairs = 0;
+  std::string cpu_isa;         // the bf16-relevant instruction sets, e.g. "avx512_bf16 no, amx_bf16 no"
+  bool bf16_left_out = false;  // the interval lies under the skip line: the lab runs no bf16 variant
+};
+
+// Reads the probe's timings (ns per call, one per pair). The bf16 variants are left out when the
+// whole interval lies under skip_below_pct (lab.bf16_probe_skip_below_pct: -80, i.e. >5x slower).
+Bf16Probe read_bf16_probe(const std::vector<double>& fp32_ns, const std::vector<double>& bf16_ns,
+                          const std::string& cpu_isa, double skip_below_pct);
+
 struct LabReading {
   std::optional<GainEstimate> precision_gain;  // fp32 -> bf16
-  std::optional<GainEstimate> compile_gain;    // bf16 -> bf16+compiled
+  std::optional<GainEstimate> compile_gain;    // bf16 -> bf16+compiled (fp32 -> fp32+compiled without bf16)
   std::vector<std::string> lines;              // one per measurement, then the conclusion
   std::string conclusion;                      // the one reading, also the last line
 };
 
+// probe: the pre-flight, when it ran. With probe->bf16_left_out, `bf16` is empty, `compiled` is
+// fp32+compiled, the precision gain is the probe's GEMM gain and the compile gain fp32 -> compiled.
 LabReading read_baseline_lab(const LabVariantFigures& fp32, const LabVariantFigures& bf16,
-                             const LabVariantFigures& compiled, const Thresholds& thresholds);
+                             const LabVariantFigures& compiled, const Thresholds& thresholds,
+                             const Bf16Probe* probe = nullptr);
 
 }  // namespace trainlab

@@ -172,5 +172,45 @@ TEST(BaselineReadingTest, FailedVariantGivesNoReading) {
   EXPECT_TRUE(mentions(r, "no reading"));
 }
 
+TEST(Bf16ProbeTest, AnEmulatedBf16GemmIsLeftOutWithItsInterval) {
+  // ns per call: bf16 20-30x slower than fp32 (the AVX2-only EPYC's figure), seven pairs.
+  const std::vector<double> fp32_ns = {700, 710, 690, 720, 705, 695, 715};
+  const std::vector<double> bf16_ns = {20000, 24000, 18000, 22000, 21000, 19000, 23000};
+  const Bf16Probe probe = read_bf16_probe(fp32_ns, bf16_ns, "avx512_bf16 no", -80);
+  ASSERT_TRUE(probe.measured);
+  EXPECT_EQ(probe.pairs, 7);
+  EXPECT_TRUE(probe.gemm_gain.has_interval);
+  EXPECT_NEAR(probe.gemm_gain.gain_pct, -96.7, 0.3);  // ratio of geometric means of calls/s
+  EXPECT_LT(probe.gemm_gain.high_pct, -80);
+  EXPECT_TRUE(probe.bf16_left_out);
+}
+
+TEST(Bf16ProbeTest, ANativeOrNoisyProbeKeepsTheBf16Runs) {
+  const std::vector<double> fp32_ns = {700, 710, 690, 720};
+  EXPECT_FALSE(read_bf16_probe(fp32_ns, {400, 420, 390, 410}, "", -80).bf16_left_out);  // bf16 faster
+  // Around 5x slower with a wide spread: the interval reaches over the line, so the runs stay.
+  const Bf16Probe noisy = read_bf16_probe(fp32_ns, {2000, 6000, 3000, 5000}, "", -80);
+  EXPECT_GT(noisy.gemm_gain.high_pct, -80);
+  EXPECT_FALSE(noisy.bf16_left_out);
+  EXPECT_FALSE(read_bf16_probe({700}, {20000}, "", -80).measured);  // one pair: no interval, no decision
+  EXPECT_FALSE(read_bf16_probe(fp32_ns, {1, 2}, "", -80).measured);  // unpaired
+}
+
+TEST(BaselineReadingTest, WithBf16LeftOutThePrecisionLineIsTheProbeAndCompilingStartsFromFp32) {
+  const Bf16Probe probe = read_bf16_probe({700, 710, 690, 720}, {20000, 24000, 18000, 22000}, "avx512_bf16 no", -80);
+  ASSERT_TRUE(probe.bf16_left_out);
+  const LabReading r = read_baseline_lab(reps(100), LabVariantFigures{}, compiled_with(reps(130), 4, 200),
+                                         Thresholds::defaults(), &probe);
+  ASSERT_TRUE(r.precision_gain && r.compile_gain);
+  EXPECT_NEAR(r.precision_gain->gain_pct, probe.gemm_gain.gain_pct, 1e-9);
+  EXPECT_TRUE(mentions(r, "fp32 -> bf16 not run"));
+  EXPECT_TRUE(mentions(r, "avx512_bf16 no"));
+  EXPECT_NEAR(r.compile_gain->gain_pct, 30.0, 1e-9);  // fp32 -> fp32+compiled
+  EXPECT_TRUE(mentions(r, "fp32 -> compiled +30.0 %"));
+  EXPECT_EQ(r.compile_gain->against_line, "above");
+  EXPECT_NE(r.conclusion.find("this CPU emulates bf16"), std::string::npos) << r.conclusion;
+  EXPECT_EQ(r.lines.back(), r.conclusion);
+}
+
 }  // namespace
 }  // namespace trainlab

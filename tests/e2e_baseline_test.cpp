@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "e2e_support.h"
+#include "diagnostics/baseline_reading.h"
 #include "harness/core/run_record.h"
 
 namespace trainlab {
@@ -24,8 +25,10 @@ const VariantRecord& variant(const RunRecord& run, const std::string& name) {
 
 TEST(BaselineLabE2E, ThreeVariantsInterleavedWithConsistentFigures) {
   const std::string results = e2e::fresh_results_dir("lab");
-  // Two repetitions (interleaved fp32 bf16 compiled fp32 bf16 compiled), no loop budget: every step runs.
-  const auto r = run_trainlab(std::string("baseline ") + kTinyRecsys + " --repeat 2 --max-loop-s 0 --results " + results);
+  // Two repetitions (interleaved fp32 bf16 compiled fp32 bf16 compiled), no loop budget: every step runs;
+  // bf16 runs even where the probe finds it emulated.
+  const auto r = run_trainlab(std::string("baseline ") + kTinyRecsys +
+                              " --repeat 2 --max-loop-s 0 --emulated-bf16 run --results " + results);
   ASSERT_EQ(r.exit_status, 0) << r.err;
   EXPECT_NE(r.out.find("samples/s"), std::string::npos);  // the table
   EXPECT_NE(r.out.find("Reading:"), std::string::npos);
@@ -120,7 +123,7 @@ TEST(BaselineLabE2E, FailingVariantIsRecordedAndOthersComplete) {
   const std::string results = e2e::fresh_results_dir("failing");
   // A batch this large cannot be allocated: the bf16 child fails, the lab goes on.
   const auto r = run_trainlab(std::string("baseline ") + kTinyMlp +
-                              " --repeat 1 --override bf16:batch=1000000000 --results " + results);
+                              " --repeat 1 --emulated-bf16 run --override bf16:batch=1000000000 --results " + results);
   EXPECT_EQ(r.exit_status, 1) << r.err;  // results kept, status says a variant failed
   const RunRecord run = read_run_record(e2e::only_run_dir(results));
   ASSERT_EQ(run.variants.size(), 3u);
@@ -131,6 +134,43 @@ TEST(BaselineLabE2E, FailingVariantIsRecordedAndOthersComplete) {
   EXPECT_FALSE(failed.error.empty());
   EXPECT_EQ(failed.spec.batch_size, 1000000000);
   EXPECT_NE(r.out.find("error in bf16"), std::string::npos);
+}
+
+TEST(BaselineLabE2E, TheBf16ProbeDecidesWhichVariantsRunAndTheRecordShowsWhy) {
+  const std::string results = e2e::fresh_results_dir("probe");
+  const auto r = run_trainlab(std::string("baseline ") + kTinyMlp + " --repeat 2 --results " + results);
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_NE(r.err.find("bf16 probe: "), std::string::npos) << r.err;
+  const RunRecord run = read_run_record(e2e::only_run_dir(results));
+  ASSERT_TRUE(run.details.contains("bf16_probe")) << run.details.dump();
+  const nlohmann::json& j = run.details["bf16_probe"];
+  ASSERT_EQ(j.at("device").get<std::string>(), "cpu");
+  const auto fp32_ns = j.at("fp32_ns").get<std::vector<double>>();
+  const auto bf16_ns = j.at("bf16_ns").get<std::vector<double>>();
+  ASSERT_EQ(fp32_ns.size(), 7u);
+  ASSERT_EQ(bf16_ns.size(), 7u);
+  for (size_t i = 0; i < fp32_ns.size(); ++i) {
+    EXPECT_GT(fp32_ns[i], 1000);  // a Linear layer's forward+backward takes microseconds at least
+    EXPECT_GT(bf16_ns[i], 1000);
+  }
+  // The lab ran what the rule says for the timings it recorded: this CPU's answer, either way.
+  const Bf16Probe probe =
+      read_bf16_probe(fp32_ns, bf16_ns, "", Thresholds::defaults().value("lab.bf16_probe_skip_below_pct"));
+  ASSERT_TRUE(probe.measured);
+  const std::vector<std::string> expected = probe.bf16_left_out
+                                                ? std::vector<std::string>{"fp32", "fp32+compiled"}
+                                                : std::vector<std::string>{"fp32", "bf16", "bf16+compiled"};
+  ASSERT_EQ(run.variants.size(), 2 * expected.size());
+  for (size_t i = 0; i < run.variants.size(); ++i) {
+    EXPECT_EQ(run.variants[i].spec.name(), expected[i % expected.size()]);
+    EXPECT_TRUE(run.variants[i].ok()) << run.variants[i].error;
+  }
+  ASSERT_GE(run.reading.size(), 3u);
+  EXPECT_EQ(run.reading[0].rfind(probe.bf16_left_out ? "fp32 -> bf16 not run" : "fp32 -> bf16 ", 0), 0u)
+      << run.reading[0];
+  EXPECT_EQ(run.reading[1].rfind(probe.bf16_left_out ? "fp32 -> compiled" : "bf16 -> compiled", 0), 0u)
+      << run.reading[1];
+  EXPECT_EQ(run.reading.back().rfind("Reading: ", 0), 0u);
 }
 
 }  // namespace

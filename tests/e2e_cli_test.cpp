@@ -43,6 +43,7 @@ TEST(CliE2E, BadInputIsOneLineAndExitTwo) {
   expect_bad_input("run --device tpu" + r, "invalid device");
   expect_bad_input("baseline --override fp64:batch=3" + r, "unknown lab variant");
   expect_bad_input("baseline --override bf16:precision=fp32" + r, "cannot change precision");
+  expect_bad_input("baseline --emulated-bf16 maybe" + r, "invalid --emulated-bf16 'maybe' (skip or run)");
   expect_bad_input("run --no-such-option" + r, "no-such-option");
   expect_bad_input("run --results /proc/trainlab-cannot-write", "results folder");
   expect_bad_input("run --thresholds " + results + "/missing.json" + r, "no such file");

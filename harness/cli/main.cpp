@@ -23,6 +23,7 @@
 #include "harness/runner/text_table.h"
 #include "harness/runner/validate.h"
 #include "harness/train/environment.h"
+#include "harness/train/precision_probe.h"
 #include "harness/train/training_loop.h"
 #include "scenarios/registry.h"
 
@@ -420,6 +421,10 @@ int run_cli(int argc, char** argv) {
   add_variant_options(baseline, lab_options, CommandKind::kLab);
   baseline->add_option("--override", overrides,
                        "per-variant setting VARIANT:NAME=VALUE, e.g. bf16:batch=32 (repeatable)");
+  std::string emulated_bf16 = "skip";
+  baseline->add_option("--emulated-bf16", emulated_bf16,
+                       "skip (default): where a GEMM probe finds bf16 over 5x slower than fp32 on this CPU "
+                       "(emulated), leave the bf16 runs out and compile the fp32 model; run: run them anyway");
 
   VariantOptions sweep_options;
   std::string sweep_workers = "0,1,2,4", sweep_prefetch = "2", sweep_pin = "off", sweep_batch;
@@ -476,10 +481,18 @@ int run_cli(int argc, char** argv) {
   child->group("");
   child->add_option("--spec", spec_path)->required();
   child->add_option("--out", record_path)->required();
+  std::string probe_out, probe_device = "auto";
+  int probe_threads = 0;
+  CLI::App* probe = app.add_subcommand("__bf16-probe", "");  // internal: the lab's bf16 pre-flight
+  probe->group("");
+  probe->add_option("--out", probe_out)->required();
+  probe->add_option("--device", probe_device);
+  probe->add_option("--threads", probe_threads);
 
   if (argc > 1 && std::string(argv[1]) == "doctor") return cmd_doctor(std::vector<std::string>(argv + 2, argv + argc));
   const std::set<std::string> commands = {"list",     "run",      "profile", "baseline", "sweep",
-                                          "diagnose", "validate", "compare", "history",  "doctor", "__variant"};
+                                          "diagnose", "validate", "compare", "history",  "doctor", "__variant",
+                                          "__bf16-probe"};
   if (argc > 1 && argv[1][0] != '-' && commands.count(argv[1]) == 0) {
     throw InputError(std::string("unknown command '") + argv[1] + "' (commands: list, run, profile, baseline, sweep, diagnose, validate, compare, history, doctor)");
   }
@@ -497,6 +510,7 @@ int run_cli(int argc, char** argv) {
   }
 
   if (child->parsed()) return variant_child_main(spec_path, record_path);
+  if (probe->parsed()) return precision_probe_child_main(probe_out, probe_device, probe_threads);
   if (list->parsed()) return cmd_list();
 
   Thresholds thresholds_storage;
@@ -616,11 +630,22 @@ int run_cli(int argc, char** argv) {
   }
   // The lab's gains carry intervals over interleaved repetitions (fp32 bf16 compiled, three times):
   // three a side is the fewest that give Welch's interval something to stand on.
-  if (baseline->count("--repeat") == 0) lab.repeat = 3;
+  // Without --repeat, a gain whose interval still holds its line after three gets more rounds (up to
+  // 8 in all) while the rounds fit in 100 s, so the lab stays under 2 minutes with its probe and
+  // start-up; --repeat N runs exactly N.
+  if (baseline->count("--repeat") == 0) {
+    lab.repeat = 3;
+    lab.extra_rounds = 5;
+    lab.rounds_budget_s = 100;
+  }
   // ... and a 5 s loop budget per variant run, so that a variant far slower than the others (bf16
   // emulated on a CPU without bf16 instructions runs 15-100x slower) measures fewer steps instead of
   // stretching the lab to many minutes; its record says how many steps the budget cut.
   if (lab_options.max_loop_s.empty()) lab.base.max_loop_s = 5;
+  if (emulated_bf16 != "skip" && emulated_bf16 != "run") {
+    throw InputError("invalid --emulated-bf16 '" + emulated_bf16 + "' (skip or run)");
+  }
+  lab.run_emulated_bf16 = emulated_bf16 == "run";
   baseline_variants(lab);  // validates overrides before anything runs
   return report_run(run_baseline_lab(lab, std::cerr));
 }

@@ -7,11 +7,14 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <sstream>
 
 #include "diagnostics/baseline_reading.h"
 #include "harness/core/atomic_file.h"
 #include "harness/core/errors.h"
+#include "harness/runner/child_process.h"
 #include "harness/runner/text_table.h"
 #include "harness/runner/variant_runner.h"
 #include "scenarios/registry.h"
@@ -60,30 +63,52 @@ void report_progress(std::ostream& progress, size_t k, size_t n, const VariantRe
   progress << fmt(", %.1f s", wall_s) << std::endl;
 }
 
-// labels: one per spec ("A", "B") or empty; a label also names the variant's files.
-LabOutcome run_variants(const std::vector<VariantSpec>& specs, const LabOptions& options,
-                        const std::string& kind, std::ostream& progress, const std::vector<std::string>& labels = {}) {
+// A run's record and folder, before any variant ran.
+LabOutcome start_run(const LabOptions& options, const std::string& kind) {
   LabOutcome outcome;
+  outcome.record.kind = kind;
+  outcome.record.scenario = options.base.scenario;
+  outcome.record.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  outcome.run_dir = make_run_dir(options.results_dir, options.base.scenario, kind, &outcome.record.run_id);
+  return outcome;
+}
+
+// Runs the variants into a started run (start_run) and fills its record: options.repeat rounds,
+// then, with options.extra_rounds, more rounds while `undecided` says the record cannot be read yet
+// and the next round (as long as the longest so far) fits in options.rounds_budget_s.
+// labels: one per spec ("A", "B") or empty; a label also names the variant's files.
+LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& specs, const LabOptions& options,
+                           std::ostream& progress, const std::vector<std::string>& labels = {},
+                           const std::function<bool(const RunRecord&)>& undecided = nullptr) {
   RunRecord& record = outcome.record;
-  record.kind = kind;
-  record.scenario = options.base.scenario;
-  record.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
-  outcome.run_dir = make_run_dir(options.results_dir, options.base.scenario, kind, &record.run_id);
+  const std::string& kind = record.kind;
   const size_t repeat = static_cast<size_t>(std::max(1, options.repeat));
+  const size_t max_rounds = repeat + static_cast<size_t>(undecided ? std::max(0, options.extra_rounds) : 0);
   progress << "trainlab " << kind << ": scenario " << record.scenario << ", " << specs.size() << " variant(s)"
            << (repeat > 1 ? " x " + std::to_string(repeat) + " repetitions, interleaved" : std::string())
+           << (max_rounds > repeat ? fmt(" (up to %.0f while a gain holds its line, within ",
+                                         static_cast<double>(max_rounds)) +
+                                         fmt("%.0f s)", options.rounds_budget_s)
+                                   : std::string())
            << ", results in " << outcome.run_dir << std::endl;
   // Repetitions interleave the variants (A B A B ...), so drift on a shared machine hits each alike.
-  const size_t total = specs.size() * repeat;
+  const auto lab_start = std::chrono::steady_clock::now();
+  double longest_round_s = 0;
   bool bad_input = false;
-  for (size_t rep = 0; rep < repeat && !bad_input; ++rep) {
+  for (size_t rep = 0; rep < max_rounds && !bad_input; ++rep) {
+    if (rep >= repeat) {
+      const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - lab_start).count();
+      if (!undecided(record) || elapsed_s + longest_round_s > options.rounds_budget_s) break;
+    }
+    const auto round_start = std::chrono::steady_clock::now();
+    const size_t total = specs.size() * std::max(repeat, rep + 1);
     for (size_t i = 0; i < specs.size(); ++i) {
       const auto start = std::chrono::steady_clock::now();
       VariantRunOptions run_options;
       run_options.run_dir = outcome.run_dir;
       run_options.timeout_s = options.variant_timeout_s;
       const std::string stem = labels.empty() ? specs[i].name() : labels[i];
-      if (repeat > 1 || !labels.empty()) run_options.file_stem = stem + ".rep" + std::to_string(rep + 1);
+      if (max_rounds > 1 || !labels.empty()) run_options.file_stem = stem + ".rep" + std::to_string(rep + 1);
       record.variants.push_back(run_variant_isolated(specs[i], run_options));
       record.variants.back().repetition = static_cast<int>(rep);
       if (!labels.empty()) record.variants.back().label = labels[i];
@@ -94,6 +119,8 @@ LabOutcome run_variants(const std::vector<VariantSpec>& specs, const LabOptions&
         break;
       }
     }
+    longest_round_s = std::max(
+        longest_round_s, std::chrono::duration<double>(std::chrono::steady_clock::now() - round_start).count());
   }
   for (const VariantRecord& v : record.variants) {
     if (v.ok()) {
@@ -102,6 +129,55 @@ LabOutcome run_variants(const std::vector<VariantSpec>& specs, const LabOptions&
     }
   }
   return outcome;
+}
+
+// The bf16 pre-flight in a child process (LibTorch stays out of this one), its JSON kept in the
+// run folder as evidence. Nothing when bf16 runs natively (a CUDA device) or the probe failed:
+// then the lab runs its bf16 variants as usual.
+std::optional<Bf16Probe> probe_bf16(const LabOptions& options, LabOutcome& outcome, std::ostream& progress) {
+  const fs::path out = fs::path(outcome.run_dir) / "bf16_probe.json";
+  const fs::path log = fs::path(outcome.run_dir) / "bf16_probe.log";
+  const ChildOutcome ended =
+      run_self_as_child({"__bf16-probe", "--out", out.string(), "--device", to_string(options.base.device),
+                         "--threads", std::to_string(options.base.threads)},
+                        log.string(), /*timeout_s=*/120);
+  nlohmann::json j;
+  try {
+    if (ended.exited && ended.exit_status == 0) j = nlohmann::json::parse(read_file(out.string()));
+  } catch (const std::exception&) {
+    j = nullptr;
+  }
+  if (!j.is_object()) {
+    progress << "bf16 probe: " << ended.describe() << " (" << last_line_of(log.string())
+             << "); the lab runs its bf16 variants" << std::endl;
+    return std::nullopt;
+  }
+  outcome.record.details["bf16_probe"] = j;
+  if (j.value("device", "") != "cpu") return std::nullopt;
+  std::string isa;
+  for (const auto& [flag, present] : j.at("cpu_isa").items()) {
+    if (flag == "avx512_bf16" || flag == "amx_bf16" || flag == "avx512_bw") {
+      isa += (isa.empty() ? "" : ", ") + flag + (present.get<bool>() ? " yes" : " no");
+    }
+  }
+  const Bf16Probe probe =
+      read_bf16_probe(j.at("fp32_ns").get<std::vector<double>>(), j.at("bf16_ns").get<std::vector<double>>(), isa,
+                      options.thresholds->value("lab.bf16_probe_skip_below_pct"));
+  if (!probe.measured) return std::nullopt;
+  const GainEstimate& g = probe.gemm_gain;
+  progress << "bf16 probe: one Linear layer's forward+backward " << fmt("%+.1f %%", g.gain_pct) << fmt(" [%+.1f,", g.low_pct) << fmt(" %+.1f]", g.high_pct)
+           << " in bf16 against fp32 (" << isa << ")"
+           << (!probe.bf16_left_out        ? ": the lab runs its bf16 variants"
+               : options.run_emulated_bf16 ? ": emulated, run anyway (--emulated-bf16 run)"
+                                           : ": emulated here, so the lab leaves its bf16 runs out (--emulated-bf16 "
+                                             "run measures them) and compiles the fp32 model")
+           << std::endl;
+  return probe;
+}
+
+LabOutcome run_variants(const std::vector<VariantSpec>& specs, const LabOptions& options,
+                        const std::string& kind, std::ostream& progress, const std::vector<std::string>& labels = {}) {
+  return run_variants_in(start_run(options, kind), specs, options, progress, labels);
 }
 
 const VariantRecord* find_variant(const RunRecord& record, const std::string& name) {
@@ -158,11 +234,32 @@ std::vector<VariantSpec> baseline_variants(const LabOptions& options) {
 }
 
 LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress) {
-  const std::vector<VariantSpec> specs = baseline_variants(options);
-  LabOutcome outcome = run_variants(specs, options, "baseline", progress);
-  const LabReading reading =
-      read_baseline_lab(figures_of(outcome.record, "fp32"), figures_of(outcome.record, "bf16"),
-                        figures_of(outcome.record, "bf16+compiled"), *options.thresholds);
+  std::vector<VariantSpec> specs = baseline_variants(options);
+  LabOutcome outcome = start_run(options, "baseline");
+  std::optional<Bf16Probe> probe = probe_bf16(options, outcome, progress);
+  if (probe && options.run_emulated_bf16) probe->bf16_left_out = false;
+  if (probe && probe->bf16_left_out) {  // fp32 and fp32+compiled: what compiling does for the model that runs
+    specs.erase(specs.begin() + 1);
+    specs.back().precision = Precision::kFp32;
+  }
+  const Bf16Probe* probe_read = probe ? &*probe : nullptr;
+  auto read_lab = [&](const RunRecord& record) {
+    return read_baseline_lab(figures_of(record, "fp32"), figures_of(record, "bf16"),
+                             figures_of(record, specs.back().name()), *options.thresholds, probe_read);
+  };
+  // Another round only helps a gain whose interval holds its line; a failed variant ends the rounds.
+  auto undecided = [&](const RunRecord& record) {
+    for (const VariantRecord& v : record.variants) {
+      if (!v.ok()) return false;
+    }
+    const LabReading so_far = read_lab(record);
+    for (const auto& gain : {so_far.precision_gain, so_far.compile_gain}) {
+      if (gain && gain->against_line == "at the line") return true;
+    }
+    return false;
+  };
+  outcome = run_variants_in(std::move(outcome), specs, options, progress, {}, undecided);
+  const LabReading reading = read_lab(outcome.record);
   outcome.record.reading = reading.lines;
   write_run_record((fs::path(outcome.run_dir) / "run.json").string(), outcome.record);
   return outcome;

@@ -17,9 +17,16 @@ struct LabOptions {
   std::string results_dir = "results";
   double variant_timeout_s = 1800;
   int repeat = 1;  // each variant this many times, the variants interleaved (A B C A B C ...)
+  // The baseline lab only: up to this many more rounds while a gain's interval holds its line, as
+  // long as the lab's variants have run under rounds_budget_s seconds with room for one more round.
+  int extra_rounds = 0;
+  double rounds_budget_s = 0;
   // Per-variant settings applied on top of base, e.g. {"bf16", {{"batch", "64"}}}.
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> overrides;
   const Thresholds* thresholds = &Thresholds::defaults();
+  // The baseline lab first probes bf16 on the CPU (one GEMM, fp32 vs bf16) and leaves its bf16
+  // variants out where bf16 is emulated (lab.bf16_probe_skip_below_pct); true runs them anyway.
+  bool run_emulated_bf16 = false;
 };
 
 struct LabOutcome {
