@@ -95,4 +95,41 @@ std::optional<Period> find_period(std::vector<int64_t> positions, int64_t jitter
   return best;
 }
 
+namespace {
+
+// Linear-interpolated percentile (0..100) of a non-empty series.
+double percentile_of(std::vector<double> values, double pct) {
+  std::sort(values.begin(), values.end());
+  const double rank = (static_cast<double>(values.size()) - 1) * pct / 100.0;
+  const size_t lo = static_cast<size_t>(rank);
+  const size_t hi = std::min(lo + 1, values.size() - 1);
+  return values[lo] + (values[hi] - values[lo]) * (rank - static_cast<double>(lo));
+}
+
+}  // namespace
+
+std::optional<FoldedPeriod> fold_period(const std::vector<double>& values, int64_t min_period, size_t min_in_phase,
+                                        double min_excess_pct) {
+  const int64_t n = static_cast<int64_t>(values.size());
+  if (min_in_phase < 2 || min_period < 2) return std::nullopt;
+  for (int64_t period = min_period; period * static_cast<int64_t>(min_in_phase) <= n + period - 1; ++period) {
+    std::optional<FoldedPeriod> best;
+    for (int64_t phase = 0; phase < period; ++phase) {
+      std::vector<double> in, out;
+      for (int64_t i = 0; i < n; ++i) (i % period == phase ? in : out).push_back(values[i]);
+      if (in.size() < min_in_phase || out.size() < 2) continue;
+      const double out_median = median(out);
+      if (!(out_median > 0)) continue;
+      if (*std::min_element(in.begin(), in.end()) <= percentile_of(out, 75)) continue;
+      const double in_median = median(in);
+      if (in_median <= percentile_of(out, 90) || in_median < out_median * (1.0 + min_excess_pct / 100.0)) continue;
+      if (!best || in_median / out_median > best->in_median / best->out_median) {
+        best = FoldedPeriod{period, phase, in.size(), in_median, out_median};
+      }
+    }
+    if (best) return best;
+  }
+  return std::nullopt;
+}
+
 }  // namespace trainlab::series

@@ -523,6 +523,20 @@ TEST(RulesTest, PeriodicSlowStepsSpillingIntoTheNextStepCountOnce) {
   EXPECT_EQ(f->times_fired, 19);
 }
 
+TEST(RulesTest, PeriodicSlowStepsHiddenByNoiseAreFoundByFolding) {
+  // The seeded callback case on a loaded machine (steps in ms): only 4 steps pass median + 30 %, at
+  // 6, 9, 16, 26, with no period among them; folding finds every 10th step from 6 slow.
+  Summary s = quiet(50);
+  s.step_ms = {451, 361, 369, 517, 348, 399, 609, 370, 386, 551, 351, 409, 410, 357, 456, 497, 648,
+               505, 334, 384, 437, 326, 361, 372, 395, 409, 525, 422, 323, 329, 445, 340, 416, 344,
+               435, 392, 479, 330, 394, 406, 458, 418, 362, 418, 337, 345, 485, 344, 238, 434};
+  auto f = find(s, "periodic_slow_steps");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(evidence(*f, "period_steps")->value, 10);
+  EXPECT_EQ(f->times_fired, 5);
+  EXPECT_TRUE(contains(f->title, "every 10 steps")) << f->title;
+}
+
 TEST(RulesTest, PeriodicSlowStepsNotInNoiseOrTooFew) {
   Summary s = quiet(200);
   std::mt19937 gen(7);  // fixed by the standard
