@@ -23,11 +23,11 @@
 #include <thread>
 #include <vector>
 
-#include "harness/core/atomic_file.h"
-#include "harness/core/errors.h"
-#include "harness/core/run_record.h"
-#include "harness/core/statistics.h"
-#include "harness/core/variant.h"
+#include "core/atomic_file.h"
+#include "core/errors.h"
+#include "core/run_record.h"
+#include "core/statistics.h"
+#include "core/variant.h"
 #include "harness/runner/lab.h"
 #include "harness/runner/text_table.h"
 #include "harness/runner/variant_runner.h"

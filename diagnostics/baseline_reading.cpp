@@ -1,6 +1,6 @@
 // Rules of the lab reading (DESIGN §1), thresholds from configs/thresholds.json. Each gain is a
 // ratio of geometric means over interleaved repetitions with Welch's interval on the logarithms
-// (harness/core/comparison_stats); the reading compares the interval, not the point, with the line,
+// (core/comparison_stats); the reading compares the interval, not the point, with the line,
 // and the conclusion is built once from all three figures so no two lines contradict each other.
 #include "diagnostics/baseline_reading.h"
 
@@ -8,8 +8,8 @@
 #include <stdexcept>
 
 #include "diagnostics/text_format.h"
-#include "harness/core/comparison_stats.h"
-#include "harness/core/statistics.h"
+#include "core/comparison_stats.h"
+#include "core/statistics.h"
 
 namespace trainlab {
 namespace {

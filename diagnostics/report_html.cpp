@@ -16,7 +16,7 @@
 #include <tuple>
 
 #include "diagnostics/series.h"
-#include "harness/core/statistics.h"
+#include "core/statistics.h"
 #include "diagnostics/thresholds.h"
 
 namespace trainlab {

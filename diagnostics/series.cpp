@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "harness/core/statistics.h"
+#include "core/statistics.h"
 
 namespace trainlab::series {
 

@@ -16,7 +16,7 @@
 #include "diagnostics/intervals.h"
 #include "diagnostics/trace_steps.h"
 #include "diagnostics/text_format.h"
-#include "harness/core/statistics.h"
+#include "core/statistics.h"
 
 namespace trainlab {
 namespace {

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "diagnostics/summary.h"
-#include "harness/core/run_record.h"
+#include "core/run_record.h"
 #include "profiler/profile.h"
 
 namespace trainlab {

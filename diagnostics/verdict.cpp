@@ -24,8 +24,8 @@
 #include <cmath>
 
 #include "diagnostics/text_format.h"
-#include "harness/core/comparison_stats.h"
-#include "harness/core/statistics.h"
+#include "core/comparison_stats.h"
+#include "core/statistics.h"
 
 namespace trainlab {
 namespace {

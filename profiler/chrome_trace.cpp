@@ -19,8 +19,8 @@
 #include <streambuf>
 #include <vector>
 
-#include "harness/core/atomic_file.h"
-#include "harness/core/errors.h"
+#include "core/atomic_file.h"
+#include "core/errors.h"
 
 namespace trainlab {
 namespace {

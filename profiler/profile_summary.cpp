@@ -5,7 +5,7 @@
 #include <map>
 #include <tuple>
 
-#include "harness/core/statistics.h"
+#include "core/statistics.h"
 
 namespace trainlab {
 

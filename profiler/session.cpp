@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "harness/core/errors.h"
+#include "core/errors.h"
 #include "profiler/annotate.h"
 #include "profiler/cupti_capture.h"
 #include "profiler/event_recorder.h"

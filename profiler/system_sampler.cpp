@@ -19,7 +19,7 @@
 #include <thread>
 #include <type_traits>
 
-#include "harness/core/errors.h"
+#include "core/errors.h"
 #include "profiler/proc_parsers.h"
 
 namespace trainlab {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/variant.h"
 #include "scenarios/scenario_info.h"
 #include "scenarios/workload_config.h"
 
@@ -28,5 +29,10 @@ const ScenarioInfo& find_scenario(const std::string& name);
 // The factory of a registered scenario (throws InputError like find_scenario). make_workload()
 // in workload.h calls it.
 const WorkloadFactory& find_workload_factory(const std::string& name);
+
+// Fills the scenario's defaults into a spec (batch size, knobs) and checks every value
+// (core's check_spec, then the knobs against the scenario's table). Throws InputError naming the
+// offending option on unknown knobs, out-of-range or impossible values.
+void resolve(VariantSpec& spec, const ScenarioInfo& scenario);
 
 }  // namespace trainlab

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "harness/core/errors.h"
+#include "core/errors.h"
 
 namespace trainlab {
 namespace {

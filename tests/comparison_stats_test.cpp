@@ -1,14 +1,14 @@
 // The comparison statistics: Mann-Whitney U against hand-computed values (ranks and pairs counted
 // by hand, ties included), Welch's interval against hand-computed values, and the bootstrap's and
 // Welch's coverage on synthetic samples whose true change is known.
-#include "harness/core/comparison_stats.h"
+#include "core/comparison_stats.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
-#include "harness/core/statistics.h"
+#include "core/statistics.h"
 
 namespace trainlab::stats {
 namespace {

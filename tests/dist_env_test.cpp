@@ -4,7 +4,7 @@
 
 #include <stdlib.h>
 
-#include "harness/core/errors.h"
+#include "core/errors.h"
 #include "harness/dist/dist_env.h"
 
 namespace trainlab {

@@ -4,7 +4,7 @@
 
 #include "e2e_support.h"
 #include "diagnostics/baseline_reading.h"
-#include "harness/core/run_record.h"
+#include "core/run_record.h"
 
 namespace trainlab {
 namespace {

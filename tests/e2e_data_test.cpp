@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "e2e_support.h"
-#include "harness/core/run_record.h"
+#include "core/run_record.h"
 
 namespace trainlab {
 namespace {

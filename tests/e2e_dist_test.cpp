@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "e2e_support.h"
-#include "harness/core/run_record.h"
+#include "core/run_record.h"
 
 namespace trainlab {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "e2e_support.h"
-#include "harness/core/run_record.h"
+#include "core/run_record.h"
 #include "profiler/chrome_trace.h"
 
 namespace trainlab {

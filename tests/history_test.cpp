@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "harness/core/atomic_file.h"
-#include "harness/core/errors.h"
-#include "harness/core/run_record.h"
+#include "core/atomic_file.h"
+#include "core/errors.h"
+#include "core/run_record.h"
 
 namespace fs = std::filesystem;
 

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <thread>
 
-#include "harness/core/errors.h"
+#include "core/errors.h"
 #include "profiler/annotate.h"
 #include "profiler/chrome_trace.h"
 #include "profiler/event_recorder.h"

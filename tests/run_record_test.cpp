@@ -1,5 +1,5 @@
 // RunRecord JSON: round trip, derived aggregates, refusal of unknown schema versions.
-#include "harness/core/run_record.h"
+#include "core/run_record.h"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <limits>
 #include <fstream>
 
-#include "harness/core/atomic_file.h"
-#include "harness/core/errors.h"
+#include "core/atomic_file.h"
+#include "core/errors.h"
 
 namespace trainlab {
 namespace {

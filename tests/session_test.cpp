@@ -8,7 +8,7 @@
 #include <chrono>
 #include <thread>
 
-#include "harness/core/errors.h"
+#include "core/errors.h"
 #include "profiler/annotate.h"
 #include "profiler/event_recorder.h"
 #include "profiler/session.h"

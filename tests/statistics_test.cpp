@@ -1,5 +1,5 @@
 // Statistics helpers against hand-computed values.
-#include "harness/core/statistics.h"
+#include "core/statistics.h"
 
 #include <gtest/gtest.h>
 

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/core/errors.h"
+#include "core/errors.h"
 #include "profiler/chrome_trace.h"
 
 namespace trainlab {

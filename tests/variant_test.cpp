@@ -1,11 +1,12 @@
 // Variant parsing and validation: accepted values, defaults from the scenario, bad values.
-#include "harness/core/variant.h"
+#include "core/variant.h"
+#include "scenarios/registry.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "harness/core/errors.h"
+#include "core/errors.h"
 #include "scenarios/scenario_info.h"
 
 namespace trainlab {

@@ -12,8 +12,8 @@
 #include <sstream>
 
 #include "diagnostics/thresholds.h"
-#include "harness/core/atomic_file.h"
-#include "harness/core/errors.h"
+#include "core/atomic_file.h"
+#include "core/errors.h"
 #include "harness/runner/compare.h"
 #include "harness/runner/diagnose.h"
 #include "harness/runner/doctor.h"

@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/core/variant.h"
+#include "core/variant.h"
 #include "harness/dist/dist_env.h"
 
 namespace trainlab {

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "harness/core/errors.h"
+#include "core/errors.h"
 
 namespace trainlab {
 namespace {

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <thread>
 
-#include "harness/core/errors.h"
+#include "core/errors.h"
 
 namespace trainlab {
 

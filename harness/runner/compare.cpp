@@ -25,8 +25,8 @@
 #include <map>
 #include <set>
 
-#include "harness/core/errors.h"
-#include "harness/core/statistics.h"
+#include "core/errors.h"
+#include "core/statistics.h"
 #include "harness/runner/text_table.h"
 
 namespace trainlab {

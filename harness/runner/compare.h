@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/core/comparison_stats.h"
-#include "harness/core/run_record.h"
+#include "core/comparison_stats.h"
+#include "core/run_record.h"
 
 namespace trainlab {
 

@@ -10,8 +10,8 @@
 
 #include "diagnostics/report_html.h"
 #include "diagnostics/summarise.h"
-#include "harness/core/atomic_file.h"
-#include "harness/core/errors.h"
+#include "core/atomic_file.h"
+#include "core/errors.h"
 #include "harness/runner/lab.h"
 #include "harness/runner/text_table.h"
 #include "profiler/chrome_trace.h"

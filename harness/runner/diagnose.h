@@ -14,7 +14,7 @@
 #include "diagnostics/summary.h"
 #include "diagnostics/thresholds.h"
 #include "diagnostics/verdict.h"
-#include "harness/core/run_record.h"
+#include "core/run_record.h"
 
 namespace trainlab {
 

@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <set>
 
-#include "harness/core/atomic_file.h"
-#include "harness/core/errors.h"
-#include "harness/core/run_record.h"
+#include "core/atomic_file.h"
+#include "core/errors.h"
+#include "core/run_record.h"
 #include "harness/runner/child_process.h"
 #include "harness/runner/compare.h"
 #include "harness/runner/lab.h"

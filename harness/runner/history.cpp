@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "harness/core/atomic_file.h"
-#include "harness/core/errors.h"
-#include "harness/core/run_record.h"
-#include "harness/core/statistics.h"
+#include "core/atomic_file.h"
+#include "core/errors.h"
+#include "core/run_record.h"
+#include "core/statistics.h"
 #include "harness/runner/text_table.h"
 
 namespace fs = std::filesystem;

@@ -12,8 +12,8 @@
 #include <sstream>
 
 #include "diagnostics/baseline_reading.h"
-#include "harness/core/atomic_file.h"
-#include "harness/core/errors.h"
+#include "core/atomic_file.h"
+#include "core/errors.h"
 #include "harness/runner/child_process.h"
 #include "harness/runner/text_table.h"
 #include "harness/runner/variant_runner.h"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "diagnostics/thresholds.h"
-#include "harness/core/run_record.h"
+#include "core/run_record.h"
 
 namespace trainlab {
 

@@ -17,9 +17,9 @@
 #include <thread>
 #include <tuple>
 
-#include "harness/core/atomic_file.h"
-#include "harness/core/errors.h"
-#include "harness/core/statistics.h"
+#include "core/atomic_file.h"
+#include "core/errors.h"
+#include "core/statistics.h"
 #include "harness/runner/text_table.h"
 #include "harness/runner/variant_runner.h"
 #include "scenarios/registry.h"

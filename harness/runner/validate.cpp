@@ -9,8 +9,8 @@
 #include <set>
 #include <sstream>
 
-#include "harness/core/atomic_file.h"
-#include "harness/core/errors.h"
+#include "core/atomic_file.h"
+#include "core/errors.h"
 #include "harness/runner/child_process.h"
 #include "harness/runner/lab.h"
 #include "harness/runner/text_table.h"

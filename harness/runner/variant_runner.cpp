@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "harness/core/atomic_file.h"
-#include "harness/core/errors.h"
+#include "core/atomic_file.h"
+#include "core/errors.h"
 #include "harness/dist/dist_env.h"
 #include "harness/runner/child_process.h"
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "harness/core/run_record.h"
+#include "core/run_record.h"
 
 namespace trainlab {
 

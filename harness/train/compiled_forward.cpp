@@ -8,7 +8,7 @@
 #include <torch/csrc/jit/passes/tensorexpr_fuser.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 
-#include "harness/core/errors.h"
+#include "core/errors.h"
 #include "harness/train/autocast_scope.h"
 #include "scenarios/workload.h"
 

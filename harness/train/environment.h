@@ -2,7 +2,7 @@
 // LibTorch and CUDA versions, CUDA device, git revision).
 #pragma once
 
-#include "harness/core/run_record.h"
+#include "core/run_record.h"
 
 namespace trainlab {
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "harness/core/run_record.h"
+#include "core/run_record.h"
 
 namespace trainlab {
 

@@ -9,7 +9,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "harness/core/atomic_file.h"
+#include "core/atomic_file.h"
 #include "harness/train/environment.h"
 
 namespace trainlab {

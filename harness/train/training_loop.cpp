@@ -15,8 +15,8 @@
 #include <iostream>
 #include <thread>
 
-#include "harness/core/atomic_file.h"
-#include "harness/core/errors.h"
+#include "core/atomic_file.h"
+#include "core/errors.h"
 #include "harness/dist/data_parallel.h"
 #include "harness/dist/dist_env.h"
 #include "harness/train/autocast_scope.h"

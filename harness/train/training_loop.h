@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "harness/core/run_record.h"
+#include "core/run_record.h"
 
 namespace trainlab {
 

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "harness/core/atomic_file.h"
-#include "harness/core/errors.h"
+#include "core/atomic_file.h"
+#include "core/errors.h"
 #include "scenarios/data/host_batch.h"
 
 namespace trainlab {

@@ -36,8 +36,8 @@
 #include <utility>
 #include <vector>
 
-#include "harness/core/atomic_file.h"
-#include "harness/core/errors.h"
+#include "core/atomic_file.h"
+#include "core/errors.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "recsys files are written in host byte order");
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/core/errors.h"
+#include "core/errors.h"
 #include "scenarios/data/host_batch.h"
 
 namespace trainlab {

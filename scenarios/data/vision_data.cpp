@@ -36,8 +36,8 @@
 #include <utility>
 #include <vector>
 
-#include "harness/core/atomic_file.h"
-#include "harness/core/errors.h"
+#include "core/atomic_file.h"
+#include "core/errors.h"
 
 namespace trainlab {
 namespace fs = std::filesystem;

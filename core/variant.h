@@ -10,7 +10,6 @@
 
 namespace trainlab {
 
-struct ScenarioInfo;
 
 enum class Precision { kFp32, kBf16 };
 enum class DeviceChoice { kAuto, kCpu, kCuda };
@@ -95,9 +94,10 @@ struct VariantSpec {
 // Parses a capture window "START:COUNT" (measured steps); throws InputError on anything else.
 void parse_window(const std::string& text, int64_t* start, int64_t* count);
 
-// Checks every value and fills scenario defaults (batch size, knobs). Throws InputError naming the
-// offending option on unknown knobs, out-of-range or impossible values.
-void resolve(VariantSpec& spec, const ScenarioInfo& scenario);
+// Checks every scenario-independent value (steps, warm-up, threads, loader, window, ranks) once the
+// batch size is set, and fills the default capture window. Throws InputError naming the offending
+// option. Scenario defaults and knobs: resolve() in scenarios/registry.h.
+void check_spec(VariantSpec& spec);
 
 // Sets one field from text, as in `--override bf16:batch=64` or a config preset. Keys: precision,
 // compiled, batch, threads, steps, warmup, seed, sync-every, callback-every, callback-ms, keep-loss-graphs, device,

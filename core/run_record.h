@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/core/variant.h"
+#include "core/variant.h"
 
 namespace trainlab {
 

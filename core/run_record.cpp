@@ -1,14 +1,14 @@
 // JSON mapping of RunRecord / VariantRecord, with schema checks and derived aggregates.
-#include "harness/core/run_record.h"
+#include "core/run_record.h"
 
 #include <cmath>
 #include <limits>
 
 #include <filesystem>
 
-#include "harness/core/atomic_file.h"
-#include "harness/core/errors.h"
-#include "harness/core/statistics.h"
+#include "core/atomic_file.h"
+#include "core/errors.h"
+#include "core/statistics.h"
 
 namespace trainlab {
 

@@ -1,5 +1,5 @@
-// Variant parsing, validation against a scenario's knob table, and JSON mapping.
-#include "harness/core/variant.h"
+// Variant parsing, scenario-independent validation, and JSON mapping.
+#include "core/variant.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -7,8 +7,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "harness/core/errors.h"
-#include "scenarios/scenario_info.h"
+#include "core/errors.h"
 
 namespace trainlab {
 
@@ -92,9 +91,7 @@ void require(bool ok, const std::string& message) {
 
 }  // namespace
 
-void resolve(VariantSpec& spec, const ScenarioInfo& scenario) {
-  spec.scenario = scenario.name;
-  if (spec.batch_size == 0) spec.batch_size = scenario.default_batch_size;
+void check_spec(VariantSpec& spec) {
   require(spec.batch_size >= 1 && spec.batch_size < kMaxBatchSize,
           "impossible batch size " + std::to_string(spec.batch_size) + " (must be 1 to " +
               std::to_string(kMaxBatchSize - 1) + ")");
@@ -135,17 +132,6 @@ void resolve(VariantSpec& spec, const ScenarioInfo& scenario) {
   require(spec.bucket_mb > 0.0 && spec.bucket_mb <= 65536.0, "invalid --bucket-mb (must be above 0 and at most 65536)");
   require(spec.dist_timeout_s >= 1.0 && spec.dist_timeout_s <= 86400.0,
           "invalid --dist-timeout-s (must be 1 to 86400)");
-  for (const auto& [name, value] : spec.knobs) {
-    const KnobInfo* knob = scenario.find_knob(name);
-    require(knob != nullptr, "unknown knob '" + name + "' for scenario " + scenario.name +
-                                 " (known: " + scenario.knob_names() + ")");
-    require(value >= knob->min_value && value <= knob->max_value,
-            "knob " + name + "=" + std::to_string(value) + " out of range [" +
-                std::to_string(knob->min_value) + ", " + std::to_string(knob->max_value) + "]");
-    require(!knob->integer || std::floor(value) == value,
-            "knob " + name + " takes a whole number");
-  }
-  for (const KnobInfo& knob : scenario.knobs) spec.knobs.emplace(knob.name, knob.default_value);
 }
 
 void parse_window(const std::string& text, int64_t* start, int64_t* count) {
@@ -216,7 +202,7 @@ void apply_setting(VariantSpec& spec, const std::string& key, const std::string&
   } else if (key == "bucket-mb") {
     spec.bucket_mb = parse_double("bucket-mb", value);
   } else if (!key.empty()) {
-    spec.knobs[key] = parse_double(key, value);  // checked against the scenario in resolve()
+    spec.knobs[key] = parse_double(key, value);  // checked against the scenario in resolve() (scenarios/registry.h)
   } else {
     throw InputError("empty setting name");
   }

@@ -1,5 +1,5 @@
 // Bootstrap interval of a relative change, and the Mann-Whitney U test (normal approximation).
-#include "harness/core/comparison_stats.h"
+#include "core/comparison_stats.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "harness/core/statistics.h"
+#include "core/statistics.h"
 
 namespace trainlab::stats {
 

@@ -1,5 +1,5 @@
 // Descriptive statistics: mean, sample standard deviation, interpolated percentiles.
-#include "harness/core/statistics.h"
+#include "core/statistics.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // Atomic writes through temp-file-then-rename; whole-file reads with clear errors; tree removal
 // through nftw (POSIX).
-#include "harness/core/atomic_file.h"
+#include "core/atomic_file.h"
 
 #include <fcntl.h>
 #include <ftw.h>
@@ -13,7 +13,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "harness/core/errors.h"
+#include "core/errors.h"
 
 namespace trainlab {
 namespace fs = std::filesystem;
