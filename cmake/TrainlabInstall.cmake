@@ -26,4 +26,4 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/trainlabConfigVersion.cma
 install(FILES ${PROJECT_BINARY_DIR}/trainlabConfig.cmake ${PROJECT_BINARY_DIR}/trainlabConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/trainlab COMPONENT profiler)
 
-install(TARGETS trainlab RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
+install(TARGETS trainlab trainlab-train RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)

@@ -53,27 +53,11 @@ class MlpWorkload : public Workload {
   torch::nn::Sequential net_;
 };
 
-const ScenarioRegistrar kRegistrar(
-    ScenarioInfo{"mlp",
-                 "wide tabular MLP whose step is dominated by GEMMs (model-compute-bound)",
-                 /*default_batch_size=*/256,
-                 {{"in_features", 1024, 1, 1'000'000, true, "input features"},
-                  {"hidden", 2048, 1, 1'000'000, true, "hidden width"},
-                  {"layers", 3, 1, 64, true, "hidden layers"},
-                  {"classes", 1000, 2, 1'000'000, true, "output classes"}}},
-    [](const WorkloadConfig& config) -> std::unique_ptr<Workload> {
+const WorkloadRegistrar kRegistrar("mlp", [](const WorkloadConfig& config) -> std::unique_ptr<Workload> {
       return std::make_unique<MlpWorkload>(config);
     });
 
-const ScenarioRegistrar kCommHeavyRegistrar(
-    ScenarioInfo{"commheavy",
-                 "many parameters, little compute per sample: gradient all-reduce dominates data-parallel steps",
-                 /*default_batch_size=*/16,
-                 {{"in_features", 256, 1, 1'000'000, true, "input features"},
-                  {"hidden", 2048, 1, 1'000'000, true, "hidden width (parameters grow with its square)"},
-                  {"layers", 6, 1, 64, true, "hidden layers"},
-                  {"classes", 10, 2, 1'000'000, true, "output classes"}}},
-    [](const WorkloadConfig& config) -> std::unique_ptr<Workload> {
+const WorkloadRegistrar kCommHeavyRegistrar("commheavy", [](const WorkloadConfig& config) -> std::unique_ptr<Workload> {
       return std::make_unique<MlpWorkload>(config);
     });
 

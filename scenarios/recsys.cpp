@@ -116,31 +116,7 @@ class RecsysWorkload : public Workload {
   RecsysModel model_;
 };
 
-const ScenarioRegistrar kRegistrar(
-    ScenarioInfo{"recsys",
-                 "transformer recommender on zstd-compressed interaction shards: item/action/feature "
-                 "embeddings, TransformerEncoder over a history window, next-item cross-entropy",
-                 /*default_batch_size=*/64,
-                 {{"items", 20000, 16, 5'000'000, true, "catalogue size (output classes)"},
-                  {"categories", 200, 1, 100'000, true, "item category vocabulary"},
-                  {"user_vocab", 1000, 1, 1'000'000, true, "user feature vocabulary"},
-                  {"user_features", 4, 1, 64, true, "categorical features per user"},
-                  {"dim", 128, 8, 4096, true, "embedding / model width"},
-                  {"layers", 2, 1, 48, true, "TransformerEncoder layers"},
-                  {"heads", 4, 1, 64, true, "attention heads (must divide dim)"},
-                  {"seq_len", 32, 2, 4096, true, "history window fed to the model"},
-                  {"samples", 4096, 64, 10'000'000, true, "users in the on-disk dataset"},
-                  {"mean_history", 400, 8, 100'000, true, "mean events per user history"},
-                  {"max_history", 1024, 8, 100'000, true, "longest history (and decoded-cache row length)"},
-                  {"records_per_block", 128, 1, 65'536, true, "users per compressed block (a row group)"},
-                  {"augment", 1, 0, 4, false, "augmentation intensity (masking 0.15x, negatives 32x)"},
-                  {"cache", 0, 0, 1, true, "1: read the decoded cache instead of compressed shards"},
-                  {"data_seed", 1234, 0, 1e9, true, "seed the dataset is generated from"}},
-                 {{"data-bound",
-                   "a light model (dim 32, 1 layer) over the same compressed shards: decoding and "
-                   "augmenting the histories is most of the step",
-                   {{"dim", 32}, {"layers", 1}}}}},
-    [](const WorkloadConfig& config) -> std::unique_ptr<Workload> {
+const WorkloadRegistrar kRegistrar("recsys", [](const WorkloadConfig& config) -> std::unique_ptr<Workload> {
       if (config.knob_int("dim") % config.knob_int("heads") != 0) {
         throw InputError("recsys: heads must divide dim");
       }

@@ -1,6 +1,7 @@
-// Scenario registry storage; filled by static registrars in each scenario's translation unit.
+// Scenario registry: the catalog's lookups and the workload factories that registrars fill in.
 #include "scenarios/registry.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -9,42 +10,38 @@
 namespace trainlab {
 namespace {
 
-struct Entry {
-  ScenarioInfo info;
-  WorkloadFactory factory;
-};
-
-std::map<std::string, Entry>& registry() {
-  static std::map<std::string, Entry> entries;
+std::map<std::string, WorkloadFactory>& factories() {
+  static std::map<std::string, WorkloadFactory> entries;
   return entries;
 }
 
 }  // namespace
 
-ScenarioRegistrar::ScenarioRegistrar(ScenarioInfo info, WorkloadFactory factory) {
-  std::string name = info.name;
-  registry()[name] = Entry{std::move(info), std::move(factory)};
+WorkloadRegistrar::WorkloadRegistrar(const std::string& scenario, WorkloadFactory factory) {
+  factories()[scenario] = std::move(factory);
 }
 
 std::vector<const ScenarioInfo*> all_scenarios() {
   std::vector<const ScenarioInfo*> infos;
-  for (const auto& [name, entry] : registry()) infos.push_back(&entry.info);
+  for (const ScenarioInfo& info : scenario_catalog()) infos.push_back(&info);
+  std::sort(infos.begin(), infos.end(), [](const ScenarioInfo* a, const ScenarioInfo* b) { return a->name < b->name; });
   return infos;
 }
 
 const ScenarioInfo& find_scenario(const std::string& name) {
-  auto it = registry().find(name);
-  if (it == registry().end()) {
-    std::string known;
-    for (const auto& [n, entry] : registry()) known += (known.empty() ? "" : ", ") + n;
-    throw InputError("unknown scenario '" + name + "' (known: " + known + ")");
+  for (const ScenarioInfo& info : scenario_catalog()) {
+    if (info.name == name) return info;
   }
-  return it->second.info;
+  std::string known;
+  for (const ScenarioInfo* info : all_scenarios()) known += (known.empty() ? "" : ", ") + info->name;
+  throw InputError("unknown scenario '" + name + "' (known: " + known + ")");
 }
 
 const WorkloadFactory& find_workload_factory(const std::string& name) {
   find_scenario(name);
-  return registry().at(name).factory;
+  const auto it = factories().find(name);
+  if (it == factories().end()) throw InputError("scenario '" + name + "' has no workload linked into this binary");
+  return it->second;
 }
 
 void resolve(VariantSpec& spec, const ScenarioInfo& scenario) {

@@ -1,5 +1,6 @@
-// The scenario registry. Each scenario file registers itself with a static ScenarioRegistrar;
-// `trainlab list` and option validation read ScenarioInfo without building any model.
+// The scenario registry: the catalog of ScenarioInfo (scenarios/catalog.cpp, torch-free, so
+// `trainlab list` and option validation need no LibTorch) and the workload factories, which each
+// workload's translation unit registers under its scenario's name with a static WorkloadRegistrar.
 #pragma once
 
 #include <functional>
@@ -18,16 +19,19 @@ using WorkloadFactory = std::function<std::unique_ptr<Workload>(const WorkloadCo
 
 inline constexpr const char* kDefaultScenario = "recsys";
 
-struct ScenarioRegistrar {
-  ScenarioRegistrar(ScenarioInfo info, WorkloadFactory factory);
+struct WorkloadRegistrar {
+  WorkloadRegistrar(const std::string& scenario, WorkloadFactory factory);
 };
+
+// Every built-in scenario's description (scenarios/catalog.cpp), in catalog order.
+const std::vector<ScenarioInfo>& scenario_catalog();
 
 // Sorted by name.
 std::vector<const ScenarioInfo*> all_scenarios();
 // Throws InputError listing the known names when there is no such scenario.
 const ScenarioInfo& find_scenario(const std::string& name);
-// The factory of a registered scenario (throws InputError like find_scenario). make_workload()
-// in workload.h calls it.
+// The factory of a scenario (throws InputError like find_scenario, or when this binary links no
+// workloads for it). make_workload() in workload.h calls it.
 const WorkloadFactory& find_workload_factory(const std::string& name);
 
 // Fills the scenario's defaults into a spec (batch size, knobs) and checks every value

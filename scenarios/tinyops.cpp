@@ -52,14 +52,7 @@ class TinyOpsWorkload : public Workload {
   torch::nn::Sequential net_;
 };
 
-const ScenarioRegistrar kRegistrar(
-    ScenarioInfo{"tinyops",
-                 "deep stack of tiny layers at small batch: per-op dispatch dominates "
-                 "(framework-overhead-bound)",
-                 /*default_batch_size=*/16,
-                 {{"width", 32, 1, 65536, true, "layer width"},
-                  {"depth", 48, 1, 10000, true, "residual blocks"}}},
-    [](const WorkloadConfig& config) -> std::unique_ptr<Workload> {
+const WorkloadRegistrar kRegistrar("tinyops", [](const WorkloadConfig& config) -> std::unique_ptr<Workload> {
       return std::make_unique<TinyOpsWorkload>(config);
     });
 

@@ -97,21 +97,7 @@ class VisionWorkload : public Workload {
   SmallResNet model_;
 };
 
-const ScenarioRegistrar kRegistrar(
-    ScenarioInfo{"vision",
-                 "small ResNet-style CNN on JPEG images from disk: decode + random resized crop, "
-                 "flip, colour jitter on the CPU",
-                 /*default_batch_size=*/64,
-                 {{"samples", 2048, 64, 10'000'000, true, "images in the on-disk dataset"},
-                  {"image_size", 320, 16, 4096, true, "stored image side (pixels)"},
-                  {"quality", 90, 1, 100, true, "JPEG quality"},
-                  {"classes", 10, 2, 1000, true, "label classes"},
-                  {"crop", 112, 8, 1024, true, "training crop side (pixels)"},
-                  {"augment", 1, 0, 3, false, "augmentation intensity (0: centre crop only)"},
-                  {"width", 8, 4, 512, true, "CNN base channel width"},
-                  {"cache", 0, 0, 1, true, "1: read the decoded cache instead of the JPEG files"},
-                  {"data_seed", 1234, 0, 1e9, true, "seed the dataset is generated from"}}},
-    [](const WorkloadConfig& config) -> std::unique_ptr<Workload> {
+const WorkloadRegistrar kRegistrar("vision", [](const WorkloadConfig& config) -> std::unique_ptr<Workload> {
       if (config.knob_int("crop") > config.knob_int("image_size")) {
         throw InputError("vision: crop must not exceed image_size");
       }

@@ -1,6 +1,9 @@
 // End to end: bad input gives one clear line on stderr and exit status 2; `list` shows scenarios.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <filesystem>
+
 #include "e2e_support.h"
 
 namespace trainlab {
@@ -52,6 +55,27 @@ TEST(CliE2E, BadInputIsOneLineAndExitTwo) {
   expect_bad_input("run --scenario mlp --preset data-bound" + r, "(presets: none)");
   expect_bad_input("sweep --repeat 0" + r, "invalid --repeat");
   EXPECT_TRUE(e2e::only_run_dir(results).empty());  // nothing ran, nothing written
+}
+
+// The front binary (list, diagnose, compare, history, --help, the lab's orchestration) loads no
+// LibTorch; the training child next to it does.
+TEST(CliE2E, TheFrontBinaryLinksNoLibTorchAndItsTrainingChildDoes) {
+  auto libraries_of = [](const std::string& binary) {
+    std::string out;
+    FILE* pipe = ::popen(("ldd '" + binary + "' 2>&1").c_str(), "r");
+    if (pipe == nullptr) return out;
+    char buffer[4096];
+    while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) out += buffer;
+    ::pclose(pipe);
+    return out;
+  };
+  const std::string front = libraries_of(TRAINLAB_BINARY);
+  const std::string trainer =
+      libraries_of((std::filesystem::path(TRAINLAB_BINARY).parent_path() / "trainlab-train").string());
+  ASSERT_NE(front.find("libc.so"), std::string::npos) << front;  // ldd ran
+  EXPECT_EQ(front.find("libtorch"), std::string::npos) << front;
+  EXPECT_EQ(front.find("libc10"), std::string::npos) << front;
+  EXPECT_NE(trainer.find("libtorch"), std::string::npos) << trainer;
 }
 
 }  // namespace

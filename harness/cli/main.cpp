@@ -22,9 +22,7 @@
 #include "harness/runner/sweep.h"
 #include "harness/runner/text_table.h"
 #include "harness/runner/validate.h"
-#include "harness/train/environment.h"
-#include "harness/train/precision_probe.h"
-#include "harness/train/training_loop.h"
+#include "harness/runner/cuda_check.h"
 #include "scenarios/registry.h"
 
 namespace trainlab {
@@ -210,7 +208,7 @@ VariantSpec build_spec(const VariantOptions& o) {
     }
     resolve(spec, info);
   }
-  if (spec.device == DeviceChoice::kCuda && !cuda_usable()) {
+  if (spec.device == DeviceChoice::kCuda && !cuda_device_present()) {
     throw InputError("--device cuda requested but no CUDA device is usable here");
   }
   return spec;
@@ -476,23 +474,9 @@ int run_cli(int argc, char** argv) {
   validate->add_flag("--ci", validate_options.ci_subset, "only the fast subset marked ci");
   validate->add_option("--results", validate_options.results_dir, "results folder (default ./results)");
 
-  std::string spec_path, record_path;
-  CLI::App* child = app.add_subcommand("__variant", "");  // internal: a variant's child process
-  child->group("");
-  child->add_option("--spec", spec_path)->required();
-  child->add_option("--out", record_path)->required();
-  std::string probe_out, probe_device = "auto";
-  int probe_threads = 0;
-  CLI::App* probe = app.add_subcommand("__bf16-probe", "");  // internal: the lab's bf16 pre-flight
-  probe->group("");
-  probe->add_option("--out", probe_out)->required();
-  probe->add_option("--device", probe_device);
-  probe->add_option("--threads", probe_threads);
-
   if (argc > 1 && std::string(argv[1]) == "doctor") return cmd_doctor(std::vector<std::string>(argv + 2, argv + argc));
   const std::set<std::string> commands = {"list",     "run",      "profile", "baseline", "sweep",
-                                          "diagnose", "validate", "compare", "history",  "doctor", "__variant",
-                                          "__bf16-probe"};
+                                          "diagnose", "validate", "compare", "history",  "doctor"};
   if (argc > 1 && argv[1][0] != '-' && commands.count(argv[1]) == 0) {
     throw InputError(std::string("unknown command '") + argv[1] + "' (commands: list, run, profile, baseline, sweep, diagnose, validate, compare, history, doctor)");
   }
@@ -509,8 +493,6 @@ int run_cli(int argc, char** argv) {
     return kExitBadInput;
   }
 
-  if (child->parsed()) return variant_child_main(spec_path, record_path);
-  if (probe->parsed()) return precision_probe_child_main(probe_out, probe_device, probe_threads);
   if (list->parsed()) return cmd_list();
 
   Thresholds thresholds_storage;
@@ -529,7 +511,7 @@ int run_cli(int argc, char** argv) {
     options.tolerance_pct = sweep_tolerance_pct;
     options.lab = build_lab_options(sweep_options, &thresholds_storage);
     const bool cpu_only = options.lab.base.device == DeviceChoice::kCpu;
-    options.cuda_available = !cpu_only && cuda_usable();
+    options.cuda_available = !cpu_only && cuda_device_present();
     options.live_progress = ::isatty(STDERR_FILENO) == 1;
     expand_sweep(options, nullptr);  // validates the whole grid before anything runs
     const SweepOutcome outcome = run_sweep(options, std::cerr);

@@ -2,6 +2,8 @@
 // deadline, SIGKILL on timeout.
 #include "harness/runner/child_process.h"
 
+#include <filesystem>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -40,6 +42,7 @@ pid_t spawn_self(const ChildLaunch& launch) {
   for (std::string& a : argv_storage) argv.push_back(a.data());
   argv.push_back(nullptr);
 
+  const std::string program = launch.executable.empty() ? "/proc/self/exe" : launch.executable;
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(log_fd);
@@ -49,7 +52,7 @@ pid_t spawn_self(const ChildLaunch& launch) {
     ::dup2(log_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
     for (const auto& [name, value] : launch.environment) ::setenv(name.c_str(), value.c_str(), 1);
-    ::execv("/proc/self/exe", argv.data());
+    ::execv(program.c_str(), argv.data());
     _exit(127);
   }
   ::close(log_fd);
@@ -69,7 +72,22 @@ void fill_outcome(int status, ChildOutcome& outcome) {
 
 ChildOutcome run_self_as_child(const std::vector<std::string>& args, const std::string& log_path,
                                double timeout_s) {
-  return run_self_as_children({ChildLaunch{args, log_path, {}}}, timeout_s).at(0);
+  return run_self_as_children({ChildLaunch{args, log_path, {}, {}}}, timeout_s).at(0);
+}
+
+std::string trainer_executable() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::filesystem::path trainer = self.parent_path() / "trainlab-train";
+  if (ec || ::access(trainer.c_str(), X_OK) != 0) {
+    throw InputError("the training executable trainlab-train is missing next to " +
+                     (ec ? std::string("this binary") : self.string()) + " (rebuild or reinstall trainlab)");
+  }
+  return trainer.string();
+}
+
+ChildOutcome run_trainer_child(const std::vector<std::string>& args, const std::string& log_path, double timeout_s) {
+  return run_self_as_children({ChildLaunch{args, log_path, {}, trainer_executable()}}, timeout_s).at(0);
 }
 
 std::vector<ChildOutcome> run_self_as_children(const std::vector<ChildLaunch>& children, double timeout_s) {

@@ -22,6 +22,14 @@ struct ChildOutcome {
 ChildOutcome run_self_as_child(const std::vector<std::string>& args, const std::string& log_path,
                                double timeout_s);
 
+// The training executable, `trainlab-train` next to this binary (the front binary loads no
+// LibTorch; training, the variant children and the bf16 probe, runs in that one). Throws
+// InputError when it is missing.
+std::string trainer_executable();
+
+// run_self_as_child with the training executable as the child.
+ChildOutcome run_trainer_child(const std::vector<std::string>& args, const std::string& log_path, double timeout_s);
+
 // Several children at once (e.g. the ranks of a data-parallel variant), each with extra
 // environment variables, under one deadline: those still running at the deadline are killed and
 // marked timed out. Outcomes are in the order of `children`.
@@ -29,6 +37,7 @@ struct ChildLaunch {
   std::vector<std::string> args;
   std::string log_path;
   std::vector<std::pair<std::string, std::string>> environment;  // set in the child before exec
+  std::string executable;  // the program to run; empty: /proc/self/exe
 };
 std::vector<ChildOutcome> run_self_as_children(const std::vector<ChildLaunch>& children, double timeout_s);
 

@@ -138,7 +138,7 @@ std::optional<Bf16Probe> probe_bf16(const LabOptions& options, LabOutcome& outco
   const fs::path out = fs::path(outcome.run_dir) / "bf16_probe.json";
   const fs::path log = fs::path(outcome.run_dir) / "bf16_probe.log";
   const ChildOutcome ended =
-      run_self_as_child({"__bf16-probe", "--out", out.string(), "--device", to_string(options.base.device),
+      run_trainer_child({"__bf16-probe", "--out", out.string(), "--device", to_string(options.base.device),
                          "--threads", std::to_string(options.base.threads)},
                         log.string(), /*timeout_s=*/120);
   nlohmann::json j;

@@ -78,7 +78,10 @@ VariantRecord run_ranks(const VariantSpec& spec, const VariantRunOptions& option
     fs::remove(record_paths.back(), ec);
     env.rank = rank;
     env.local_rank = rank;
-    launches.push_back({{"__variant", "--spec", spec_path, "--out", record_paths.back()}, log_paths.back(), env.variables()});
+    launches.push_back({{"__variant", "--spec", spec_path, "--out", record_paths.back()},
+                        log_paths.back(),
+                        env.variables(),
+                        trainer_executable()});
   }
   // A rank that dies makes its peers fail within the distributed timeout; the deadline leaves
   // room for that on top of the variant's own limit.
@@ -146,7 +149,7 @@ VariantRecord run_variant_isolated(const VariantSpec& spec, const VariantRunOpti
   std::error_code ec;
   fs::remove(record_path, ec);
   const ChildOutcome outcome =
-      run_self_as_child({"__variant", "--spec", spec_path, "--out", record_path}, log_path, options.timeout_s);
+      run_trainer_child({"__variant", "--spec", spec_path, "--out", record_path}, log_path, options.timeout_s);
   return outcome_record(spec, outcome, record_path, log_path);
 }
 

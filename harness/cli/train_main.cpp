@@ -1,0 +1,33 @@
+// trainlab-train: the training executable the front binary (trainlab) starts as a child, the one
+// process that loads LibTorch. `__variant --spec F --out R` runs one variant and writes its record;
+// `__bf16-probe --out F [--device D] [--threads N]` times the lab's bf16 pre-flight. Not for users.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "core/errors.h"
+#include "harness/train/precision_probe.h"
+#include "harness/train/training_loop.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"trainlab-train: the training child of trainlab (started by trainlab, not by hand)"};
+  app.require_subcommand(1);
+  std::string spec_path, record_path;
+  CLI::App* variant = app.add_subcommand("__variant", "run one variant from a spec file, write its record");
+  variant->add_option("--spec", spec_path)->required();
+  variant->add_option("--out", record_path)->required();
+  std::string probe_out, probe_device = "auto";
+  int probe_threads = 0;
+  CLI::App* probe = app.add_subcommand("__bf16-probe", "the lab's bf16 pre-flight");
+  probe->add_option("--out", probe_out)->required();
+  probe->add_option("--device", probe_device);
+  probe->add_option("--threads", probe_threads);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int status = app.exit(e);
+    return status == 0 ? 0 : trainlab::kExitBadInput;
+  }
+  if (variant->parsed()) return trainlab::variant_child_main(spec_path, record_path);
+  return trainlab::precision_probe_child_main(probe_out, probe_device, probe_threads);
+}

@@ -1,0 +1,75 @@
+// The built-in scenarios as they describe themselves: name, description, default batch size,
+// knobs with ranges, presets. Torch-free, so the front binary lists and validates scenarios
+// without LibTorch; each workload's translation unit registers its factory under the same name.
+#include "scenarios/registry.h"
+
+namespace trainlab {
+
+const std::vector<ScenarioInfo>& scenario_catalog() {
+  static const std::vector<ScenarioInfo> catalog = {
+      // recsys.cpp
+      ScenarioInfo{"recsys",
+                   "transformer recommender on zstd-compressed interaction shards: item/action/feature "
+                   "embeddings, TransformerEncoder over a history window, next-item cross-entropy",
+                   /*default_batch_size=*/64,
+                   {{"items", 20000, 16, 5'000'000, true, "catalogue size (output classes)"},
+                    {"categories", 200, 1, 100'000, true, "item category vocabulary"},
+                    {"user_vocab", 1000, 1, 1'000'000, true, "user feature vocabulary"},
+                    {"user_features", 4, 1, 64, true, "categorical features per user"},
+                    {"dim", 128, 8, 4096, true, "embedding / model width"},
+                    {"layers", 2, 1, 48, true, "TransformerEncoder layers"},
+                    {"heads", 4, 1, 64, true, "attention heads (must divide dim)"},
+                    {"seq_len", 32, 2, 4096, true, "history window fed to the model"},
+                    {"samples", 4096, 64, 10'000'000, true, "users in the on-disk dataset"},
+                    {"mean_history", 400, 8, 100'000, true, "mean events per user history"},
+                    {"max_history", 1024, 8, 100'000, true, "longest history (and decoded-cache row length)"},
+                    {"records_per_block", 128, 1, 65'536, true, "users per compressed block (a row group)"},
+                    {"augment", 1, 0, 4, false, "augmentation intensity (masking 0.15x, negatives 32x)"},
+                    {"cache", 0, 0, 1, true, "1: read the decoded cache instead of compressed shards"},
+                    {"data_seed", 1234, 0, 1e9, true, "seed the dataset is generated from"}},
+                   {{"data-bound",
+                     "a light model (dim 32, 1 layer) over the same compressed shards: decoding and "
+                     "augmenting the histories is most of the step",
+                     {{"dim", 32}, {"layers", 1}}}}},
+      // vision.cpp
+      ScenarioInfo{"vision",
+                   "small ResNet-style CNN on JPEG images from disk: decode + random resized crop, "
+                   "flip, colour jitter on the CPU",
+                   /*default_batch_size=*/64,
+                   {{"samples", 2048, 64, 10'000'000, true, "images in the on-disk dataset"},
+                    {"image_size", 320, 16, 4096, true, "stored image side (pixels)"},
+                    {"quality", 90, 1, 100, true, "JPEG quality"},
+                    {"classes", 10, 2, 1000, true, "label classes"},
+                    {"crop", 112, 8, 1024, true, "training crop side (pixels)"},
+                    {"augment", 1, 0, 3, false, "augmentation intensity (0: centre crop only)"},
+                    {"width", 8, 4, 512, true, "CNN base channel width"},
+                    {"cache", 0, 0, 1, true, "1: read the decoded cache instead of the JPEG files"},
+                    {"data_seed", 1234, 0, 1e9, true, "seed the dataset is generated from"}}},
+      // mlp.cpp
+      ScenarioInfo{"mlp",
+                   "wide tabular MLP whose step is dominated by GEMMs (model-compute-bound)",
+                   /*default_batch_size=*/256,
+                   {{"in_features", 1024, 1, 1'000'000, true, "input features"},
+                    {"hidden", 2048, 1, 1'000'000, true, "hidden width"},
+                    {"layers", 3, 1, 64, true, "hidden layers"},
+                    {"classes", 1000, 2, 1'000'000, true, "output classes"}}},
+      // mlp.cpp
+      ScenarioInfo{"commheavy",
+                   "many parameters, little compute per sample: gradient all-reduce dominates data-parallel steps",
+                   /*default_batch_size=*/16,
+                   {{"in_features", 256, 1, 1'000'000, true, "input features"},
+                    {"hidden", 2048, 1, 1'000'000, true, "hidden width (parameters grow with its square)"},
+                    {"layers", 6, 1, 64, true, "hidden layers"},
+                    {"classes", 10, 2, 1'000'000, true, "output classes"}}},
+      // tinyops.cpp
+      ScenarioInfo{"tinyops",
+                   "deep stack of tiny layers at small batch: per-op dispatch dominates "
+                   "(framework-overhead-bound)",
+                   /*default_batch_size=*/16,
+                   {{"width", 32, 1, 65536, true, "layer width"},
+                    {"depth", 48, 1, 10000, true, "residual blocks"}}},
+  };
+  return catalog;
+}
+
+}  // namespace trainlab
