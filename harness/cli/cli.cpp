@@ -1,0 +1,66 @@
+// run_cli: one table of subcommands, one parse, one dispatch; bad input anywhere becomes one line on
+// stderr and exit status 2.
+#include "harness/cli/cli.h"
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "core/errors.h"
+#include "harness/cli/commands.h"
+
+namespace trainlab {
+namespace {
+
+int parse_and_run(int argc, const char* const* argv) {
+  if (argc > 1 && std::string(argv[1]) == "doctor") {
+    return run_doctor_command(std::vector<std::string>(argv + 2, argv + argc));
+  }
+  CLI::App app{"trainlab: find out why training is slow, then verify the fix by measurement"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all");
+  const std::vector<Subcommand> commands = {
+      add_list_command(app),     add_run_command(app),      add_profile_command(app), add_baseline_command(app),
+      add_sweep_command(app),    add_diagnose_command(app), add_validate_command(app), add_compare_command(app),
+      add_history_command(app),  add_doctor_command(app)};
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const Subcommand& c : commands) {
+      known = known || c.app->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + c.app->get_name();
+    }
+    if (!known) throw InputError(std::string("unknown command '") + argv[1] + "' (commands: " + names + ")");
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return kExitOk;
+  } catch (const CLI::CallForAllHelp&) {
+    std::cout << app.help("", CLI::AppFormatMode::All);
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    throw InputError(e.what());
+  }
+  for (const Subcommand& c : commands) {
+    if (c.app->parsed()) return c.run();
+  }
+  throw InputError("no command given (see trainlab --help)");
+}
+
+}  // namespace
+
+int run_cli(int argc, const char* const* argv) {
+  try {
+    return parse_and_run(argc, argv);
+  } catch (const InputError& e) {
+    std::cerr << "trainlab: error: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "trainlab: internal error: " << e.what() << "\n";
+    return 3;
+  }
+}
+
+}  // namespace trainlab

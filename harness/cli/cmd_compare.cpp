@@ -1,0 +1,54 @@
+// `trainlab compare`: before/after (or an A/B run's A with its B), changes with confidence intervals;
+// exit status 1 on a regression over --max-regression.
+#include <iostream>
+#include <memory>
+
+#include "core/atomic_file.h"
+#include "core/errors.h"
+#include "harness/cli/commands.h"
+#include "harness/runner/compare.h"
+
+namespace trainlab {
+
+Subcommand add_compare_command(CLI::App& app) {
+  struct Options {
+    CompareOptions compare;
+    std::string before, after, format = "table", out;
+  };
+  auto o = std::make_shared<Options>();
+  Subcommand compare{
+      app.add_subcommand("compare", "before/after: changes with confidence intervals; exit 1 on a regression"), nullptr};
+  CLI::App* cmd = compare.app;
+  cmd->add_option("before", o->before, "run folder or run.json")->required();
+  cmd->add_option("after", o->after, "run folder or run.json (leave out to compare an A/B run's A with its B)");
+  cmd->add_option("--threshold", o->compare.threshold_pct, "changes under this % are unchanged (default 5)");
+  cmd->add_option("--max-regression", o->compare.max_regression_pct,
+                  "exit 1 when something regressed by more than this % (default 10)");
+  cmd->add_option("--format", o->format, "table (default), markdown or json");
+  cmd->add_option("--out", o->out, "also write the JSON result to this file");
+  compare.run = [o] {
+    const CompareOptions& options = o->compare;
+    if (!(options.threshold_pct >= 0) || !(options.max_regression_pct >= 0)) {
+      throw InputError("--threshold and --max-regression must be 0 or more");
+    }
+    if (o->format != "table" && o->format != "markdown" && o->format != "json") {
+      throw InputError("invalid --format '" + o->format + "' (table, markdown or json)");
+    }
+    const CompareOutcome outcome =
+        o->after.empty() ? compare_ab(read_run_record(o->before), options)
+                         : compare_runs(read_run_record(o->before), read_run_record(o->after), options);
+    const nlohmann::json result = to_json(outcome, options);
+    if (!o->out.empty()) write_file_atomically(o->out, result.dump(2) + "\n");
+    if (o->format == "json") {
+      std::cout << result.dump(2) << "\n";
+    } else if (o->format == "markdown") {
+      std::cout << render_compare_markdown(outcome, options);
+    } else {
+      std::cout << render_compare_table(outcome, options);
+    }
+    return outcome.gate_failed ? kExitGateFailed : kExitOk;
+  };
+  return compare;
+}
+
+}  // namespace trainlab

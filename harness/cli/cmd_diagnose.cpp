@@ -1,0 +1,41 @@
+// `trainlab diagnose`: the bottleneck of a run folder, a PyTorch profiler trace or a folder of rank
+// traces; --fail-on turns a finding into exit status 1.
+#include <memory>
+
+#include "harness/cli/commands.h"
+#include "harness/cli/run_report.h"
+#include "harness/cli/variant_options.h"
+
+namespace trainlab {
+
+Subcommand add_diagnose_command(CLI::App& app) {
+  struct Options {
+    std::string input, fail_on, out, thresholds_path;
+    Thresholds thresholds;
+  };
+  auto o = std::make_shared<Options>();
+  Subcommand diagnose{
+      app.add_subcommand("diagnose", "name the bottleneck of a run folder, a PyTorch profiler trace (.json/.json.gz) "
+                                     "or a folder of rank traces"),
+      nullptr};
+  CLI::App* cmd = diagnose.app;
+  cmd->add_option("input", o->input, "run folder, trace file or folder of traces")->required();
+  cmd->add_option("--fail-on", o->fail_on, "exit 1 when a finding fires: high, moderate or a rule id");
+  cmd->add_option("--out", o->out, "folder for diagnosis.json and report.html (default: the run folder, "
+                                   "or a new folder in results/ for traces)");
+  cmd->add_option("--thresholds", o->thresholds_path, "rule thresholds file replacing configs/thresholds.json");
+  diagnose.run = [o] {
+    check_fail_on(o->fail_on);
+    DiagnoseOptions options;
+    if (!o->thresholds_path.empty()) {
+      o->thresholds = load_thresholds(o->thresholds_path);
+      options.thresholds = &o->thresholds;
+    }
+    options.fail_on = o->fail_on;
+    options.out_dir = o->out;
+    return report_diagnosis(diagnose_path(o->input, options));
+  };
+  return diagnose;
+}
+
+}  // namespace trainlab

@@ -1,0 +1,76 @@
+// `trainlab sweep`: the loader grid (workers x prefetch x pinned memory x batch), every point in its
+// own child on the same data, and the cheapest point within tolerance of the best.
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+
+#include "core/errors.h"
+#include "harness/cli/commands.h"
+#include "harness/cli/run_report.h"
+#include "harness/cli/variant_options.h"
+#include "harness/runner/cuda_check.h"
+#include "harness/runner/sweep.h"
+
+namespace trainlab {
+
+Subcommand add_sweep_command(CLI::App& app) {
+  struct Options {
+    VariantOptions variant;
+    std::string workers = "0,1,2,4", prefetch = "2", pin = "off", batch;
+    double tolerance_pct = 5.0;
+    Thresholds thresholds;
+  };
+  auto o = std::make_shared<Options>();
+  Subcommand sweep{app.add_subcommand("sweep", "dataloader sweep: workers x prefetch x pinned memory x batch"), nullptr};
+  CLI::App* cmd = sweep.app;
+  add_variant_options(cmd, o->variant, CommandKind::kSweep);
+  cmd->add_option("--workers", o->workers, "loader worker counts, e.g. 0,1,2,4 (default)");
+  cmd->add_option("--prefetch", o->prefetch, "prefetch depths per worker, e.g. 2,4 (default 2)");
+  cmd->add_option("--pin-memory", o->pin, "off, on or off,on (on needs CUDA; default off)");
+  cmd->add_option("--batch,-b", o->batch, "batch sizes, e.g. 32,64 (default: the scenario's)");
+  cmd->add_option("--tolerance-pct", o->tolerance_pct,
+                  "recommend the cheapest point within this % of the best (default 5)");
+  sweep.run = [o, cmd] {
+    SweepOptions options;
+    options.grid.workers.clear();
+    for (int64_t w : parse_int_list("--workers", o->workers, 0, kMaxLoaderWorkers)) {
+      options.grid.workers.push_back(static_cast<int>(w));
+    }
+    for (int64_t p : parse_int_list("--prefetch", o->prefetch, 1, kMaxPrefetch)) {
+      options.grid.prefetch.push_back(static_cast<int>(p));
+    }
+    options.grid.pin_memory = parse_on_off_list("--pin-memory", o->pin);
+    if (!o->batch.empty() || cmd->count("--batch") > 0) {
+      options.grid.batch_sizes = parse_int_list("--batch", o->batch, 1, kMaxBatchSize - 1);
+    }
+    if (!(o->tolerance_pct >= 0 && o->tolerance_pct < 100)) {
+      throw InputError("invalid --tolerance-pct (must be 0 to under 100)");
+    }
+    options.tolerance_pct = o->tolerance_pct;
+    options.lab = build_lab_options(o->variant, &o->thresholds);
+    const bool cpu_only = options.lab.base.device == DeviceChoice::kCpu;
+    options.cuda_available = !cpu_only && cuda_device_present();
+    options.live_progress = ::isatty(STDERR_FILENO) == 1;
+    expand_sweep(options, nullptr);  // validates the whole grid before anything runs
+    const SweepOutcome outcome = run_sweep(options, std::cerr);
+    if (const VariantRecord* bad = bad_input_variant(outcome.record)) {
+      std::cerr << "trainlab: error: " << bad->error << "\n";
+      return kExitBadInput;
+    }
+    std::cout << "\n" << outcome.table;
+    std::cout << "\nReading:\n";
+    for (const std::string& line : outcome.record.reading) std::cout << "  - " << line << "\n";
+    if (outcome.record.details.contains("chart")) {
+      std::cout << "\nChart: " << outcome.run_dir << "/" << outcome.record.details["chart"].get<std::string>() << "\n";
+    }
+    std::cout << "Run record: " << outcome.run_dir << "/run.json\n";
+    for (const VariantRecord& v : outcome.record.variants) {
+      if (!v.ok()) return kExitGateFailed;
+    }
+    return kExitOk;
+  };
+  return sweep;
+}
+
+}  // namespace trainlab

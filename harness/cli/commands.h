@@ -1,0 +1,33 @@
+// trainlab's subcommands, one file each (cmd_<name>.cpp). add_<name>_command adds the subcommand and
+// its options to the app and returns what runs it once parsed; its options live in that closure.
+// Torch-free: the training itself runs in trainlab-train, started by the runner.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace trainlab {
+
+struct Subcommand {
+  CLI::App* app = nullptr;
+  std::function<int()> run;  // the command's exit status; InputError for bad input
+};
+
+Subcommand add_list_command(CLI::App& app);
+Subcommand add_run_command(CLI::App& app);
+Subcommand add_profile_command(CLI::App& app);
+Subcommand add_baseline_command(CLI::App& app);
+Subcommand add_sweep_command(CLI::App& app);
+Subcommand add_diagnose_command(CLI::App& app);
+Subcommand add_compare_command(CLI::App& app);
+Subcommand add_history_command(CLI::App& app);
+Subcommand add_validate_command(CLI::App& app);
+// doctor passes its run options through to child runs, so it parses its own arguments
+// (run_doctor_command); the subcommand is there for the help listing.
+Subcommand add_doctor_command(CLI::App& app);
+int run_doctor_command(const std::vector<std::string>& args);
+
+}  // namespace trainlab

@@ -1,0 +1,98 @@
+// Rendering of run results for the terminal (see run_report.h).
+#include "harness/cli/run_report.h"
+
+#include <iomanip>
+#include <iostream>
+
+#include "core/errors.h"
+#include "diagnostics/text_format.h"
+#include "harness/runner/text_table.h"
+
+namespace trainlab {
+
+const VariantRecord* bad_input_variant(const RunRecord& record) {
+  for (const VariantRecord& v : record.variants) {
+    if (!v.ok() && v.error_kind == "input") return &v;
+  }
+  return nullptr;
+}
+
+int report_run(const LabOutcome& outcome) {
+  if (const VariantRecord* bad = bad_input_variant(outcome.record)) {
+    std::cerr << "trainlab: error: " << bad->error << "\n";
+    return kExitBadInput;
+  }
+  std::cout << "\n" << render_variant_table(outcome.record);
+  if (!outcome.record.reading.empty()) {
+    std::cout << "\nReading:\n";
+    for (const std::string& line : outcome.record.reading) std::cout << "  - " << line << "\n";
+  }
+  // Data parallel: the process group and how much of the step communication took.
+  for (const VariantRecord& v : outcome.record.variants) {
+    if (v.world_size <= 1 || !v.ok() || !v.distributed.contains("buckets")) continue;
+    const VariantAggregate agg = aggregate(v);
+    const nlohmann::json& d = v.distributed;
+    std::cout << "\nData parallel " << v.spec.name() << ": " << v.world_size << " ranks (" << d.value("backend", "")
+              << ", " << d.value("comm_mode", "") << ", " << d.value("buckets", int64_t{0}) << " buckets, "
+              << fmt("%.1f", d.value("gradient_bytes", int64_t{0}) / (1024.0 * 1024.0)) << " MiB of gradients): all-reduce "
+              << fmt("%.1f", agg.comm_pct) << " % of the step, exposed (the step waiting on it) "
+              << fmt("%.1f", agg.phase_pct[static_cast<size_t>(Phase::kCommunication)]) << " %";
+    if (d.contains("slowest_rank")) {
+      std::cout << "; ranks' own work differs by " << fmt("%.0f", d.value("busy_spread_pct", 0.0)) << " % (slowest rank "
+                << d["slowest_rank"].get<int>() << ")";
+    }
+    std::cout << "\n";
+  }
+  // The system sampler's summary, one line per variant.
+  bool first_system_line = true;
+  for (const VariantRecord& v : outcome.record.variants) {
+    if (!v.system.contains("metrics")) continue;
+    const nlohmann::json& m = v.system["metrics"];
+    // "-" where the run was too short for a rate (utilisation needs two samples).
+    auto stat = [&](const char* metric, const char* which, const char* format = "%.0f", double scale = 1.0) {
+      return m.contains(metric) ? fmt(format, m[metric].value(which, 0.0) * scale) : std::string("-");
+    };
+    std::cout << (first_system_line ? "\n" : "") << "System " << v.spec.name() << ": process CPU p50 "
+              << stat("cpu.process_pct", "p50") << " % (p95 " << stat("cpu.process_pct", "p95")
+              << " %), machine CPU p95 " << stat("cpu.total_pct", "p95") << " %, IO wait p95 "
+              << stat("cpu.iowait_pct", "p95", "%.1f") << " %, RSS max "
+              << stat("mem.rss_bytes", "max", "%.0f", 1.0 / (1024.0 * 1024.0)) << " MiB ("
+              << (m.contains("mem.rss_bytes") ? m["mem.rss_bytes"].value("samples", int64_t{0}) : 0) << " samples every "
+              << v.system.value("interval_ms", int64_t{0}) << " ms, " << v.system.value("missed_ticks", int64_t{0})
+              << " missed; the sampler took " << fmt("%.2f", v.system.value("cost_pct_of_core", 0.0)) << " % of a core)\n";
+    first_system_line = false;
+  }
+  for (const VariantRecord& v : outcome.record.variants) {
+    if (v.profile.empty()) continue;
+    std::cout << "\nProfile " << v.spec.name() << ": " << v.profile.value("events", int64_t{0}) << " events in steps "
+              << v.profile.value("window_start", int64_t{0}) << ".."
+              << v.profile.value("window_start", int64_t{0}) + v.profile.value("window_steps", int64_t{0}) - 1
+              << " of the measured ones, trace " << outcome.run_dir << "/variants/" << v.profile.value("trace", std::string())
+              << " (" << v.profile.value("trace_bytes_per_step", int64_t{0}) / 1024 << " KiB per step)";
+    if (v.profile.contains("window_overhead_pct")) {
+      std::cout << ", window steps " << std::showpos << std::fixed << std::setprecision(1)
+                << v.profile["window_overhead_pct"].get<double>() << std::noshowpos << " % vs outside";
+    }
+    std::cout << "\n";
+    for (const auto& note : v.profile.value("notes", nlohmann::json::array())) {
+      std::cout << "  " << note.get<std::string>() << "\n";
+    }
+  }
+  std::cout << "\nRun record: " << outcome.run_dir << "/run.json\n";
+  for (const VariantRecord& v : outcome.record.variants) {
+    if (!v.ok()) return kExitGateFailed;  // a variant failed: results are kept, status says so
+  }
+  return kExitOk;
+}
+
+int report_diagnosis(const DiagnoseOutcome& outcome) {
+  for (const Diagnosis& d : outcome.diagnoses) std::cout << render_diagnosis_text(d) << "\n";
+  std::cout << "Diagnosis: " << outcome.out_dir << "/diagnosis.json, report " << outcome.out_dir << "/report.html\n";
+  if (outcome.gate_failed) {
+    for (const std::string& reason : outcome.gate_reasons) std::cerr << "trainlab: gate: " << reason << "\n";
+    return kExitGateFailed;
+  }
+  return kExitOk;
+}
+
+}  // namespace trainlab
