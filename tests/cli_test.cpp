@@ -83,6 +83,9 @@ TEST(CliTest, BadArgumentsAreOneLineAndExitTwoBeforeAnythingRuns) {
   expect_bad_input("doctor --repeat", "--repeat needs a value");
   expect_bad_input("doctor --profile", "doctor chooses --profile itself");
   expect_bad_input("doctor --scenario nope", "unknown scenario 'nope'");
+  expect_bad_input("validate --only nope" + r, "unknown seeded case 'nope'");
+  expect_bad_input("validate --cases " + results + "/missing.json" + r, "missing.json");
+  expect_bad_input("history --results " + results + "/missing", "no such results folder");
   expect_bad_input("", "A subcommand is required");
   // Nothing ran: no run folder was made (the results folder itself may exist, empty).
   const bool made_nothing = !std::filesystem::exists(results) || std::filesystem::is_empty(results);
@@ -104,6 +107,10 @@ TEST(CliTest, HelpAndListAnswerWithoutRunningAnything) {
   EXPECT_EQ(list.status, 0);
   EXPECT_NE(list.out.find("recsys (default)"), std::string::npos) << list.out;
   EXPECT_NE(list.out.find("preset data-bound: dim=32 layers=1"), std::string::npos) << list.out;
+  const std::string empty = fresh_dir("history");
+  std::filesystem::create_directories(empty);
+  const CliResult history = run("history --results " + empty);
+  EXPECT_EQ(history.status, 0) << history.err;
   const CliResult doctor_help = run("doctor --help");
   EXPECT_EQ(doctor_help.status, 0);
   EXPECT_NE(doctor_help.out.find("--max-changes"), std::string::npos);
