@@ -96,6 +96,47 @@ VariantAggregate aggregate(const VariantRecord& record) {
   return agg;
 }
 
+namespace {
+
+nlohmann::json system_to_json(const SystemSummary& system) {
+  if (system.empty()) return nlohmann::json::object();
+  nlohmann::json metrics = nlohmann::json::object();
+  for (const auto& [name, m] : system.metrics) {
+    metrics[name] = {{"unit", m.unit}, {"samples", m.samples}, {"min", m.min}, {"p50", m.p50},
+                     {"p95", m.p95},   {"p99", m.p99},         {"max", m.max}, {"mean", m.mean}};
+  }
+  return {{"metrics", metrics},
+          {"interval_ms", system.interval_ms},
+          {"missed_ticks", system.missed_ticks},
+          {"sample_cost_us", system.sample_cost_us},
+          {"cost_pct_of_core", system.cost_pct_of_core}};
+}
+
+SystemSummary system_from_json(const nlohmann::json& j) {
+  SystemSummary system;
+  if (!j.is_object()) return system;
+  if (j.contains("metrics") && j["metrics"].is_object()) {
+    for (const auto& [name, m] : j["metrics"].items()) {
+      MetricSummary& out = system.metrics[name];
+      out.unit = m.value("unit", "");
+      out.samples = m.value("samples", int64_t{0});
+      out.min = m.value("min", 0.0);
+      out.p50 = m.value("p50", 0.0);
+      out.p95 = m.value("p95", 0.0);
+      out.p99 = m.value("p99", 0.0);
+      out.max = m.value("max", 0.0);
+      out.mean = m.value("mean", 0.0);
+    }
+  }
+  system.interval_ms = j.value("interval_ms", int64_t{0});
+  system.missed_ticks = j.value("missed_ticks", int64_t{0});
+  system.sample_cost_us = j.value("sample_cost_us", 0.0);
+  system.cost_pct_of_core = j.value("cost_pct_of_core", 0.0);
+  return system;
+}
+
+}  // namespace
+
 nlohmann::json to_json(const VariantRecord& record) {
   nlohmann::json steps = nlohmann::json::array();
   for (const StepRecord& step : record.steps) {
@@ -133,7 +174,7 @@ nlohmann::json to_json(const VariantRecord& record) {
                       {"loader", record.loader},
                       {"data", record.data},
                       {"profile", record.profile},
-                      {"system", record.system},
+                      {"system", system_to_json(record.system)},
                       {"rank", record.rank},
                       {"world_size", record.world_size},
                       {"repetition", record.repetition},
@@ -168,7 +209,7 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
   record.loader = j.value("loader", nlohmann::json::object());
   record.data = j.value("data", nlohmann::json::object());
   record.profile = j.value("profile", nlohmann::json::object());
-  record.system = j.value("system", nlohmann::json::object());
+  record.system = system_from_json(j.value("system", nlohmann::json::object()));
   record.rank = j.value("rank", 0);
   record.world_size = j.value("world_size", 1);
   record.repetition = j.value("repetition", 0);

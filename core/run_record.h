@@ -57,6 +57,30 @@ struct Environment {
   std::string hostname;
 };
 
+// One system metric over a variant: how the sampler's samples spread (e.g. "cpu.process_pct",
+// "mem.rss_bytes"; the unit is the track's).
+struct MetricSummary {
+  std::string unit;
+  int64_t samples = 0;
+  double min = 0, p50 = 0, p95 = 0, p99 = 0, max = 0, mean = 0;
+};
+
+// The system sampler over a whole variant. In run.json: {"metrics": {name: {unit, samples, min,
+// p50, p95, p99, max, mean}}, "interval_ms", "missed_ticks", "sample_cost_us", "cost_pct_of_core"},
+// or {} when the sampler was off.
+struct SystemSummary {
+  std::map<std::string, MetricSummary> metrics;
+  int64_t interval_ms = 0;        // sampling period
+  int64_t missed_ticks = 0;       // periods the sampler could not keep
+  double sample_cost_us = 0;      // one sample's cost
+  double cost_pct_of_core = 0;    // that cost over the period: the share of one core the sampler took
+  bool empty() const { return metrics.empty() && interval_ms == 0; }
+  const MetricSummary* find(const std::string& name) const {
+    const auto it = metrics.find(name);
+    return it == metrics.end() ? nullptr : &it->second;
+  }
+};
+
 struct VariantRecord {
   VariantSpec spec;
   std::string error;                   // empty when the variant completed
@@ -84,10 +108,8 @@ struct VariantRecord {
   nlohmann::json data = nlohmann::json::object();
   // The profiler, when on: window, events and drops, trace file and size, measured overhead.
   nlohmann::json profile = nlohmann::json::object();
-  // The system sampler over the whole variant: per metric {unit, samples, min, p50, p95, p99, max,
-  // mean} under "metrics", plus "interval_ms", "missed_ticks", "sample_cost_us" and "cost_pct_of_core";
-  // empty when the sampler was off.
-  nlohmann::json system = nlohmann::json::object();
+  // The system sampler over the whole variant; empty when the sampler was off.
+  SystemSummary system;
   // Data parallel: this record's rank and the job's world size (0 of 1 otherwise), the process
   // group (backend, mode, buckets, gradient bytes); in a merged record, one summary per rank
   // (samples/s, step p50, comm and exposed comm shares) and the spread between them.

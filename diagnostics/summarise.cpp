@@ -349,18 +349,16 @@ Summary summarise_variant(const VariantRecord& record, const std::string& scenar
   s.data_busy_ms = agg.data_busy_ms_mean;
 
   // System metrics over the variant.
-  if (record.system.contains("metrics") && record.system["metrics"].is_object()) {
-    for (const auto& [name, m] : record.system["metrics"].items()) {
-      Distribution d;
-      d.count = m.value("samples", int64_t{0});
-      d.min = m.value("min", 0.0);
-      d.p50 = m.value("p50", 0.0);
-      d.p95 = m.value("p95", 0.0);
-      d.p99 = m.value("p99", 0.0);
-      d.max = m.value("max", 0.0);
-      d.mean = m.value("mean", 0.0);
-      s.system[name] = d;
-    }
+  for (const auto& [name, m] : record.system.metrics) {
+    Distribution d;
+    d.count = m.samples;
+    d.min = m.min;
+    d.p50 = m.p50;
+    d.p95 = m.p95;
+    d.p99 = m.p99;
+    d.max = m.max;
+    d.mean = m.mean;
+    s.system[name] = d;
   }
 
   // Data parallel: comm share and the spread of the ranks' own work per step.

@@ -58,21 +58,21 @@ nlohmann::json to_json(const std::vector<SpanSummary>& summaries) {
   return out;
 }
 
-nlohmann::json summarise_counters(const Profile& profile) {
-  nlohmann::json out = nlohmann::json::object();
+std::map<std::string, CounterSummary> summarise_counters(const Profile& profile) {
+  std::map<std::string, CounterSummary> out;
   for (const CounterTrack& track : profile.counters) {
     if (track.samples.empty()) continue;
     std::vector<double> values;
     values.reserve(track.samples.size());
     for (const CounterSample& s : track.samples) values.push_back(s.value);
-    out[track.name] = {{"unit", track.unit},
-                       {"samples", values.size()},
-                       {"min", stats::min(values)},
-                       {"p50", stats::percentile(values, 50)},
-                       {"p95", stats::percentile(values, 95)},
-                       {"p99", stats::percentile(values, 99)},
-                       {"max", stats::max(values)},
-                       {"mean", stats::mean(values)}};
+    out[track.name] = CounterSummary{track.unit,
+                                     static_cast<int64_t>(values.size()),
+                                     stats::min(values),
+                                     stats::percentile(values, 50),
+                                     stats::percentile(values, 95),
+                                     stats::percentile(values, 99),
+                                     stats::max(values),
+                                     stats::mean(values)};
   }
   return out;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,8 +30,14 @@ std::vector<SpanSummary> summarise_spans(const Profile& profile, EventKind kind)
 
 nlohmann::json to_json(const std::vector<SpanSummary>& summaries);
 
-// Each counter track as {"unit", "samples", "min", "p50", "p95", "p99", "max", "mean"} (percentiles
-// by linear interpolation), keyed by track name; tracks without samples are left out.
-nlohmann::json summarise_counters(const Profile& profile);
+// One counter track's samples as a distribution (percentiles by linear interpolation).
+struct CounterSummary {
+  std::string unit;
+  int64_t samples = 0;
+  double min = 0, p50 = 0, p95 = 0, p99 = 0, max = 0, mean = 0;
+};
+
+// Each counter track with samples, keyed by track name; tracks without samples are left out.
+std::map<std::string, CounterSummary> summarise_counters(const Profile& profile);
 
 }  // namespace trainlab

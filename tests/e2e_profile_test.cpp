@@ -126,13 +126,15 @@ TEST(ProfileE2E, SamplerRunsInEveryRunUnlessSwitchedOff) {
   ASSERT_EQ(r.exit_status, 0) << r.err;
   const VariantRecord v = read_run_record(e2e::only_run_dir(on)).variants.at(0);
   EXPECT_TRUE(v.profile.empty());
-  ASSERT_TRUE(v.system.contains("metrics")) << v.system.dump();
-  const nlohmann::json& rss = v.system["metrics"].at("mem.rss_bytes");
-  EXPECT_GE(rss.at("samples").get<int64_t>(), 2);
-  EXPECT_GT(rss.at("min").get<double>(), 1e6);
-  EXPECT_LE(rss.at("p50").get<double>(), rss.at("max").get<double>());
-  EXPECT_EQ(v.system.at("interval_ms").get<int64_t>(), 20);
-  EXPECT_GT(v.system.at("sample_cost_us").get<double>(), 0.0);
+  const MetricSummary* rss = v.system.find("mem.rss_bytes");
+  ASSERT_NE(rss, nullptr);
+  EXPECT_EQ(rss->unit, "bytes");
+  EXPECT_GE(rss->samples, 2);
+  EXPECT_GT(rss->min, 1e6);
+  EXPECT_LE(rss->min, rss->p50);
+  EXPECT_LE(rss->p50, rss->max);
+  EXPECT_EQ(v.system.interval_ms, 20);
+  EXPECT_GT(v.system.sample_cost_us, 0.0);
   EXPECT_NE(r.out.find("System fp32: process CPU p50"), std::string::npos) << r.out;
 
   const std::string off = e2e::fresh_results_dir("sampler_off");

@@ -87,6 +87,36 @@ TEST(RunRecordTest, RoundTripPreservesEverything) {
   EXPECT_EQ(back.variants[1].error, "out of memory");
 }
 
+TEST(RunRecordTest, SystemSummaryIsTypedAndReadsTheJsonThePreviousVersionWrote) {
+  // A variant's "system" exactly as the untyped record of the previous version wrote it.
+  nlohmann::json old_variant = to_json(VariantRecord{});
+  old_variant["system"] = {
+      {"metrics",
+       {{"mem.rss_bytes",
+         {{"unit", "bytes"}, {"samples", 12}, {"min", 5.9e8}, {"p50", 6.0e8}, {"p95", 6.2e8}, {"p99", 6.25e8},
+          {"max", 6.3e8}, {"mean", 6.05e8}}}}},
+      {"interval_ms", 500},
+      {"missed_ticks", 1},
+      {"sample_cost_us", 210.5},
+      {"cost_pct_of_core", 0.0421}};
+  const VariantRecord v = variant_record_from_json(old_variant);
+  const MetricSummary* rss = v.system.find("mem.rss_bytes");
+  ASSERT_NE(rss, nullptr);
+  EXPECT_EQ(rss->unit, "bytes");
+  EXPECT_EQ(rss->samples, 12);
+  EXPECT_DOUBLE_EQ(rss->p95, 6.2e8);
+  EXPECT_DOUBLE_EQ(rss->max, 6.3e8);
+  EXPECT_EQ(v.system.interval_ms, 500);
+  EXPECT_EQ(v.system.missed_ticks, 1);
+  EXPECT_DOUBLE_EQ(v.system.cost_pct_of_core, 0.0421);
+  EXPECT_EQ(v.system.find("cpu.total_pct"), nullptr);
+  // Written back, it is the same JSON; a sampler that was off stays {}.
+  EXPECT_EQ(to_json(v).at("system"), old_variant.at("system"));
+  VariantRecord off;
+  EXPECT_TRUE(off.system.empty());
+  EXPECT_EQ(to_json(off).at("system"), nlohmann::json::object());
+}
+
 TEST(RunRecordTest, RejectsUnknownSchemaVersionAndMalformedDocuments) {
   RunRecord run;
   nlohmann::json j = to_json(run);

@@ -46,20 +46,21 @@ int report_run(const LabOutcome& outcome) {
   // The system sampler's summary, one line per variant.
   bool first_system_line = true;
   for (const VariantRecord& v : outcome.record.variants) {
-    if (!v.system.contains("metrics")) continue;
-    const nlohmann::json& m = v.system["metrics"];
+    if (v.system.empty()) continue;
     // "-" where the run was too short for a rate (utilisation needs two samples).
-    auto stat = [&](const char* metric, const char* which, const char* format = "%.0f", double scale = 1.0) {
-      return m.contains(metric) ? fmt(format, m[metric].value(which, 0.0) * scale) : std::string("-");
+    auto stat = [&](const char* metric, double MetricSummary::*which, const char* format = "%.0f", double scale = 1.0) {
+      const MetricSummary* m = v.system.find(metric);
+      return m != nullptr ? fmt(format, m->*which * scale) : std::string("-");
     };
+    const MetricSummary* rss = v.system.find("mem.rss_bytes");
     std::cout << (first_system_line ? "\n" : "") << "System " << v.spec.name() << ": process CPU p50 "
-              << stat("cpu.process_pct", "p50") << " % (p95 " << stat("cpu.process_pct", "p95")
-              << " %), machine CPU p95 " << stat("cpu.total_pct", "p95") << " %, IO wait p95 "
-              << stat("cpu.iowait_pct", "p95", "%.1f") << " %, RSS max "
-              << stat("mem.rss_bytes", "max", "%.0f", 1.0 / (1024.0 * 1024.0)) << " MiB ("
-              << (m.contains("mem.rss_bytes") ? m["mem.rss_bytes"].value("samples", int64_t{0}) : 0) << " samples every "
-              << v.system.value("interval_ms", int64_t{0}) << " ms, " << v.system.value("missed_ticks", int64_t{0})
-              << " missed; the sampler took " << fmt("%.2f", v.system.value("cost_pct_of_core", 0.0)) << " % of a core)\n";
+              << stat("cpu.process_pct", &MetricSummary::p50) << " % (p95 " << stat("cpu.process_pct", &MetricSummary::p95)
+              << " %), machine CPU p95 " << stat("cpu.total_pct", &MetricSummary::p95) << " %, IO wait p95 "
+              << stat("cpu.iowait_pct", &MetricSummary::p95, "%.1f") << " %, RSS max "
+              << stat("mem.rss_bytes", &MetricSummary::max, "%.0f", 1.0 / (1024.0 * 1024.0)) << " MiB ("
+              << (rss != nullptr ? rss->samples : 0) << " samples every " << v.system.interval_ms << " ms, "
+              << v.system.missed_ticks << " missed; the sampler took " << fmt("%.2f", v.system.cost_pct_of_core)
+              << " % of a core)\n";
     first_system_line = false;
   }
   for (const VariantRecord& v : outcome.record.variants) {

@@ -75,7 +75,17 @@ ChildOutcome run_self_as_child(const std::vector<std::string>& args, const std::
   return run_self_as_children({ChildLaunch{args, log_path, {}, {}}}, timeout_s).at(0);
 }
 
+namespace {
+std::string& trainer_override() {
+  static std::string path;
+  return path;
+}
+}  // namespace
+
+void set_trainer_executable(const std::string& path) { trainer_override() = path; }
+
 std::string trainer_executable() {
+  if (!trainer_override().empty()) return trainer_override();
   std::error_code ec;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   const std::filesystem::path trainer = self.parent_path() / "trainlab-train";

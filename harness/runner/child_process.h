@@ -27,6 +27,10 @@ ChildOutcome run_self_as_child(const std::vector<std::string>& args, const std::
 // InputError when it is missing.
 std::string trainer_executable();
 
+// A binary that runs variants itself (a benchmark with its own `__variant` child) names the
+// training executable here; trainer_executable() returns it from then on.
+void set_trainer_executable(const std::string& path);
+
 // run_self_as_child with the training executable as the child.
 ChildOutcome run_trainer_child(const std::vector<std::string>& args, const std::string& log_path, double timeout_s);
 

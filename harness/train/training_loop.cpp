@@ -431,13 +431,15 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
   // The profile: the window's events (with --profile) and the sampler's tracks.
   Profile profile = profiler.finish();
   if (spec.system_sampler) {
-    record.system = {{"metrics", summarise_counters(profile)},
-                     {"interval_ms", spec.sample_interval_ms},
-                     {"missed_ticks", profile.dropped["sampler.missed_ticks"]},
-                     {"sample_cost_us", static_cast<double>(profiler.sampler_sample_cost_ns()) / 1e3},
-                     // One sample's cost over the interval: the share of one core the sampler takes.
-                     {"cost_pct_of_core", 100.0 * static_cast<double>(profiler.sampler_sample_cost_ns()) /
-                                              (static_cast<double>(spec.sample_interval_ms) * 1e6)}};
+    for (const auto& [name, c] : summarise_counters(profile)) {
+      record.system.metrics[name] = MetricSummary{c.unit, c.samples, c.min, c.p50, c.p95, c.p99, c.max, c.mean};
+    }
+    record.system.interval_ms = spec.sample_interval_ms;
+    record.system.missed_ticks = profile.dropped["sampler.missed_ticks"];
+    record.system.sample_cost_us = static_cast<double>(profiler.sampler_sample_cost_ns()) / 1e3;
+    // One sample's cost over the interval: the share of one core the sampler takes.
+    record.system.cost_pct_of_core = 100.0 * static_cast<double>(profiler.sampler_sample_cost_ns()) /
+                                     (static_cast<double>(spec.sample_interval_ms) * 1e6);
   }
   if (spec.profile) {
     // Counter tracks and their sample counts, for the record.
