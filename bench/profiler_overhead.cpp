@@ -137,12 +137,12 @@ int bench_main(int argc, char** argv) {
     // Step-time ratio, window steps over the same steps of `none` (> 1 = slower).
     window_step_ratio.push_back(median_step_ms(records["window"][r], window_first, window_last) / none_window_ms);
     window_step_ratio_control.push_back(median_step_ms(records["none-2"][r], window_first, window_last) / none_window_ms);
-    const nlohmann::json& profile = records["window"][r].profile;
-    in_run_ratio.push_back(1.0 + profile.value("window_overhead_pct", 0.0) / 100.0);
-    trace_bytes_per_step.push_back(static_cast<double>(profile.value("trace_bytes_per_step", int64_t{0})));
-    events_per_step.push_back(static_cast<double>(profile.value("events", int64_t{0})) /
+    const ProfileWindow& profile = records["window"][r].profile;
+    in_run_ratio.push_back(1.0 + profile.window_overhead_pct.value_or(0.0) / 100.0);
+    trace_bytes_per_step.push_back(static_cast<double>(profile.trace_bytes_per_step));
+    events_per_step.push_back(static_cast<double>(profile.events) /
                               static_cast<double>(base.window_steps));
-    record_cost_ns.push_back(profile.value("record_cost_ns", 0.0));
+    record_cost_ns.push_back(profile.record_cost_ns);
     sampler_cost_pct.push_back(records["sampler"][r].system.cost_pct_of_core);
   }
 

@@ -135,6 +135,62 @@ SystemSummary system_from_json(const nlohmann::json& j) {
   return system;
 }
 
+nlohmann::json profile_to_json(const ProfileWindow& p) {
+  if (p.empty()) return nlohmann::json::object();
+  nlohmann::json annotations = nlohmann::json::array();
+  for (const AnnotationSummary& a : p.annotations) {
+    annotations.push_back({{"name", a.name}, {"count", a.count}, {"total_ms", a.total_ms}, {"mean_ms", a.mean_ms},
+                           {"max_ms", a.max_ms}, {"per_step_ms", a.per_step_ms}, {"step_share_pct", a.step_share_pct}});
+  }
+  nlohmann::json j = {{"window_start", p.window_start},
+                      {"window_steps", p.window_steps},
+                      {"events", p.events},
+                      {"dropped", p.dropped},
+                      {"counter_samples", p.counter_samples},
+                      {"sample_interval_ms", p.sample_interval_ms},
+                      {"notes", p.notes},
+                      {"trace", p.trace},
+                      {"trace_bytes", p.trace_bytes},
+                      {"trace_bytes_per_step", p.trace_bytes_per_step},
+                      {"record_cost_ns", p.record_cost_ns},
+                      {"annotations", annotations},
+                      {"step_ms_in_window", p.step_ms_in_window},
+                      {"step_ms_outside_window", p.step_ms_outside_window}};
+  if (p.window_overhead_pct) j["window_overhead_pct"] = *p.window_overhead_pct;
+  return j;
+}
+
+ProfileWindow profile_from_json(const nlohmann::json& j) {
+  ProfileWindow p;
+  if (!j.is_object() || j.empty()) return p;
+  p.window_start = j.value("window_start", int64_t{0});
+  p.window_steps = j.value("window_steps", int64_t{0});
+  p.events = j.value("events", int64_t{0});
+  if (j.contains("dropped") && j["dropped"].is_object()) p.dropped = j["dropped"].get<std::map<std::string, int64_t>>();
+  if (j.contains("counter_samples") && j["counter_samples"].is_object()) {
+    p.counter_samples = j["counter_samples"].get<std::map<std::string, int64_t>>();
+  }
+  p.sample_interval_ms = j.value("sample_interval_ms", int64_t{0});
+  if (j.contains("notes") && j["notes"].is_array()) p.notes = j["notes"].get<std::vector<std::string>>();
+  p.trace = j.value("trace", "");
+  p.trace_bytes = j.value("trace_bytes", int64_t{0});
+  p.trace_bytes_per_step = j.value("trace_bytes_per_step", int64_t{0});
+  p.record_cost_ns = j.value("record_cost_ns", 0.0);
+  if (j.contains("annotations") && j["annotations"].is_array()) {
+    for (const nlohmann::json& a : j["annotations"]) {
+      p.annotations.push_back({a.value("name", ""), a.value("count", int64_t{0}), a.value("total_ms", 0.0),
+                               a.value("mean_ms", 0.0), a.value("max_ms", 0.0), a.value("per_step_ms", 0.0),
+                               a.value("step_share_pct", 0.0)});
+    }
+  }
+  p.step_ms_in_window = j.value("step_ms_in_window", 0.0);
+  p.step_ms_outside_window = j.value("step_ms_outside_window", 0.0);
+  if (j.contains("window_overhead_pct") && j["window_overhead_pct"].is_number()) {
+    p.window_overhead_pct = j["window_overhead_pct"].get<double>();
+  }
+  return p;
+}
+
 }  // namespace
 
 nlohmann::json to_json(const VariantRecord& record) {
@@ -173,7 +229,7 @@ nlohmann::json to_json(const VariantRecord& record) {
                       {"cpu_util_pct", record.cpu_util_pct},
                       {"loader", record.loader},
                       {"data", record.data},
-                      {"profile", record.profile},
+                      {"profile", profile_to_json(record.profile)},
                       {"system", system_to_json(record.system)},
                       {"rank", record.rank},
                       {"world_size", record.world_size},
@@ -208,7 +264,7 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
   record.cpu_util_pct = j.value("cpu_util_pct", 0.0);
   record.loader = j.value("loader", nlohmann::json::object());
   record.data = j.value("data", nlohmann::json::object());
-  record.profile = j.value("profile", nlohmann::json::object());
+  record.profile = profile_from_json(j.value("profile", nlohmann::json::object()));
   record.system = system_from_json(j.value("system", nlohmann::json::object()));
   record.rank = j.value("rank", 0);
   record.world_size = j.value("world_size", 1);

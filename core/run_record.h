@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,35 @@ struct SystemSummary {
   }
 };
 
+// One user annotation (a named range) over the capture window.
+struct AnnotationSummary {
+  std::string name;
+  int64_t count = 0;
+  double total_ms = 0, mean_ms = 0, max_ms = 0;
+  double per_step_ms = 0;      // total over the captured steps
+  double step_share_pct = 0;   // total over the captured steps' time
+};
+
+// The capture window of a --profile run. In run.json an object with these keys, or {} without
+// --profile.
+struct ProfileWindow {
+  int64_t window_start = 0;             // first captured step, counted in measured steps
+  int64_t window_steps = 0;
+  int64_t events = 0;                   // events in the trace
+  std::map<std::string, int64_t> dropped;          // source -> events or records lost
+  std::map<std::string, int64_t> counter_samples;  // counter track -> samples
+  int64_t sample_interval_ms = 0;
+  std::vector<std::string> notes;       // what the profiler could not capture and why
+  std::string trace;                    // the trace file, in the run folder's variants/
+  int64_t trace_bytes = 0;
+  int64_t trace_bytes_per_step = 0;
+  double record_cost_ns = 0;            // measured cost of recording one event
+  std::vector<AnnotationSummary> annotations;
+  double step_ms_in_window = 0, step_ms_outside_window = 0;
+  std::optional<double> window_overhead_pct;  // in-window steps against the others; absent without both
+  bool empty() const { return trace.empty() && window_steps == 0 && events == 0; }
+};
+
 struct VariantRecord {
   VariantSpec spec;
   std::string error;                   // empty when the variant completed
@@ -106,8 +136,8 @@ struct VariantRecord {
   nlohmann::json loader = nlohmann::json::object();
   // The dataset: source description, folder, whether this run generated it.
   nlohmann::json data = nlohmann::json::object();
-  // The profiler, when on: window, events and drops, trace file and size, measured overhead.
-  nlohmann::json profile = nlohmann::json::object();
+  // The profiler's capture window, when on: events and drops, trace file and size, measured overhead.
+  ProfileWindow profile;
   // The system sampler over the whole variant; empty when the sampler was off.
   SystemSummary system;
   // Data parallel: this record's rank and the job's world size (0 of 1 otherwise), the process

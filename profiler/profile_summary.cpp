@@ -49,15 +49,6 @@ std::vector<SpanSummary> summarise_spans(const Profile& profile, EventKind kind)
   return out;
 }
 
-nlohmann::json to_json(const std::vector<SpanSummary>& summaries) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const SpanSummary& s : summaries) {
-    out.push_back({{"name", s.name}, {"count", s.count}, {"total_ms", s.total_ns / 1e6}, {"mean_ms", s.mean_ns / 1e6},
-                   {"max_ms", s.max_ns / 1e6}, {"per_step_ms", s.per_step_ns / 1e6}, {"step_share_pct", s.step_share_pct}});
-  }
-  return out;
-}
-
 std::map<std::string, CounterSummary> summarise_counters(const Profile& profile) {
   std::map<std::string, CounterSummary> out;
   for (const CounterTrack& track : profile.counters) {

@@ -28,8 +28,6 @@ struct SpanSummary {
 // name on the same track (recursion) is not counted twice.
 std::vector<SpanSummary> summarise_spans(const Profile& profile, EventKind kind);
 
-nlohmann::json to_json(const std::vector<SpanSummary>& summaries);
-
 // One counter track's samples as a distribution (percentiles by linear interpolation).
 struct CounterSummary {
   std::string unit;

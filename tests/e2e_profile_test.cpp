@@ -30,10 +30,10 @@ TEST(ProfileE2E, TraceParsesBackWithOneStepSpanPerWindowStepAndNestedSpans) {
   ASSERT_EQ(run.variants.size(), 1u);
   const VariantRecord& v = run.variants[0];
   ASSERT_TRUE(v.ok()) << v.error;
-  EXPECT_EQ(v.profile.at("window_steps").get<int64_t>(), 6);
-  EXPECT_GT(v.profile.at("trace_bytes").get<int64_t>(), 0);
-  EXPECT_EQ(v.profile.at("dropped").at("events").get<int64_t>(), 0);
-  const std::string trace_path = run_dir + "/variants/" + v.profile.at("trace").get<std::string>();
+  EXPECT_EQ(v.profile.window_steps, 6);
+  EXPECT_GT(v.profile.trace_bytes, 0);
+  EXPECT_EQ(v.profile.dropped.at("events"), 0);
+  const std::string trace_path = run_dir + "/variants/" + v.profile.trace;
 
   const Profile profile = read_chrome_trace(trace_path);
   std::vector<const TraceEvent*> steps;
@@ -85,9 +85,9 @@ TEST(ProfileE2E, TraceParsesBackWithOneStepSpanPerWindowStepAndNestedSpans) {
   }
   EXPECT_TRUE(found_cpu_track);
   int cupti_notes = 0, nvml_notes = 0;
-  for (const auto& note : v.profile.at("notes")) {
-    cupti_notes += note.get<std::string>().rfind("CUPTI", 0) == 0;
-    nvml_notes += note.get<std::string>().rfind("NVML", 0) == 0;
+  for (const std::string& note : v.profile.notes) {
+    cupti_notes += note.rfind("CUPTI", 0) == 0;
+    nvml_notes += note.rfind("NVML", 0) == 0;
   }
   EXPECT_EQ(cupti_notes, 1);
   EXPECT_EQ(nvml_notes, 1);
@@ -105,12 +105,12 @@ TEST(ProfileE2E, GzippedTraceReadsBackAndBadWindowIsBadInput) {
   ASSERT_EQ(r.exit_status, 0) << r.err;
   const RunRecord run = read_run_record(e2e::only_run_dir(results));
   const VariantRecord& v = run.variants[0];
-  const std::string trace = v.profile.at("trace").get<std::string>();
+  const std::string trace = v.profile.trace;
   EXPECT_EQ(trace.substr(trace.size() - 3), ".gz");
   const Profile profile = read_chrome_trace(e2e::only_run_dir(results) + "/variants/" + trace);
   EXPECT_EQ(std::count_if(profile.events.begin(), profile.events.end(),
                           [](const TraceEvent& e) { return e.kind == EventKind::kStep; }),
-            v.profile.at("window_steps").get<int64_t>());
+            v.profile.window_steps);
 
   const std::string bad = e2e::fresh_results_dir("profile_bad");
   e2e::expect_bad_input(std::string("profile ") + kTinyMlp + " --window 10:5 --results " + bad, "impossible --window");

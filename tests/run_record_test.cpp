@@ -117,6 +117,45 @@ TEST(RunRecordTest, SystemSummaryIsTypedAndReadsTheJsonThePreviousVersionWrote) 
   EXPECT_EQ(to_json(off).at("system"), nlohmann::json::object());
 }
 
+TEST(RunRecordTest, ProfileWindowIsTypedAndReadsTheJsonThePreviousVersionWrote) {
+  nlohmann::json old_variant = to_json(VariantRecord{});
+  old_variant["profile"] = {{"window_start", 5},
+                            {"window_steps", 10},
+                            {"events", 45670},
+                            {"dropped", {{"events", 0}, {"sampler.missed_ticks", 1}}},
+                            {"counter_samples", {{"cpu.total_pct", 12}}},
+                            {"sample_interval_ms", 500},
+                            {"notes", {"CUPTI unavailable: no CUDA driver"}},
+                            {"trace", "fp32.trace.json.gz"},
+                            {"trace_bytes", 470000},
+                            {"trace_bytes_per_step", 47000},
+                            {"record_cost_ns", 112.5},
+                            {"annotations",
+                             {{{"name", "data_wait"}, {"count", 10}, {"total_ms", 3.5}, {"mean_ms", 0.35},
+                               {"max_ms", 0.9}, {"per_step_ms", 0.35}, {"step_share_pct", 2.1}}}},
+                            {"step_ms_in_window", 16.5},
+                            {"step_ms_outside_window", 12.25},
+                            {"window_overhead_pct", 34.7}};
+  const VariantRecord v = variant_record_from_json(old_variant);
+  EXPECT_EQ(v.profile.window_steps, 10);
+  EXPECT_EQ(v.profile.events, 45670);
+  EXPECT_EQ(v.profile.dropped.at("sampler.missed_ticks"), 1);
+  EXPECT_EQ(v.profile.counter_samples.at("cpu.total_pct"), 12);
+  ASSERT_EQ(v.profile.notes.size(), 1u);
+  EXPECT_EQ(v.profile.trace, "fp32.trace.json.gz");
+  ASSERT_EQ(v.profile.annotations.size(), 1u);
+  EXPECT_EQ(v.profile.annotations[0].name, "data_wait");
+  EXPECT_DOUBLE_EQ(v.profile.annotations[0].step_share_pct, 2.1);
+  ASSERT_TRUE(v.profile.window_overhead_pct.has_value());
+  EXPECT_DOUBLE_EQ(*v.profile.window_overhead_pct, 34.7);
+  EXPECT_EQ(to_json(v).at("profile"), old_variant.at("profile"));  // written back unchanged
+  // Without both in- and out-of-window steps there is no overhead figure, and no key for it.
+  VariantRecord short_run = v;
+  short_run.profile.window_overhead_pct.reset();
+  EXPECT_FALSE(to_json(short_run).at("profile").contains("window_overhead_pct"));
+  EXPECT_EQ(to_json(VariantRecord{}).at("profile"), nlohmann::json::object());  // no --profile
+}
+
 TEST(RunRecordTest, RejectsUnknownSchemaVersionAndMalformedDocuments) {
   RunRecord run;
   nlohmann::json j = to_json(run);

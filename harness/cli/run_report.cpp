@@ -64,20 +64,17 @@ int report_run(const LabOutcome& outcome) {
     first_system_line = false;
   }
   for (const VariantRecord& v : outcome.record.variants) {
-    if (v.profile.empty()) continue;
-    std::cout << "\nProfile " << v.spec.name() << ": " << v.profile.value("events", int64_t{0}) << " events in steps "
-              << v.profile.value("window_start", int64_t{0}) << ".."
-              << v.profile.value("window_start", int64_t{0}) + v.profile.value("window_steps", int64_t{0}) - 1
-              << " of the measured ones, trace " << outcome.run_dir << "/variants/" << v.profile.value("trace", std::string())
-              << " (" << v.profile.value("trace_bytes_per_step", int64_t{0}) / 1024 << " KiB per step)";
-    if (v.profile.contains("window_overhead_pct")) {
-      std::cout << ", window steps " << std::showpos << std::fixed << std::setprecision(1)
-                << v.profile["window_overhead_pct"].get<double>() << std::noshowpos << " % vs outside";
+    const ProfileWindow& p = v.profile;
+    if (p.empty()) continue;
+    std::cout << "\nProfile " << v.spec.name() << ": " << p.events << " events in steps " << p.window_start << ".."
+              << p.window_start + p.window_steps - 1 << " of the measured ones, trace " << outcome.run_dir
+              << "/variants/" << p.trace << " (" << p.trace_bytes_per_step / 1024 << " KiB per step)";
+    if (p.window_overhead_pct) {
+      std::cout << ", window steps " << std::showpos << std::fixed << std::setprecision(1) << *p.window_overhead_pct
+                << std::noshowpos << " % vs outside";
     }
     std::cout << "\n";
-    for (const auto& note : v.profile.value("notes", nlohmann::json::array())) {
-      std::cout << "  " << note.get<std::string>() << "\n";
-    }
+    for (const std::string& note : p.notes) std::cout << "  " << note << "\n";
   }
   std::cout << "\nRun record: " << outcome.run_dir << "/run.json\n";
   for (const VariantRecord& v : outcome.record.variants) {

@@ -166,8 +166,8 @@ DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir
   std::vector<const Profile*> profile_ptrs;
   for (const VariantRecord& v : record.variants) {
     const Profile* profile = nullptr;
-    if (v.profile.contains("trace") && v.profile["trace"].is_string()) {
-      const std::string trace = run_dir + "/variants/" + v.profile["trace"].get<std::string>();
+    if (!v.profile.trace.empty()) {
+      const std::string trace = run_dir + "/variants/" + v.profile.trace;
       if (fs::exists(trace)) {
         profiles.push_back(import_trace(trace).profile);
         profile = &profiles.back();

@@ -443,8 +443,8 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
   }
   if (spec.profile) {
     // Counter tracks and their sample counts, for the record.
-    nlohmann::json counters = nlohmann::json::object();
-    for (const CounterTrack& track : profile.counters) counters[track.name] = track.samples.size();
+    std::map<std::string, int64_t> counters;
+    for (const CounterTrack& track : profile.counters) counters[track.name] = static_cast<int64_t>(track.samples.size());
     const int64_t events = static_cast<int64_t>(profile.events.size());
     nlohmann::json metadata = {{"scenario", spec.scenario}, {"variant", spec.name()},
                                {"window_start", spec.window_start}, {"window_steps", spec.window_steps}};
@@ -467,22 +467,26 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
         ++outside;
       }
     }
-    record.profile = {{"window_start", spec.window_start},
-                      {"window_steps", spec.window_steps},
-                      {"events", events},
-                      {"dropped", profile.dropped},
-                      {"counter_samples", counters},
-                      {"sample_interval_ms", spec.sample_interval_ms},
-                      {"notes", profile.notes},
-                      {"trace", trace_path.substr(trace_path.find_last_of('/') + 1)},
-                      {"trace_bytes", trace_bytes},
-                      {"trace_bytes_per_step", trace_bytes / spec.window_steps},
-                      {"record_cost_ns", profiler.record_cost_ns()},
-                      {"annotations", to_json(summarise_spans(profile, EventKind::kAnnotation))},
-                      {"step_ms_in_window", inside > 0 ? inside_ns / inside / 1e6 : 0.0},
-                      {"step_ms_outside_window", outside > 0 ? outside_ns / outside / 1e6 : 0.0}};
+    ProfileWindow& window = record.profile;
+    window.window_start = spec.window_start;
+    window.window_steps = spec.window_steps;
+    window.events = events;
+    window.dropped = profile.dropped;
+    window.counter_samples = counters;
+    window.sample_interval_ms = spec.sample_interval_ms;
+    window.notes = profile.notes;
+    window.trace = trace_path.substr(trace_path.find_last_of('/') + 1);
+    window.trace_bytes = trace_bytes;
+    window.trace_bytes_per_step = trace_bytes / spec.window_steps;
+    window.record_cost_ns = profiler.record_cost_ns();
+    for (const SpanSummary& a : summarise_spans(profile, EventKind::kAnnotation)) {
+      window.annotations.push_back({a.name, a.count, a.total_ns / 1e6, a.mean_ns / 1e6, a.max_ns / 1e6,
+                                    a.per_step_ns / 1e6, a.step_share_pct});
+    }
+    window.step_ms_in_window = inside > 0 ? inside_ns / inside / 1e6 : 0.0;
+    window.step_ms_outside_window = outside > 0 ? outside_ns / outside / 1e6 : 0.0;
     if (inside > 0 && outside > 0) {
-      record.profile["window_overhead_pct"] = 100.0 * ((inside_ns / inside) / (outside_ns / outside) - 1.0);
+      window.window_overhead_pct = 100.0 * ((inside_ns / inside) / (outside_ns / outside) - 1.0);
     }
   }
 
