@@ -135,6 +135,30 @@ SystemSummary system_from_json(const nlohmann::json& j) {
   return system;
 }
 
+nlohmann::json compile_info_to_json(const CompileInfo& c) {
+  if (c.empty()) return nlohmann::json::object();
+  return {{"method", c.method},
+          {"fuser", c.fuser},
+          {"fuser_fallback_reason", c.fuser_fallback_reason},
+          {"traced_graph_nodes", c.traced_graph_nodes},
+          {"optimized_graph_nodes", c.optimized_graph_nodes},
+          {"fusion_groups", c.fusion_groups},
+          {"ops_inside_fusion_groups", c.ops_inside_fusion_groups}};
+}
+
+CompileInfo compile_info_from_json(const nlohmann::json& j) {
+  CompileInfo c;
+  if (!j.is_object()) return c;
+  c.method = j.value("method", "");
+  c.fuser = j.value("fuser", "");
+  c.fuser_fallback_reason = j.value("fuser_fallback_reason", "");
+  c.traced_graph_nodes = j.value("traced_graph_nodes", int64_t{0});
+  c.optimized_graph_nodes = j.value("optimized_graph_nodes", int64_t{0});
+  c.fusion_groups = j.value("fusion_groups", int64_t{0});
+  c.ops_inside_fusion_groups = j.value("ops_inside_fusion_groups", int64_t{0});
+  return c;
+}
+
 nlohmann::json profile_to_json(const ProfileWindow& p) {
   if (p.empty()) return nlohmann::json::object();
   nlohmann::json annotations = nlohmann::json::array();
@@ -223,7 +247,7 @@ nlohmann::json to_json(const VariantRecord& record) {
                       {"peak_flops_by_dtype", record.peak_flops_by_dtype},
                       {"op_input_dtypes", record.op_input_dtypes},
                       {"forward_output_dtype", record.forward_output_dtype},
-                      {"compile_info", record.compile_info},
+                      {"compile_info", compile_info_to_json(record.compile_info)},
                       {"steps_cut_by_budget", record.steps_cut_by_budget},
                       {"init_ns", record.init_ns},
                       {"cpu_util_pct", record.cpu_util_pct},
@@ -258,7 +282,7 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
   record.peak_flops_by_dtype = j.value("peak_flops_by_dtype", std::map<std::string, double>{});
   record.op_input_dtypes = j.at("op_input_dtypes").get<std::map<std::string, int64_t>>();
   record.forward_output_dtype = j.at("forward_output_dtype").get<std::string>();
-  record.compile_info = j.at("compile_info");
+  record.compile_info = compile_info_from_json(j.at("compile_info"));
   record.init_ns = j.at("init_ns").get<int64_t>();
   record.steps_cut_by_budget = j.value("steps_cut_by_budget", int64_t{0});
   record.cpu_util_pct = j.value("cpu_util_pct", 0.0);

@@ -82,6 +82,20 @@ struct SystemSummary {
   }
 };
 
+// What compiling did to the forward (the compiled variants). In run.json {"method", "fuser",
+// "fuser_fallback_reason", "traced_graph_nodes", "optimized_graph_nodes", "fusion_groups",
+// "ops_inside_fusion_groups"}, or {} when the variant was not compiled.
+struct CompileInfo {
+  std::string method;                 // e.g. "torchscript-trace"; empty: not compiled
+  std::string fuser;                  // the fuser that ran
+  std::string fuser_fallback_reason;  // why the graph ran unfused, when it did
+  int64_t traced_graph_nodes = 0;
+  int64_t optimized_graph_nodes = 0;  // nodes of the graph that last executed
+  int64_t fusion_groups = 0;          // fused kernels the optimised graph holds
+  int64_t ops_inside_fusion_groups = 0;
+  bool empty() const { return method.empty(); }
+};
+
 // One user annotation (a named range) over the capture window.
 struct AnnotationSummary {
   std::string name;
@@ -128,7 +142,7 @@ struct VariantRecord {
   std::map<std::string, double> peak_flops_by_dtype;  // "fp32", "bf16" -> measured GEMM peak (profile runs)
   std::map<std::string, int64_t> op_input_dtypes;  // census: first tensor input dtype -> ops
   std::string forward_output_dtype;    // dtype of the model output, evidence of autocast
-  nlohmann::json compile_info = nlohmann::json::object();  // what compiling did (graph, fusions)
+  CompileInfo compile_info;            // what compiling did (graph, fusions); empty when not compiled
   int64_t init_ns = 0;                 // process start of the variant to first step
   int64_t steps_cut_by_budget = 0;     // steps not run because the loop's wall-time budget was spent
   double cpu_util_pct = 0;             // process CPU time over the measured steps / (wall x cores)

@@ -2,6 +2,8 @@
 // worker count, and a batch's per-stage times account for its worker's measured busy time.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <memory>
 #include <vector>
@@ -66,18 +68,22 @@ TEST(LoaderDataTest, StageTimesAddUpToTheWorkersBusyTime) {
     OrderedLoader<HostBatch> loader({2, 2, true}, sampler.batches_per_epoch(), [&](int64_t k) {
       return source->load_batch(sampler.request(k), heap_allocator());
     });
-    int64_t stage_sum_ns = 0, busy_sum_ns = 0;
+    std::vector<double> stage_share;  // per batch: the stages' time over the worker's busy time
     for (int k = 0; k < 8; ++k) {
       const auto delivered = loader.next();
       const int64_t stages_ns = delivered.batch.stage_ns.total_ns();
       ASSERT_GT(delivered.busy_ns, 0);
       EXPECT_GT(delivered.batch.stage_ns.decode_ns + delivered.batch.stage_ns.augment_ns, 0);
-      EXPECT_NEAR(static_cast<double>(stages_ns), static_cast<double>(delivered.busy_ns), 0.10 * delivered.busy_ns)
-          << source->describe() << " batch " << k;
-      stage_sum_ns += stages_ns;
-      busy_sum_ns += delivered.busy_ns;
+      // The stages run inside the worker's busy span, so they never add up to more than it.
+      EXPECT_LE(stages_ns, delivered.busy_ns + 1'000'000) << source->describe() << " batch " << k;
+      stage_share.push_back(static_cast<double>(stages_ns) / static_cast<double>(delivered.busy_ns));
     }
-    EXPECT_NEAR(static_cast<double>(stage_sum_ns), static_cast<double>(busy_sum_ns), 0.10 * busy_sum_ns);
+    // And they cover it: the typical batch's stages are within 10 % of its busy time. (The median:
+    // on a loaded machine a worker descheduled between two stages stretches that batch's busy time
+    // alone; CI runs tests two at a time.)
+    std::sort(stage_share.begin(), stage_share.end());
+    const double median = (stage_share[3] + stage_share[4]) / 2;
+    EXPECT_NEAR(median, 1.0, 0.10) << source->describe();
   }
 }
 

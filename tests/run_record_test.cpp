@@ -156,6 +156,22 @@ TEST(RunRecordTest, ProfileWindowIsTypedAndReadsTheJsonThePreviousVersionWrote) 
   EXPECT_EQ(to_json(VariantRecord{}).at("profile"), nlohmann::json::object());  // no --profile
 }
 
+TEST(RunRecordTest, CompileInfoIsTypedAndReadsTheJsonThePreviousVersionWrote) {
+  nlohmann::json old_variant = to_json(VariantRecord{});
+  old_variant["compile_info"] = {{"method", "torchscript-trace"},  {"fuser", "onednn-graph"},
+                                 {"fuser_fallback_reason", "Schema not found for node"},
+                                 {"traced_graph_nodes", 142},      {"optimized_graph_nodes", 160},
+                                 {"fusion_groups", 0},             {"ops_inside_fusion_groups", 0}};
+  const VariantRecord v = variant_record_from_json(old_variant);
+  EXPECT_EQ(v.compile_info.method, "torchscript-trace");
+  EXPECT_EQ(v.compile_info.fuser_fallback_reason, "Schema not found for node");
+  EXPECT_EQ(v.compile_info.traced_graph_nodes, 142);
+  EXPECT_EQ(v.compile_info.fusion_groups, 0);
+  EXPECT_EQ(to_json(v).at("compile_info"), old_variant.at("compile_info"));
+  EXPECT_TRUE(variant_record_from_json(to_json(VariantRecord{})).compile_info.empty());
+  EXPECT_EQ(to_json(VariantRecord{}).at("compile_info"), nlohmann::json::object());
+}
+
 TEST(RunRecordTest, RejectsUnknownSchemaVersionAndMalformedDocuments) {
   RunRecord run;
   nlohmann::json j = to_json(run);

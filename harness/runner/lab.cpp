@@ -39,10 +39,9 @@ LabVariantFigures figures_of(const RunRecord& record, const std::string& name) {
       ops_sum += v.ops_per_step;
       ++ops_count;
     }
-    if (v.compile_info.is_object() && v.compile_info.contains("method")) {
-      figures.compile_method = v.compile_info["method"].get<std::string>();
-      if (v.compile_info.contains("fusion_groups") && v.compile_info["fusion_groups"].is_number_integer())
-        figures.fused_groups = v.compile_info["fusion_groups"].get<int64_t>();
+    if (!v.compile_info.empty()) {
+      figures.compile_method = v.compile_info.method;
+      figures.fused_groups = v.compile_info.fusion_groups;
     }
   }
   if (ops_count > 0) figures.ops_per_step = ops_sum / ops_count;

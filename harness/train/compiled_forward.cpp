@@ -117,19 +117,13 @@ torch::Tensor CompiledForward::operator()(const std::vector<torch::Tensor>& prep
   return stack.at(0).toTensor();
 }
 
-nlohmann::json CompiledForward::describe_last_execution() const {
+CompileInfo CompiledForward::describe_last_execution() const {
   int64_t groups = 0, fused = 0;
   int64_t optimized_nodes = 0;
   if (std::shared_ptr<torch::jit::Graph> optimized = torch::jit::lastExecutedOptimizedGraph()) {
     optimized_nodes = count_nodes(optimized->block(), &groups, &fused, false);
   }
-  return {{"method", "torchscript-trace"},
-          {"fuser", fuser_},
-          {"fuser_fallback_reason", fuser_fallback_reason_},
-          {"traced_graph_nodes", traced_nodes_},
-          {"optimized_graph_nodes", optimized_nodes},
-          {"fusion_groups", groups},
-          {"ops_inside_fusion_groups", fused}};
+  return CompileInfo{"torchscript-trace", fuser_, fuser_fallback_reason_, traced_nodes_, optimized_nodes, groups, fused};
 }
 
 }  // namespace trainlab

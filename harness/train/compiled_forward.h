@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "core/run_record.h"
 
 namespace torch::jit {
 struct Graph;
@@ -32,7 +32,7 @@ class CompiledForward {
   torch::Tensor operator()(const std::vector<torch::Tensor>& prepared);
   // Node counts of the traced graph and of the executor's optimised graph (fusion groups).
   // Call right after a forward so the executor's last optimised graph is this one.
-  nlohmann::json describe_last_execution() const;
+  CompileInfo describe_last_execution() const;
 
  private:
   std::vector<torch::Tensor> parameters_;
