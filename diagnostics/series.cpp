@@ -110,13 +110,18 @@ double percentile_of(std::vector<double> values, double pct) {
 
 std::optional<FoldedPeriod> fold_period(const std::vector<double>& values, int64_t min_period, size_t min_in_phase,
                                         double min_excess_pct) {
-  const int64_t n = static_cast<int64_t>(values.size());
   if (min_in_phase < 2 || min_period < 2) return std::nullopt;
-  for (int64_t period = min_period; period * static_cast<int64_t>(min_in_phase) <= n + period - 1; ++period) {
+  // The last kMaxFoldedValues values, periods up to kMaxFoldPeriod: bounded work on any run length.
+  const int64_t total = static_cast<int64_t>(values.size());
+  const int64_t first = std::max<int64_t>(0, total - kMaxFoldedValues);
+  const std::vector<double> tail(values.begin() + first, values.end());
+  const int64_t n = static_cast<int64_t>(tail.size());
+  for (int64_t period = min_period;
+       period <= kMaxFoldPeriod && period * static_cast<int64_t>(min_in_phase) <= n + period - 1; ++period) {
     std::optional<FoldedPeriod> best;
     for (int64_t phase = 0; phase < period; ++phase) {
       std::vector<double> in, out;
-      for (int64_t i = 0; i < n; ++i) (i % period == phase ? in : out).push_back(values[i]);
+      for (int64_t i = 0; i < n; ++i) (i % period == phase ? in : out).push_back(tail[i]);
       if (in.size() < min_in_phase || out.size() < 2) continue;
       const double out_median = median(out);
       if (!(out_median > 0)) continue;
@@ -124,7 +129,7 @@ std::optional<FoldedPeriod> fold_period(const std::vector<double>& values, int64
       const double in_median = median(in);
       if (in_median <= percentile_of(out, 90) || in_median < out_median * (1.0 + min_excess_pct / 100.0)) continue;
       if (!best || in_median / out_median > best->in_median / best->out_median) {
-        best = FoldedPeriod{period, phase, in.size(), in_median, out_median};
+        best = FoldedPeriod{period, first + phase, in.size(), in_median, out_median};
       }
     }
     if (best) return best;

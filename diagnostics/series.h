@@ -55,7 +55,7 @@ std::optional<Period> find_period(std::vector<int64_t> positions, int64_t jitter
 // period stand above all others.
 struct FoldedPeriod {
   int64_t period = 0;       // in values (steps)
-  int64_t phase = 0;        // index of the first in-phase value
+  int64_t phase = 0;        // index (in the whole series) of the first in-phase value folded
   size_t in_phase = 0;      // how many values fall on the phase
   double in_median = 0;     // median of the in-phase values
   double out_median = 0;    // median of the others
@@ -69,6 +69,10 @@ struct FoldedPeriod {
 // (1 + min_excess_pct / 100). Many periods and phases are tried, so min_in_phase keeps chance
 // out: with 5 (periodic_slow_steps.min_folded_steps) simulated noise alone gave a period in 1 run of
 // 100 (50 steps, 15 % noise) and in none of 20 of 500 steps. Empty when nothing qualifies.
+// Bounded work on any run length: only the last kMaxFoldedValues values are folded, onto periods
+// up to kMaxFoldPeriod (a slower callback is left to thresholding).
+inline constexpr int64_t kMaxFoldedValues = 512;
+inline constexpr int64_t kMaxFoldPeriod = 64;
 std::optional<FoldedPeriod> fold_period(const std::vector<double>& values, int64_t min_period, size_t min_in_phase,
                                         double min_excess_pct);
 

@@ -136,6 +136,21 @@ TEST(SeriesTest, FoldingFindsACallbackThatNoiseHidesFromThresholds) {
   EXPECT_FALSE(fold_period(std::vector<double>(kLoadedCallbackSteps.begin(), kLoadedCallbackSteps.begin() + 40), 4, 5, 30));
 }
 
+TEST(SeriesTest, FoldingLooksAtTheLastStepsOnlyAndStaysQuickOnLongRuns) {
+  // 100,000 steps with a slow step every 10 from step 3: the folded tail (the last 512) finds it, and
+  // the phase it reports is an index of the whole series.
+  std::vector<double> steps(100000, 100.0);
+  for (size_t i = 3; i < steps.size(); i += 10) steps[i] = 200.0;
+  const auto folded = fold_period(steps, 4, 5, 30);
+  ASSERT_TRUE(folded);
+  EXPECT_EQ(folded->period, 10);
+  EXPECT_EQ(folded->phase % 10, 3);
+  EXPECT_GE(folded->phase, static_cast<int64_t>(steps.size()) - kMaxFoldedValues);
+  // The tail starts at step 99,488; its steps 99,493 .. 99,993 (every 10th) are the slow ones: 51.
+  EXPECT_EQ(folded->phase, 99493);
+  EXPECT_EQ(folded->in_phase, 51u);
+}
+
 TEST(SeriesTest, FoldingFindsNothingInNoiseAlone) {
   // 20 runs of 300 steps, 15 % noise (the sum of 12 uniforms, portable): no period, no phase.
   for (uint32_t seed = 1; seed <= 20; ++seed) {
