@@ -95,19 +95,6 @@ std::optional<Period> find_period(std::vector<int64_t> positions, int64_t jitter
   return best;
 }
 
-namespace {
-
-// Linear-interpolated percentile (0..100) of a non-empty series.
-double percentile_of(std::vector<double> values, double pct) {
-  std::sort(values.begin(), values.end());
-  const double rank = (static_cast<double>(values.size()) - 1) * pct / 100.0;
-  const size_t lo = static_cast<size_t>(rank);
-  const size_t hi = std::min(lo + 1, values.size() - 1);
-  return values[lo] + (values[hi] - values[lo]) * (rank - static_cast<double>(lo));
-}
-
-}  // namespace
-
 std::optional<FoldedPeriod> fold_period(const std::vector<double>& values, int64_t min_period, size_t min_in_phase,
                                         double min_excess_pct) {
   if (min_in_phase < 2 || min_period < 2) return std::nullopt;
@@ -125,9 +112,9 @@ std::optional<FoldedPeriod> fold_period(const std::vector<double>& values, int64
       if (in.size() < min_in_phase || out.size() < 2) continue;
       const double out_median = median(out);
       if (!(out_median > 0)) continue;
-      if (*std::min_element(in.begin(), in.end()) <= percentile_of(out, 75)) continue;
+      if (*std::min_element(in.begin(), in.end()) <= stats::percentile(out, 75)) continue;
       const double in_median = median(in);
-      if (in_median <= percentile_of(out, 90) || in_median < out_median * (1.0 + min_excess_pct / 100.0)) continue;
+      if (in_median <= stats::percentile(out, 90) || in_median < out_median * (1.0 + min_excess_pct / 100.0)) continue;
       if (!best || in_median / out_median > best->in_median / best->out_median) {
         best = FoldedPeriod{period, first + phase, in.size(), in_median, out_median};
       }

@@ -68,6 +68,7 @@ VariantRecord run_ranks(const VariantSpec& spec, const VariantRunOptions& option
   env.world_size = spec.nproc;
   env.master_addr = "127.0.0.1";
   env.master_port = find_free_port();
+  const std::string trainer = trainer_executable();
   std::vector<ChildLaunch> launches;
   std::vector<std::string> record_paths, log_paths;
   for (int rank = 0; rank < spec.nproc; ++rank) {
@@ -81,7 +82,7 @@ VariantRecord run_ranks(const VariantSpec& spec, const VariantRunOptions& option
     launches.push_back({{"__variant", "--spec", spec_path, "--out", record_paths.back()},
                         log_paths.back(),
                         env.variables(),
-                        trainer_executable()});
+                        trainer});
   }
   // A rank that dies makes its peers fail within the distributed timeout; the deadline leaves
   // room for that on top of the variant's own limit.
