@@ -215,6 +215,203 @@ ProfileWindow profile_from_json(const nlohmann::json& j) {
   return p;
 }
 
+
+nlohmann::json loader_to_json(const std::optional<LoaderRun>& loader) {
+  if (!loader) return nlohmann::json::object();
+  nlohmann::json j = {{"workers", loader->workers},
+                      {"prefetch", loader->prefetch ? nlohmann::json(*loader->prefetch) : nlohmann::json(nullptr)},
+                      {"persistent_workers", loader->persistent_workers},
+                      {"pin_memory_requested", loader->pin_memory_requested},
+                      {"pin_memory_applied", loader->pin_memory_applied}};
+  if (!loader->pin_memory_note.empty()) j["pin_memory_note"] = loader->pin_memory_note;
+  if (loader->counts) {
+    j["batches_built"] = loader->counts->batches_built;
+    j["worker_busy_ns"] = loader->counts->worker_busy_ns;
+    j["worker_starts"] = loader->counts->worker_starts;
+  }
+  return j;
+}
+
+std::optional<LoaderRun> loader_from_json(const nlohmann::json& j) {
+  if (!j.is_object() || !j.contains("workers")) return std::nullopt;
+  LoaderRun loader;
+  loader.workers = j.at("workers").get<int64_t>();
+  if (j.contains("prefetch") && j["prefetch"].is_number()) loader.prefetch = j["prefetch"].get<int64_t>();
+  loader.persistent_workers = j.value("persistent_workers", false);
+  loader.pin_memory_requested = j.value("pin_memory_requested", false);
+  loader.pin_memory_applied = j.value("pin_memory_applied", false);
+  loader.pin_memory_note = j.value("pin_memory_note", "");
+  if (j.contains("batches_built")) {
+    loader.counts = LoaderCounts{j.at("batches_built").get<int64_t>(), j.value("worker_busy_ns", int64_t{0}),
+                                 j.value("worker_starts", int64_t{0})};
+  }
+  return loader;
+}
+
+nlohmann::json dataset_to_json(const DatasetInfo& d) {
+  if (d.empty()) return nlohmann::json::object();
+  nlohmann::json j = {{"source", d.source}};
+  if (!d.dir.empty()) {
+    j["dir"] = d.dir;
+    j["generated"] = d.generated;
+    j["generate_s"] = d.generate_s;
+  }
+  if (!d.decoded_cache.empty()) {
+    j["decoded_cache"] = d.decoded_cache;
+    j["decoded_cache_prepare_s"] = d.decoded_cache_prepare_s;
+  }
+  return j;
+}
+
+DatasetInfo dataset_from_json(const nlohmann::json& j) {
+  DatasetInfo d;
+  if (!j.is_object()) return d;
+  d.source = j.value("source", "");
+  d.dir = j.value("dir", "");
+  d.generated = j.value("generated", false);
+  d.generate_s = j.value("generate_s", 0.0);
+  d.decoded_cache = j.value("decoded_cache", "");
+  d.decoded_cache_prepare_s = j.value("decoded_cache_prepare_s", 0.0);
+  return d;
+}
+
+nlohmann::json fingerprint_to_json(const ParameterFingerprint& f) {
+  if (f.empty()) return nlohmann::json::object();
+  nlohmann::json tensors = nlohmann::json::array();
+  for (const TensorSumNorm& t : f.tensors) tensors.push_back({{"sum", t.sum}, {"norm", t.norm}});
+  return {{"hash", f.hash}, {"tensors", tensors}};
+}
+
+ParameterFingerprint fingerprint_from_json(const nlohmann::json& j) {
+  ParameterFingerprint f;
+  if (!j.is_object() || !j.contains("hash")) return f;
+  f.hash = j.at("hash").get<std::string>();
+  for (const nlohmann::json& t : j.value("tensors", nlohmann::json::array())) {
+    f.tensors.push_back({t.at("sum").get<double>(), t.at("norm").get<double>()});
+  }
+  return f;
+}
+
+nlohmann::json rank_summary_to_json(const RankSummary& r) {
+  nlohmann::json j = {{"rank", r.rank}, {"ok", r.ok}, {"ended", r.ended}};
+  if (!r.ok) {
+    j["error"] = r.error;
+    return j;
+  }
+  j.update({{"samples_per_s", r.samples_per_s},
+            {"step_ms_mean", r.step_ms_mean},
+            {"step_ms_p50", r.step_ms_p50},
+            {"comm_pct", r.comm_pct},
+            {"exposed_comm_pct", r.exposed_comm_pct},
+            {"busy_ms_mean", r.busy_ms_mean},
+            {"peak_memory_bytes", r.peak_memory_bytes}});
+  return j;
+}
+
+RankSummary rank_summary_from_json(const nlohmann::json& j, int index) {
+  RankSummary r;
+  r.rank = j.value("rank", index);
+  r.ok = j.value("ok", false);
+  r.ended = j.value("ended", "");
+  r.error = j.value("error", "");
+  r.samples_per_s = j.value("samples_per_s", 0.0);
+  r.step_ms_mean = j.value("step_ms_mean", 0.0);
+  r.step_ms_p50 = j.value("step_ms_p50", 0.0);
+  r.comm_pct = j.value("comm_pct", 0.0);
+  r.exposed_comm_pct = j.value("exposed_comm_pct", 0.0);
+  r.busy_ms_mean = j.value("busy_ms_mean", 0.0);
+  r.peak_memory_bytes = j.value("peak_memory_bytes", int64_t{0});
+  return r;
+}
+
+nlohmann::json distributed_to_json(const DistributedRun& d) {
+  nlohmann::json j = nlohmann::json::object();
+  if (!d.backend.empty()) {
+    j = {{"backend", d.backend},
+         {"world_size", d.world_size},
+         {"rank", d.rank},
+         {"comm_mode", d.comm_mode},
+         {"bucket_bytes_cap", d.bucket_bytes_cap},
+         {"buckets", d.buckets},
+         {"gradient_bytes", d.gradient_bytes}};
+  }
+  if (!d.ranks.empty()) {
+    nlohmann::json ranks = nlohmann::json::array();
+    for (const RankSummary& r : d.ranks) ranks.push_back(rank_summary_to_json(r));
+    j["ranks"] = ranks;
+  }
+  if (d.slowest_rank) j["slowest_rank"] = *d.slowest_rank;
+  if (d.busy_spread_pct) j["busy_spread_pct"] = *d.busy_spread_pct;
+  if (d.ranks_finished) j["ranks_finished"] = *d.ranks_finished;
+  return j;
+}
+
+DistributedRun distributed_from_json(const nlohmann::json& j) {
+  DistributedRun d;
+  if (!j.is_object()) return d;
+  d.backend = j.value("backend", "");
+  d.world_size = j.value("world_size", 1);
+  d.rank = j.value("rank", 0);
+  d.comm_mode = j.value("comm_mode", "");
+  d.bucket_bytes_cap = j.value("bucket_bytes_cap", int64_t{0});
+  d.buckets = j.value("buckets", int64_t{0});
+  d.gradient_bytes = j.value("gradient_bytes", int64_t{0});
+  int index = 0;
+  for (const nlohmann::json& r : j.value("ranks", nlohmann::json::array())) {
+    d.ranks.push_back(rank_summary_from_json(r, index++));
+  }
+  if (j.contains("slowest_rank")) d.slowest_rank = j["slowest_rank"].get<int>();
+  if (j.contains("busy_spread_pct")) d.busy_spread_pct = j["busy_spread_pct"].get<double>();
+  if (j.contains("ranks_finished")) d.ranks_finished = j["ranks_finished"].get<int>();
+  return d;
+}
+
+nlohmann::json details_to_json(const RunDetails& d) {
+  nlohmann::json j = nlohmann::json::object();
+  if (d.bf16_probe) j["bf16_probe"] = to_json(*d.bf16_probe);
+  if (!d.ab_changes.empty()) j["ab_changes"] = d.ab_changes;
+  if (d.sweep) {
+    const SweepDetails& s = *d.sweep;
+    j["tolerance_pct"] = s.tolerance_pct;
+    nlohmann::json na = nlohmann::json::array();
+    for (const SweepNotApplicable& p : s.not_applicable) na.push_back({{"point", p.point}, {"why", p.why}});
+    j["not_applicable"] = na;
+    if (s.recommendation) {
+      j["recommendation"] = {{"variant_index", s.recommendation->variant_index},
+                             {"best_index", s.recommendation->best_index},
+                             {"point", s.recommendation->point},
+                             {"reason", s.recommendation->reason}};
+    }
+    if (!s.chart.empty()) j["chart"] = s.chart;
+    j["notes"] = s.notes;
+    j["repeat"] = s.repeat;
+  }
+  return j;
+}
+
+RunDetails details_from_json(const nlohmann::json& j) {
+  RunDetails d;
+  if (!j.is_object()) return d;
+  if (j.contains("bf16_probe")) d.bf16_probe = bf16_probe_from_json(j["bf16_probe"]);
+  d.ab_changes = j.value("ab_changes", "");
+  if (j.contains("tolerance_pct")) {
+    SweepDetails s;
+    s.tolerance_pct = j["tolerance_pct"].get<double>();
+    for (const nlohmann::json& p : j.value("not_applicable", nlohmann::json::array())) {
+      s.not_applicable.push_back({p.value("point", ""), p.value("why", "")});
+    }
+    if (j.contains("recommendation")) {
+      const nlohmann::json& r = j["recommendation"];
+      s.recommendation = RecommendedPoint{r.value("variant_index", int64_t{0}), r.value("best_index", int64_t{0}),
+                                             r.value("point", ""), r.value("reason", "")};
+    }
+    s.chart = j.value("chart", "");
+    s.notes = j.value("notes", std::vector<std::string>{});
+    s.repeat = j.value("repeat", 1);
+    d.sweep = s;
+  }
+  return d;
+}
 }  // namespace
 
 nlohmann::json to_json(const VariantRecord& record) {
@@ -251,16 +448,16 @@ nlohmann::json to_json(const VariantRecord& record) {
                       {"steps_cut_by_budget", record.steps_cut_by_budget},
                       {"init_ns", record.init_ns},
                       {"cpu_util_pct", record.cpu_util_pct},
-                      {"loader", record.loader},
-                      {"data", record.data},
+                      {"loader", loader_to_json(record.loader)},
+                      {"data", dataset_to_json(record.dataset)},
                       {"profile", profile_to_json(record.profile)},
                       {"system", system_to_json(record.system)},
                       {"rank", record.rank},
                       {"world_size", record.world_size},
                       {"repetition", record.repetition},
                       {"label", record.label},
-                      {"distributed", record.distributed},
-                      {"final_parameters", record.final_parameters},
+                      {"distributed", distributed_to_json(record.distributed)},
+                      {"final_parameters", fingerprint_to_json(record.final_parameters)},
                       {"environment", env_to_json(record.environment)},
                       {"steps", steps}};
   if (record.ok()) j["aggregate"] = aggregate_to_json(aggregate(record));
@@ -286,16 +483,16 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
   record.init_ns = j.at("init_ns").get<int64_t>();
   record.steps_cut_by_budget = j.value("steps_cut_by_budget", int64_t{0});
   record.cpu_util_pct = j.value("cpu_util_pct", 0.0);
-  record.loader = j.value("loader", nlohmann::json::object());
-  record.data = j.value("data", nlohmann::json::object());
+  record.loader = loader_from_json(j.value("loader", nlohmann::json::object()));
+  record.dataset = dataset_from_json(j.value("data", nlohmann::json::object()));
   record.profile = profile_from_json(j.value("profile", nlohmann::json::object()));
   record.system = system_from_json(j.value("system", nlohmann::json::object()));
   record.rank = j.value("rank", 0);
   record.world_size = j.value("world_size", 1);
   record.repetition = j.value("repetition", 0);
   record.label = j.value("label", "");
-  record.distributed = j.value("distributed", nlohmann::json::object());
-  record.final_parameters = j.value("final_parameters", nlohmann::json::object());
+  record.distributed = distributed_from_json(j.value("distributed", nlohmann::json::object()));
+  record.final_parameters = fingerprint_from_json(j.value("final_parameters", nlohmann::json::object()));
   record.environment = env_from_json(j.at("environment"));
   for (const nlohmann::json& s : j.at("steps")) {
     StepRecord step;
@@ -331,7 +528,7 @@ nlohmann::json to_json(const RunRecord& record) {
           {"environment", env_to_json(record.environment)},
           {"variants", variants},
           {"reading", record.reading},
-          {"details", record.details}};
+          {"details", details_to_json(record.details)}};
 }
 
 RunRecord run_record_from_json(const nlohmann::json& j) {
@@ -353,7 +550,7 @@ RunRecord run_record_from_json(const nlohmann::json& j) {
     record.environment = env_from_json(j.at("environment"));
     for (const nlohmann::json& v : j.at("variants")) record.variants.push_back(variant_record_from_json(v));
     record.reading = j.at("reading").get<std::vector<std::string>>();
-    record.details = j.value("details", nlohmann::json::object());
+    record.details = details_from_json(j.value("details", nlohmann::json::object()));
     return record;
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("malformed run record: ") + e.what());
@@ -393,6 +590,28 @@ VariantRecord read_variant_record(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw InputError(path + ": malformed variant record: " + e.what());
   }
+}
+
+nlohmann::json to_json(const Bf16ProbeTimings& probe) {
+  if (!probe.error.empty()) return {{"error", probe.error}};
+  if (probe.device != "cpu") return {{"device", probe.device}};
+  return {{"device", probe.device},   {"shape", probe.shape},     {"threads", probe.threads},
+          {"pairs", probe.pairs},     {"fp32_ns", probe.fp32_ns}, {"bf16_ns", probe.bf16_ns},
+          {"cpu_isa", probe.cpu_isa}};
+}
+
+Bf16ProbeTimings bf16_probe_from_json(const nlohmann::json& j) {
+  Bf16ProbeTimings probe;
+  if (!j.is_object()) throw InputError("bf16 probe: not a JSON object");
+  probe.error = j.value("error", "");
+  probe.device = j.value("device", "");
+  probe.shape = j.value("shape", std::vector<int64_t>{});
+  probe.threads = j.value("threads", 0);
+  probe.pairs = j.value("pairs", 0);
+  probe.fp32_ns = j.value("fp32_ns", std::vector<double>{});
+  probe.bf16_ns = j.value("bf16_ns", std::vector<double>{});
+  probe.cpu_isa = j.value("cpu_isa", std::map<std::string, bool>{});
+  return probe;
 }
 
 }  // namespace trainlab

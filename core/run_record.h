@@ -125,6 +125,80 @@ struct ProfileWindow {
   bool empty() const { return trace.empty() && window_steps == 0 && events == 0; }
 };
 
+// How the loader ran. In run.json {"workers", "prefetch" (null with 0 workers), "persistent_workers",
+// "pin_memory_requested", "pin_memory_applied", "pin_memory_note" (only when pinning did not
+// apply), and after the loop "batches_built", "worker_busy_ns", "worker_starts"}; {} when the
+// variant never built its loader.
+struct LoaderCounts {
+  int64_t batches_built = 0;
+  int64_t worker_busy_ns = 0;   // summed over workers: time spent building batches
+  int64_t worker_starts = 0;    // worker threads started (once per epoch without persistent workers)
+};
+struct LoaderRun {
+  int64_t workers = 0;
+  std::optional<int64_t> prefetch;      // batches in flight per worker; absent with 0 workers
+  bool persistent_workers = false;
+  bool pin_memory_requested = false;
+  bool pin_memory_applied = false;
+  std::string pin_memory_note;          // why pinning did not apply, when requested
+  std::optional<LoaderCounts> counts;   // absent when the loop did not finish
+};
+
+// Where the variant's samples came from. In run.json {"source", and for an on-disk dataset "dir",
+// "generated", "generate_s", and with its decoded cache "decoded_cache",
+// "decoded_cache_prepare_s"}; {} when the variant never opened its dataset.
+struct DatasetInfo {
+  std::string source;                   // e.g. "in memory: 4096 samples generated from the seed"
+  std::string dir;                      // on-disk datasets: the folder; empty in memory
+  bool generated = false;               // this run generated the files
+  double generate_s = 0;
+  std::string decoded_cache;            // the decoded cache read instead of the encoded files; empty: none
+  double decoded_cache_prepare_s = 0;
+  bool empty() const { return source.empty() && dir.empty(); }
+};
+
+// After the last measured step: FNV-1a of every parameter's bytes, and each parameter's sum and
+// norm (to compare ranks, or runs, tensor by tensor). In run.json {"hash", "tensors": [{sum, norm}]}.
+struct TensorSumNorm {
+  double sum = 0, norm = 0;
+};
+struct ParameterFingerprint {
+  std::string hash;                     // 16 hex digits; empty: not taken
+  std::vector<TensorSumNorm> tensors;
+  bool empty() const { return hash.empty(); }
+};
+
+// One rank of a data-parallel variant, in the merged record. Figures only when the rank finished.
+struct RankSummary {
+  int rank = 0;
+  bool ok = false;
+  std::string ended;                    // how its process ended
+  std::string error;                    // when not ok
+  double samples_per_s = 0, step_ms_mean = 0, step_ms_p50 = 0;
+  double comm_pct = 0, exposed_comm_pct = 0;
+  double busy_ms_mean = 0;              // its own work per step: the step minus the wait on the others
+  int64_t peak_memory_bytes = 0;
+};
+
+// Data parallel. Each rank's record: its process group ("backend", "world_size", "rank",
+// "comm_mode", "bucket_bytes_cap", "buckets", "gradient_bytes"). The merged record adds "ranks"
+// (one RankSummary each), "slowest_rank" and "busy_spread_pct" (when two ranks finished), and
+// "ranks_finished" when one failed. {} in a single-process run.
+struct DistributedRun {
+  std::string backend;                  // empty: no process group described
+  int world_size = 1;
+  int rank = 0;
+  std::string comm_mode;
+  int64_t bucket_bytes_cap = 0;
+  int64_t buckets = 0;
+  int64_t gradient_bytes = 0;
+  std::vector<RankSummary> ranks;
+  std::optional<int> slowest_rank;      // the straggler: the most own work per step
+  std::optional<double> busy_spread_pct;  // slowest over fastest own work per step, minus 1
+  std::optional<int> ranks_finished;
+  bool empty() const { return backend.empty() && ranks.empty(); }
+};
+
 struct VariantRecord {
   VariantSpec spec;
   std::string error;                   // empty when the variant completed
@@ -147,23 +221,21 @@ struct VariantRecord {
   int64_t steps_cut_by_budget = 0;     // steps not run because the loop's wall-time budget was spent
   double cpu_util_pct = 0;             // process CPU time over the measured steps / (wall x cores)
   // The loader as it ran: options applied, what could not apply and why, and its counters.
-  nlohmann::json loader = nlohmann::json::object();
+  std::optional<LoaderRun> loader;
   // The dataset: source description, folder, whether this run generated it.
-  nlohmann::json data = nlohmann::json::object();
+  DatasetInfo dataset;
   // The profiler's capture window, when on: events and drops, trace file and size, measured overhead.
   ProfileWindow profile;
   // The system sampler over the whole variant; empty when the sampler was off.
   SystemSummary system;
-  // Data parallel: this record's rank and the job's world size (0 of 1 otherwise), the process
-  // group (backend, mode, buckets, gradient bytes); in a merged record, one summary per rank
-  // (samples/s, step p50, comm and exposed comm shares) and the spread between them.
+  // Data parallel: this record's rank and the job's world size (0 of 1 otherwise); the process
+  // group and, in a merged record, each rank's summary and the spread between them.
   int rank = 0;
   int world_size = 1;
   int repetition = 0;                  // --repeat: which run of this variant (0-based)
   std::string label;                   // A/B runs: "A" (the base configuration) or "B" (with --ab's changes)
-  // After the last measured step: {"hash": FNV-1a of every parameter's bytes, "tensors": [{sum, norm}]}.
-  nlohmann::json final_parameters = nlohmann::json::object();
-  nlohmann::json distributed = nlohmann::json::object();
+  ParameterFingerprint final_parameters;  // after the last measured step
+  DistributedRun distributed;
   Environment environment;
 
   bool ok() const { return error.empty(); }
@@ -182,6 +254,48 @@ struct VariantAggregate {
 };
 VariantAggregate aggregate(const VariantRecord& record);
 
+// The lab's bf16 pre-flight, as its child process measured it (bf16_probe.json, and run.json's
+// details.bf16_probe): {"device"} on a CUDA device; on the CPU also "shape", "threads", "pairs",
+// "fp32_ns", "bf16_ns" (one Linear layer's forward + backward, interleaved pairs) and "cpu_isa"
+// (flag -> present); {"error"} when it failed.
+struct Bf16ProbeTimings {
+  std::string device;                   // "cpu" or "cuda"
+  std::vector<int64_t> shape;           // rows, in features, out features
+  int threads = 0;
+  int pairs = 0;
+  std::vector<double> fp32_ns, bf16_ns;
+  std::map<std::string, bool> cpu_isa;
+  std::string error;
+};
+
+// A sweep's outcome beyond its variants: the points that could not run and why, the recommended
+// point, the chart file, notes, and how many rounds ran.
+struct SweepNotApplicable {
+  std::string point, why;
+};
+struct RecommendedPoint {
+  int64_t variant_index = 0;            // the recommended point's first record in variants
+  int64_t best_index = 0;               // the fastest point's first record
+  std::string point, reason;
+};
+struct SweepDetails {
+  double tolerance_pct = 0;
+  std::vector<SweepNotApplicable> not_applicable;
+  std::optional<RecommendedPoint> recommendation;
+  std::string chart;                    // file name in the run folder; empty: no point completed
+  std::vector<std::string> notes;
+  int repeat = 1;
+};
+
+// Per kind of run, what the variants do not hold. In run.json "details": a lab's "bf16_probe" and
+// "ab_changes"; a sweep's fields flat ("tolerance_pct", "not_applicable", "recommendation",
+// "chart", "notes", "repeat").
+struct RunDetails {
+  std::optional<Bf16ProbeTimings> bf16_probe;
+  std::string ab_changes;               // A/B runs: what B changed, e.g. "workers=1"
+  std::optional<SweepDetails> sweep;
+};
+
 struct RunRecord {
   int schema_version = kRunSchemaVersion;
   std::string run_id;
@@ -191,12 +305,14 @@ struct RunRecord {
   Environment environment;
   std::vector<VariantRecord> variants;
   std::vector<std::string> reading;    // the lab's interpretation, one sentence a line
-  nlohmann::json details = nlohmann::json::object();  // per kind: the sweep's grid, notes, recommendation
+  RunDetails details;
 };
 
 nlohmann::json to_json(const VariantRecord& record);
 VariantRecord variant_record_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const RunRecord& record);
+nlohmann::json to_json(const Bf16ProbeTimings& probe);
+Bf16ProbeTimings bf16_probe_from_json(const nlohmann::json& j);
 // Throws InputError on an unknown schema version or a malformed document.
 RunRecord run_record_from_json(const nlohmann::json& j);
 

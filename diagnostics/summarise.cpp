@@ -340,12 +340,11 @@ Summary summarise_variant(const VariantRecord& record, const std::string& scenar
   if (typed > 0) s.fp32_op_share_pct = 100.0 * static_cast<double>(fp32) / static_cast<double>(typed);
 
   // The data pipeline.
-  if (record.loader.contains("workers")) s.loader_workers = record.loader["workers"].get<int64_t>();
-  if (record.loader.contains("prefetch") && record.loader["prefetch"].is_number()) {
-    s.loader_prefetch = record.loader["prefetch"].get<int64_t>();
+  if (record.loader) {
+    s.loader_workers = record.loader->workers;
+    s.loader_prefetch = record.loader->prefetch;
+    s.pin_memory = record.loader->pin_memory_applied;
   }
-  if (record.loader.contains("pin_memory_applied"))
-    s.pin_memory = record.loader["pin_memory_applied"].get<bool>();
   s.data_busy_ms = agg.data_busy_ms_mean;
 
   // System metrics over the variant.
@@ -364,22 +363,16 @@ Summary summarise_variant(const VariantRecord& record, const std::string& scenar
   // Data parallel: comm share and the spread of the ranks' own work per step.
   if (record.world_size > 1) {
     s.comm_total_pct = agg.comm_pct;
-    if (record.distributed.contains("ranks")) {
-      double slowest_ms = -1;
-      int index = 0;
-      for (const nlohmann::json& r : record.distributed["ranks"]) {
-        const int rank = r.value("rank", index++);
-        if (!r.value("ok", false)) continue;
-        const double busy_ms = r.value("busy_ms_mean", 0.0);
-        s.rank_step_p50_ms.push_back(busy_ms);
-        if (busy_ms > slowest_ms) {
-          slowest_ms = busy_ms;
-          s.straggler_rank = rank;
-        }
+    double slowest_ms = -1;
+    for (const RankSummary& r : record.distributed.ranks) {
+      if (!r.ok) continue;
+      s.rank_step_p50_ms.push_back(r.busy_ms_mean);
+      if (r.busy_ms_mean > slowest_ms) {
+        slowest_ms = r.busy_ms_mean;
+        s.straggler_rank = r.rank;
       }
     }
-    if (record.distributed.contains("busy_spread_pct"))
-      s.rank_spread_pct = record.distributed["busy_spread_pct"].get<double>();
+    s.rank_spread_pct = record.distributed.busy_spread_pct;
   }
 
   bool gpu_busy_known = false;

@@ -7,8 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "core/run_record.h"
 #include "scenarios/data/dataset_cache.h"
 #include "scenarios/data/sample_source.h"
 #include "scenarios/registry.h"
@@ -30,7 +29,7 @@ class Dataset {
   virtual int64_t num_samples() const = 0;
   virtual Batch load_batch(const BatchRequest& request) const = 0;
   // What the data is and where it lives, for the run record.
-  virtual nlohmann::json info() const = 0;
+  virtual DatasetInfo info() const = 0;
 };
 
 class Workload {
@@ -69,8 +68,10 @@ class TensorDataset : public Dataset {
     batch.stage_ns.collate_ns = monotonic_ns() - start_ns;
     return batch;
   }
-  nlohmann::json info() const override {
-    return {{"source", "in memory: " + std::to_string(num_samples()) + " samples generated from the seed"}};
+  DatasetInfo info() const override {
+    DatasetInfo info;
+    info.source = "in memory: " + std::to_string(num_samples()) + " samples generated from the seed";
+    return info;
   }
 
  private:
@@ -100,9 +101,9 @@ inline BufferAllocator pinned_buffer_allocator() {
 // copy (the tensor keeps the buffer alive).
 class HostDataset : public Dataset {
  public:
-  HostDataset(std::unique_ptr<SampleSource> source, BufferAllocator allocate, nlohmann::json info)
+  HostDataset(std::unique_ptr<SampleSource> source, BufferAllocator allocate, DatasetInfo info)
       : source_(std::move(source)), allocate_(std::move(allocate)), info_(std::move(info)) {
-    info_["source"] = source_->describe();
+    info_.source = source_->describe();
   }
   int64_t num_samples() const override { return source_->num_samples(); }
   Batch load_batch(const BatchRequest& request) const override {
@@ -114,7 +115,7 @@ class HostDataset : public Dataset {
     batch.stage_ns = host.stage_ns;
     return batch;
   }
-  nlohmann::json info() const override { return info_; }
+  DatasetInfo info() const override { return info_; }
 
   static torch::Tensor as_tensor(const HostTensor& t) {
     torch::ScalarType type = torch::kFloat;
@@ -135,7 +136,7 @@ class HostDataset : public Dataset {
  private:
   std::unique_ptr<SampleSource> source_;
   BufferAllocator allocate_;
-  nlohmann::json info_;
+  DatasetInfo info_;
 };
 
 // Opens a prepared on-disk dataset: its decoded cache (built first if missing) when use_cache,
@@ -145,12 +146,14 @@ template <class PrepareCache, class OpenCache, class OpenEncoded>
 std::unique_ptr<Dataset> open_disk_dataset(const PreparedDataset& prepared, bool use_cache,
                                            const BufferAllocator& allocate, PrepareCache prepare_cache,
                                            OpenCache open_cache, OpenEncoded open_encoded) {
-  nlohmann::json info = {{"dir", prepared.dir}, {"generated", prepared.generated},
-                         {"generate_s", prepared.generate_s}};
+  DatasetInfo info;
+  info.dir = prepared.dir;
+  info.generated = prepared.generated;
+  info.generate_s = prepared.generate_s;
   if (!use_cache) return std::make_unique<HostDataset>(open_encoded(prepared.dir), allocate, info);
   const int64_t start_ns = monotonic_ns();
-  info["decoded_cache"] = prepare_cache(prepared.dir);
-  info["decoded_cache_prepare_s"] = static_cast<double>(monotonic_ns() - start_ns) * 1e-9;
+  info.decoded_cache = prepare_cache(prepared.dir);
+  info.decoded_cache_prepare_s = static_cast<double>(monotonic_ns() - start_ns) * 1e-9;
   return std::make_unique<HostDataset>(open_cache(prepared.dir), allocate, info);
 }
 

@@ -178,7 +178,7 @@ TEST(CompareTest, AnABRunComparesItsAWithItsB) {
   }
   ab.variants = interleaved;
   ab.kind = "ab";
-  ab.details["ab_changes"] = "workers=1";
+  ab.details.ab_changes = "workers=1";
   const CompareOutcome o = compare_ab(ab, CompareOptions{});
   EXPECT_EQ(o.after_label, "B (workers=1)");
   EXPECT_EQ(row(o, "samples/s").variant, "A -> B");

@@ -22,7 +22,7 @@ VariantRecord record_with(int steps, double data_ms, double forward_ms, double b
   r.spec.batch_size = 64;
   r.device = "cpu";
   r.environment.logical_cores = 2;
-  r.loader = {{"workers", 0}, {"prefetch", nullptr}, {"pin_memory_applied", false}};
+  r.loader = LoaderRun{};  // 0 workers, no prefetch, nothing pinned
   for (int i = 0; i < steps + 2; ++i) {
     StepRecord s;
     s.index = i;
@@ -68,11 +68,19 @@ TEST(DiagnosisGolden, DataWaitOfFortyPercentIsTheDataPipeline) {
   EXPECT_EQ(d.verdict.actions.front().change, "more_workers");
 }
 
+RankSummary ok_rank(int rank, double busy_ms_mean) {
+  RankSummary r;
+  r.rank = rank;
+  r.ok = true;
+  r.busy_ms_mean = busy_ms_mean;
+  return r;
+}
+
 TEST(DiagnosisGolden, ExposedAllReduceIsCommunication) {
   VariantRecord r = record_with(20, 2, 20, 30, 8, 40);
   r.world_size = 2;
-  r.distributed = {{"busy_spread_pct", 3.0}, {"ranks", nlohmann::json::array({{{"ok", true}, {"busy_ms_mean", 60.0}},
-                                                                            {{"ok", true}, {"busy_ms_mean", 61.8}}})}};
+  r.distributed.busy_spread_pct = 3.0;
+  r.distributed.ranks = {ok_rank(0, 60.0), ok_rank(1, 61.8)};
   const Diagnosis d = diagnose_record(r);
   EXPECT_EQ(d.verdict.primary, Suspect::kCommunication);
   EXPECT_TRUE(fired(d, "exposed_communication"));
@@ -83,8 +91,8 @@ TEST(DiagnosisGolden, ExposedAllReduceIsCommunication) {
 TEST(DiagnosisGolden, CommunicationThatWaitsForASlowerRankNamesTheStraggler) {
   VariantRecord r = record_with(20, 2, 20, 30, 8, 40);
   r.world_size = 2;
-  r.distributed = {{"busy_spread_pct", 30.0}, {"ranks", nlohmann::json::array({{{"ok", true}, {"busy_ms_mean", 60.0}},
-                                                                             {{"ok", true}, {"busy_ms_mean", 78.0}}})}};
+  r.distributed.busy_spread_pct = 30.0;
+  r.distributed.ranks = {ok_rank(0, 60.0), ok_rank(1, 78.0)};
   const Diagnosis d = diagnose_record(r);
   EXPECT_EQ(d.verdict.primary, Suspect::kCommunication);
   EXPECT_TRUE(fired(d, "rank_imbalance"));

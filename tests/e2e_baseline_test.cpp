@@ -144,11 +144,12 @@ TEST(BaselineLabE2E, TheBf16ProbeDecidesWhichVariantsRunAndTheRecordShowsWhy) {
   ASSERT_EQ(r.exit_status, 0) << r.err;
   EXPECT_NE(r.err.find("bf16 probe: "), std::string::npos) << r.err;
   const RunRecord run = read_run_record(e2e::only_run_dir(results));
-  ASSERT_TRUE(run.details.contains("bf16_probe")) << run.details.dump();
-  const nlohmann::json& j = run.details["bf16_probe"];
-  ASSERT_EQ(j.at("device").get<std::string>(), "cpu");
-  const auto fp32_ns = j.at("fp32_ns").get<std::vector<double>>();
-  const auto bf16_ns = j.at("bf16_ns").get<std::vector<double>>();
+  ASSERT_TRUE(run.details.bf16_probe.has_value());
+  const Bf16ProbeTimings& probe_timings = *run.details.bf16_probe;
+  ASSERT_EQ(probe_timings.device, "cpu");
+  EXPECT_EQ(probe_timings.cpu_isa.count("avx2"), 1u);
+  const std::vector<double>& fp32_ns = probe_timings.fp32_ns;
+  const std::vector<double>& bf16_ns = probe_timings.bf16_ns;
   ASSERT_EQ(fp32_ns.size(), 7u);
   ASSERT_EQ(bf16_ns.size(), 7u);
   for (size_t i = 0; i < fp32_ns.size(); ++i) {

@@ -153,10 +153,12 @@ TEST(DataE2E, SweepRunsPointsReportsNotApplicableAndRecommends) {
     EXPECT_GT(v.cpu_util_pct, 0);
     EXPECT_GT(aggregate(v).data_stage_ms_mean[1], 0);  // decode time was measured
   }
-  EXPECT_EQ(run.details.at("not_applicable").size(), 3u);
+  ASSERT_TRUE(run.details.sweep.has_value());
+  EXPECT_EQ(run.details.sweep->not_applicable.size(), 3u);
   EXPECT_NE(r.out.find("n/a"), std::string::npos);
-  const auto& rec = run.details.at("recommendation");
-  EXPECT_LT(rec.at("variant_index").get<size_t>(), 3u);
+  ASSERT_TRUE(run.details.sweep->recommendation.has_value());
+  EXPECT_LT(run.details.sweep->recommendation->variant_index, 3);
+  EXPECT_EQ(run.details.sweep->chart, "throughput_vs_workers.svg");
   EXPECT_NE(run.reading.at(0).find("Recommended: "), std::string::npos);
   const std::string svg = e2e::slurp(run_dir + "/throughput_vs_workers.svg");
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
@@ -177,7 +179,8 @@ TEST(DataE2E, SweepWithRepeatRunsTheGridInRoundsAndReportsTheirMedian) {
     EXPECT_EQ(run.variants[i].spec.workers, expected_workers[i]);
     EXPECT_EQ(run.variants[i].repetition, expected_round[i]);
   }
-  EXPECT_EQ(run.details.at("repeat").get<int>(), 2);
+  ASSERT_TRUE(run.details.sweep.has_value());
+  EXPECT_EQ(run.details.sweep->repeat, 2);
   EXPECT_NE(r.out.find("range (2 rounds)"), std::string::npos) << r.out;
   // The table's samples/s for workers=0 is the median (here the mean) of its two rounds.
   const double median = (aggregate(run.variants[0]).samples_per_s + aggregate(run.variants[2]).samples_per_s) / 2;

@@ -34,7 +34,7 @@ VariantRecord variant_at(double step_ms, int repetition = 0, const std::string& 
 }
 
 void write_run(const fs::path& dir, const std::string& kind, const std::vector<VariantRecord>& variants,
-               const nlohmann::json& details = nlohmann::json::object()) {
+               const std::string& ab_changes = "") {
   fs::create_directories(dir);
   RunRecord r;
   r.run_id = dir.filename().string();
@@ -42,7 +42,7 @@ void write_run(const fs::path& dir, const std::string& kind, const std::vector<V
   r.scenario = "mlp";
   r.created_utc = "2026-11-23T10:00:00Z";
   r.variants = variants;
-  r.details = details;
+  r.details.ab_changes = ab_changes;
   write_run_record((dir / "run.json").string(), r);
 }
 
@@ -53,7 +53,7 @@ TEST(HistoryTest, OneLinePerFolderWithMediansAndDoctorAndDiagnosis) {
   write_run(root / "20261123-100000-mlp-run", "run", {variant_at(100, 0), variant_at(125, 1), variant_at(200, 2)});
   write_run(root / "20261123-100100-mlp-ab", "ab",
             {variant_at(100, 0, "A"), variant_at(200, 0, "B"), variant_at(100, 1, "A"), variant_at(200, 1, "B")},
-            {{"ab_changes", "workers=1"}});
+            "workers=1");
   VariantRecord point_two_workers = variant_at(50);
   point_two_workers.spec.workers = 2;
   write_run(root / "20261123-100200-mlp-sweep", "sweep", {variant_at(100), point_two_workers});

@@ -61,8 +61,8 @@ Subcommand add_sweep_command(CLI::App& app) {
     std::cout << "\n" << outcome.table;
     std::cout << "\nReading:\n";
     for (const std::string& line : outcome.record.reading) std::cout << "  - " << line << "\n";
-    if (outcome.record.details.contains("chart")) {
-      std::cout << "\nChart: " << outcome.run_dir << "/" << outcome.record.details["chart"].get<std::string>() << "\n";
+    if (outcome.record.details.sweep && !outcome.record.details.sweep->chart.empty()) {
+      std::cout << "\nChart: " << outcome.run_dir << "/" << outcome.record.details.sweep->chart << "\n";
     }
     std::cout << "Run record: " << outcome.run_dir << "/run.json\n";
     for (const VariantRecord& v : outcome.record.variants) {

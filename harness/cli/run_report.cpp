@@ -29,17 +29,17 @@ int report_run(const LabOutcome& outcome) {
   }
   // Data parallel: the process group and how much of the step communication took.
   for (const VariantRecord& v : outcome.record.variants) {
-    if (v.world_size <= 1 || !v.ok() || !v.distributed.contains("buckets")) continue;
+    if (v.world_size <= 1 || !v.ok() || v.distributed.backend.empty()) continue;
     const VariantAggregate agg = aggregate(v);
-    const nlohmann::json& d = v.distributed;
-    std::cout << "\nData parallel " << v.spec.name() << ": " << v.world_size << " ranks (" << d.value("backend", "")
-              << ", " << d.value("comm_mode", "") << ", " << d.value("buckets", int64_t{0}) << " buckets, "
-              << fmt("%.1f", d.value("gradient_bytes", int64_t{0}) / (1024.0 * 1024.0)) << " MiB of gradients): all-reduce "
+    const DistributedRun& d = v.distributed;
+    std::cout << "\nData parallel " << v.spec.name() << ": " << v.world_size << " ranks (" << d.backend << ", "
+              << d.comm_mode << ", " << d.buckets << " buckets, "
+              << fmt("%.1f", static_cast<double>(d.gradient_bytes) / (1024.0 * 1024.0)) << " MiB of gradients): all-reduce "
               << fmt("%.1f", agg.comm_pct) << " % of the step, exposed (the step waiting on it) "
               << fmt("%.1f", agg.phase_pct[static_cast<size_t>(Phase::kCommunication)]) << " %";
-    if (d.contains("slowest_rank")) {
-      std::cout << "; ranks' own work differs by " << fmt("%.0f", d.value("busy_spread_pct", 0.0)) << " % (slowest rank "
-                << d["slowest_rank"].get<int>() << ")";
+    if (d.slowest_rank && d.busy_spread_pct) {
+      std::cout << "; ranks' own work differs by " << fmt("%.0f", *d.busy_spread_pct) << " % (slowest rank "
+                << *d.slowest_rank << ")";
     }
     std::cout << "\n";
   }

@@ -404,16 +404,16 @@ void DataParallel::barrier() {
   if (!work->wait(state_->timeout)) throw std::runtime_error("barrier timed out on " + state_->who());
 }
 
-nlohmann::json DataParallel::describe() const {
-  int64_t bytes = 0;
-  for (const at::Tensor& p : state_->params) bytes += p.numel() * p.element_size();
-  return {{"backend", state_->backend},
-          {"world_size", state_->env.world_size},
-          {"rank", state_->env.rank},
-          {"comm_mode", to_string(state_->mode)},
-          {"bucket_bytes_cap", state_->bucket_bytes_cap},
-          {"buckets", state_->buckets.size()},
-          {"gradient_bytes", bytes}};
+DistributedRun DataParallel::describe() const {
+  DistributedRun group;
+  for (const at::Tensor& p : state_->params) group.gradient_bytes += p.numel() * p.element_size();
+  group.backend = state_->backend;
+  group.world_size = state_->env.world_size;
+  group.rank = state_->env.rank;
+  group.comm_mode = to_string(state_->mode);
+  group.bucket_bytes_cap = state_->bucket_bytes_cap;
+  group.buckets = static_cast<int64_t>(state_->buckets.size());
+  return group;
 }
 
 }  // namespace trainlab

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "core/run_record.h"
 
 #include "core/variant.h"
 #include "harness/dist/dist_env.h"
@@ -51,8 +51,8 @@ class DataParallel {
   bool comm_resolved_later() const;
   std::vector<int64_t> resolve_comm_ns();
   void barrier();
-  // {"backend", "world_size", "rank", "comm_mode", "bucket_bytes_cap", "buckets", "gradient_bytes"}
-  nlohmann::json describe() const;
+  // The process group: backend, world size, rank, mode, bucket cap, buckets, gradient bytes.
+  DistributedRun describe() const;
 
  private:
   struct State;

@@ -129,7 +129,7 @@ CompareOutcome compare_ab(const RunRecord& run, const CompareOptions& options) {
                      ": not an A/B run (no records labelled A and B; made by trainlab run --ab)");
   }
   a.run_id = "A";
-  b.run_id = "B (" + run.details.value("ab_changes", std::string("changed")) + ")";
+  b.run_id = "B (" + (run.details.ab_changes.empty() ? std::string("changed") : run.details.ab_changes) + ")";
   return compare_groups(a, b, options, [](const VariantRecord&) { return std::string("A -> B"); });
 }
 

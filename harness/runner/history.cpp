@@ -41,7 +41,7 @@ std::string run_headline(const RunRecord& r) {
   std::string headline = "no variant completed";
   if (r.kind == "ab" && samples_per_s.count("A") > 0 && samples_per_s.count("B") > 0) {
     headline = "A " + figure("A") + " -> B " + figure("B") + " samples/s" + of_repetitions +
-               ", B: " + r.details.value("ab_changes", std::string("changed"));
+               ", B: " + (r.details.ab_changes.empty() ? std::string("changed") : r.details.ab_changes);
   } else if (!order.empty()) {
     const auto best = std::max_element(order.begin(), order.end(), [&](const std::string& a, const std::string& b) {
       return stats::median(samples_per_s.at(a)) < stats::median(samples_per_s.at(b));

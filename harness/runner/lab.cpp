@@ -140,28 +140,29 @@ std::optional<Bf16Probe> probe_bf16(const LabOptions& options, LabOutcome& outco
       run_trainer_child({"__bf16-probe", "--out", out.string(), "--device", to_string(options.base.device),
                          "--threads", std::to_string(options.base.threads)},
                         log.string(), /*timeout_s=*/120);
-  nlohmann::json j;
+  std::optional<Bf16ProbeTimings> timings;
   try {
-    if (ended.exited && ended.exit_status == 0) j = nlohmann::json::parse(read_file(out.string()));
+    if (ended.exited && ended.exit_status == 0) {
+      timings = bf16_probe_from_json(nlohmann::json::parse(read_file(out.string())));
+    }
   } catch (const std::exception&) {
-    j = nullptr;
+    timings.reset();
   }
-  if (!j.is_object()) {
+  if (!timings) {
     progress << "bf16 probe: " << ended.describe() << " (" << last_line_of(log.string())
              << "); the lab runs its bf16 variants" << std::endl;
     return std::nullopt;
   }
-  outcome.record.details["bf16_probe"] = j;
-  if (j.value("device", "") != "cpu") return std::nullopt;
+  outcome.record.details.bf16_probe = timings;
+  if (timings->device != "cpu") return std::nullopt;
   std::string isa;
-  for (const auto& [flag, present] : j.at("cpu_isa").items()) {
+  for (const auto& [flag, present] : timings->cpu_isa) {
     if (flag == "avx512_bf16" || flag == "amx_bf16" || flag == "avx512_bw") {
-      isa += (isa.empty() ? "" : ", ") + flag + (present.get<bool>() ? " yes" : " no");
+      isa += (isa.empty() ? "" : ", ") + flag + (present ? " yes" : " no");
     }
   }
   const Bf16Probe probe =
-      read_bf16_probe(j.at("fp32_ns").get<std::vector<double>>(), j.at("bf16_ns").get<std::vector<double>>(), isa,
-                      options.thresholds->value("lab.bf16_probe_skip_below_pct"));
+      read_bf16_probe(timings->fp32_ns, timings->bf16_ns, isa, options.thresholds->value("lab.bf16_probe_skip_below_pct"));
   if (!probe.measured) return std::nullopt;
   const GainEstimate& g = probe.gemm_gain;
   progress << "bf16 probe: one Linear layer's forward+backward " << fmt("%+.1f %%", g.gain_pct) << fmt(" [%+.1f,", g.low_pct) << fmt(" %+.1f]", g.high_pct)
@@ -279,7 +280,7 @@ LabOutcome run_ab(const LabOptions& options, const std::vector<std::pair<std::st
   LabOutcome outcome = run_variants({options.base, b}, options, "ab", progress, {"A", "B"});
   std::string described;
   for (const auto& [key, value] : changes) described += (described.empty() ? "" : ", ") + key + "=" + value;
-  outcome.record.details["ab_changes"] = described;
+  outcome.record.details.ab_changes = described;
   write_run_record((fs::path(outcome.run_dir) / "run.json").string(), outcome.record);
   return outcome;
 }

@@ -464,20 +464,20 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   }
   const double data_bound_pct = options.lab.thresholds->value("input_bound.high_pct");
   const auto rec = recommend_sweep_point(figures, options.tolerance_pct, data_bound_pct);
-  nlohmann::json details = {{"tolerance_pct", options.tolerance_pct}};
-  nlohmann::json na = nlohmann::json::array();
+  SweepDetails details;
+  details.tolerance_pct = options.tolerance_pct;
   for (const SweepPoint& p : points) {
-    if (!p.not_applicable.empty()) na.push_back({{"point", point_label(p.spec, with_batch)}, {"why", p.not_applicable}});
+    if (!p.not_applicable.empty()) details.not_applicable.push_back({point_label(p.spec, with_batch), p.not_applicable});
   }
-  details["not_applicable"] = na;
   if (rec) {
     size_t recommended_record = 0, best_record = 0;
     for (size_t i = 0; i < points.size(); ++i) {
       if (figure_of_point[i] == static_cast<int>(rec->index)) recommended_record = records_of_point[i].front();
       if (figure_of_point[i] == static_cast<int>(rec->best_index)) best_record = records_of_point[i].front();
     }
-    details["recommendation"] = {{"variant_index", recommended_record}, {"best_index", best_record},
-                                 {"point", figures_label(figures[rec->index], with_batch)}, {"reason", rec->reason}};
+    details.recommendation = RecommendedPoint{static_cast<int64_t>(recommended_record),
+                                                 static_cast<int64_t>(best_record),
+                                                 figures_label(figures[rec->index], with_batch), rec->reason};
     record.reading.push_back("Recommended: " + rec->reason + ".");
   } else {
     record.reading.push_back("No recommendation: no point completed.");
@@ -498,11 +498,11 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
     write_file_atomically((fs::path(outcome.run_dir) / chart_name).string(),
                           render_sweep_svg("trainlab sweep: " + record.scenario + " (" + record.run_id + ")", figures,
                                            rec ? std::optional<size_t>(rec->index) : std::nullopt));
-    details["chart"] = chart_name;
+    details.chart = chart_name;
   }
-  details["notes"] = notes;
-  details["repeat"] = repeat;
-  record.details = details;
+  details.notes = notes;
+  details.repeat = repeat;
+  record.details.sweep = details;
   write_run_record((fs::path(outcome.run_dir) / "run.json").string(), record);
 
   // The table: measured points in run order, then the not-applicable ones. With rounds, each figure
@@ -552,7 +552,7 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
     }
   }
   std::map<std::string, int> na_reasons;
-  for (const auto& entry : na) ++na_reasons[entry["why"].get<std::string>()];
+  for (const SweepNotApplicable& entry : details.not_applicable) ++na_reasons[entry.why];
   for (const auto& [why, count] : na_reasons) {
     table << "not applicable (" << count << " point" << (count == 1 ? "" : "s") << "): " << why << "\n";
   }

@@ -41,23 +41,25 @@ VariantRecord outcome_record(const VariantSpec& spec, const ChildOutcome& outcom
 }
 
 // One line per rank for the merged record.
-nlohmann::json rank_summary(const VariantRecord& r, int rank, const ChildOutcome& outcome) {
-  nlohmann::json j = {{"rank", rank}, {"ok", r.ok()}, {"ended", outcome.describe()}};
+RankSummary rank_summary(const VariantRecord& r, int rank, const ChildOutcome& outcome) {
+  RankSummary summary;
+  summary.rank = rank;
+  summary.ok = r.ok();
+  summary.ended = outcome.describe();
   if (!r.ok()) {
-    j["error"] = r.error;
-    return j;
+    summary.error = r.error;
+    return summary;
   }
   const VariantAggregate agg = aggregate(r);
-  const double exposed_pct = agg.phase_pct[static_cast<size_t>(Phase::kCommunication)];
-  j.update({{"samples_per_s", agg.samples_per_s},
-            {"step_ms_mean", agg.step_ms_mean},
-            {"step_ms_p50", agg.step_ms_p50},
-            {"comm_pct", agg.comm_pct},
-            {"exposed_comm_pct", exposed_pct},
-            // The rank's own work per step: its step minus the time it waited on the others.
-            {"busy_ms_mean", agg.step_ms_mean * (1.0 - exposed_pct / 100.0)},
-            {"peak_memory_bytes", r.peak_memory_bytes}});
-  return j;
+  summary.samples_per_s = agg.samples_per_s;
+  summary.step_ms_mean = agg.step_ms_mean;
+  summary.step_ms_p50 = agg.step_ms_p50;
+  summary.comm_pct = agg.comm_pct;
+  summary.exposed_comm_pct = agg.phase_pct[static_cast<size_t>(Phase::kCommunication)];
+  // The rank's own work per step: its step minus the time it waited on the others.
+  summary.busy_ms_mean = agg.step_ms_mean * (1.0 - summary.exposed_comm_pct / 100.0);
+  summary.peak_memory_bytes = r.peak_memory_bytes;
+  return summary;
 }
 
 // Several ranks: a free loopback port, one child per rank with the torchrun-style variables,
@@ -97,20 +99,19 @@ VariantRecord run_ranks(const VariantSpec& spec, const VariantRunOptions& option
     if (ranks[rank].ok()) first_ok = rank;
   }
   VariantRecord merged = ranks[first_ok >= 0 ? first_ok : 0];
-  nlohmann::json summaries = nlohmann::json::array();
+  std::vector<RankSummary>& summaries = merged.distributed.ranks;
+  summaries.clear();
   int slowest = -1, fastest = -1;
   for (int rank = 0; rank < spec.nproc; ++rank) {
     summaries.push_back(rank_summary(ranks[rank], rank, outcomes[rank]));
     if (!ranks[rank].ok()) continue;
-    const double busy = summaries.back()["busy_ms_mean"].get<double>();
-    if (slowest < 0 || busy > summaries[slowest]["busy_ms_mean"].get<double>()) slowest = rank;
-    if (fastest < 0 || busy < summaries[fastest]["busy_ms_mean"].get<double>()) fastest = rank;
+    const double busy = summaries.back().busy_ms_mean;
+    if (slowest < 0 || busy > summaries[slowest].busy_ms_mean) slowest = rank;
+    if (fastest < 0 || busy < summaries[fastest].busy_ms_mean) fastest = rank;
   }
-  merged.distributed["ranks"] = summaries;
-  if (slowest >= 0 && summaries[fastest]["busy_ms_mean"].get<double>() > 0) {
-    merged.distributed["slowest_rank"] = slowest;  // the straggler: the most own work per step
-    merged.distributed["busy_spread_pct"] =
-        100.0 * (summaries[slowest]["busy_ms_mean"].get<double>() / summaries[fastest]["busy_ms_mean"].get<double>() - 1.0);
+  if (slowest >= 0 && summaries[fastest].busy_ms_mean > 0) {
+    merged.distributed.slowest_rank = slowest;  // the straggler: the most own work per step
+    merged.distributed.busy_spread_pct = 100.0 * (summaries[slowest].busy_ms_mean / summaries[fastest].busy_ms_mean - 1.0);
   }
   // A failed rank fails the variant. The cause is the first rank that died on its own (a signal,
   // a timeout, no record); its peers' communication errors are the consequence.
@@ -127,7 +128,7 @@ VariantRecord run_ranks(const VariantSpec& spec, const VariantRunOptions& option
     merged.error_kind = ranks[cause].error_kind;
     int finished = 0;
     for (const VariantRecord& r : ranks) finished += r.ok() ? 1 : 0;
-    merged.distributed["ranks_finished"] = finished;
+    merged.distributed.ranks_finished = finished;
     merged.steps.clear();  // a failed variant has no figures; each finished rank's record stays in variants/
   }
   merged.rank = 0;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
+#include "core/run_record.h"
 #include "harness/train/environment.h"
 
 namespace trainlab {
@@ -53,11 +54,11 @@ bool capability(const std::unordered_map<std::string, c10::IValue>& caps, const 
 }  // namespace
 
 int precision_probe_child_main(const std::string& out_path, const std::string& device, int threads) {
-  nlohmann::json out;
+  Bf16ProbeTimings out;
   try {
     if (threads > 0) at::set_num_threads(threads);
     if (device != "cpu" && cuda_usable()) {
-      out = {{"device", "cuda"}};
+      out.device = "cuda";
     } else {
       torch::manual_seed(1);
       auto leaf = [](torch::IntArrayRef shape, torch::ScalarType dtype) {
@@ -69,29 +70,24 @@ int precision_probe_child_main(const std::string& out_path, const std::string& d
       const torch::Tensor b = leaf({kOutFeatures}, torch::kFloat32), bh = leaf({kOutFeatures}, torch::kBFloat16);
       const int fp32_calls = calls_for(x, w, b);
       const int bf16_calls = calls_for(xh, wh, bh);
-      std::vector<double> fp32_ns, bf16_ns;
       for (int i = 0; i < kPairs; ++i) {  // interleaved: drift on a shared machine hits both alike
-        fp32_ns.push_back(time_linear(x, w, b, fp32_calls));
-        bf16_ns.push_back(time_linear(xh, wh, bh, bf16_calls));
+        out.fp32_ns.push_back(time_linear(x, w, b, fp32_calls));
+        out.bf16_ns.push_back(time_linear(xh, wh, bh, bf16_calls));
       }
       const auto caps = at::cpu::get_cpu_capabilities();
-      nlohmann::json isa = nlohmann::json::object();
       for (const char* flag : {"avx512_bf16", "amx_bf16", "avx512_bw", "avx512_vl", "avx512_dq", "avx2"}) {
-        isa[flag] = capability(caps, flag);
+        out.cpu_isa[flag] = capability(caps, flag);
       }
-      out = {{"device", "cpu"},
-             {"shape", {kRows, kInFeatures, kOutFeatures}},
-             {"threads", at::get_num_threads()},
-             {"pairs", kPairs},
-             {"fp32_ns", fp32_ns},
-             {"bf16_ns", bf16_ns},
-             {"cpu_isa", isa}};
+      out.device = "cpu";
+      out.shape = {kRows, kInFeatures, kOutFeatures};
+      out.threads = at::get_num_threads();
+      out.pairs = kPairs;
     }
   } catch (const std::exception& e) {
-    out = {{"error", std::string(e.what()).substr(0, 300)}};
+    out.error = std::string(e.what()).substr(0, 300);
   }
-  write_file_atomically(out_path, out.dump(2) + "\n");
-  return out.contains("error") ? 1 : 0;
+  write_file_atomically(out_path, to_json(out).dump(2) + "\n");
+  return out.error.empty() ? 0 : 1;
 }
 
 }  // namespace trainlab

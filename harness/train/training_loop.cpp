@@ -66,19 +66,20 @@ std::vector<torch::Tensor> to_device(const std::vector<torch::Tensor>& tensors, 
 // The parameters after the last measured step: an FNV-1a hash of their bytes (equal across
 // data-parallel ranks when they stayed in sync) and each tensor's sum and L2 norm (to compare
 // with a single-process run within a tolerance).
-nlohmann::json parameter_fingerprint(torch::nn::Module& model) {
+ParameterFingerprint parameter_fingerprint(torch::nn::Module& model) {
   uint64_t hash = 1469598103934665603ULL;
-  nlohmann::json tensors = nlohmann::json::array();
+  ParameterFingerprint fingerprint;
   for (const torch::Tensor& p : model.parameters()) {
     const torch::Tensor host = p.detach().to(torch::kCPU).contiguous();
     const auto* bytes = static_cast<const unsigned char*>(host.data_ptr());
     for (int64_t i = 0; i < host.numel() * host.element_size(); ++i) hash = (hash ^ bytes[i]) * 1099511628211ULL;
     const torch::Tensor as_double = host.to(torch::kDouble);
-    tensors.push_back({{"sum", as_double.sum().item<double>()}, {"norm", as_double.norm().item<double>()}});
+    fingerprint.tensors.push_back({as_double.sum().item<double>(), as_double.norm().item<double>()});
   }
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
-  return {{"hash", hex}, {"tensors", tensors}};
+  fingerprint.hash = hex;
+  return fingerprint;
 }
 
 // CPU time of all the process's threads (training, intra-op pool, loader workers).
@@ -224,13 +225,14 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
 
   // Pinned staging buffers only mean something when batches are copied to a CUDA device.
   const bool pin_memory = spec.pin_memory && use_cuda;
-  record.loader = {{"workers", spec.workers},
-                   {"prefetch", spec.workers > 0 ? nlohmann::json(spec.prefetch) : nlohmann::json(nullptr)},
-                   {"persistent_workers", spec.persistent_workers},
-                   {"pin_memory_requested", spec.pin_memory},
-                   {"pin_memory_applied", pin_memory}};
+  LoaderRun& loader_run = record.loader.emplace();
+  loader_run.workers = spec.workers;
+  if (spec.workers > 0) loader_run.prefetch = spec.prefetch;
+  loader_run.persistent_workers = spec.persistent_workers;
+  loader_run.pin_memory_requested = spec.pin_memory;
+  loader_run.pin_memory_applied = pin_memory;
   if (spec.pin_memory && !pin_memory) {
-    record.loader["pin_memory_note"] = "not applicable: batches stay on the CPU (no CUDA device in use)";
+    loader_run.pin_memory_note = "not applicable: batches stay on the CPU (no CUDA device in use)";
   }
 
   torch::manual_seed(spec.seed);
@@ -256,7 +258,7 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
   // Each rank loads its shard of every global batch (spec.batch_size is the global batch).
   BatchLoader loader(workload->make_dataset(), spec.batch_size, spec.seed,
                      LoaderOptions{spec.workers, spec.prefetch, spec.persistent_workers}, dist.rank, dist.world_size);
-  record.data = loader.dataset().info();
+  record.dataset = loader.dataset().info();
 
   const bool bf16 = spec.precision == Precision::kBf16;
   std::unique_ptr<CompiledForward> compiled;
@@ -385,9 +387,7 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
   record.cpu_util_pct = 100.0 * static_cast<double>(process_cpu_ns() - measured_start_cpu_ns) /
                         (measured_wall_ns * logical_cores);
   const LoaderCounters counters = loader.counters();
-  record.loader["batches_built"] = counters.batches;
-  record.loader["worker_busy_ns"] = counters.worker_busy_ns;
-  record.loader["worker_starts"] = counters.worker_starts;
+  loader_run.counts = LoaderCounts{counters.batches, counters.worker_busy_ns, counters.worker_starts};
 
   // Loss values: one transfer after timing (losses stayed on the device).
   torch::Tensor loss_values = torch::stack(losses).to(torch::kCPU, torch::kDouble);
@@ -449,7 +449,7 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
     nlohmann::json metadata = {{"scenario", spec.scenario}, {"variant", spec.name()},
                                {"window_start", spec.window_start}, {"window_steps", spec.window_steps}};
     // Kineto's field, so trace readers tell ranks apart.
-    metadata["distributedInfo"] = {{"backend", data_parallel ? record.distributed.value("backend", "") : "none"},
+    metadata["distributedInfo"] = {{"backend", data_parallel ? record.distributed.backend : "none"},
                                    {"rank", dist.rank}, {"world_size", dist.world_size}};
     const int64_t trace_bytes = write_chrome_trace(trace_path, profile, metadata, static_cast<int64_t>(::getpid()));
     // Overhead: the mean measured step inside the window against the measured steps outside it.
