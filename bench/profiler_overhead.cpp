@@ -34,6 +34,7 @@
 #include "harness/runner/variant_runner.h"
 #include "harness/train/training_loop.h"
 #include "scenarios/registry.h"
+#include "core/units.h"
 
 namespace trainlab {
 namespace {
@@ -51,7 +52,7 @@ VariantSpec mode_spec(const VariantSpec& base, const std::string& mode) {
 double median_step_ms(const VariantRecord& record, int64_t first, int64_t last) {
   std::vector<double> ms;
   for (const StepRecord& s : record.steps) {
-    if (!s.warmup && s.index >= first && s.index <= last) ms.push_back(static_cast<double>(s.step_ns) / 1e6);
+    if (!s.warmup && s.index >= first && s.index <= last) ms.push_back(ns_to_ms(s.step_ns));
   }
   return ms.empty() ? std::nan("") : stats::median(ms);
 }

@@ -9,6 +9,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/statistics.h"
+#include "core/units.h"
 
 namespace trainlab {
 
@@ -69,7 +70,7 @@ VariantAggregate aggregate(const VariantRecord& record) {
   for (const StepRecord& step : record.steps) {
     if (step.warmup) continue;
     comm_total_ns += step.comm_ns;
-    step_ms.push_back(static_cast<double>(step.step_ns) / 1e6);
+    step_ms.push_back(ns_to_ms(step.step_ns));
     agg.measured_ns += step.step_ns;
     for (size_t i = 0; i < kPhaseCount; ++i) phase_total_ns[i] += step.phase_ns[i];
     for (size_t i = 0; i < kDataStageCount; ++i) stage_total_ns[i] += step.data_stage_ns[i];
@@ -77,7 +78,7 @@ VariantAggregate aggregate(const VariantRecord& record) {
   }
   agg.measured_steps = static_cast<int64_t>(step_ms.size());
   if (step_ms.empty() || agg.measured_ns <= 0) return agg;
-  const double measured_s = static_cast<double>(agg.measured_ns) / 1e9;
+  const double measured_s = ns_to_s(agg.measured_ns);
   agg.samples_per_s = static_cast<double>(record.spec.batch_size * agg.measured_steps) / measured_s;
   agg.step_ms_mean = stats::mean(step_ms);
   agg.step_ms_p50 = stats::percentile(step_ms, 50);
@@ -89,9 +90,9 @@ VariantAggregate aggregate(const VariantRecord& record) {
   }
   const double steps = static_cast<double>(agg.measured_steps);
   for (size_t i = 0; i < kDataStageCount; ++i) {
-    agg.data_stage_ms_mean[i] = static_cast<double>(stage_total_ns[i]) / 1e6 / steps;
+    agg.data_stage_ms_mean[i] = ns_to_ms(stage_total_ns[i]) / steps;
   }
-  agg.data_busy_ms_mean = static_cast<double>(busy_total_ns) / 1e6 / steps;
+  agg.data_busy_ms_mean = ns_to_ms(busy_total_ns) / steps;
   agg.comm_pct = 100.0 * static_cast<double>(comm_total_ns) / static_cast<double>(agg.measured_ns);
   return agg;
 }

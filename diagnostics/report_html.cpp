@@ -18,6 +18,7 @@
 #include "diagnostics/series.h"
 #include "core/statistics.h"
 #include "diagnostics/thresholds.h"
+#include "core/units.h"
 
 namespace trainlab {
 namespace {
@@ -982,9 +983,9 @@ void named_time_table(std::ostringstream& o, const std::vector<NamedTime>& rows,
        "<th class=\"barcol\"></th></tr></thead><tbody>\n";
   int rank = 0;
   for (const NamedTime& r : rows) {
-    const double total_ms = static_cast<double>(r.total_ns) / 1e6;
+    const double total_ms = ns_to_ms(r.total_ns);
     const double mean_us =
-        r.count > 0 ? static_cast<double>(r.total_ns) / 1e3 / static_cast<double>(r.count) : 0;
+        r.count > 0 ? ns_to_us(r.total_ns) / static_cast<double>(r.count) : 0;
     o << "<tr><td class=\"num\">" << ++rank << "</td><td class=\"name\"><code>" << escape_html(r.name)
       << "</code></td><td class=\"num\">" << r.count << "</td><td class=\"num\">" << format_ms(total_ms)
       << "</td><td class=\"num\">" << (r.count > 0 ? format_number(mean_us) + " µs" : kDash)
@@ -1023,7 +1024,7 @@ void ns_distribution_table(std::ostringstream& o, const std::map<std::string, in
   for (const auto& [name, ns] : by_name) {
     const double fraction = total > 0 ? static_cast<double>(ns) / static_cast<double>(total) : 0;
     o << "<tr><td>" << escape_html(name) << "</td><td class=\"num\">"
-      << format_ms(static_cast<double>(ns) / 1e6) << "</td><td class=\"num\">"
+      << format_ms(ns_to_ms(ns)) << "</td><td class=\"num\">"
       << (total > 0 ? format_pct(100.0 * fraction) : kDash) << "</td><td class=\"barcol\">"
       << inline_bar(fraction, colour) << "</td></tr>\n";
   }

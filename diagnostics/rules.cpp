@@ -381,8 +381,8 @@ std::optional<Finding> batch_too_small(const Summary& s, const Thresholds& t) {
 // steps), last window vs first. The first half is left out: allocator caches, loader buffers and the
 // profiler's window grow memory early and then plateau; a leak keeps growing to the end.
 std::optional<Finding> memory_growth(const Summary& s, const Thresholds& t) {
-  const std::vector<double> half(s.memory_mb.begin() + static_cast<std::ptrdiff_t>(s.memory_mb.size() / 2),
-                                 s.memory_mb.end());
+  const std::vector<double> half(s.memory_mib.begin() + static_cast<std::ptrdiff_t>(s.memory_mib.size() / 2),
+                                 s.memory_mib.end());
   const std::optional<double> growth =
       s.memory_growth_pct ? s.memory_growth_pct : series::moving_average_growth_pct(half);
   if (!growth) return std::nullopt;

@@ -17,6 +17,7 @@
 #include "diagnostics/trace_steps.h"
 #include "diagnostics/text_format.h"
 #include "core/statistics.h"
+#include "core/units.h"
 
 namespace trainlab {
 namespace {
@@ -134,7 +135,7 @@ void add_profile_details(const Profile& profile, const std::vector<Step>& steps,
       }
     } else if (e.kind == EventKind::kKernel) {
       ++kernels;
-      const double us = static_cast<double>(e.duration_ns()) / 1e3;
+      const double us = ns_to_us(e.duration_ns());
       kernel_us.push_back(us);
       if (us < short_kernel_us) ++short_kernels;
       NamedTime& t = kernels_by_name[e.name];
@@ -167,7 +168,7 @@ void add_profile_details(const Profile& profile, const std::vector<Step>& steps,
         t.name = op->name;
         ++t.count;
         t.total_ns += std::max<int64_t>(0, op->duration_ns() - child_ns);
-        if (stack.empty()) op_us.push_back(static_cast<double>(op->duration_ns()) / 1e3);
+        if (stack.empty()) op_us.push_back(ns_to_us(op->duration_ns()));
         if (!stack.empty()) stack.back().second += op->duration_ns();
       }
     };
@@ -210,29 +211,6 @@ void add_profile_details(const Profile& profile, const std::vector<Step>& steps,
   }
 }
 
-// The record's phases step by step, reduced as the aggregate shares are: the verdict's intervals
-// and its step-by-step consistency come from these. dispatch_ns_per_step: the per-op dispatch cost
-// times the ops of a step (CPU), counted as framework overhead inside each step's compute phases.
-void add_step_shares(const VariantRecord& record, double dispatch_ns_per_step, Summary& s) {
-  for (const StepRecord& step : record.steps) {
-    if (step.warmup || step.step_ns <= 0) continue;
-    const auto pct = [&](Phase p) {
-      return 100.0 * static_cast<double>(step.phase_ns[static_cast<size_t>(p)]) /
-             static_cast<double>(step.step_ns);
-    };
-    StepShares shares;
-    shares.data_wait_pct = pct(Phase::kDataWait);
-    shares.host_to_device_pct = pct(Phase::kHostToDevice);
-    shares.communication_pct = pct(Phase::kCommunication);
-    shares.other_pct = pct(Phase::kOther);
-    const double compute_pct = pct(Phase::kForward) + pct(Phase::kBackward) + pct(Phase::kOptimizer);
-    shares.framework_pct =
-        std::min(compute_pct, 100.0 * dispatch_ns_per_step / static_cast<double>(step.step_ns));
-    shares.compute_pct = compute_pct - shares.framework_pct;
-    s.step_shares.push_back(shares);
-  }
-}
-
 void fill_system(const Profile& profile, Summary& s) {
   for (const CounterTrack& track : profile.counters) {
     std::vector<double> values;
@@ -258,163 +236,41 @@ Distribution distribution_of(std::vector<double> values) {
   return d;
 }
 
-Summary summarise_variant(const VariantRecord& record, const std::string& scenario, const Profile* profile) {
-  Summary s;
-  s.source = "trainlab";
-  s.label = record.spec.name();
-  s.scenario = scenario;
-  s.device = record.device;
-  s.on_gpu = record.device.rfind("cuda", 0) == 0;
-  s.batch_size = record.spec.batch_size;
-  s.rank = record.rank;
-  s.world_size = record.world_size;
-  s.peak_memory_bytes = record.peak_memory_bytes;
-  s.logical_cores = record.environment.logical_cores;
-  s.compute_dtype = record.spec.precision == Precision::kBf16 ? "bf16" : "fp32";
-  s.steps_from = "record";
-
-  std::vector<double> memory_mb;
-  int64_t measured_ns = 0;
-  for (const StepRecord& step : record.steps) {
-    if (step.warmup) continue;
-    s.step_ms.push_back(static_cast<double>(step.step_ns) / 1e6);
-    s.step_numbers.push_back(step.index);
-    s.losses.push_back(step.loss);
-    if (!(step.grad_norm < 0)) s.grad_norms.push_back(step.grad_norm);  // measured (NaN: not finite)
-    if (step.memory_bytes > 0)
-      memory_mb.push_back(static_cast<double>(step.memory_bytes) / (1024.0 * 1024.0));
-    measured_ns += step.step_ns;
-  }
-  s.memory_mb = memory_mb;
-  s.step = distribution_of(s.step_ms);
-  if (s.step_ms.empty()) {
-    s.notes.push_back("no measured steps: " + (record.ok() ? std::string("none were run") : record.error));
-    return s;
-  }
-  const VariantAggregate agg = aggregate(record);
-  s.samples_per_s = agg.samples_per_s;
-  const auto pct = [&](Phase p) { return agg.phase_pct[static_cast<size_t>(p)]; };
-  s.shares.data_wait_pct = pct(Phase::kDataWait);
-  s.shares.host_to_device_pct = pct(Phase::kHostToDevice);
-  s.shares.communication_pct = pct(Phase::kCommunication);
-  s.shares.other_pct = pct(Phase::kOther);
-  const double compute_pct = pct(Phase::kForward) + pct(Phase::kBackward) + pct(Phase::kOptimizer);
-  // Framework overhead inside the compute phases. CPU: the measured host cost of one small op times
-  // the ops of a step (the census), capped by the compute time it is part of. GPU: host dispatch
-  // overlaps device work, so only the device's idle time inside the compute phases counts, which
-  // needs the captured kernels (below, from the profile).
-  if (s.on_gpu) {
-    s.ops_per_step = record.ops_per_step;
-  } else if (record.dispatch_ns_per_op > 0 && record.ops_per_step > 0) {
-    const double step_mean_ns = static_cast<double>(measured_ns) / static_cast<double>(s.step_ms.size());
-    s.shares.framework_pct =
-        std::min(compute_pct, 100.0 * record.ops_per_step * record.dispatch_ns_per_op / step_mean_ns);
-    s.ops_per_step = record.ops_per_step;
-  } else {
-    s.notes.push_back("framework overhead not estimated: no per-op dispatch cost in the record");
-  }
-  s.shares.compute_pct = compute_pct - s.shares.framework_pct;
-  s.device_busy_pct = s.shares.compute_pct;
-  add_step_shares(record, s.on_gpu ? 0.0 : record.ops_per_step * record.dispatch_ns_per_op, s);
-  s.init_ms = static_cast<double>(record.init_ns) / 1e6;
-  if (record.model_flops_per_sample > 0) {
-    s.model_flops_per_step = record.model_flops_per_sample * static_cast<double>(record.spec.batch_size);
-    // Per rank: each rank computes its shard of the global batch.
-    s.achieved_flops_per_s =
-        record.model_flops_per_sample * agg.samples_per_s / std::max(1, record.world_size);
-  }
-  if (record.peak_flops_per_s > 0) s.peak_flops_per_s = record.peak_flops_per_s;
-  const auto fp32_peak = record.peak_flops_by_dtype.find("fp32"),
-             bf16_peak = record.peak_flops_by_dtype.find("bf16");
-  if (fp32_peak != record.peak_flops_by_dtype.end() && bf16_peak != record.peak_flops_by_dtype.end() &&
-      fp32_peak->second > 0) {
-    s.bf16_gemm_speedup = bf16_peak->second / fp32_peak->second;
-  }
-  s.loop_ms = static_cast<double>(measured_ns) / 1e6;
-
-  int64_t typed = 0, fp32 = 0;
-  for (const auto& [dtype, count] : record.op_input_dtypes) {
-    typed += count;
-    if (dtype == "Float") fp32 += count;
-  }
-  if (typed > 0) s.fp32_op_share_pct = 100.0 * static_cast<double>(fp32) / static_cast<double>(typed);
-
-  // The data pipeline.
-  if (record.loader) {
-    s.loader_workers = record.loader->workers;
-    s.loader_prefetch = record.loader->prefetch;
-    s.pin_memory = record.loader->pin_memory_applied;
-  }
-  s.data_busy_ms = agg.data_busy_ms_mean;
-
-  // System metrics over the variant.
-  for (const auto& [name, m] : record.system.metrics) {
-    Distribution d;
-    d.count = m.samples;
-    d.min = m.min;
-    d.p50 = m.p50;
-    d.p95 = m.p95;
-    d.p99 = m.p99;
-    d.max = m.max;
-    d.mean = m.mean;
-    s.system[name] = d;
-  }
-
-  // Data parallel: comm share and the spread of the ranks' own work per step.
-  if (record.world_size > 1) {
-    s.comm_total_pct = agg.comm_pct;
-    double slowest_ms = -1;
-    for (const RankSummary& r : record.distributed.ranks) {
-      if (!r.ok) continue;
-      s.rank_step_p50_ms.push_back(r.busy_ms_mean);
-      if (r.busy_ms_mean > slowest_ms) {
-        slowest_ms = r.busy_ms_mean;
-        s.straggler_rank = r.rank;
-      }
-    }
-    s.rank_spread_pct = record.distributed.busy_spread_pct;
-  }
-
+bool add_captured_window(const Profile& profile, Summary& s) {
   bool gpu_busy_known = false;
-  if (profile != nullptr) {
-    int64_t main_track = 0;
-    const std::vector<Step> steps = profiler_steps(*profile, &main_track);
-    add_profile_details(*profile, steps, s);
-    if (s.on_gpu && !steps.empty()) {
-      // Device busy: the union of kernels over the captured steps; the compute phases' remainder is
-      // the device waiting for the host inside forward/backward/optimizer.
-      std::vector<Interval> kernels;
-      for (const TraceEvent& e : profile->events) {
-        if (e.kind == EventKind::kKernel) kernels.push_back({e.start_ns, e.end_ns});
-      }
-      const auto busy = clip(merged(std::move(kernels)), steps.front().start_ns, steps.back().end_ns);
-      int64_t window_ns = 0;
-      for (const Step& st : steps) window_ns += st.end_ns - st.start_ns;
-      if (!busy.empty() && window_ns > 0) {
-        const double busy_pct = 100.0 * static_cast<double>(length(busy)) / static_cast<double>(window_ns);
-        const double compute_phases_pct = s.shares.compute_pct;
-        s.device_busy_pct = busy_pct;
-        s.shares.framework_pct = std::max(0.0, compute_phases_pct - busy_pct);
-        s.shares.compute_pct = compute_phases_pct - s.shares.framework_pct;
-        // Per step, the captured window's idle part of the compute phases applies to every step.
-        const double idle_fraction = compute_phases_pct > 0 ? s.shares.framework_pct / compute_phases_pct : 0;
-        for (StepShares& step : s.step_shares) {
-          step.framework_pct = step.compute_pct * idle_fraction;
-          step.compute_pct -= step.framework_pct;
-        }
-        gpu_busy_known = true;
-      }
+  int64_t main_track = 0;
+  const std::vector<Step> steps = profiler_steps(profile, &main_track);
+  add_profile_details(profile, steps, s);
+  if (s.on_gpu && !steps.empty()) {
+    // Device busy: the union of kernels over the captured steps; the compute phases' remainder is
+    // the device waiting for the host inside forward/backward/optimizer.
+    std::vector<Interval> kernels;
+    for (const TraceEvent& e : profile.events) {
+      if (e.kind == EventKind::kKernel) kernels.push_back({e.start_ns, e.end_ns});
     }
-    s.dropped_events = 0;
-    for (const auto& [source, count] : profile->dropped) {
-      if (source != "sampler.missed_ticks") s.dropped_events += count;
+    const auto busy = clip(merged(std::move(kernels)), steps.front().start_ns, steps.back().end_ns);
+    int64_t window_ns = 0;
+    for (const Step& st : steps) window_ns += st.end_ns - st.start_ns;
+    if (!busy.empty() && window_ns > 0) {
+      const double busy_pct = 100.0 * static_cast<double>(length(busy)) / static_cast<double>(window_ns);
+      const double compute_phases_pct = s.shares.compute_pct;
+      s.device_busy_pct = busy_pct;
+      s.shares.framework_pct = std::max(0.0, compute_phases_pct - busy_pct);
+      s.shares.compute_pct = compute_phases_pct - s.shares.framework_pct;
+      // Per step, the captured window's idle part of the compute phases applies to every step.
+      const double idle_fraction = compute_phases_pct > 0 ? s.shares.framework_pct / compute_phases_pct : 0;
+      for (StepShares& step : s.step_shares) {
+        step.framework_pct = step.compute_pct * idle_fraction;
+        step.compute_pct -= step.framework_pct;
+      }
+      gpu_busy_known = true;
     }
   }
-  if (s.on_gpu && !gpu_busy_known) {
-    s.notes.push_back(
-        "framework overhead on a GPU needs the captured kernels (trainlab profile): counted as compute here");
+  s.dropped_events = 0;
+  for (const auto& [source, count] : profile.dropped) {
+    if (source != "sampler.missed_ticks") s.dropped_events += count;
   }
-  return s;
+  return gpu_busy_known;
 }
 
 namespace {
@@ -616,7 +472,7 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
     const StepTimes t = tl.has_phases    ? phase_step_times(tl, st)
                         : attribute_idle ? gpu_step_times(tl, *attributor, st)
                                          : cpu_step_times(tl, st);
-    s.step_ms.push_back(step_ns / 1e6);
+    s.step_ms.push_back(ns_to_ms(step_ns));
     s.step_numbers.push_back(st.number);
     s.step_shares.push_back(shares_of(t, step_ns));
     if (!tl.has_phases) busy_pct.push_back(t.busy_pct);
@@ -626,11 +482,11 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
   s.step = distribution_of(s.step_ms);
   if (total_ns > 0) {
     s.shares = shares_of(sum, total_ns);
-    s.loop_ms = total_ns / 1e6;
+    s.loop_ms = ns_to_ms(total_ns);
     if (!busy_pct.empty()) s.device_busy_pct = distribution_of(busy_pct).mean;
     if (!tl.dataloader.empty())
       s.dataloader_next_ms =
-          static_cast<double>(length(tl.dataloader)) / 1e6 / static_cast<double>(s.step_ms.size());
+          ns_to_ms(length(tl.dataloader)) / static_cast<double>(s.step_ms.size());
     if (attribute_idle) {
       for (size_t i = 0; i < kIdleCauseCount; ++i)
         s.idle_cause_pct[idle_cause_key(static_cast<IdleCause>(i))] =
@@ -712,7 +568,7 @@ nlohmann::json to_json(const Summary& s) {
           {"gemm_ops", s.gemm_ops},
           {"gemm_unaligned_ops", s.gemm_unaligned_ops},
           {"unaligned_gemm_examples", s.unaligned_gemm_examples},
-          {"memory_mb", s.memory_mb},
+          {"memory_mib", s.memory_mib},
           {"memory_growth_pct", opt(s.memory_growth_pct)},
           {"peak_memory_bytes", s.peak_memory_bytes},
           {"system", system},

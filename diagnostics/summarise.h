@@ -1,19 +1,20 @@
-// Reductions to a Summary: from a trainlab variant record (its measured steps, census, sampler and
-// data-parallel figures; plus its profile when one was captured) and from a Profile imported from a
-// PyTorch profiler trace (steps from ProfilerStep#N, phases inferred from ops, kernels, DataLoader
-// and collective spans). No LibTorch.
+// Reductions to a Summary from a Profile: a PyTorch profiler trace imported whole (steps from
+// ProfilerStep#N, phases inferred from ops, kernels, DataLoader and collective spans), or the
+// captured window of a trainlab run added to the Summary its record gave
+// (harness/runner/record_summary.h). Sees only Summary and Profile. No LibTorch.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include "diagnostics/summary.h"
-#include "core/run_record.h"
 #include "profiler/profile.h"
 
 namespace trainlab {
 
-// `profile`: the variant's captured window (may be null): adds op/kernel counts, top ops, syncs, shapes.
-Summary summarise_variant(const VariantRecord& record, const std::string& scenario, const Profile* profile);
+// A trainlab run's captured window over the Summary of its whole record: op/kernel counts, top
+// ops, syncs, shapes, dropped events; on a GPU the device's busy time, which moves the compute
+// phases' idle part to framework overhead. Returns whether that device busy time was known.
+bool add_captured_window(const Profile& profile, Summary& s);
 
 // `metadata`: the trace's top-level keys other than traceEvents (distributedInfo, deviceProperties).
 Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, const std::string& label);

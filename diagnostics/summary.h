@@ -85,7 +85,7 @@ struct Summary {
   std::vector<std::string> unaligned_gemm_examples;  // e.g. "aten::addmm [4096,1000]x[1000,10]"
 
   // --- memory
-  std::vector<double> memory_mb;              // per measured step (RSS on CPU, allocated on CUDA)
+  std::vector<double> memory_mib;              // per measured step (RSS on CPU, allocated on CUDA)
   std::optional<double> memory_growth_pct;    // moving-average rise, first to last window, % of the first
   int64_t peak_memory_bytes = 0;
 

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "diagnostics/text_format.h"
+#include "core/units.h"
 
 namespace trainlab {
 namespace {
@@ -245,7 +246,7 @@ bool similar_lengths(const std::vector<TraceStep>& steps) {
 
 std::string ms_text(double ns) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g ms", ns / 1e6);
+  std::snprintf(buf, sizeof buf, "%.3g ms", ns_to_ms(ns));
   return buf;
 }
 

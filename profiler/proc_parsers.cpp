@@ -2,6 +2,7 @@
 // tokenising over string_view with std::from_chars: no allocation per field, no iostreams, since
 // the sampler runs these every tick.
 #include "profiler/proc_parsers.h"
+#include "core/units.h"
 
 #include <algorithm>
 #include <charconv>
@@ -250,13 +251,13 @@ std::optional<double> process_cpu_pct(uint64_t cpu_ticks_before, uint64_t cpu_ti
                                       int64_t ticks_per_s, int cores) {
   if (wall_ns <= 0 || cores <= 0 || ticks_per_s <= 0 || cpu_ticks_after < cpu_ticks_before) return std::nullopt;
   const double cpu_s = static_cast<double>(cpu_ticks_after - cpu_ticks_before) / static_cast<double>(ticks_per_s);
-  const double pct = 100.0 * cpu_s / (static_cast<double>(wall_ns) * 1e-9) / cores;
+  const double pct = 100.0 * cpu_s / ns_to_s(wall_ns) / cores;
   return std::min(pct, 100.0);
 }
 
 std::optional<double> rate_per_s(uint64_t before, uint64_t after, int64_t wall_ns) {
   if (wall_ns <= 0 || after < before) return std::nullopt;
-  return static_cast<double>(after - before) / (static_cast<double>(wall_ns) * 1e-9);
+  return static_cast<double>(after - before) / ns_to_s(wall_ns);
 }
 
 }  // namespace trainlab

@@ -12,6 +12,7 @@
 #include "scenarios/data/sample_source.h"
 #include "scenarios/registry.h"
 #include "scenarios/workload_config.h"
+#include "core/units.h"
 
 namespace trainlab {
 
@@ -153,7 +154,7 @@ std::unique_ptr<Dataset> open_disk_dataset(const PreparedDataset& prepared, bool
   if (!use_cache) return std::make_unique<HostDataset>(open_encoded(prepared.dir), allocate, info);
   const int64_t start_ns = monotonic_ns();
   info.decoded_cache = prepare_cache(prepared.dir);
-  info.decoded_cache_prepare_s = static_cast<double>(monotonic_ns() - start_ns) * 1e-9;
+  info.decoded_cache_prepare_s = ns_to_s(monotonic_ns() - start_ns);
   return std::make_unique<HostDataset>(open_cache(prepared.dir), allocate, info);
 }
 

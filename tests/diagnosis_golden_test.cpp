@@ -7,9 +7,10 @@
 #include <limits>
 
 #include "diagnostics/rules.h"
+#include "diagnostics/diagnosis.h"
 #include "diagnostics/summarise.h"
+#include "harness/runner/record_summary.h"
 #include "diagnostics/verdict.h"
-#include "harness/runner/diagnose.h"
 
 namespace trainlab {
 namespace {

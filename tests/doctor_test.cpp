@@ -8,10 +8,15 @@ namespace trainlab {
 namespace {
 
 TEST(DoctorTest, SettingsForEachChangeFollowTheConfiguration) {
-  const nlohmann::json spec = {{"workers", 2},    {"prefetch", 2},         {"pin_memory", false},
-                               {"precision", "fp32"}, {"compiled", false}, {"batch_size", 64},
-                               {"nproc", 2},      {"comm_mode", "serial"}, {"bucket_mb", 25.0},
-                               {"knobs", {{"cache", 0.0}}}};
+  VariantSpec spec;
+  spec.workers = 2;
+  spec.prefetch = 2;
+  spec.precision = Precision::kFp32;
+  spec.batch_size = 64;
+  spec.nproc = 2;
+  spec.comm_mode = CommMode::kSerial;
+  spec.bucket_mb = 25.0;
+  spec.knobs = {{"cache", 0.0}};
   EXPECT_EQ(settings_for_change("more_workers", spec, false), "workers=4");
   EXPECT_EQ(settings_for_change("more_prefetch", spec, false), "prefetch=4");
   EXPECT_EQ(settings_for_change("pin_memory", spec, false), "");  // no CUDA: does not apply
@@ -22,9 +27,9 @@ TEST(DoctorTest, SettingsForEachChangeFollowTheConfiguration) {
   EXPECT_EQ(settings_for_change("overlap_comm", spec, false), "comm-mode=overlap");
   EXPECT_EQ(settings_for_change("bucket_size", spec, false), "bucket-mb=50");
   EXPECT_EQ(settings_for_change("no_such_change", spec, false), "");
-  nlohmann::json no_workers = spec;
-  no_workers["workers"] = 0;
-  no_workers["knobs"] = nlohmann::json::object();  // a scenario without a decoded cache
+  VariantSpec no_workers = spec;
+  no_workers.workers = 0;
+  no_workers.knobs.clear();  // a scenario without a decoded cache
   EXPECT_EQ(settings_for_change("more_workers", no_workers, false), "workers=1");
   EXPECT_EQ(settings_for_change("more_prefetch", no_workers, false), "");
   EXPECT_EQ(settings_for_change("decoded_cache", no_workers, false), "");

@@ -30,7 +30,8 @@ nlohmann::json diagnose(const std::string& input, const std::string& name, CliRe
   EXPECT_TRUE(fs::exists(out + "/report.html")) << out;
   if (result != nullptr) *result = r;
   const nlohmann::json doc = read_json(out + "/diagnosis.json");
-  EXPECT_EQ(doc.value("schema_version", 0), 1);
+  EXPECT_EQ(doc.value("schema_version", 0), 2);
+  EXPECT_TRUE(doc["diagnoses"][0]["summary"].contains("memory_mib"));  // version 2: units in every key
   return doc["diagnoses"][0];
 }
 

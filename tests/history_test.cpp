@@ -63,7 +63,10 @@ TEST(HistoryTest, OneLinePerFolderWithMediansAndDoctorAndDiagnosis) {
                             "trials": [{}, {}], "best_settings": "cache=1", "best_gain_pct": 98.3})");
   fs::create_directories(root / "20261123-100400-trace-diagnose");
   write_file_atomically((root / "20261123-100400-trace-diagnose/diagnosis.json").string(),
-                        R"({"input": "rank0.json", "diagnoses": [{"verdict": {"headline": "data pipeline: 40 %"}}]})");
+                        R"({"schema_version": 2, "input": "rank0.json", "created_utc": "2026-11-23T10:04:00Z",
+                            "diagnoses": [{"label": "rank0", "findings": [],
+                                           "verdict": {"inconclusive": false, "primary": "data",
+                                                       "headline": "data pipeline: 40 %"}}]})");
   fs::create_directories(root / "not-a-run");
 
   const std::string table = render_history(root.string());

@@ -11,6 +11,7 @@
 
 #include "core/atomic_file.h"
 #include "core/run_record.h"
+#include "diagnostics/diagnosis.h"
 #include "harness/runner/compare.h"
 #include "harness/runner/history.h"
 
@@ -62,6 +63,17 @@ TEST(PreviousResultsTest, TheSideCarsAreReadIntoTheirFields) {
   EXPECT_EQ(sweep.details.sweep->chart, "throughput_vs_workers.svg");
   ASSERT_TRUE(sweep.details.sweep->recommendation.has_value());
   EXPECT_FALSE(sweep.variants.at(0).dataset.dir.empty());  // an on-disk dataset
+}
+
+TEST(PreviousResultsTest, ItsDiagnosisReadsAsVersionOne) {
+  const DiagnosisFile d = read_diagnosis_file((kPrevious / "20261124-014008-mlp-baseline/diagnosis.json").string());
+  EXPECT_EQ(d.schema_version, 1);
+  ASSERT_EQ(d.diagnoses.size(), 2u);  // fp32 and fp32+compiled
+  EXPECT_EQ(d.diagnoses[0].label, "fp32");
+  EXPECT_FALSE(d.diagnoses[0].headline.empty());
+  EXPECT_FALSE(d.diagnoses[0].actions.empty());
+  EXPECT_FALSE(d.diagnoses[0].inconclusive);
+  EXPECT_EQ(d.diagnoses[0].primary, "model_compute");
 }
 
 TEST(PreviousResultsTest, CompareAndHistoryOpenThem) {

@@ -116,7 +116,7 @@ Sample make_sample() {
   s.gemm_ops = 120;
   s.gemm_unaligned_ops = 40;
   s.unaligned_gemm_examples = {"aten::addmm [512,13]x[13,512]"};
-  s.memory_mb = std::vector<double>(40, 1510.0);
+  s.memory_mib = std::vector<double>(40, 1510.0);
   s.memory_growth_pct = 0.4;
   s.peak_memory_bytes = static_cast<int64_t>(1.62 * 1024 * 1024 * 1024);
   s.system["cpu.total_pct"] = {60, 12.0, 93.5, 96.0, 97.9, 98.6, 88.1, 10.2};

@@ -415,7 +415,7 @@ TEST(RulesTest, SmallBatchLeavingTheGpuIdle) {
 
 TEST(RulesTest, MemoryGrowthFromSeries) {
   Summary s = quiet();
-  for (int i = 0; i < 30; ++i) s.memory_mb.push_back(100 + i);
+  for (int i = 0; i < 30; ++i) s.memory_mib.push_back(100 + i);
   auto f = find(s, "memory_growth");  // second half: 115..129, window 3
   ASSERT_TRUE(f);
   EXPECT_EQ(f->severity, Severity::kModerate);
@@ -426,16 +426,16 @@ TEST(RulesTest, MemoryGrowthFromSeries) {
   EXPECT_TRUE(contains(f->title, "116 MB -> 128 MB")) << f->title;
 
   // Growth that stopped half-way (warm-up, caches, the profiler's window) is not a leak.
-  s.memory_mb.clear();
-  for (int i = 0; i < 30; ++i) s.memory_mb.push_back(i < 15 ? 100 + 10 * i : 240);
+  s.memory_mib.clear();
+  for (int i = 0; i < 30; ++i) s.memory_mib.push_back(i < 15 ? 100 + 10 * i : 240);
   EXPECT_FALSE(find(s, "memory_growth"));
 
-  s.memory_mb.assign(30, 100);
-  s.memory_mb.back() = 200;  // one late spike: the last window's mean rises 33 %
+  s.memory_mib.assign(30, 100);
+  s.memory_mib.back() = 200;  // one late spike: the last window's mean rises 33 %
   EXPECT_TRUE(find(s, "memory_growth"));
-  s.memory_mb.assign(30, 100);
-  s.memory_mb[28] = 104;
-  s.memory_mb[29] = 110;  // last window 104.67: +4.67 %
+  s.memory_mib.assign(30, 100);
+  s.memory_mib[28] = 104;
+  s.memory_mib[29] = 110;  // last window 104.67: +4.67 %
   EXPECT_FALSE(find(s, "memory_growth"));
 }
 

@@ -7,6 +7,7 @@
 #include "core/errors.h"
 #include "diagnostics/text_format.h"
 #include "harness/runner/text_table.h"
+#include "core/units.h"
 
 namespace trainlab {
 
@@ -34,7 +35,7 @@ int report_run(const LabOutcome& outcome) {
     const DistributedRun& d = v.distributed;
     std::cout << "\nData parallel " << v.spec.name() << ": " << v.world_size << " ranks (" << d.backend << ", "
               << d.comm_mode << ", " << d.buckets << " buckets, "
-              << fmt("%.1f", static_cast<double>(d.gradient_bytes) / (1024.0 * 1024.0)) << " MiB of gradients): all-reduce "
+              << fmt("%.1f", bytes_to_mib(d.gradient_bytes)) << " MiB of gradients): all-reduce "
               << fmt("%.1f", agg.comm_pct) << " % of the step, exposed (the step waiting on it) "
               << fmt("%.1f", agg.phase_pct[static_cast<size_t>(Phase::kCommunication)]) << " %";
     if (d.slowest_rank && d.busy_spread_pct) {
@@ -57,7 +58,7 @@ int report_run(const LabOutcome& outcome) {
               << stat("cpu.process_pct", &MetricSummary::p50) << " % (p95 " << stat("cpu.process_pct", &MetricSummary::p95)
               << " %), machine CPU p95 " << stat("cpu.total_pct", &MetricSummary::p95) << " %, IO wait p95 "
               << stat("cpu.iowait_pct", &MetricSummary::p95, "%.1f") << " %, RSS max "
-              << stat("mem.rss_bytes", &MetricSummary::max, "%.0f", 1.0 / (1024.0 * 1024.0)) << " MiB ("
+              << stat("mem.rss_bytes", &MetricSummary::max, "%.0f", 1.0 / kBytesPerMiB) << " MiB ("
               << (rss != nullptr ? rss->samples : 0) << " samples every " << v.system.interval_ms << " ms, "
               << v.system.missed_ticks << " missed; the sampler took " << fmt("%.2f", v.system.cost_pct_of_core)
               << " % of a core)\n";

@@ -28,6 +28,7 @@
 #include "core/errors.h"
 #include "core/statistics.h"
 #include "harness/runner/text_table.h"
+#include "core/units.h"
 
 namespace trainlab {
 namespace {
@@ -47,12 +48,12 @@ Samples samples_of(const std::vector<const VariantRecord*>& records) {
     double wait_ns = 0, total_ns = 0;
     for (const StepRecord& step : r->steps) {
       if (step.warmup || step.step_ns <= 0) continue;
-      const double ms = static_cast<double>(step.step_ns) / 1e6;
+      const double ms = ns_to_ms(step.step_ns);
       const double wait = static_cast<double>(step.phase_ns[static_cast<size_t>(Phase::kDataWait)]);
       s.step_ms.push_back(ms);
       rep_steps.push_back(ms);
       s.data_wait_pct.push_back(100.0 * wait / static_cast<double>(step.step_ns));
-      s.throughput.push_back(static_cast<double>(r->spec.batch_size) / (ms / 1e3));
+      s.throughput.push_back(static_cast<double>(r->spec.batch_size) / ms_to_s(ms));
       wait_ns += wait;
       total_ns += static_cast<double>(step.step_ns);
     }
@@ -62,7 +63,7 @@ Samples samples_of(const std::vector<const VariantRecord*>& records) {
     s.rep_p50_ms.push_back(agg.step_ms_p50);
     s.rep_p95_ms.push_back(agg.step_ms_p95);
     s.rep_data_wait_pct.push_back(100.0 * wait_ns / total_ns);
-    s.rep_peak_mib.push_back(static_cast<double>(r->peak_memory_bytes) / (1024.0 * 1024.0));
+    s.rep_peak_mib.push_back(bytes_to_mib(r->peak_memory_bytes));
   }
   return s;
 }

@@ -9,6 +9,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/run_record.h"
+#include "diagnostics/diagnosis.h"
 #include "harness/runner/child_process.h"
 #include "harness/runner/compare.h"
 #include "harness/runner/lab.h"
@@ -40,12 +41,12 @@ std::string run_child(std::vector<std::string> args, const std::string& dir, con
 }
 
 // The diagnosis a `profile` child wrote into its run folder.
-nlohmann::json first_diagnosis(const std::string& run_folder) {
-  const nlohmann::json diagnosis = nlohmann::json::parse(read_file(run_folder + "/diagnosis.json"), nullptr, false);
-  if (diagnosis.is_discarded() || !diagnosis.contains("diagnoses") || diagnosis["diagnoses"].empty()) {
-    throw std::runtime_error(run_folder + ": the profile wrote no readable diagnosis");
+DiagnosisLine first_diagnosis(const std::string& run_folder) {
+  try {
+    return read_diagnosis_file(run_folder + "/diagnosis.json").diagnoses.front();
+  } catch (const InputError& e) {
+    throw std::runtime_error(std::string("the profile wrote no readable diagnosis: ") + e.what());
   }
-  return diagnosis["diagnoses"][0];
 }
 
 // An A/B trial of `settings` against the configuration as given.
@@ -86,26 +87,21 @@ nlohmann::json to_json(const DoctorTrial& t) {
 
 }  // namespace
 
-std::string settings_for_change(const std::string& change, const nlohmann::json& spec, bool on_gpu) {
-  const int workers = spec.value("workers", 0);
-  const nlohmann::json knobs = spec.value("knobs", nlohmann::json::object());
+std::string settings_for_change(const std::string& change, const VariantSpec& spec, bool on_gpu) {
+  const int workers = spec.workers;
   if (change == "more_workers")
     return "workers=" + std::to_string(workers == 0 ? 1 : std::min(2 * workers, 16));
-  if (change == "more_prefetch")
-    return workers > 0 ? "prefetch=" + std::to_string(2 * spec.value("prefetch", 2)) : "";
-  if (change == "pin_memory") return on_gpu && !spec.value("pin_memory", false) ? "pin-memory=on" : "";
+  if (change == "more_prefetch") return workers > 0 ? "prefetch=" + std::to_string(2 * spec.prefetch) : "";
+  if (change == "pin_memory") return on_gpu && !spec.pin_memory ? "pin-memory=on" : "";
   if (change == "decoded_cache") {
-    return knobs.contains("cache") && knobs["cache"].get<double>() == 0 ? "cache=1" : "";
+    const auto cache = spec.knobs.find("cache");
+    return cache != spec.knobs.end() && cache->second == 0 ? "cache=1" : "";
   }
-  if (change == "bf16") return spec.value("precision", "") == "fp32" ? "precision=bf16" : "";
-  if (change == "compiled") return spec.value("compiled", false) ? "" : "compiled=on";
-  if (change == "larger_batch") return "batch=" + std::to_string(2 * spec.value("batch_size", int64_t{0}));
-  if (change == "overlap_comm") {
-    return spec.value("nproc", 1) > 1 && spec.value("comm_mode", "") == "serial" ? "comm-mode=overlap" : "";
-  }
-  if (change == "bucket_size") {
-    return spec.value("nproc", 1) > 1 ? "bucket-mb=" + fmt("%g", 2 * spec.value("bucket_mb", 25.0)) : "";
-  }
+  if (change == "bf16") return spec.precision == Precision::kFp32 ? "precision=bf16" : "";
+  if (change == "compiled") return spec.compiled ? "" : "compiled=on";
+  if (change == "larger_batch") return "batch=" + std::to_string(2 * spec.batch_size);
+  if (change == "overlap_comm") return spec.nproc > 1 && spec.comm_mode == CommMode::kSerial ? "comm-mode=overlap" : "";
+  if (change == "bucket_size") return spec.nproc > 1 ? "bucket-mb=" + fmt("%g", 2 * spec.bucket_mb) : "";
   return "";
 }
 
@@ -124,12 +120,12 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
   std::vector<std::string> profile_args = {"profile"};
   profile_args.insert(profile_args.end(), options.variant_args.begin(), options.variant_args.end());
   const std::string profiled = run_child(profile_args, outcome.out_dir + "/profile", options);
-  const nlohmann::json d = first_diagnosis(profiled);
+  const DiagnosisLine d = first_diagnosis(profiled);
   outcome.configuration = options.variant_args;
-  outcome.diagnosis_headline = d["verdict"].value("headline", "");
+  outcome.diagnosis_headline = d.headline;
   outcome.diagnosis_report = profiled + "/report.html";
   const RunRecord base = read_run_record(profiled);
-  const nlohmann::json spec = base.variants.front().spec;
+  const VariantSpec& spec = base.variants.front().spec;
   const bool on_gpu = base.variants.front().device.rfind("cuda", 0) == 0;
   progress << "    " << outcome.diagnosis_headline << std::endl;
 
@@ -137,8 +133,9 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
   //    findings also try the decoded cache where the scenario has one.
   std::vector<std::pair<std::string, std::string>> changes;  // change, rule
   std::set<std::string> seen;
-  for (const nlohmann::json& action : d["verdict"]["actions"]) {
-    const std::string change = action.value("change", ""), rule = action.value("rule", "");
+  for (const ActionLine& action : d.actions) {
+    const std::string& change = action.change;
+    const std::string& rule = action.rule;
     std::vector<std::string> candidates = {change};
     if (change == "more_workers" || change == "more_prefetch") candidates.push_back("decoded_cache");
     for (const std::string& c : candidates) {
@@ -149,13 +146,12 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
   // A finding is addressed when a trial tried its change (several rules can suggest the same one).
   std::set<std::string> tried_changes, tried_rules;
   for (const auto& [change, rule] : changes) tried_changes.insert(change);
-  for (const nlohmann::json& f : d["findings"]) {
-    if (tried_changes.count(f.value("change", "")) > 0) tried_rules.insert(f.value("rule", ""));
+  for (const FindingLine& f : d.findings) {
+    if (tried_changes.count(f.change) > 0) tried_rules.insert(f.rule);
   }
   for (const auto& [change, rule] : changes) tried_rules.insert(rule);
-  for (const nlohmann::json& f : d["findings"]) {
-    if (tried_rules.count(f.value("rule", "")) == 0)
-      outcome.unaddressed_findings.push_back(f.value("title", ""));
+  for (const FindingLine& f : d.findings) {
+    if (tried_rules.count(f.rule) == 0) outcome.unaddressed_findings.push_back(f.title);
   }
 
   // 3. One A/B trial per change, then the helpful ones together.
@@ -193,12 +189,10 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
     after_args.insert(after_args.end(), {"--set", outcome.best_settings});
     try {
       const std::string after = run_child(after_args, outcome.out_dir + "/after", options);
-      const nlohmann::json a = first_diagnosis(after);
-      outcome.after_headline = a["verdict"].value("headline", "");
+      const DiagnosisLine a = first_diagnosis(after);
+      outcome.after_headline = a.headline;
       outcome.after_report = after + "/report.html";
-      for (const nlohmann::json& f : a["findings"]) {
-        outcome.after_findings.push_back(f.value("severity", "") + ": " + f.value("title", ""));
-      }
+      for (const FindingLine& f : a.findings) outcome.after_findings.push_back(f.severity + ": " + f.title);
     } catch (const InputError&) {
       throw;
     } catch (const std::exception& e) {
@@ -216,7 +210,7 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
                                         {"created_utc", created_utc},
                                         {"configuration", options.variant_args},
                                         {"repeat", options.repeat},
-                                        {"diagnosis", d["verdict"]},
+                                        {"diagnosis", to_json(d)},
                                         {"report", outcome.diagnosis_report},
                                         {"trials", trials},
                                         {"best_settings", outcome.best_settings},

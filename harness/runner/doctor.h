@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/variant.h"
+
 namespace trainlab {
 
 struct DoctorOptions {
@@ -49,9 +51,9 @@ struct DoctorOutcome {
   std::vector<std::string> after_findings;  // "severity: title"
 };
 
-// The settings a finding's change stands for, given the configuration's loader settings and the
-// scenario's knobs (empty when the change does not apply, e.g. pinned memory without CUDA).
-std::string settings_for_change(const std::string& change, const nlohmann::json& base_spec, bool on_gpu);
+// The settings a finding's change stands for, given the configuration (loader settings, precision,
+// batch, data parallel) and the scenario's knobs (empty when the change does not apply, e.g. pinned memory without CUDA).
+std::string settings_for_change(const std::string& change, const VariantSpec& base_spec, bool on_gpu);
 
 DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress);
 std::string render_doctor(const DoctorOutcome& outcome);

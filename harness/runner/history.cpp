@@ -12,6 +12,7 @@
 #include "core/errors.h"
 #include "core/run_record.h"
 #include "core/statistics.h"
+#include "diagnostics/diagnosis.h"
 #include "harness/runner/text_table.h"
 
 namespace fs = std::filesystem;
@@ -92,14 +93,13 @@ std::string render_history(const std::string& results_dir) {
       continue;
     }
     if (!fs::exists(dir / "run.json")) {
-      const nlohmann::json d =
-          nlohmann::json::parse(read_file((dir / "diagnosis.json").string()), nullptr, false);
-      if (d.is_discarded() || !d.contains("diagnoses") || d["diagnoses"].empty()) {
+      try {
+        const DiagnosisFile d = read_diagnosis_file((dir / "diagnosis.json").string());
+        rows.push_back({id, d.created_utc.empty() ? "-" : d.created_utc, "diagnose", d.input.empty() ? "-" : d.input,
+                        d.diagnoses.front().headline.empty() ? "-" : d.diagnoses.front().headline});
+      } catch (const InputError&) {
         rows.push_back({id, "-", "diagnose", "-", "unreadable diagnosis.json"});
-        continue;
       }
-      rows.push_back({id, d.value("created_utc", "-"), "diagnose", d.value("input", "-"),
-                      d["diagnoses"][0]["verdict"].value("headline", "-")});
       continue;
     }
     try {

@@ -18,6 +18,7 @@
 #include "harness/runner/text_table.h"
 #include "harness/runner/variant_runner.h"
 #include "scenarios/registry.h"
+#include "core/units.h"
 
 namespace trainlab {
 namespace fs = std::filesystem;
@@ -312,7 +313,7 @@ std::string render_variant_table(const RunRecord& record) {
     const std::string label = (v.label.empty() ? "" : v.label + " ") + v.spec.name() +
                               (repeated ? " #" + std::to_string(v.repetition + 1) : "");
     rows.push_back({label, fmt("%.1f", agg.samples_per_s), fmt("%.2f", agg.step_ms_p50),
-                    fmt("%.2f", agg.step_ms_p95), fmt("%.0f", v.peak_memory_bytes / 1048576.0),
+                    fmt("%.2f", agg.step_ms_p95), fmt("%.0f", bytes_to_mib(v.peak_memory_bytes)),
                     fmt("%.0f", v.ops_per_step),
                     fmt("%.1f %%", agg.phase_pct[static_cast<size_t>(Phase::kDataWait)]),
                     fp32_sps > 0 ? fmt("%.2fx", agg.samples_per_s / fp32_sps) : "-"});

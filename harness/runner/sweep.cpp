@@ -23,6 +23,7 @@
 #include "harness/runner/text_table.h"
 #include "harness/runner/variant_runner.h"
 #include "scenarios/registry.h"
+#include "core/units.h"
 
 namespace trainlab {
 namespace fs = std::filesystem;
@@ -533,7 +534,7 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
       if (rec && f == rec->index) mark = "<- recommended";
       else if (rec && f == rec->best_index) mark = "best";
       row = {label, fmt("%.1f", figures[f].samples_per_s), fmt("%.1f %%", figures[f].data_wait_pct),
-             fmt("%.0f %%", figures[f].cpu_util_pct), fmt("%.0f", peak_bytes / 1048576.0),
+             fmt("%.0f %%", figures[f].cpu_util_pct), fmt("%.0f", bytes_to_mib(peak_bytes)),
              fmt("%.2f", stats::median(step_p50_ms)), mark};
       if (repeat > 1) {
         row.insert(row.begin() + 2,

@@ -11,6 +11,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "diagnostics/diagnosis.h"
 #include "harness/runner/child_process.h"
 #include "harness/runner/lab.h"
 #include "harness/runner/text_table.h"
@@ -41,18 +42,17 @@ CaseResult run_case(const SeededCase& seeded, const std::string& cases_dir, cons
     result.named = "error: " + outcome.describe() + ": " + last_line_of(case_dir + "/profile.log");
     return result;
   }
-  const nlohmann::json doc = nlohmann::json::parse(read_file(diagnosis_path), nullptr, false);
-  if (doc.is_discarded() || !doc.contains("diagnoses") || doc["diagnoses"].empty()) {
-    result.named = "error: unreadable " + diagnosis_path;
+  DiagnosisLine d;
+  try {
+    d = read_diagnosis_file(diagnosis_path).diagnoses.front();
+  } catch (const InputError& e) {
+    result.named = std::string("error: unreadable ") + e.what();
     return result;
   }
-  const nlohmann::json& d = doc["diagnoses"][0];
-  const nlohmann::json& verdict = d["verdict"];
-  result.named =
-      verdict.value("inconclusive", false) ? "inconclusive" : verdict.value("primary", std::string("?"));
-  result.confidence = verdict.value("confidence", "");
-  result.headline = verdict.value("headline", "");
-  for (const nlohmann::json& f : d["findings"]) result.fired.push_back(f.value("rule", ""));
+  result.named = d.inconclusive ? "inconclusive" : (d.primary.empty() ? "?" : d.primary);
+  result.confidence = d.confidence;
+  result.headline = d.headline;
+  for (const FindingLine& f : d.findings) result.fired.push_back(f.rule);
   bool findings_ok = true;
   for (const std::string& expected : seeded.expect_findings) {
     if (std::find(result.fired.begin(), result.fired.end(), expected) == result.fired.end())

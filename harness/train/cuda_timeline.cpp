@@ -6,6 +6,7 @@
 #include <deque>
 
 #include "harness/train/phase_clock.h"
+#include "core/units.h"
 
 namespace trainlab {
 namespace {
@@ -22,7 +23,7 @@ class CudaTimeline : public DeviceTimeline {
     // The one synchronisation of the timeline: after the loop, so no measured step pays for it.
     events_.back().synchronize();
     for (size_t i = 1; i < events_.size(); ++i) {
-      out.push_back(static_cast<int64_t>(events_[i - 1].elapsed_time(events_[i]) * 1e6));
+      out.push_back(ms_to_ns(events_[i - 1].elapsed_time(events_[i])));
     }
     return out;
   }

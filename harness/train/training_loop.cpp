@@ -32,6 +32,7 @@
 #include "scenarios/data/dataset_cache.h"
 #include "scenarios/registry.h"
 #include "scenarios/workload.h"
+#include "core/units.h"
 
 namespace trainlab {
 namespace {
@@ -44,7 +45,7 @@ constexpr size_t kMaxWindowEventsPerThread = 1'000'000;
 // Stands in for logging / evaluation / checkpoint work done on the host every N steps: copies
 // the parameters to host memory and checksums them, repeating until the requested cost is spent.
 double run_host_callback(torch::nn::Module& model, double cost_ms) {
-  const int64_t deadline_ns = now_ns() + static_cast<int64_t>(cost_ms * 1e6);
+  const int64_t deadline_ns = now_ns() + ms_to_ns(cost_ms);
   double checksum = 0;
   do {
     for (const torch::Tensor& p : model.parameters()) {
@@ -173,8 +174,8 @@ double measure_peak_gemm_flops_per_s(const torch::Device& device, torch::ScalarT
       elapsed_ns = now_ns() - start_ns;
     }
     const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
-    best = std::max(best, reps > 0 ? flops * static_cast<double>(reps) / (static_cast<double>(elapsed_ns) / 1e9)
-                                   : flops / (static_cast<double>(one_ns) / 1e9));
+    best = std::max(best, reps > 0 ? flops * static_cast<double>(reps) / ns_to_s(elapsed_ns)
+                                   : flops / ns_to_s(one_ns));
     if (one_ns >= 50'000'000) break;
   }
   return best;
@@ -283,7 +284,7 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
   record.init_ns = now_ns() - process_start_ns;
   // The loop's wall-time budget (spec.max_loop_s) may end warm-up and measurement early.
   const bool budgeted = spec.max_loop_s > 0 && !spec.profile && !data_parallel;
-  const int64_t budget_ns = static_cast<int64_t>(spec.max_loop_s * 1e9);
+  const int64_t budget_ns = s_to_ns(spec.max_loop_s);
   const int64_t loop_start_ns = now_ns();
   int64_t warmup_steps = spec.warmup_steps;
   int64_t measured_start_ns = 0, measured_start_cpu_ns = 0;
@@ -436,10 +437,10 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
     }
     record.system.interval_ms = spec.sample_interval_ms;
     record.system.missed_ticks = profile.dropped["sampler.missed_ticks"];
-    record.system.sample_cost_us = static_cast<double>(profiler.sampler_sample_cost_ns()) / 1e3;
+    record.system.sample_cost_us = ns_to_us(profiler.sampler_sample_cost_ns());
     // One sample's cost over the interval: the share of one core the sampler takes.
     record.system.cost_pct_of_core = 100.0 * static_cast<double>(profiler.sampler_sample_cost_ns()) /
-                                     (static_cast<double>(spec.sample_interval_ms) * 1e6);
+                                     (static_cast<double>(spec.sample_interval_ms) * kNsPerMs);
   }
   if (spec.profile) {
     // Counter tracks and their sample counts, for the record.
@@ -480,11 +481,11 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
     window.trace_bytes_per_step = trace_bytes / spec.window_steps;
     window.record_cost_ns = profiler.record_cost_ns();
     for (const SpanSummary& a : summarise_spans(profile, EventKind::kAnnotation)) {
-      window.annotations.push_back({a.name, a.count, a.total_ns / 1e6, a.mean_ns / 1e6, a.max_ns / 1e6,
-                                    a.per_step_ns / 1e6, a.step_share_pct});
+      window.annotations.push_back({a.name, a.count, ns_to_ms(a.total_ns), ns_to_ms(a.mean_ns), ns_to_ms(a.max_ns),
+                                    ns_to_ms(a.per_step_ns), a.step_share_pct});
     }
-    window.step_ms_in_window = inside > 0 ? inside_ns / inside / 1e6 : 0.0;
-    window.step_ms_outside_window = outside > 0 ? outside_ns / outside / 1e6 : 0.0;
+    window.step_ms_in_window = inside > 0 ? ns_to_ms(inside_ns / inside) : 0.0;
+    window.step_ms_outside_window = outside > 0 ? ns_to_ms(outside_ns / outside) : 0.0;
     if (inside > 0 && outside > 0) {
       window.window_overhead_pct = 100.0 * ((inside_ns / inside) / (outside_ns / outside) - 1.0);
     }

@@ -14,6 +14,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "scenarios/data/host_batch.h"
+#include "core/units.h"
 
 namespace trainlab {
 namespace fs = std::filesystem;
@@ -104,7 +105,7 @@ PreparedDataset prepare_dataset(const std::string& data_root, const std::string&
     throw;
   }
   prepared.generated = true;
-  prepared.generate_s = static_cast<double>(monotonic_ns() - start_ns) * 1e-9;
+  prepared.generate_s = ns_to_s(monotonic_ns() - start_ns);
   return prepared;
 }
 

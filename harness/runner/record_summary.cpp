@@ -1,0 +1,162 @@
+// VariantRecord -> Summary (see record_summary.h).
+#include "harness/runner/record_summary.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "diagnostics/summarise.h"
+#include "core/units.h"
+
+namespace trainlab {
+namespace {
+
+// The record's phases step by step, reduced as the aggregate shares are: the verdict's intervals
+// and its step-by-step consistency come from these. dispatch_ns_per_step: the per-op dispatch cost
+// times the ops of a step (CPU), counted as framework overhead inside each step's compute phases.
+void add_step_shares(const VariantRecord& record, double dispatch_ns_per_step, Summary& s) {
+  for (const StepRecord& step : record.steps) {
+    if (step.warmup || step.step_ns <= 0) continue;
+    const auto pct = [&](Phase p) {
+      return 100.0 * static_cast<double>(step.phase_ns[static_cast<size_t>(p)]) /
+             static_cast<double>(step.step_ns);
+    };
+    StepShares shares;
+    shares.data_wait_pct = pct(Phase::kDataWait);
+    shares.host_to_device_pct = pct(Phase::kHostToDevice);
+    shares.communication_pct = pct(Phase::kCommunication);
+    shares.other_pct = pct(Phase::kOther);
+    const double compute_pct = pct(Phase::kForward) + pct(Phase::kBackward) + pct(Phase::kOptimizer);
+    shares.framework_pct =
+        std::min(compute_pct, 100.0 * dispatch_ns_per_step / static_cast<double>(step.step_ns));
+    shares.compute_pct = compute_pct - shares.framework_pct;
+    s.step_shares.push_back(shares);
+  }
+}
+
+}  // namespace
+
+Summary summarise_variant(const VariantRecord& record, const std::string& scenario, const Profile* profile) {
+  Summary s;
+  s.source = "trainlab";
+  s.label = record.spec.name();
+  s.scenario = scenario;
+  s.device = record.device;
+  s.on_gpu = record.device.rfind("cuda", 0) == 0;
+  s.batch_size = record.spec.batch_size;
+  s.rank = record.rank;
+  s.world_size = record.world_size;
+  s.peak_memory_bytes = record.peak_memory_bytes;
+  s.logical_cores = record.environment.logical_cores;
+  s.compute_dtype = record.spec.precision == Precision::kBf16 ? "bf16" : "fp32";
+  s.steps_from = "record";
+
+  std::vector<double> memory_mib;
+  int64_t measured_ns = 0;
+  for (const StepRecord& step : record.steps) {
+    if (step.warmup) continue;
+    s.step_ms.push_back(ns_to_ms(step.step_ns));
+    s.step_numbers.push_back(step.index);
+    s.losses.push_back(step.loss);
+    if (!(step.grad_norm < 0)) s.grad_norms.push_back(step.grad_norm);  // measured (NaN: not finite)
+    if (step.memory_bytes > 0)
+      memory_mib.push_back(bytes_to_mib(step.memory_bytes));
+    measured_ns += step.step_ns;
+  }
+  s.memory_mib = memory_mib;
+  s.step = distribution_of(s.step_ms);
+  if (s.step_ms.empty()) {
+    s.notes.push_back("no measured steps: " + (record.ok() ? std::string("none were run") : record.error));
+    return s;
+  }
+  const VariantAggregate agg = aggregate(record);
+  s.samples_per_s = agg.samples_per_s;
+  const auto pct = [&](Phase p) { return agg.phase_pct[static_cast<size_t>(p)]; };
+  s.shares.data_wait_pct = pct(Phase::kDataWait);
+  s.shares.host_to_device_pct = pct(Phase::kHostToDevice);
+  s.shares.communication_pct = pct(Phase::kCommunication);
+  s.shares.other_pct = pct(Phase::kOther);
+  const double compute_pct = pct(Phase::kForward) + pct(Phase::kBackward) + pct(Phase::kOptimizer);
+  // Framework overhead inside the compute phases. CPU: the measured host cost of one small op times
+  // the ops of a step (the census), capped by the compute time it is part of. GPU: host dispatch
+  // overlaps device work, so only the device's idle time inside the compute phases counts, which
+  // needs the captured kernels (below, from the profile).
+  if (s.on_gpu) {
+    s.ops_per_step = record.ops_per_step;
+  } else if (record.dispatch_ns_per_op > 0 && record.ops_per_step > 0) {
+    const double step_mean_ns = static_cast<double>(measured_ns) / static_cast<double>(s.step_ms.size());
+    s.shares.framework_pct =
+        std::min(compute_pct, 100.0 * record.ops_per_step * record.dispatch_ns_per_op / step_mean_ns);
+    s.ops_per_step = record.ops_per_step;
+  } else {
+    s.notes.push_back("framework overhead not estimated: no per-op dispatch cost in the record");
+  }
+  s.shares.compute_pct = compute_pct - s.shares.framework_pct;
+  s.device_busy_pct = s.shares.compute_pct;
+  add_step_shares(record, s.on_gpu ? 0.0 : record.ops_per_step * record.dispatch_ns_per_op, s);
+  s.init_ms = ns_to_ms(record.init_ns);
+  if (record.model_flops_per_sample > 0) {
+    s.model_flops_per_step = record.model_flops_per_sample * static_cast<double>(record.spec.batch_size);
+    // Per rank: each rank computes its shard of the global batch.
+    s.achieved_flops_per_s =
+        record.model_flops_per_sample * agg.samples_per_s / std::max(1, record.world_size);
+  }
+  if (record.peak_flops_per_s > 0) s.peak_flops_per_s = record.peak_flops_per_s;
+  const auto fp32_peak = record.peak_flops_by_dtype.find("fp32"),
+             bf16_peak = record.peak_flops_by_dtype.find("bf16");
+  if (fp32_peak != record.peak_flops_by_dtype.end() && bf16_peak != record.peak_flops_by_dtype.end() &&
+      fp32_peak->second > 0) {
+    s.bf16_gemm_speedup = bf16_peak->second / fp32_peak->second;
+  }
+  s.loop_ms = ns_to_ms(measured_ns);
+
+  int64_t typed = 0, fp32 = 0;
+  for (const auto& [dtype, count] : record.op_input_dtypes) {
+    typed += count;
+    if (dtype == "Float") fp32 += count;
+  }
+  if (typed > 0) s.fp32_op_share_pct = 100.0 * static_cast<double>(fp32) / static_cast<double>(typed);
+
+  // The data pipeline.
+  if (record.loader) {
+    s.loader_workers = record.loader->workers;
+    s.loader_prefetch = record.loader->prefetch;
+    s.pin_memory = record.loader->pin_memory_applied;
+  }
+  s.data_busy_ms = agg.data_busy_ms_mean;
+
+  // System metrics over the variant.
+  for (const auto& [name, m] : record.system.metrics) {
+    Distribution d;
+    d.count = m.samples;
+    d.min = m.min;
+    d.p50 = m.p50;
+    d.p95 = m.p95;
+    d.p99 = m.p99;
+    d.max = m.max;
+    d.mean = m.mean;
+    s.system[name] = d;
+  }
+
+  // Data parallel: comm share and the spread of the ranks' own work per step.
+  if (record.world_size > 1) {
+    s.comm_total_pct = agg.comm_pct;
+    double slowest_ms = -1;
+    for (const RankSummary& r : record.distributed.ranks) {
+      if (!r.ok) continue;
+      s.rank_step_p50_ms.push_back(r.busy_ms_mean);
+      if (r.busy_ms_mean > slowest_ms) {
+        slowest_ms = r.busy_ms_mean;
+        s.straggler_rank = r.rank;
+      }
+    }
+    s.rank_spread_pct = record.distributed.busy_spread_pct;
+  }
+  const bool gpu_busy_known = profile != nullptr && add_captured_window(*profile, s);
+  if (s.on_gpu && !gpu_busy_known) {
+    s.notes.push_back(
+        "framework overhead on a GPU needs the captured kernels (trainlab profile): counted as compute here");
+  }
+  return s;
+}
+
+}  // namespace trainlab
