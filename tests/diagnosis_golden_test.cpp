@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "diagnostics/rules.h"
+#include "core/errors.h"
 #include "diagnostics/diagnosis.h"
 #include "diagnostics/summarise.h"
 #include "harness/runner/record_summary.h"
@@ -242,6 +243,40 @@ TEST(DiagnosisGolden, GpuTraceProfileSplitsKernelsCopiesAndIdle) {
   EXPECT_NEAR(s.shares.data_wait_pct, 20.0, 1e-6);
   EXPECT_NEAR(s.shares.framework_pct, 10.0, 1e-6);
   EXPECT_EQ(s.kernel_precision_ns.at("fp32"), 12'000'000);
+}
+
+TEST(DiagnosisFileTest, TheDocumentReadsBackTypedWithItsVerdictActionsAndFindings) {
+  const Diagnosis d = diagnose_record(record_with(20, 40, 20, 30, 10));
+  ASSERT_FALSE(d.findings.empty());
+  const nlohmann::json doc = diagnosis_document({d}, "results/run-1", "2026-11-24T00:00:00Z", {"golden: input_bound (high)"});
+  EXPECT_EQ(doc.at("schema_version"), kDiagnosisSchemaVersion);
+  EXPECT_TRUE(doc["diagnoses"][0]["summary"].contains("memory_mib"));
+  const DiagnosisFile file = diagnosis_file_from_json(doc);
+  EXPECT_EQ(file.input, "results/run-1");
+  EXPECT_TRUE(file.gate_failed);
+  ASSERT_EQ(file.diagnoses.size(), 1u);
+  const DiagnosisLine& line = file.diagnoses[0];
+  EXPECT_EQ(line.primary, to_string(d.verdict.primary));
+  EXPECT_EQ(line.headline, d.verdict.headline);
+  ASSERT_EQ(line.findings.size(), d.findings.size());
+  EXPECT_EQ(line.findings[0].rule, d.findings[0].rule_id);
+  EXPECT_EQ(line.findings[0].change, d.findings[0].change);
+  ASSERT_EQ(line.actions.size(), d.verdict.actions.size());
+  if (!line.actions.empty()) EXPECT_EQ(line.actions[0].change, d.verdict.actions[0].change);
+}
+
+TEST(DiagnosisFileTest, UnknownVersionsAndMalformedDocumentsAreInputErrors) {
+  const Diagnosis d = diagnose_record(record_with(20, 40, 20, 30, 10));
+  nlohmann::json doc = diagnosis_document({d}, "in", "t", {});
+  doc["schema_version"] = 3;
+  EXPECT_THROW(diagnosis_file_from_json(doc), InputError);
+  doc["schema_version"] = 1;  // the previous version's files still read
+  EXPECT_EQ(diagnosis_file_from_json(doc).schema_version, 1);
+  doc["diagnoses"] = nlohmann::json::array();
+  EXPECT_THROW(diagnosis_file_from_json(doc), InputError);
+  EXPECT_THROW(diagnosis_file_from_json(nlohmann::json::array()), InputError);
+  EXPECT_THROW(diagnosis_file_from_json({{"schema_version", 2}, {"diagnoses", {{{"label", "x"}}}}}), InputError);
+  EXPECT_THROW(read_diagnosis_file("/nonexistent/diagnosis.json"), InputError);
 }
 
 }  // namespace
