@@ -1,5 +1,6 @@
-// The command line in-process (run_cli): bad arguments give one clear line on stderr and exit status
-// 2 before anything runs; help and list answer without starting anything.
+// The command line in-process (run_cli), one test per subcommand: bad arguments give one clear line
+// on stderr and exit status 2 before anything runs; the commands that do not train (diagnose,
+// compare, history, list, help) run here for real on the previous version's results.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "diagnostics/diagnosis.h"
 #include "harness/cli/cli.h"
 
 namespace trainlab {
@@ -48,8 +52,22 @@ std::string fresh_dir(const std::string& name) {
   return dir.string();
 }
 
-TEST(CliTest, BadArgumentsAreOneLineAndExitTwoBeforeAnythingRuns) {
-  const std::string results = fresh_dir("bad");
+// Every subcommand's argument errors leave the results folder without a run folder.
+void expect_nothing_ran(const std::string& results) {
+  const bool made_nothing = !std::filesystem::exists(results) || std::filesystem::is_empty(results);
+  EXPECT_TRUE(made_nothing) << results;
+}
+
+const std::string kPrevious = std::string(TRAINLAB_FIXTURES_DIR) + "/results_previous";
+
+TEST(CliTest, AnUnknownCommandOrNoneIsOneLine) {
+  expect_bad_input("frobnicate", "unknown command 'frobnicate' (commands: list, run, profile, baseline, sweep");
+  expect_bad_input("", "A subcommand is required");
+  expect_bad_input("run --no-such-option", "no-such-option");
+}
+
+TEST(CliRunTest, BadSettingsAreOneLineAndExitTwoBeforeAnythingRuns) {
+  const std::string results = fresh_dir("run");
   const std::string r = " --results " + results;
   expect_bad_input("run --scenario nope" + r, "unknown scenario 'nope'");
   expect_bad_input("run --precision fp8" + r, "invalid precision 'fp8'");
@@ -61,59 +79,111 @@ TEST(CliTest, BadArgumentsAreOneLineAndExitTwoBeforeAnythingRuns) {
   expect_bad_input("run -k hidden=0 --scenario mlp" + r, "out of range");
   expect_bad_input("run --device tpu" + r, "invalid device");
   expect_bad_input("run --ab workers" + r, "invalid --ab 'workers' (expected NAME=VALUE)");
+  expect_bad_input("run --thresholds " + results + "/missing.json" + r, "no such file");
+  expect_bad_input("run --scenario recsys --preset fast" + r,
+                   "unknown preset 'fast' for scenario recsys (presets: data-bound)");
+  expect_bad_input("run --scenario mlp --preset data-bound" + r, "(presets: none)");
+  expect_bad_input("run --results /proc/trainlab-cannot-write", "results folder");
+  expect_nothing_ran(results);
+}
+
+TEST(CliProfileTest, AnUnknownGateIsOneLine) {
+  const std::string results = fresh_dir("profile");
+  expect_bad_input("profile --fail-on sometimes --results " + results, "--fail-on");
+  expect_bad_input("profile --window 5 --results " + results, "--window");
+  expect_nothing_ran(results);
+}
+
+TEST(CliBaselineTest, OverridesAreCheckedAndHelpNamesTheLabsOptions) {
+  const std::string results = fresh_dir("baseline");
+  const std::string r = " --results " + results;
   expect_bad_input("baseline --override fp64:batch=3" + r, "unknown lab variant");
   expect_bad_input("baseline --override bf16:precision=fp32" + r, "cannot change precision");
   expect_bad_input("baseline --override bf16" + r, "expected VARIANT:NAME=VALUE");
   expect_bad_input("baseline --emulated-bf16 maybe" + r, "invalid --emulated-bf16 'maybe' (skip or run)");
-  expect_bad_input("run --no-such-option" + r, "no-such-option");
-  expect_bad_input("run --results /proc/trainlab-cannot-write", "results folder");
-  expect_bad_input("run --thresholds " + results + "/missing.json" + r, "no such file");
-  expect_bad_input("frobnicate", "unknown command 'frobnicate' (commands: list, run, profile, baseline, sweep");
-  expect_bad_input("run --scenario recsys --preset fast" + r,
-                   "unknown preset 'fast' for scenario recsys (presets: data-bound)");
-  expect_bad_input("run --scenario mlp --preset data-bound" + r, "(presets: none)");
+  expect_nothing_ran(results);
+  const CliResult help = run("baseline --help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_NE(help.out.find("--emulated-bf16"), std::string::npos);
+  EXPECT_NE(help.out.find("--override"), std::string::npos);
+}
+
+TEST(CliSweepTest, ImpossibleGridsAreOneLine) {
+  const std::string results = fresh_dir("sweep");
+  const std::string r = " --results " + results;
   expect_bad_input("sweep --repeat 0" + r, "invalid --repeat");
   expect_bad_input("sweep --workers 1,x" + r, "--workers");
   expect_bad_input("sweep --tolerance-pct 100" + r, "invalid --tolerance-pct");
-  expect_bad_input("profile --fail-on sometimes" + r, "--fail-on");
+  expect_nothing_ran(results);
+}
+
+TEST(CliDiagnoseTest, ARunFolderIsDiagnosedInProcessAndBadInputIsOneLine) {
+  const std::string out = fresh_dir("diagnose");
+  const CliResult r = run("diagnose " + kPrevious + "/20261124-014025-mlp-run --out " + out);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("Diagnosis fp32 (rank 0 of 2)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Verdict: "), std::string::npos) << r.out;
+  const DiagnosisFile written = read_diagnosis_file(out + "/diagnosis.json");
+  EXPECT_EQ(written.schema_version, kDiagnosisSchemaVersion);
+  EXPECT_FALSE(written.diagnoses.front().headline.empty());
+  EXPECT_TRUE(std::filesystem::exists(out + "/report.html"));
   expect_bad_input("diagnose", "input is required");
-  expect_bad_input("diagnose " + results + "/missing.json", "missing.json");
-  expect_bad_input("compare " + results + "/a " + results + "/b --format xml", "invalid --format 'xml'");
-  expect_bad_input("compare " + results + "/a --threshold -1", "must be 0 or more");
+  expect_bad_input("diagnose " + out + "/missing.json", "missing.json");
+  expect_bad_input("diagnose " + kPrevious + "/20261124-014025-mlp-run --fail-on sometimes", "--fail-on");
+}
+
+TEST(CliCompareTest, AnABRunComparesInProcessAndBadOptionsAreOneLine) {
+  const CliResult r = run("compare " + kPrevious + "/20261124-014015-mlp-ab");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("A -> B"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("samples/s"), std::string::npos) << r.out;
+  const CliResult json = run("compare " + kPrevious + "/20261124-014015-mlp-ab --format json");
+  EXPECT_EQ(json.status, 0) << json.err;
+  EXPECT_FALSE(nlohmann::json::parse(json.out, nullptr, false).is_discarded()) << json.out;
+  const std::string missing = fresh_dir("compare");
+  expect_bad_input("compare " + missing + "/a " + missing + "/b --format xml", "invalid --format 'xml'");
+  expect_bad_input("compare " + missing + "/a --threshold -1", "must be 0 or more");
+  expect_bad_input("compare " + missing + "/a", "a");
+}
+
+TEST(CliHistoryTest, ListsTheFolderInProcess) {
+  const CliResult r = run("history --results " + kPrevious);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("20261124-014015-mlp-ab"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("B: workers=1"), std::string::npos) << r.out;
+  const std::string empty = fresh_dir("history");
+  std::filesystem::create_directories(empty);
+  EXPECT_EQ(run("history --results " + empty).status, 0);
+  expect_bad_input("history --results " + empty + "/missing", "no such results folder");
+}
+
+TEST(CliValidateTest, UnknownCasesAreOneLine) {
+  const std::string results = fresh_dir("validate");
+  expect_bad_input("validate --only nope --results " + results, "unknown seeded case 'nope'");
+  expect_bad_input("validate --cases " + results + "/missing.json --results " + results, "missing.json");
+  expect_nothing_ran(results);
+}
+
+TEST(CliDoctorTest, ItsOwnOptionsAreCheckedAndHelpNamesThem) {
   expect_bad_input("doctor --repeat", "--repeat needs a value");
   expect_bad_input("doctor --profile", "doctor chooses --profile itself");
   expect_bad_input("doctor --scenario nope", "unknown scenario 'nope'");
-  expect_bad_input("validate --only nope" + r, "unknown seeded case 'nope'");
-  expect_bad_input("validate --cases " + results + "/missing.json" + r, "missing.json");
-  expect_bad_input("history --results " + results + "/missing", "no such results folder");
-  expect_bad_input("", "A subcommand is required");
-  // Nothing ran: no run folder was made (the results folder itself may exist, empty).
-  const bool made_nothing = !std::filesystem::exists(results) || std::filesystem::is_empty(results);
-  EXPECT_TRUE(made_nothing);
+  const CliResult help = run("doctor --help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_NE(help.out.find("--max-changes"), std::string::npos);
 }
 
-TEST(CliTest, HelpAndListAnswerWithoutRunningAnything) {
+TEST(CliListTest, HelpAndListAnswerWithoutRunningAnything) {
   const CliResult help = run("--help");
   EXPECT_EQ(help.status, 0);
   for (const char* command : {"list", "run", "profile", "baseline", "sweep", "diagnose", "validate", "compare",
                               "history", "doctor"}) {
     EXPECT_NE(help.out.find(command), std::string::npos) << command;
   }
-  const CliResult baseline_help = run("baseline --help");
-  EXPECT_EQ(baseline_help.status, 0);
-  EXPECT_NE(baseline_help.out.find("--emulated-bf16"), std::string::npos);
-  EXPECT_NE(baseline_help.out.find("--override"), std::string::npos);
   const CliResult list = run("list");
   EXPECT_EQ(list.status, 0);
   EXPECT_NE(list.out.find("recsys (default)"), std::string::npos) << list.out;
   EXPECT_NE(list.out.find("preset data-bound: dim=32 layers=1"), std::string::npos) << list.out;
-  const std::string empty = fresh_dir("history");
-  std::filesystem::create_directories(empty);
-  const CliResult history = run("history --results " + empty);
-  EXPECT_EQ(history.status, 0) << history.err;
-  const CliResult doctor_help = run("doctor --help");
-  EXPECT_EQ(doctor_help.status, 0);
-  EXPECT_NE(doctor_help.out.find("--max-changes"), std::string::npos);
 }
 
 }  // namespace

@@ -183,27 +183,51 @@ double measure_peak_gemm_flops_per_s(const torch::Device& device, torch::ScalarT
 
 }  // namespace
 
-VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, const std::string& trace_path) {
-  VariantRecord record;
-  record.spec = spec;
-  if (spec.threads > 0) at::set_num_threads(spec.threads);
-  const bool use_cuda = spec.device != DeviceChoice::kCpu && cuda_usable();
-  // The profiler session: the system sampler from here on (initialisation included), and with
-  // --profile the capture window, counted in steps from the first warm-up step.
-  SessionOptions profiler_options;
-  profiler_options.window_start_step = spec.profile ? spec.warmup_steps + spec.window_start : 0;
-  profiler_options.window_steps = spec.profile ? spec.window_steps : 0;
-  profiler_options.sample_interval_ms = spec.system_sampler ? spec.sample_interval_ms : 0;
-  profiler_options.record_shapes = spec.record_shapes;
-  profiler_options.capture_device = use_cuda;
-  profiler_options.max_events_per_thread = kMaxWindowEventsPerThread;
-  Session profiler(profiler_options);
+namespace {
+
+// The profiler session's options: the system sampler from the start (initialisation included), and
+// with --profile the capture window, counted in steps from the first warm-up step.
+SessionOptions profiler_options_for(const VariantSpec& spec, bool use_cuda) {
+  SessionOptions options;
+  options.window_start_step = spec.profile ? spec.warmup_steps + spec.window_start : 0;
+  options.window_steps = spec.profile ? spec.window_steps : 0;
+  options.sample_interval_ms = spec.system_sampler ? spec.sample_interval_ms : 0;
+  options.record_shapes = spec.record_shapes;
+  options.capture_device = use_cuda;
+  options.max_events_per_thread = kMaxWindowEventsPerThread;
+  return options;
+}
+
+// What a variant trains with, built before the loop: the device, this process's rank, the model
+// and optimizer, the process group, the loader and the compiled forward.
+struct TrainingSetup {
+  torch::Device device{torch::kCPU};
+  bool use_cuda = false;
+  bool bf16 = false;
+  DistEnv dist;
+  std::unique_ptr<Workload> workload;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::unique_ptr<DataParallel> data_parallel;
+  std::unique_ptr<BatchLoader> loader;
+  std::unique_ptr<CompiledForward> compiled;
+
+  // Forward and loss under autocast when bf16 (compiled graphs get their casts from the JIT's
+  // autocast pass, which runs when eager autocast is on).
+  torch::Tensor forward_and_loss(const std::vector<torch::Tensor>& inputs, const torch::Tensor& targets,
+                                 torch::Tensor* output) {
+    AutocastScope autocast(device.type(), bf16);
+    std::vector<torch::Tensor> prepared = workload->prepare(inputs);
+    *output = compiled ? (*compiled)(prepared) : workload->body(prepared);
+    return workload->loss(*output, inputs, targets);
+  }
+};
+
+// The device, from the spec and LOCAL_RANK (one CUDA device per rank: NCCL refuses two ranks on
+// one device); the record learns it, the environment and the rank.
+torch::Device choose_device(const VariantSpec& spec, bool use_cuda, const DistEnv& dist, VariantRecord& record) {
   if (spec.device == DeviceChoice::kCuda && !use_cuda) {
     throw InputError("--device cuda requested but no CUDA device is usable");
   }
-  // Data parallel: this process's rank, from the torchrun-style variables (--nproc sets them).
-  const DistEnv dist = dist_env_from_environment();
-  // One CUDA device per rank, chosen by LOCAL_RANK (NCCL refuses two ranks on one device).
   const int cuda_index = use_cuda && dist.distributed() ? dist.local_rank : 0;
   if (use_cuda) {
     const int devices = static_cast<int>(torch::cuda::device_count());
@@ -214,8 +238,6 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
     }
     c10::cuda::set_device(static_cast<c10::DeviceIndex>(cuda_index));  // current device for streams, events, NCCL
   }
-  const torch::Device device =
-      use_cuda ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(cuda_index)) : torch::Device(torch::kCPU);
   record.device = use_cuda ? "cuda:" + std::to_string(cuda_index) : "cpu";
   record.environment = capture_environment();
   record.rank = dist.rank;
@@ -223,18 +245,32 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
   if (dist.distributed()) {
     std::cout << "trainlab: rank " << dist.rank << " of " << dist.world_size << " pid " << ::getpid() << std::endl;
   }
+  return use_cuda ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(cuda_index)) : torch::Device(torch::kCPU);
+}
 
-  // Pinned staging buffers only mean something when batches are copied to a CUDA device.
-  const bool pin_memory = spec.pin_memory && use_cuda;
-  LoaderRun& loader_run = record.loader.emplace();
-  loader_run.workers = spec.workers;
-  if (spec.workers > 0) loader_run.prefetch = spec.prefetch;
-  loader_run.persistent_workers = spec.persistent_workers;
-  loader_run.pin_memory_requested = spec.pin_memory;
-  loader_run.pin_memory_applied = pin_memory;
-  if (spec.pin_memory && !pin_memory) {
-    loader_run.pin_memory_note = "not applicable: batches stay on the CPU (no CUDA device in use)";
+// The loader's settings as they apply (pinned staging buffers only mean something when batches
+// are copied to a CUDA device).
+LoaderRun loader_settings(const VariantSpec& spec, bool use_cuda) {
+  LoaderRun run;
+  run.workers = spec.workers;
+  if (spec.workers > 0) run.prefetch = spec.prefetch;
+  run.persistent_workers = spec.persistent_workers;
+  run.pin_memory_requested = spec.pin_memory;
+  run.pin_memory_applied = spec.pin_memory && use_cuda;
+  if (spec.pin_memory && !run.pin_memory_applied) {
+    run.pin_memory_note = "not applicable: batches stay on the CPU (no CUDA device in use)";
   }
+  return run;
+}
+
+TrainingSetup set_up(const VariantSpec& spec, bool use_cuda, VariantRecord& record) {
+  TrainingSetup t;
+  t.use_cuda = use_cuda;
+  t.bf16 = spec.precision == Precision::kBf16;
+  // Data parallel: this process's rank, from the torchrun-style variables (--nproc sets them).
+  t.dist = dist_env_from_environment();
+  t.device = choose_device(spec, use_cuda, t.dist, record);
+  record.loader = loader_settings(spec, use_cuda);
 
   torch::manual_seed(spec.seed);
   WorkloadConfig config;
@@ -243,51 +279,47 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
   config.seed = spec.seed;
   config.knobs = spec.knobs;
   config.data_root = spec.data_dir.empty() ? default_data_root() : spec.data_dir;
-  if (pin_memory) config.allocate = pinned_buffer_allocator();
-  std::unique_ptr<Workload> workload = make_workload(spec.scenario, config);
-  workload->model().to(device);
-  workload->model().train();
-  std::unique_ptr<torch::optim::Optimizer> optimizer = workload->make_optimizer();
-  std::unique_ptr<DataParallel> data_parallel;
-  if (dist.distributed()) {
-    data_parallel = std::make_unique<DataParallel>(
-        dist, workload->model().parameters(), spec.comm_mode, static_cast<int64_t>(spec.bucket_mb * 1024 * 1024),
+  if (record.loader->pin_memory_applied) config.allocate = pinned_buffer_allocator();
+  t.workload = make_workload(spec.scenario, config);
+  t.workload->model().to(t.device);
+  t.workload->model().train();
+  t.optimizer = t.workload->make_optimizer();
+  if (t.dist.distributed()) {
+    t.data_parallel = std::make_unique<DataParallel>(
+        t.dist, t.workload->model().parameters(), spec.comm_mode, static_cast<int64_t>(spec.bucket_mb * 1024 * 1024),
         std::chrono::milliseconds(static_cast<int64_t>(spec.dist_timeout_s * 1000)));
-    data_parallel->broadcast_parameters();
-    record.distributed = data_parallel->describe();
+    t.data_parallel->broadcast_parameters();
+    record.distributed = t.data_parallel->describe();
   }
   // Each rank loads its shard of every global batch (spec.batch_size is the global batch).
-  BatchLoader loader(workload->make_dataset(), spec.batch_size, spec.seed,
-                     LoaderOptions{spec.workers, spec.prefetch, spec.persistent_workers}, dist.rank, dist.world_size);
-  record.dataset = loader.dataset().info();
-
-  const bool bf16 = spec.precision == Precision::kBf16;
-  std::unique_ptr<CompiledForward> compiled;
+  t.loader = std::make_unique<BatchLoader>(t.workload->make_dataset(), spec.batch_size, spec.seed,
+                                           LoaderOptions{spec.workers, spec.prefetch, spec.persistent_workers},
+                                           t.dist.rank, t.dist.world_size);
+  record.dataset = t.loader->dataset().info();
   if (spec.compiled) {
-    Batch example = loader.first_batch();
-    compiled = std::make_unique<CompiledForward>(
-        *workload, workload->prepare(to_device(example.inputs, device)), device.type(), bf16);
+    Batch example = t.loader->first_batch();
+    t.compiled = std::make_unique<CompiledForward>(
+        *t.workload, t.workload->prepare(to_device(example.inputs, t.device)), t.device.type(), t.bf16);
   }
-  // Forward and loss under autocast when bf16 (compiled graphs get their casts from the JIT's
-  // autocast pass, which runs when eager autocast is on).
-  auto forward_and_loss = [&](const std::vector<torch::Tensor>& inputs, const torch::Tensor& targets,
-                              torch::Tensor* output) {
-    AutocastScope autocast(device.type(), bf16);
-    std::vector<torch::Tensor> prepared = workload->prepare(inputs);
-    *output = compiled ? (*compiled)(prepared) : workload->body(prepared);
-    return workload->loss(*output, inputs, targets);
-  };
+  return t;
+}
 
-  PhaseClock clock(use_cuda);
+// What the loop leaves on the device, read once timing is over, and when measurement began.
+struct LoopLeftovers {
   std::vector<torch::Tensor> losses;
   std::vector<std::pair<int64_t, torch::Tensor>> grad_norms;  // (step index, norm on the device)
-  record.init_ns = now_ns() - process_start_ns;
-  // The loop's wall-time budget (spec.max_loop_s) may end warm-up and measurement early.
-  const bool budgeted = spec.max_loop_s > 0 && !spec.profile && !data_parallel;
+  int64_t measured_start_ns = 0, measured_start_cpu_ns = 0;
+};
+
+// The timed loop: warm-up and measured steps, each timed phase by phase (the record's steps). The
+// loop's wall-time budget (spec.max_loop_s) may end warm-up and measurement early.
+LoopLeftovers run_loop(const VariantSpec& spec, TrainingSetup& t, Session& profiler, VariantRecord& record) {
+  LoopLeftovers out;
+  PhaseClock clock(t.use_cuda);
+  const bool budgeted = spec.max_loop_s > 0 && !spec.profile && !t.data_parallel;
   const int64_t budget_ns = s_to_ns(spec.max_loop_s);
   const int64_t loop_start_ns = now_ns();
   int64_t warmup_steps = spec.warmup_steps;
-  int64_t measured_start_ns = 0, measured_start_cpu_ns = 0;
   // Ends the phase `done` on the clock and moves the NVTX phase range on to `next`.
   auto next_phase = [&](Phase done, Phase next) {
     clock.end_phase(done);
@@ -307,27 +339,27 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
     step.index = i;
     step.warmup = i < warmup_steps;
     if (i == warmup_steps) {
-      measured_start_ns = now_ns();
-      measured_start_cpu_ns = process_cpu_ns();
+      out.measured_start_ns = now_ns();
+      out.measured_start_cpu_ns = process_cpu_ns();
     }
     profiler.begin_step();
     clock.begin_step();
     nvtx_push(phase_name(Phase::kDataWait));
 
-    BatchLoader::Delivered delivered = loader.next();
+    BatchLoader::Delivered delivered = t.loader->next();
     next_phase(Phase::kDataWait, Phase::kHostToDevice);
     const Batch& batch = delivered.batch;
     step.data_stage_ns = {batch.stage_ns.read_ns, batch.stage_ns.decode_ns, batch.stage_ns.augment_ns,
                           batch.stage_ns.collate_ns};
     step.data_busy_ns = delivered.busy_ns;
 
-    std::vector<torch::Tensor> inputs = to_device(batch.inputs, device);
-    torch::Tensor targets = batch.targets.to(device, /*non_blocking=*/true);
+    std::vector<torch::Tensor> inputs = to_device(batch.inputs, t.device);
+    torch::Tensor targets = batch.targets.to(t.device, /*non_blocking=*/true);
     next_phase(Phase::kHostToDevice, Phase::kForward);
 
     torch::Tensor output;
-    if (data_parallel) data_parallel->begin_step();
-    torch::Tensor loss = forward_and_loss(inputs, targets, &output);
+    if (t.data_parallel) t.data_parallel->begin_step();
+    torch::Tensor loss = t.forward_and_loss(inputs, targets, &output);
     next_phase(Phase::kForward, Phase::kBackward);
 
     // The seeded leak keeps the graph (and its saved activations) alive with the kept loss.
@@ -336,35 +368,35 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
       // The global gradient norm (this rank's gradients, before averaging): one pass over the
       // gradients, kept on the device and read after the loop (no host sync).
       std::vector<torch::Tensor> norms;
-      for (const torch::Tensor& p : workload->model().parameters()) {
+      for (const torch::Tensor& p : t.workload->model().parameters()) {
         if (p.grad().defined()) norms.push_back(p.grad().detach().to(torch::kFloat).norm());
       }
-      if (!norms.empty()) grad_norms.emplace_back(i, torch::stack(norms).norm());
+      if (!norms.empty()) out.grad_norms.emplace_back(i, torch::stack(norms).norm());
     }
-    if (data_parallel) {
+    if (t.data_parallel) {
       // The exposed communication: what is left of the all-reduce once backward has returned.
       next_phase(Phase::kBackward, Phase::kCommunication);
-      data_parallel->finish_gradients();
-      step.comm_ns = data_parallel->last_step().comm_ns;
+      t.data_parallel->finish_gradients();
+      step.comm_ns = t.data_parallel->last_step().comm_ns;
       next_phase(Phase::kCommunication, Phase::kOptimizer);
     } else {
       next_phase(Phase::kBackward, Phase::kOptimizer);
     }
 
-    optimizer->step();
-    optimizer->zero_grad(/*set_to_none=*/true);
+    t.optimizer->step();
+    t.optimizer->zero_grad(/*set_to_none=*/true);
     next_phase(Phase::kOptimizer, Phase::kOther);
 
-    losses.push_back(spec.keep_loss_graphs ? loss : loss.detach());
+    out.losses.push_back(spec.keep_loss_graphs ? loss : loss.detach());
     if (spec.sync_every_steps > 0 && (i + 1) % spec.sync_every_steps == 0) {
       // The knob's deliberate host synchronisation: reading the loss as a number.
       (void)loss.item<double>();
     }
     if (spec.callback_every_steps > 0 && (i + 1) % spec.callback_every_steps == 0) {
-      run_host_callback(workload->model(), spec.callback_ms);
+      run_host_callback(t.workload->model(), spec.callback_ms);
     }
     clock.end_step(step);
-    step.memory_bytes = memory_in_use_bytes(device);  // after the step's clock: not in its time
+    step.memory_bytes = memory_in_use_bytes(t.device);  // after the step's clock: not in its time
     nvtx_pop();
     if (profiler.in_window()) {
       // The step's phase spans, from the clock's host-side boundaries.
@@ -378,121 +410,137 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
     record.steps.push_back(step);
   }
   clock.finalize(record.steps);  // CUDA: one synchronisation, after the timed loop
-  if (data_parallel && data_parallel->comm_resolved_later()) {
+  if (t.data_parallel && t.data_parallel->comm_resolved_later()) {
     // NCCL: the all-reduce intervals, observed on the device, one figure per step in loop order.
-    const std::vector<int64_t> comm_ns = data_parallel->resolve_comm_ns();
+    const std::vector<int64_t> comm_ns = t.data_parallel->resolve_comm_ns();
     for (size_t k = 0; k < record.steps.size() && k < comm_ns.size(); ++k) record.steps[k].comm_ns = comm_ns[k];
   }
-  const double measured_wall_ns = static_cast<double>(now_ns() - measured_start_ns);
-  const int logical_cores = std::max(1u, std::thread::hardware_concurrency());
-  record.cpu_util_pct = 100.0 * static_cast<double>(process_cpu_ns() - measured_start_cpu_ns) /
-                        (measured_wall_ns * logical_cores);
-  const LoaderCounters counters = loader.counters();
-  loader_run.counts = LoaderCounts{counters.batches, counters.worker_busy_ns, counters.worker_starts};
+  return out;
+}
 
-  // Loss values: one transfer after timing (losses stayed on the device).
-  torch::Tensor loss_values = torch::stack(losses).to(torch::kCPU, torch::kDouble);
+// After the loop: CPU utilisation over the measured steps, the loader's counters, the losses and
+// gradient norms (one transfer each), the parameters' fingerprint.
+void read_back(const LoopLeftovers& loop, TrainingSetup& t, VariantRecord& record) {
+  const double measured_wall_ns = static_cast<double>(now_ns() - loop.measured_start_ns);
+  const int logical_cores = std::max(1u, std::thread::hardware_concurrency());
+  record.cpu_util_pct = 100.0 * static_cast<double>(process_cpu_ns() - loop.measured_start_cpu_ns) /
+                        (measured_wall_ns * logical_cores);
+  const LoaderCounters counters = t.loader->counters();
+  record.loader->counts = LoaderCounts{counters.batches, counters.worker_busy_ns, counters.worker_starts};
+  torch::Tensor loss_values = torch::stack(loop.losses).to(torch::kCPU, torch::kDouble);
   for (size_t i = 0; i < record.steps.size(); ++i) {
     record.steps[i].loss = loss_values[static_cast<int64_t>(i)].item<double>();
   }
-  for (const auto& [index, norm] : grad_norms) {
+  for (const auto& [index, norm] : loop.grad_norms) {
     record.steps[static_cast<size_t>(index)].grad_norm = norm.item<double>();
   }
+  record.final_parameters = parameter_fingerprint(t.workload->model());
+}
 
-  record.final_parameters = parameter_fingerprint(workload->model());
+// One more step, untimed, with an op-counting callback installed: ops per step, their input
+// dtypes, the output dtype (autocast's evidence) and what the compiled graph ran.
+void take_census(TrainingSetup& t, VariantRecord& record) {
+  OpCensus census;
+  census.start();
+  Batch batch = t.loader->next().batch;
+  torch::Tensor output;
+  torch::Tensor loss = t.forward_and_loss(to_device(batch.inputs, t.device),
+                                          batch.targets.to(t.device, /*non_blocking=*/true), &output);
+  if (t.compiled) record.compile_info = t.compiled->describe_last_execution();
+  if (t.data_parallel) t.data_parallel->begin_step();
+  loss.backward();
+  if (t.data_parallel) t.data_parallel->finish_gradients();  // the ranks' parameters stay identical
+  t.optimizer->step();
+  t.optimizer->zero_grad(true);
+  census.stop();
+  record.ops_per_step = static_cast<double>(census.ops());
+  record.op_input_dtypes = census.input_dtypes();
+  record.forward_output_dtype = c10::toString(output.scalar_type());
+}
 
-  // Census step: untimed, with an op-counting callback installed.
-  {
-    OpCensus census;
-    census.start();
-    Batch batch = loader.next().batch;
-    torch::Tensor output;
-    torch::Tensor loss = forward_and_loss(to_device(batch.inputs, device),
-                                          batch.targets.to(device, /*non_blocking=*/true), &output);
-    if (compiled) record.compile_info = compiled->describe_last_execution();
-    if (data_parallel) data_parallel->begin_step();
-    loss.backward();
-    if (data_parallel) data_parallel->finish_gradients();  // the ranks' parameters stay identical
-    optimizer->step();
-    optimizer->zero_grad(true);
-    census.stop();
-    record.ops_per_step = static_cast<double>(census.ops());
-    record.op_input_dtypes = census.input_dtypes();
-    record.forward_output_dtype = c10::toString(output.scalar_type());
-  }
-  record.dispatch_ns_per_op = measure_dispatch_ns_per_op(device);
-  record.model_flops_per_sample = linear_model_flops_per_sample(workload->model());
+// The host cost of one small op, the model's FLOPs and, with --profile, the device's GEMM peak in
+// both dtypes (what bf16 would buy on this device is a measured ratio, not a rule of thumb).
+void measure_costs(const VariantSpec& spec, TrainingSetup& t, VariantRecord& record) {
+  record.dispatch_ns_per_op = measure_dispatch_ns_per_op(t.device);
+  record.model_flops_per_sample = linear_model_flops_per_sample(t.workload->model());
   if (spec.profile) {
-    // Both dtypes: what bf16 would buy on this device is a measured ratio, not a rule of thumb.
-    record.peak_flops_by_dtype["fp32"] = measure_peak_gemm_flops_per_s(device, torch::kFloat32);
-    record.peak_flops_by_dtype["bf16"] = measure_peak_gemm_flops_per_s(device, torch::kBFloat16);
-    record.peak_flops_per_s = record.peak_flops_by_dtype[bf16 ? "bf16" : "fp32"];
+    record.peak_flops_by_dtype["fp32"] = measure_peak_gemm_flops_per_s(t.device, torch::kFloat32);
+    record.peak_flops_by_dtype["bf16"] = measure_peak_gemm_flops_per_s(t.device, torch::kBFloat16);
+    record.peak_flops_per_s = record.peak_flops_by_dtype[t.bf16 ? "bf16" : "fp32"];
   }
+}
 
-  // The profile: the window's events (with --profile) and the sampler's tracks.
-  Profile profile = profiler.finish();
-  if (spec.system_sampler) {
-    for (const auto& [name, c] : summarise_counters(profile)) {
-      record.system.metrics[name] = MetricSummary{c.unit, c.samples, c.min, c.p50, c.p95, c.p99, c.max, c.mean};
-    }
-    record.system.interval_ms = spec.sample_interval_ms;
-    record.system.missed_ticks = profile.dropped["sampler.missed_ticks"];
-    record.system.sample_cost_us = ns_to_us(profiler.sampler_sample_cost_ns());
-    // One sample's cost over the interval: the share of one core the sampler takes.
-    record.system.cost_pct_of_core = 100.0 * static_cast<double>(profiler.sampler_sample_cost_ns()) /
-                                     (static_cast<double>(spec.sample_interval_ms) * kNsPerMs);
+// The system sampler's tracks over the whole variant, and what sampling cost.
+// Missed ticks are entered into the profile's drops (0 when none), so the window's drops list them too.
+void record_system_metrics(const VariantSpec& spec, Profile& profile, const Session& profiler,
+                           VariantRecord& record) {
+  for (const auto& [name, c] : summarise_counters(profile)) {
+    record.system.metrics[name] = MetricSummary{c.unit, c.samples, c.min, c.p50, c.p95, c.p99, c.max, c.mean};
   }
-  if (spec.profile) {
-    // Counter tracks and their sample counts, for the record.
-    std::map<std::string, int64_t> counters;
-    for (const CounterTrack& track : profile.counters) counters[track.name] = static_cast<int64_t>(track.samples.size());
-    const int64_t events = static_cast<int64_t>(profile.events.size());
-    nlohmann::json metadata = {{"scenario", spec.scenario}, {"variant", spec.name()},
-                               {"window_start", spec.window_start}, {"window_steps", spec.window_steps}};
-    // Kineto's field, so trace readers tell ranks apart.
-    metadata["distributedInfo"] = {{"backend", data_parallel ? record.distributed.backend : "none"},
-                                   {"rank", dist.rank}, {"world_size", dist.world_size}};
-    const int64_t trace_bytes = write_chrome_trace(trace_path, profile, metadata, static_cast<int64_t>(::getpid()));
-    // Overhead: the mean measured step inside the window against the measured steps outside it.
-    const int64_t window_first = profiler_options.window_start_step;
-    const int64_t window_last = window_first + profiler_options.window_steps - 1;
-    double inside_ns = 0, outside_ns = 0;
-    int64_t inside = 0, outside = 0;
-    for (const StepRecord& s : record.steps) {
-      if (s.warmup) continue;
-      if (s.index >= window_first && s.index <= window_last) {
-        inside_ns += static_cast<double>(s.step_ns);
-        ++inside;
-      } else {
-        outside_ns += static_cast<double>(s.step_ns);
-        ++outside;
-      }
-    }
-    ProfileWindow& window = record.profile;
-    window.window_start = spec.window_start;
-    window.window_steps = spec.window_steps;
-    window.events = events;
-    window.dropped = profile.dropped;
-    window.counter_samples = counters;
-    window.sample_interval_ms = spec.sample_interval_ms;
-    window.notes = profile.notes;
-    window.trace = trace_path.substr(trace_path.find_last_of('/') + 1);
-    window.trace_bytes = trace_bytes;
-    window.trace_bytes_per_step = trace_bytes / spec.window_steps;
-    window.record_cost_ns = profiler.record_cost_ns();
-    for (const SpanSummary& a : summarise_spans(profile, EventKind::kAnnotation)) {
-      window.annotations.push_back({a.name, a.count, ns_to_ms(a.total_ns), ns_to_ms(a.mean_ns), ns_to_ms(a.max_ns),
-                                    ns_to_ms(a.per_step_ns), a.step_share_pct});
-    }
-    window.step_ms_in_window = inside > 0 ? ns_to_ms(inside_ns / inside) : 0.0;
-    window.step_ms_outside_window = outside > 0 ? ns_to_ms(outside_ns / outside) : 0.0;
-    if (inside > 0 && outside > 0) {
-      window.window_overhead_pct = 100.0 * ((inside_ns / inside) / (outside_ns / outside) - 1.0);
-    }
-  }
+  record.system.interval_ms = spec.sample_interval_ms;
+  record.system.missed_ticks = profile.dropped["sampler.missed_ticks"];
+  record.system.sample_cost_us = ns_to_us(profiler.sampler_sample_cost_ns());
+  // One sample's cost over the interval: the share of one core the sampler takes.
+  record.system.cost_pct_of_core = 100.0 * static_cast<double>(profiler.sampler_sample_cost_ns()) /
+                                   (static_cast<double>(spec.sample_interval_ms) * kNsPerMs);
+}
 
-  if (use_cuda) {
-    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+// --profile: the window's Chrome trace, and in the record its events, drops, annotations and the
+// window's measured overhead.
+void write_capture_window(const VariantSpec& spec, const SessionOptions& profiler_options, const Profile& profile,
+                          const Session& profiler, const TrainingSetup& t, const std::string& trace_path,
+                          VariantRecord& record) {
+  // Counter tracks and their sample counts, for the record.
+  std::map<std::string, int64_t> counters;
+  for (const CounterTrack& track : profile.counters) counters[track.name] = static_cast<int64_t>(track.samples.size());
+  const int64_t events = static_cast<int64_t>(profile.events.size());
+  nlohmann::json metadata = {{"scenario", spec.scenario}, {"variant", spec.name()},
+                             {"window_start", spec.window_start}, {"window_steps", spec.window_steps}};
+  // Kineto's field, so trace readers tell ranks apart.
+  metadata["distributedInfo"] = {{"backend", t.data_parallel ? record.distributed.backend : "none"},
+                                 {"rank", t.dist.rank}, {"world_size", t.dist.world_size}};
+  const int64_t trace_bytes = write_chrome_trace(trace_path, profile, metadata, static_cast<int64_t>(::getpid()));
+  // Overhead: the mean measured step inside the window against the measured steps outside it.
+  const int64_t window_first = profiler_options.window_start_step;
+  const int64_t window_last = window_first + profiler_options.window_steps - 1;
+  double inside_ns = 0, outside_ns = 0;
+  int64_t inside = 0, outside = 0;
+  for (const StepRecord& s : record.steps) {
+    if (s.warmup) continue;
+    if (s.index >= window_first && s.index <= window_last) {
+      inside_ns += static_cast<double>(s.step_ns);
+      ++inside;
+    } else {
+      outside_ns += static_cast<double>(s.step_ns);
+      ++outside;
+    }
+  }
+  ProfileWindow& window = record.profile;
+  window.window_start = spec.window_start;
+  window.window_steps = spec.window_steps;
+  window.events = events;
+  window.dropped = profile.dropped;
+  window.counter_samples = counters;
+  window.sample_interval_ms = spec.sample_interval_ms;
+  window.notes = profile.notes;
+  window.trace = trace_path.substr(trace_path.find_last_of('/') + 1);
+  window.trace_bytes = trace_bytes;
+  window.trace_bytes_per_step = trace_bytes / spec.window_steps;
+  window.record_cost_ns = profiler.record_cost_ns();
+  for (const SpanSummary& a : summarise_spans(profile, EventKind::kAnnotation)) {
+    window.annotations.push_back({a.name, a.count, ns_to_ms(a.total_ns), ns_to_ms(a.mean_ns), ns_to_ms(a.max_ns),
+                                  ns_to_ms(a.per_step_ns), a.step_share_pct});
+  }
+  window.step_ms_in_window = inside > 0 ? ns_to_ms(inside_ns / inside) : 0.0;
+  window.step_ms_outside_window = outside > 0 ? ns_to_ms(outside_ns / outside) : 0.0;
+  if (inside > 0 && outside > 0) {
+    window.window_overhead_pct = 100.0 * ((inside_ns / inside) / (outside_ns / outside) - 1.0);
+  }
+}
+
+void record_peak_memory(const TrainingSetup& t, VariantRecord& record) {
+  if (t.use_cuda) {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(t.device.index());
     record.peak_memory_bytes =
         stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak;
     record.peak_memory_source = "cuda_allocator";
@@ -500,6 +548,29 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
     record.peak_memory_bytes = peak_rss_bytes();
     record.peak_memory_source = "rss";
   }
+}
+
+}  // namespace
+
+VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, const std::string& trace_path) {
+  VariantRecord record;
+  record.spec = spec;
+  if (spec.threads > 0) at::set_num_threads(spec.threads);
+  const bool use_cuda = spec.device != DeviceChoice::kCpu && cuda_usable();
+  const SessionOptions profiler_options = profiler_options_for(spec, use_cuda);
+  Session profiler(profiler_options);
+  TrainingSetup setup = set_up(spec, use_cuda, record);
+  record.init_ns = now_ns() - process_start_ns;
+
+  const LoopLeftovers loop = run_loop(spec, setup, profiler, record);
+
+  read_back(loop, setup, record);
+  take_census(setup, record);
+  measure_costs(spec, setup, record);
+  Profile profile = profiler.finish();
+  if (spec.system_sampler) record_system_metrics(spec, profile, profiler, record);
+  if (spec.profile) write_capture_window(spec, profiler_options, profile, profiler, setup, trace_path, record);
+  record_peak_memory(setup, record);
   return record;
 }
 
