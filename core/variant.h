@@ -99,9 +99,9 @@ void parse_window(const std::string& text, int64_t* start, int64_t* count);
 // option. Scenario defaults and knobs: resolve() in scenarios/registry.h.
 void check_spec(VariantSpec& spec);
 
-// Sets one field from text, as in `--override bf16:batch=64` or a config preset. Keys: precision,
-// compiled, batch, threads, steps, warmup, seed, sync-every, callback-every, callback-ms, keep-loss-graphs, device,
-// workers, prefetch, persistent-workers, pin-memory, sampler, nproc, comm-mode, bucket-mb, or any scenario knob name. Throws InputError on unknown keys or unparsable values.
+// Sets one field from text, as in `--set workers=2`, `--ab ...` or `--override bf16:batch=64`: a
+// run option's name (core/run_options.h) or else a scenario knob (checked by resolve()). Throws
+// InputError on unparsable values.
 void apply_setting(VariantSpec& spec, const std::string& key, const std::string& value);
 
 // Parses a whole number / a real number from an option value; throws InputError naming the option.

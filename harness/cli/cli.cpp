@@ -13,9 +13,6 @@ namespace trainlab {
 namespace {
 
 int parse_and_run(int argc, const char* const* argv) {
-  if (argc > 1 && std::string(argv[1]) == "doctor") {
-    return run_doctor_command(std::vector<std::string>(argv + 2, argv + argc));
-  }
   CLI::App app{"trainlab: find out why training is slow, then verify the fix by measurement"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all");

@@ -49,7 +49,7 @@ Subcommand add_baseline_command(CLI::App& app) {
     // ... and a 5 s loop budget per variant run, so that a variant far slower than the others
     // measures fewer steps instead of stretching the lab to many minutes; its record says how many
     // steps the budget cut.
-    if (o->variant.max_loop_s.empty()) lab.base.max_loop_s = 5;
+    if (!o->variant.was_given("max-loop-s")) lab.base.max_loop_s = 5;
     if (o->emulated_bf16 != "skip" && o->emulated_bf16 != "run") {
       throw InputError("invalid --emulated-bf16 '" + o->emulated_bf16 + "' (skip or run)");
     }

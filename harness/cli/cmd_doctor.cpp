@@ -1,77 +1,53 @@
 // `trainlab doctor --scenario S [run options] [--repeat K] [--max-changes N] [--results DIR]`: profile,
 // try each top finding's change as an interleaved A/B run, then the helpful ones together, and report
-// what each measurably bought. The run options pass through to its child runs, which validate them;
-// they are checked here first the way `run` checks them.
-#include <algorithm>
+// what each measurably bought. The run options are parsed and checked like `run`'s into a typed spec;
+// the children get that spec back as arguments (core/run_options.h).
 #include <iostream>
+#include <memory>
 
 #include "core/errors.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/variant_options.h"
 #include "harness/runner/doctor.h"
-#include "harness/runner/sweep.h"
 
 namespace trainlab {
 
 Subcommand add_doctor_command(CLI::App& app) {
+  struct Options {
+    VariantOptions variant;
+    int max_changes = 3;
+    std::string ab;
+    Thresholds thresholds;
+  };
+  auto o = std::make_shared<Options>();
   Subcommand doctor{
       app.add_subcommand("doctor", "diagnose a configuration, try each finding's fix as an A/B run, report the verified gains"),
       nullptr};
-  doctor.app->allow_extras();
-  doctor.run = [] { return kExitOk; };  // run_cli hands `doctor ...` to run_doctor_command before parsing
+  CLI::App* cmd = doctor.app;
+  add_variant_options(cmd, o->variant, CommandKind::kDoctor);
+  cmd->add_option("--max-changes", o->max_changes, "the top findings whose changes are tried (1 to 8; default 3)");
+  cmd->add_option("--ab", o->ab)->group("");  // refused: doctor makes its own A/B runs
+  doctor.run = [o, cmd] {
+    for (const char* own : {"profile", "window"}) {
+      if (o->variant.was_given(own)) throw InputError(std::string("doctor chooses --") + own + " itself");
+    }
+    if (cmd->count("--ab") > 0) throw InputError("doctor chooses --ab itself");
+    DoctorOptions options;
+    options.spec = build_spec(o->variant);  // bad input is one line before anything runs
+    options.repeat = cmd->count("--repeat") > 0 ? o->variant.repeat : 3;
+    options.max_changes = o->max_changes;
+    options.results_dir = o->variant.results_dir;
+    if (!(o->variant.timeout_s > 0)) throw InputError("invalid --timeout-s (must be positive)");
+    options.timeout_s = o->variant.timeout_s;
+    if (!o->variant.thresholds_path.empty()) {
+      o->thresholds = load_thresholds(o->variant.thresholds_path);  // checked here, read again by the children
+      options.thresholds_path = o->variant.thresholds_path;
+    }
+    const DoctorOutcome outcome = run_doctor(options, std::cerr);
+    std::cout << "\n" << render_doctor(outcome);
+    return kExitOk;
+  };
   return doctor;
-}
-
-int run_doctor_command(const std::vector<std::string>& args) {
-  DoctorOptions options;
-  options.scenario = kDefaultScenario;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const bool has_value = i + 1 < args.size();
-    if (a == "--help" || a == "-h") {
-      std::cout << "trainlab doctor --scenario S [run options] [--repeat K (A/B repetitions, default 3)] "
-                   "[--max-changes N (default 3)] [--results DIR]\n"
-                   "profiles the configuration, tries the change each top finding suggests as an interleaved A/B run, "
-                   "then the helpful ones together, and reports what each measurably bought\n";
-      return kExitOk;
-    }
-    if ((a == "--repeat" || a == "--max-changes" || a == "--results") && !has_value) {
-      throw InputError(a + " needs a value");
-    }
-    if (a == "--repeat") {
-      options.repeat = static_cast<int>(parse_int_list("--repeat", args[++i], 2, 20).front());
-    } else if (a == "--max-changes") {
-      options.max_changes = static_cast<int>(parse_int_list("--max-changes", args[++i], 1, 8).front());
-    } else if (a == "--results") {
-      options.results_dir = args[++i];
-    } else if (a == "--ab" || a == "--profile" || a == "--window") {
-      throw InputError("doctor chooses " + a + " itself");
-    } else {
-      if ((a == "--scenario" || a == "-s") && has_value) options.scenario = args[i + 1];
-      options.variant_args.push_back(a);
-    }
-  }
-  // The configuration is checked the way `run` checks it, so bad input is one line before anything runs.
-  {
-    VariantOptions checked;
-    CLI::App check{"doctor"};
-    add_variant_options(&check, checked, CommandKind::kRun);
-    std::vector<const char*> check_argv = {"trainlab-doctor"};
-    for (const std::string& a : options.variant_args) check_argv.push_back(a.c_str());
-    try {
-      check.parse(static_cast<int>(check_argv.size()), check_argv.data());
-    } catch (const CLI::ParseError& e) {
-      throw InputError(e.what());
-    }
-    build_spec(checked);
-  }
-  if (std::find(options.variant_args.begin(), options.variant_args.end(), "--scenario") == options.variant_args.end() &&
-      std::find(options.variant_args.begin(), options.variant_args.end(), "-s") == options.variant_args.end()) {
-    options.variant_args.insert(options.variant_args.begin(), {"--scenario", options.scenario});
-  }
-  const DoctorOutcome outcome = run_doctor(options, std::cerr);
-  std::cout << "\n" << render_doctor(outcome);
-  return kExitOk;
 }
 
 }  // namespace trainlab

@@ -22,7 +22,7 @@ Subcommand add_profile_command(CLI::App& app) {
   profile.app->add_option("--fail-on", o->fail_on, "exit 1 when a finding fires: high, moderate or a rule id");
   profile.run = [o] {
     check_fail_on(o->fail_on);
-    o->variant.profile = true;
+    o->variant.flags["profile"] = true;
     LabOptions lab = build_lab_options(o->variant, &o->thresholds);
     const LabOutcome outcome = run_single_variant(lab, std::cerr);
     const int status = report_run(outcome);

@@ -25,9 +25,6 @@ Subcommand add_diagnose_command(CLI::App& app);
 Subcommand add_compare_command(CLI::App& app);
 Subcommand add_history_command(CLI::App& app);
 Subcommand add_validate_command(CLI::App& app);
-// doctor passes its run options through to child runs, so it parses its own arguments
-// (run_doctor_command); the subcommand is there for the help listing.
 Subcommand add_doctor_command(CLI::App& app);
-int run_doctor_command(const std::vector<std::string>& args);
 
 }  // namespace trainlab

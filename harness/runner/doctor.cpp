@@ -8,6 +8,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/run_options.h"
 #include "core/run_record.h"
 #include "diagnostics/diagnosis.h"
 #include "harness/runner/child_process.h"
@@ -51,10 +52,10 @@ DiagnosisLine first_diagnosis(const std::string& run_folder) {
 
 // An A/B trial of `settings` against the configuration as given.
 DoctorTrial measure(const std::string& change, const std::string& settings, const std::string& rule,
-                    const std::string& dir, const DoctorOptions& options) {
+                    const std::vector<std::string>& variant_args, const std::string& dir, const DoctorOptions& options) {
   DoctorTrial trial{change, settings, rule};
   std::vector<std::string> args = {"run"};
-  args.insert(args.end(), options.variant_args.begin(), options.variant_args.end());
+  args.insert(args.end(), variant_args.begin(), variant_args.end());
   args.insert(args.end(), {"--ab", settings, "--repeat", std::to_string(options.repeat)});
   try {
     trial.run_dir = run_child(args, dir, options);
@@ -87,21 +88,55 @@ nlohmann::json to_json(const DoctorTrial& t) {
 
 }  // namespace
 
+namespace {
+
+// "name=value" for the run option `name` as it reads in `changed`: the change in the table's words.
+std::string setting(const std::string& name, const VariantSpec& changed) {
+  const RunOption* option = find_run_option(name);
+  if (option == nullptr) throw std::logic_error("doctor: no run option '" + name + "'");
+  return name + "=" + option->show(changed);
+}
+
+}  // namespace
+
 std::string settings_for_change(const std::string& change, const VariantSpec& spec, bool on_gpu) {
-  const int workers = spec.workers;
-  if (change == "more_workers")
-    return "workers=" + std::to_string(workers == 0 ? 1 : std::min(2 * workers, 16));
-  if (change == "more_prefetch") return workers > 0 ? "prefetch=" + std::to_string(2 * spec.prefetch) : "";
-  if (change == "pin_memory") return on_gpu && !spec.pin_memory ? "pin-memory=on" : "";
-  if (change == "decoded_cache") {
+  VariantSpec changed = spec;
+  if (change == "more_workers") {
+    changed.workers = spec.workers == 0 ? 1 : std::min(2 * spec.workers, 16);
+    return setting("workers", changed);
+  }
+  if (change == "more_prefetch") {
+    changed.prefetch = 2 * spec.prefetch;
+    return spec.workers > 0 ? setting("prefetch", changed) : "";
+  }
+  if (change == "pin_memory") {
+    changed.pin_memory = true;
+    return on_gpu && !spec.pin_memory ? setting("pin-memory", changed) : "";
+  }
+  if (change == "decoded_cache") {  // a scenario knob, where the scenario has a decoded cache
     const auto cache = spec.knobs.find("cache");
     return cache != spec.knobs.end() && cache->second == 0 ? "cache=1" : "";
   }
-  if (change == "bf16") return spec.precision == Precision::kFp32 ? "precision=bf16" : "";
-  if (change == "compiled") return spec.compiled ? "" : "compiled=on";
-  if (change == "larger_batch") return "batch=" + std::to_string(2 * spec.batch_size);
-  if (change == "overlap_comm") return spec.nproc > 1 && spec.comm_mode == CommMode::kSerial ? "comm-mode=overlap" : "";
-  if (change == "bucket_size") return spec.nproc > 1 ? "bucket-mb=" + fmt("%g", 2 * spec.bucket_mb) : "";
+  if (change == "bf16") {
+    changed.precision = Precision::kBf16;
+    return spec.precision == Precision::kFp32 ? setting("precision", changed) : "";
+  }
+  if (change == "compiled") {
+    changed.compiled = true;
+    return spec.compiled ? "" : setting("compiled", changed);
+  }
+  if (change == "larger_batch") {
+    changed.batch_size = 2 * spec.batch_size;
+    return setting("batch", changed);
+  }
+  if (change == "overlap_comm") {
+    changed.comm_mode = CommMode::kOverlap;
+    return spec.nproc > 1 && spec.comm_mode == CommMode::kSerial ? setting("comm-mode", changed) : "";
+  }
+  if (change == "bucket_size") {
+    changed.bucket_mb = 2 * spec.bucket_mb;
+    return spec.nproc > 1 ? setting("bucket-mb", changed) : "";
+  }
   return "";
 }
 
@@ -111,17 +146,20 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
   DoctorOutcome outcome;
   ensure_writable_dir(options.results_dir);
   std::string run_id;
-  outcome.out_dir = make_run_dir(options.results_dir, options.scenario, "doctor", &run_id);
+  outcome.out_dir = make_run_dir(options.results_dir, options.spec.scenario, "doctor", &run_id);
+  // The children get the configuration as arguments rebuilt from the typed spec.
+  std::vector<std::string> variant_args = spec_arguments(options.spec);
+  if (!options.thresholds_path.empty()) variant_args.insert(variant_args.end(), {"--thresholds", options.thresholds_path});
   const std::string created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
   progress << "trainlab doctor: results in " << outcome.out_dir
            << "\n[1] profile and diagnose the configuration as given" << std::endl;
 
   // 1. The diagnosis.
   std::vector<std::string> profile_args = {"profile"};
-  profile_args.insert(profile_args.end(), options.variant_args.begin(), options.variant_args.end());
+  profile_args.insert(profile_args.end(), variant_args.begin(), variant_args.end());
   const std::string profiled = run_child(profile_args, outcome.out_dir + "/profile", options);
   const DiagnosisLine d = first_diagnosis(profiled);
-  outcome.configuration = options.variant_args;
+  outcome.configuration = variant_args;
   outcome.diagnosis_headline = d.headline;
   outcome.diagnosis_report = profiled + "/report.html";
   const RunRecord base = read_run_record(profiled);
@@ -161,7 +199,7 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
     const std::string settings = settings_for_change(change, spec, on_gpu);
     progress << "[" << step++ << "] A/B: " << settings << " (" << change << ", from " << rule << "), "
              << options.repeat << " repetitions a side" << std::endl;
-    outcome.trials.push_back(measure(change, settings, rule, outcome.out_dir + "/trial-" + change, options));
+    outcome.trials.push_back(measure(change, settings, rule, variant_args, outcome.out_dir + "/trial-" + change, options));
     const DoctorTrial& t = outcome.trials.back();
     progress << "    samples/s " << fmt("%+.1f %%", t.gain_pct) << " [" << fmt("%+.1f", t.low_pct) << ", "
              << fmt("%+.1f", t.high_pct) << "]: " << t.verdict << std::endl;
@@ -172,7 +210,7 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
     for (const std::string& s : helpful) combined += (combined.empty() ? "" : ",") + s;
     progress << "[" << step++ << "] A/B: the helpful changes together: " << combined << std::endl;
     outcome.trials.push_back(
-        measure("combined", combined, "-", outcome.out_dir + "/trial-combined", options));
+        measure("combined", combined, "-", variant_args, outcome.out_dir + "/trial-combined", options));
   }
   for (const DoctorTrial& t : outcome.trials) {
     if (t.verdict == "improved" && t.gain_pct > outcome.best_gain_pct) {
@@ -208,7 +246,7 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
                                         {"tool", "trainlab"},
                                         {"kind", "doctor"},
                                         {"created_utc", created_utc},
-                                        {"configuration", options.variant_args},
+                                        {"configuration", variant_args},
                                         {"repeat", options.repeat},
                                         {"diagnosis", to_json(d)},
                                         {"report", outcome.diagnosis_report},

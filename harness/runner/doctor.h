@@ -18,8 +18,8 @@
 namespace trainlab {
 
 struct DoctorOptions {
-  std::vector<std::string> variant_args;  // the configuration, as `run` options (--scenario S ...)
-  std::string scenario;
+  VariantSpec spec;                       // the configuration, resolved and checked
+  std::string thresholds_path;            // passed on to the children; empty: the defaults
   int repeat = 3;                         // A/B repetitions a side
   int max_changes = 3;                    // the top findings tried
   std::string results_dir = "results";

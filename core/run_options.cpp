@@ -1,0 +1,263 @@
+// The run options table (see run_options.h): one entry per VariantSpec setting.
+#include "core/run_options.h"
+
+#include <cstdio>
+#include <limits>
+
+#include "core/errors.h"
+
+namespace trainlab {
+namespace {
+
+std::string show_number(double value) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%.15g", value);
+  if (std::strtod(text, nullptr) != value) std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
+}
+
+std::string on_off(bool value) { return value ? "on" : "off"; }
+
+// A whole-number field. The value must fit the field's type; its range is check_spec's.
+template <typename T>
+RunOption whole_number(const std::string& name, const std::string& key, T VariantSpec::*field, bool required,
+                       std::string help) {
+  RunOption o;
+  o.name = name;
+  o.value_name = "INT";
+  o.help = std::move(help);
+  o.apply = [name, field](VariantSpec& spec, const std::string& text) {
+    const int64_t value = parse_int("--" + name, text);
+    if (value < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+        (value > 0 && static_cast<uint64_t>(value) > static_cast<uint64_t>(std::numeric_limits<T>::max()))) {
+      throw InputError("invalid --" + name + " '" + text + "' (out of range)");
+    }
+    spec.*field = static_cast<T>(value);
+  };
+  o.show = [field](const VariantSpec& spec) { return std::to_string(spec.*field); };
+  o.write_json = [key, field](const VariantSpec& spec, nlohmann::json& j) { j[key] = spec.*field; };
+  o.read_json = [key, field, required](const nlohmann::json& j, VariantSpec& spec) {
+    spec.*field = required ? j.at(key).get<T>() : j.value(key, VariantSpec{}.*field);
+  };
+  return o;
+}
+
+RunOption real_number(const std::string& name, const std::string& key, double VariantSpec::*field, bool required,
+                      std::string help) {
+  RunOption o;
+  o.name = name;
+  o.value_name = "FLOAT";
+  o.help = std::move(help);
+  o.apply = [name, field](VariantSpec& spec, const std::string& text) { spec.*field = parse_double("--" + name, text); };
+  o.show = [field](const VariantSpec& spec) { return show_number(spec.*field); };
+  o.write_json = [key, field](const VariantSpec& spec, nlohmann::json& j) { j[key] = spec.*field; };
+  o.read_json = [key, field, required](const nlohmann::json& j, VariantSpec& spec) {
+    spec.*field = required ? j.at(key).get<double>() : j.value(key, VariantSpec{}.*field);
+  };
+  return o;
+}
+
+RunOption on_off_option(const std::string& name, const std::string& key, bool VariantSpec::*field, bool required,
+                        std::string help) {
+  RunOption o;
+  o.name = name;
+  o.value_name = "on|off";
+  o.help = std::move(help);
+  o.apply = [name, field](VariantSpec& spec, const std::string& text) { spec.*field = parse_on_off("--" + name, text); };
+  o.show = [field](const VariantSpec& spec) { return on_off(spec.*field); };
+  o.write_json = [key, field](const VariantSpec& spec, nlohmann::json& j) { j[key] = spec.*field; };
+  o.read_json = [key, field, required](const nlohmann::json& j, VariantSpec& spec) {
+    spec.*field = required ? j.at(key).get<bool>() : j.value(key, VariantSpec{}.*field);
+  };
+  return o;
+}
+
+// A field shown and stored as text (an enum): parse and to_string.
+template <typename T>
+RunOption text_option(const std::string& name, const std::string& key, T VariantSpec::*field, bool required,
+                      T (*parse)(const std::string&), std::string (*show)(T), std::string help) {
+  RunOption o;
+  o.name = name;
+  o.help = std::move(help);
+  o.apply = [field, parse](VariantSpec& spec, const std::string& text) { spec.*field = parse(text); };
+  o.show = [field, show](const VariantSpec& spec) { return show(spec.*field); };
+  o.write_json = [key, field, show](const VariantSpec& spec, nlohmann::json& j) { j[key] = show(spec.*field); };
+  o.read_json = [key, field, required, parse, show](const nlohmann::json& j, VariantSpec& spec) {
+    spec.*field = parse(required ? j.at(key).get<std::string>() : j.value(key, show(VariantSpec{}.*field)));
+  };
+  return o;
+}
+
+std::string show_precision(Precision p) { return to_string(p); }
+std::string show_device(DeviceChoice d) { return to_string(d); }
+std::string show_comm_mode(CommMode m) { return to_string(m); }
+
+std::vector<RunOption> make_table() {
+  std::vector<RunOption> t;
+  t.push_back(text_option("precision", "precision", &VariantSpec::precision, true, parse_precision, show_precision,
+                          "fp32 or bf16 (autocast)"));
+  t.back().value_name = "fp32|bf16";
+  t.back().commands = kOnRun | kOnSweep;
+  t.push_back(on_off_option("compiled", "compiled", &VariantSpec::compiled, true,
+                            "on: TorchScript-traced forward run by the JIT fusers"));
+  t.back().commands = kOnRun | kOnSweep;
+
+  RunOption batch = whole_number("batch", "batch_size", &VariantSpec::batch_size, true,
+                                 "batch size (default: the scenario's)");
+  const auto parse_batch = batch.apply;
+  batch.apply = [parse_batch](VariantSpec& spec, const std::string& text) {
+    parse_batch(spec, text);
+    if (spec.batch_size < 1 || spec.batch_size >= kMaxBatchSize) throw InputError("impossible batch size " + text);
+  };
+  batch.short_flag = "-b";
+  batch.commands = kOnRun | kOnLab;
+  t.push_back(batch);
+  t.push_back(whole_number("workers", "workers", &VariantSpec::workers, false,
+                           "data loader worker threads (0 = build batches in the training thread)"));
+  t.back().commands = kOnRun | kOnLab;
+  t.push_back(whole_number("prefetch", "prefetch", &VariantSpec::prefetch, false,
+                           "batches in flight per loader worker (default 2)"));
+  t.back().commands = kOnRun | kOnLab;
+  t.push_back(on_off_option("pin-memory", "pin_memory", &VariantSpec::pin_memory, false,
+                            "on: pinned staging buffers + non-blocking copies (CUDA only)"));
+  t.back().commands = kOnRun | kOnLab;
+  t.push_back(on_off_option("persistent-workers", "persistent_workers", &VariantSpec::persistent_workers, false,
+                            "off: restart loader workers every epoch (default on)"));
+  t.push_back(on_off_option("sampler", "system_sampler", &VariantSpec::system_sampler, false,
+                            "off: no system sampler (CPU, memory, disk, network, GPU every --interval-ms; default on)"));
+
+  RunOption profile = on_off_option("profile", "profile", &VariantSpec::profile, false,
+                                    "capture a window of steps (ops, phases) and write a Chrome trace per variant");
+  profile.is_flag = true;
+  profile.doctor_chooses = true;
+  t.push_back(profile);
+  RunOption window;
+  window.name = "window";
+  window.value_name = "START:COUNT";
+  window.help = "capture window START:COUNT in measured steps (default 5:10, shrunk to fit)";
+  window.doctor_chooses = true;
+  window.apply = [](VariantSpec& spec, const std::string& text) {
+    parse_window(text, &spec.window_start, &spec.window_steps);
+    spec.profile = true;  // a window is a capture
+  };
+  window.show = [](const VariantSpec& spec) {
+    return spec.window_start < 0 ? std::string() : std::to_string(spec.window_start) + ":" + std::to_string(spec.window_steps);
+  };
+  window.write_json = [](const VariantSpec& spec, nlohmann::json& j) {
+    j["window_start"] = spec.window_start;
+    j["window_steps"] = spec.window_steps;
+  };
+  window.read_json = [](const nlohmann::json& j, VariantSpec& spec) {
+    spec.window_start = j.value("window_start", int64_t{-1});
+    spec.window_steps = j.value("window_steps", int64_t{-1});
+  };
+  t.push_back(window);
+  t.push_back(whole_number("interval-ms", "sample_interval_ms", &VariantSpec::sample_interval_ms, false,
+                           "system sampler period (default 500)"));
+  RunOption shapes = on_off_option("record-shapes", "record_shapes", &VariantSpec::record_shapes, false,
+                                   "record ops' input shapes in the trace");
+  shapes.is_flag = true;
+  t.push_back(shapes);
+  RunOption format;
+  format.name = "trace-format";
+  format.value_name = "json.gz|json";
+  format.help = "json.gz (default) or json";
+  format.apply = [](VariantSpec& spec, const std::string& text) {
+    if (text != "json" && text != "json.gz") {
+      throw InputError("invalid --trace-format '" + text + "' (expected json or json.gz)");
+    }
+    spec.trace_gzip = text == "json.gz";
+  };
+  format.show = [](const VariantSpec& spec) { return std::string(spec.trace_gzip ? "json.gz" : "json"); };
+  format.write_json = [](const VariantSpec& spec, nlohmann::json& j) { j["trace_gzip"] = spec.trace_gzip; };
+  format.read_json = [](const nlohmann::json& j, VariantSpec& spec) { spec.trace_gzip = j.value("trace_gzip", true); };
+  t.push_back(format);
+  RunOption data_dir;
+  data_dir.name = "data-dir";
+  data_dir.value_name = "DIR";
+  data_dir.help = "where on-disk datasets are generated once (default results/datasets or $TRAINLAB_DATA_DIR)";
+  data_dir.apply = [](VariantSpec& spec, const std::string& text) { spec.data_dir = text; };
+  data_dir.show = [](const VariantSpec& spec) { return spec.data_dir; };
+  data_dir.write_json = [](const VariantSpec& spec, nlohmann::json& j) { j["data_dir"] = spec.data_dir; };
+  data_dir.read_json = [](const nlohmann::json& j, VariantSpec& spec) { spec.data_dir = j.value("data_dir", std::string()); };
+  t.push_back(data_dir);
+
+  t.push_back(whole_number("threads", "threads", &VariantSpec::threads, true, "intra-op threads (default: LibTorch's)"));
+  t.push_back(whole_number("steps", "steps", &VariantSpec::steps, true, "measured steps (default 50)"));
+  t.push_back(whole_number("warmup", "warmup_steps", &VariantSpec::warmup_steps, true,
+                           "warm-up steps, never timed (default 5)"));
+  RunOption budget = real_number("max-loop-s", "max_loop_s", &VariantSpec::max_loop_s, false,
+                                 "wall-time budget of the loop in seconds (warm-up ends early after a third, "
+                                 "measurement after all of it, at least 2 measured steps); default 0 = none");
+  budget.lab_help =
+      "wall-time budget of each variant's loop in seconds: warm-up ends early after a third, measurement after "
+      "all of it (at least 2 measured steps); default 5 for the lab, 0 = none";
+  budget.apply = [](VariantSpec& spec, const std::string& text) {
+    const double seconds = parse_double("--max-loop-s", text);
+    if (seconds < 0 || seconds > 86400) throw InputError("invalid max-loop-s " + text + " (seconds, 0 to 86400)");
+    spec.max_loop_s = seconds;
+  };
+  t.push_back(budget);
+  RunOption seed = whole_number("seed", "seed", &VariantSpec::seed, true, "seed for model init and the data slice (default 1234)");
+  seed.apply = [](VariantSpec& spec, const std::string& text) {
+    const int64_t value = parse_int("--seed", text);
+    if (value < 0) throw InputError("invalid seed " + text + " (must be 0 or more)");
+    spec.seed = static_cast<uint64_t>(value);
+  };
+  t.push_back(seed);
+  t.push_back(whole_number("sync-every", "sync_every_steps", &VariantSpec::sync_every_steps, true,
+                           "read the loss as a number every N steps (1 = each step, 0 = never; default 10)"));
+  t.push_back(whole_number("callback-every", "callback_every_steps", &VariantSpec::callback_every_steps, true,
+                           "run a host-side callback every N steps (default 0 = never)"));
+  t.push_back(real_number("callback-ms", "callback_ms", &VariantSpec::callback_ms, true, "cost of that callback in ms"));
+  t.push_back(whole_number("grad-norm-every", "grad_norm_every_steps", &VariantSpec::grad_norm_every_steps, false,
+                           "measure the global gradient norm every N steps (0 = never; default 10)"));
+  t.push_back(on_off_option("keep-loss-graphs", "keep_loss_graphs", &VariantSpec::keep_loss_graphs, false,
+                            "on: keep every step's loss with its autograd graph (a seeded memory leak; default off)"));
+  t.push_back(text_option("device", "device", &VariantSpec::device, true, parse_device, show_device, "auto, cpu or cuda"));
+  t.back().value_name = "auto|cpu|cuda";
+  t.push_back(whole_number("nproc", "nproc", &VariantSpec::nproc, false,
+                           "data parallel: launch N local ranks (c10d Gloo over loopback; default 1)"));
+  t.push_back(text_option("comm-mode", "comm_mode", &VariantSpec::comm_mode, false, parse_comm_mode, show_comm_mode,
+                          "data parallel all-reduce: overlap (from gradient hooks during backward, default) or "
+                          "serial (after backward)"));
+  t.back().value_name = "overlap|serial";
+  t.push_back(real_number("bucket-mb", "bucket_mb", &VariantSpec::bucket_mb, false,
+                          "data parallel: gradient bucket cap in MiB (default 25)"));
+  t.push_back(real_number("dist-timeout-s", "dist_timeout_s", &VariantSpec::dist_timeout_s, false,
+                          "data parallel: how long a rank waits for its peers before failing (default 60)"));
+  return t;
+}
+
+}  // namespace
+
+const std::vector<RunOption>& run_options() {
+  static const std::vector<RunOption> table = make_table();
+  return table;
+}
+
+const RunOption* find_run_option(const std::string& name) {
+  for (const RunOption& o : run_options()) {
+    if (o.name == name) return &o;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> spec_arguments(const VariantSpec& spec) {
+  const VariantSpec defaults;
+  std::vector<std::string> args = {"--scenario", spec.scenario};
+  for (const RunOption& o : run_options()) {
+    if (o.doctor_chooses) continue;
+    const std::string value = o.show(spec);
+    if (value == o.show(defaults)) continue;
+    if (o.is_flag) {
+      if (value == "on") args.push_back("--" + o.name);
+      continue;
+    }
+    args.insert(args.end(), {"--" + o.name, value});
+  }
+  for (const auto& [name, value] : spec.knobs) args.insert(args.end(), {"-k", name + "=" + show_number(value)});
+  return args;
+}
+
+}  // namespace trainlab

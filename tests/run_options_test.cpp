@@ -1,0 +1,104 @@
+// The run options table: every option reads its own text back, the spec's JSON is the table's,
+// and a resolved spec rebuilt from spec_arguments() through the CLI is the same spec.
+#include "core/run_options.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "core/errors.h"
+#include "harness/cli/variant_options.h"
+#include "scenarios/registry.h"
+
+namespace trainlab {
+namespace {
+
+TEST(RunOptionsTest, NamesAreUniqueAndEachShowsWhatItApplies) {
+  std::set<std::string> names;
+  VariantSpec spec;
+  spec.scenario = "mlp";
+  spec.batch_size = 64;  // resolved: 0 is no batch size
+  for (const RunOption& o : run_options()) {
+    EXPECT_TRUE(names.insert(o.name).second) << o.name;
+    EXPECT_FALSE(o.help.empty()) << o.name;
+    EXPECT_FALSE(o.value_name.empty()) << o.name;
+    const std::string shown = o.show(spec);
+    if (shown.empty()) continue;  // data-dir and window unset
+    VariantSpec again = spec;
+    o.apply(again, shown);
+    EXPECT_EQ(o.show(again), shown) << o.name;
+  }
+  EXPECT_EQ(find_run_option("sync-every")->show(spec), "10");
+  EXPECT_EQ(find_run_option("nope"), nullptr);
+}
+
+TEST(RunOptionsTest, SettingsAndTheirErrorsNameTheOption) {
+  VariantSpec spec;
+  apply_setting(spec, "window", "3:4");
+  EXPECT_TRUE(spec.profile);  // a window is a capture
+  EXPECT_EQ(spec.window_start, 3);
+  EXPECT_EQ(spec.window_steps, 4);
+  apply_setting(spec, "trace-format", "json");
+  EXPECT_FALSE(spec.trace_gzip);
+  apply_setting(spec, "bucket-mb", "12.5");
+  EXPECT_EQ(spec.bucket_mb, 12.5);
+  apply_setting(spec, "hidden", "64");  // not an option: a scenario knob
+  EXPECT_EQ(spec.knobs.at("hidden"), 64);
+  try {
+    apply_setting(spec, "workers", "99999999999");
+    FAIL() << "an int field took 99999999999";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--workers"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(apply_setting(spec, "comm-mode", "sideways"), InputError);
+  EXPECT_THROW(apply_setting(spec, "max-loop-s", "-1"), InputError);
+}
+
+TEST(RunOptionsTest, TheSpecJsonHoldsEveryOptionsKeysAndReadsBack) {
+  VariantSpec spec;
+  spec.scenario = "mlp";
+  spec.batch_size = 32;
+  spec.workers = 2;
+  spec.comm_mode = CommMode::kSerial;
+  spec.trace_gzip = false;
+  spec.knobs = {{"hidden", 64}};
+  const nlohmann::json j = spec;
+  for (const char* key : {"name", "scenario", "precision", "compiled", "batch_size", "threads", "steps", "warmup_steps",
+                          "max_loop_s", "seed", "sync_every_steps", "callback_every_steps", "callback_ms",
+                          "keep_loss_graphs", "grad_norm_every_steps", "device", "workers", "prefetch",
+                          "persistent_workers", "pin_memory", "data_dir", "system_sampler", "profile", "window_start",
+                          "window_steps", "sample_interval_ms", "record_shapes", "trace_gzip", "nproc", "comm_mode",
+                          "bucket_mb", "dist_timeout_s", "knobs"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j.size(), 33u);  // nothing else
+  const VariantSpec back = j.get<VariantSpec>();
+  EXPECT_EQ(nlohmann::json(back), j);
+}
+
+TEST(RunOptionsTest, AResolvedSpecRebuiltFromItsArgumentsIsTheSameSpec) {
+  VariantOptions given;
+  given.scenario = "recsys";
+  given.preset = "data-bound";
+  given.given["workers"] = "2";
+  given.given["precision"] = "bf16";
+  given.given["steps"] = "12";
+  given.given["max-loop-s"] = "2.5";
+  given.given["comm-mode"] = "serial";
+  given.flags["record-shapes"] = true;
+  const VariantSpec spec = build_spec(given);
+
+  const std::vector<std::string> args = spec_arguments(spec);
+  CLI::App app;
+  VariantOptions parsed;
+  add_variant_options(&app, parsed, CommandKind::kRun);
+  std::vector<const char*> argv = {"trainlab"};
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  app.parse(static_cast<int>(argv.size()), argv.data());
+  EXPECT_EQ(nlohmann::json(build_spec(parsed)), nlohmann::json(spec));
+}
+
+}  // namespace
+}  // namespace trainlab
