@@ -2,6 +2,8 @@
 // profiled again -> doctor.json and report.html, and bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "e2e_support.h"
@@ -52,6 +54,17 @@ TEST(DoctorE2E, DiagnosesTriesTheTopChangeAndRecordsItsMeasuredGain) {
     EXPECT_NE(html.find("<code>" + t["settings"].get<std::string>() + "</code>"), std::string::npos) << t.dump();
   }
   EXPECT_NE(html.find("href=\"profile/"), std::string::npos);
+  // The children ran the configuration rebuilt from the typed spec: the preset's knobs as -k.
+  const std::vector<std::string> configuration = doc["configuration"].get<std::vector<std::string>>();
+  ASSERT_GE(configuration.size(), 2u);
+  EXPECT_EQ(configuration[0], "--scenario");
+  EXPECT_EQ(configuration[1], "recsys");
+  EXPECT_NE(std::find(configuration.begin(), configuration.end(), "dim=32"), configuration.end());
+  // history reads the doctor folder back (typed): its line names the scenario.
+  const CliResult history = run_trainlab("history --results " + results);
+  ASSERT_EQ(history.exit_status, 0) << history.err;
+  EXPECT_NE(history.out.find("doctor"), std::string::npos) << history.out;
+  EXPECT_EQ(history.out.find("unreadable"), std::string::npos) << history.out;
   // The best configuration (whichever change measured best under this machine's load) profiled
   // again through `profile --set`: what remains.
   const std::string best = doc["best_settings"].get<std::string>();

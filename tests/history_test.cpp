@@ -59,8 +59,14 @@ TEST(HistoryTest, OneLinePerFolderWithMediansAndDoctorAndDiagnosis) {
   write_run(root / "20261123-100200-mlp-sweep", "sweep", {variant_at(100), point_two_workers});
   fs::create_directories(root / "20261123-100300-mlp-doctor");
   write_file_atomically((root / "20261123-100300-mlp-doctor/doctor.json").string(),
-                        R"({"created_utc": "2026-11-23T10:03:00Z", "configuration": ["--scenario", "mlp"],
-                            "trials": [{}, {}], "best_settings": "cache=1", "best_gain_pct": 98.3})");
+                        R"({"schema_version": 1, "kind": "doctor", "created_utc": "2026-11-23T10:03:00Z",
+                            "configuration": ["--scenario", "mlp"], "repeat": 3,
+                            "diagnosis": {"headline": "data pipeline: 45.9 % of the step"},
+                            "trials": [{"change": "more_workers", "settings": "workers=1", "from_rule": "input_bound",
+                                        "gain_pct": 0.5, "interval": [-19.8, 20.8], "verdict": "unchanged"},
+                                       {"change": "decoded_cache", "settings": "cache=1", "from_rule": "input_bound",
+                                        "gain_pct": 98.3, "interval": [55.0, 141.5], "verdict": "improved"}],
+                            "best_settings": "cache=1", "best_gain_pct": 98.3})");
   fs::create_directories(root / "20261123-100400-trace-diagnose");
   write_file_atomically((root / "20261123-100400-trace-diagnose/diagnosis.json").string(),
                         R"({"schema_version": 2, "input": "rank0.json", "created_utc": "2026-11-23T10:04:00Z",

@@ -76,6 +76,22 @@ DoctorTrial measure(const std::string& change, const std::string& settings, cons
   return trial;
 }
 
+DoctorTrial trial_from_json(const nlohmann::json& j) {
+  DoctorTrial t;
+  t.change = j.at("change").get<std::string>();
+  t.settings = j.at("settings").get<std::string>();
+  t.from_rule = j.value("from_rule", "");
+  t.gain_pct = j.at("gain_pct").get<double>();
+  const auto interval = j.at("interval").get<std::vector<double>>();
+  if (interval.size() == 2) {
+    t.low_pct = interval[0];
+    t.high_pct = interval[1];
+  }
+  t.verdict = j.at("verdict").get<std::string>();
+  t.run_dir = j.value("run_dir", "");
+  return t;
+}
+
 nlohmann::json to_json(const DoctorTrial& t) {
   return {{"change", t.change},
           {"settings", t.settings},
@@ -151,6 +167,7 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
   std::vector<std::string> variant_args = spec_arguments(options.spec);
   if (!options.thresholds_path.empty()) variant_args.insert(variant_args.end(), {"--thresholds", options.thresholds_path});
   const std::string created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  outcome.created_utc = created_utc;
   progress << "trainlab doctor: results in " << outcome.out_dir
            << "\n[1] profile and diagnose the configuration as given" << std::endl;
 
@@ -262,6 +279,31 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
                             "\n");
   write_file_atomically(outcome.out_dir + "/report.html", render_doctor_html(outcome));
   return outcome;
+}
+
+DoctorOutcome read_doctor_file(const std::string& path) {
+  const nlohmann::json j = nlohmann::json::parse(read_file(path), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) throw InputError(path + ": malformed JSON");
+  if (j.value("schema_version", 0) != 1) throw InputError(path + ": not a doctor.json of schema_version 1");
+  try {
+    DoctorOutcome outcome;
+    outcome.out_dir = std::filesystem::path(path).parent_path().string();
+    outcome.created_utc = j.value("created_utc", "");
+    outcome.configuration = j.at("configuration").get<std::vector<std::string>>();
+    outcome.diagnosis_headline = j.at("diagnosis").value("headline", "");
+    outcome.diagnosis_report = j.value("report", "");
+    for (const nlohmann::json& t : j.at("trials")) outcome.trials.push_back(trial_from_json(t));
+    outcome.best_settings = j.value("best_settings", "");
+    outcome.best_gain_pct = j.value("best_gain_pct", 0.0);
+    outcome.unaddressed_findings = j.value("unaddressed_findings", std::vector<std::string>{});
+    const nlohmann::json after = j.value("after", nlohmann::json::object());
+    outcome.after_headline = after.value("headline", "");
+    outcome.after_report = after.value("report", "");
+    outcome.after_findings = after.value("findings", std::vector<std::string>{});
+    return outcome;
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path + ": malformed doctor.json: " + e.what());
+  }
 }
 
 std::string render_doctor(const DoctorOutcome& outcome) {

@@ -38,6 +38,7 @@ struct DoctorTrial {
 
 struct DoctorOutcome {
   std::string out_dir;
+  std::string created_utc;
   std::vector<std::string> configuration;  // the run options as given
   std::string diagnosis_headline;
   std::string diagnosis_report;            // the profile's report.html
@@ -56,6 +57,9 @@ struct DoctorOutcome {
 std::string settings_for_change(const std::string& change, const VariantSpec& base_spec, bool on_gpu);
 
 DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress);
+// doctor.json read back (history): what the outcome holds, the folder aside. Throws InputError on
+// a missing or malformed file.
+DoctorOutcome read_doctor_file(const std::string& path);
 std::string render_doctor(const DoctorOutcome& outcome);
 // The folder's report.html: the diagnosis, each trial's gain with its interval drawn, the best
 // configuration and what remains, with links to the profiles' own reports. Self-contained.

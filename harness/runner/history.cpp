@@ -13,6 +13,7 @@
 #include "core/run_record.h"
 #include "core/statistics.h"
 #include "diagnostics/diagnosis.h"
+#include "harness/runner/doctor.h"
 #include "harness/runner/text_table.h"
 
 namespace fs = std::filesystem;
@@ -58,18 +59,20 @@ std::string run_headline(const RunRecord& r) {
 // A doctor folder's line: the best measured change and its factor.
 std::vector<std::string> doctor_row(const fs::path& dir) {
   const std::string id = dir.filename().string();
-  const nlohmann::json d = nlohmann::json::parse(read_file((dir / "doctor.json").string()), nullptr, false);
-  if (d.is_discarded() || !d.contains("trials")) return {id, "-", "doctor", "-", "unreadable doctor.json"};
-  std::string scenario = "-";
-  const nlohmann::json configuration = d.value("configuration", nlohmann::json::array());
-  for (size_t i = 0; i + 1 < configuration.size(); ++i) {
-    if (configuration[i] == "--scenario" || configuration[i] == "-s") scenario = configuration[i + 1].get<std::string>();
+  DoctorOutcome d;
+  try {
+    d = read_doctor_file((dir / "doctor.json").string());
+  } catch (const InputError&) {
+    return {id, "-", "doctor", "-", "unreadable doctor.json"};
   }
-  const std::string best = d.value("best_settings", std::string());
+  std::string scenario = "-";
+  for (size_t i = 0; i + 1 < d.configuration.size(); ++i) {
+    if (d.configuration[i] == "--scenario" || d.configuration[i] == "-s") scenario = d.configuration[i + 1];
+  }
   const std::string headline =
-      best.empty() ? "no change measurably helped (" + std::to_string(d["trials"].size()) + " tried)"
-                   : "best " + best + ": " + fmt("%.2fx", 1.0 + d.value("best_gain_pct", 0.0) / 100.0) + " samples/s";
-  return {id, d.value("created_utc", "-"), "doctor", scenario, headline};
+      d.best_settings.empty() ? "no change measurably helped (" + std::to_string(d.trials.size()) + " tried)"
+                              : "best " + d.best_settings + ": " + fmt("%.2fx", 1.0 + d.best_gain_pct / 100.0) + " samples/s";
+  return {id, d.created_utc.empty() ? "-" : d.created_utc, "doctor", scenario, headline};
 }
 
 }  // namespace
