@@ -1,6 +1,7 @@
 # Install rules. Component "profiler": trainlab's profiler as a CMake package for a user's own
 # LibTorch loop (find_package(trainlab) -> trainlab::profiler, trainlab::profiler_torch), with
-# its headers under include/trainlab/ (profiler/*.h, plus core/errors.h for InputError).
+# its headers under include/trainlab/ (profiler/*.h, plus core/errors.h for InputError and
+# core/profile.h, the Profile its Session returns).
 # Component "cli": the trainlab command.
 include(CMakePackageConfigHelpers)
 
@@ -8,7 +9,7 @@ install(TARGETS trainlab_profiler trainlab_profiler_torch trainlab_core EXPORT t
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT profiler)
 file(GLOB _trainlab_profiler_headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/profiler/*.h)
 install(FILES ${_trainlab_profiler_headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/trainlab/profiler COMPONENT profiler)
-install(FILES ${PROJECT_SOURCE_DIR}/core/errors.h
+install(FILES ${PROJECT_SOURCE_DIR}/core/errors.h ${PROJECT_SOURCE_DIR}/core/profile.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/trainlab/core COMPONENT profiler)
 install(EXPORT trainlabTargets NAMESPACE trainlab:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/trainlab
         COMPONENT profiler)

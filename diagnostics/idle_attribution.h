@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "diagnostics/intervals.h"
-#include "profiler/profile.h"
+#include "core/profile.h"
 
 namespace trainlab {
 

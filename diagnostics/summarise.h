@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "diagnostics/summary.h"
-#include "profiler/profile.h"
+#include "core/profile.h"
 
 namespace trainlab {
 

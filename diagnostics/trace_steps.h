@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "profiler/profile.h"
+#include "core/profile.h"
 
 namespace trainlab {
 

@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "profiler/profile.h"
+#include "core/profile.h"
 
 namespace trainlab {
 

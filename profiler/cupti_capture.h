@@ -11,7 +11,7 @@
 #include <string>
 
 #include "profiler/cupti_records.h"
-#include "profiler/profile.h"
+#include "core/profile.h"
 
 namespace trainlab {
 

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "profiler/profile.h"
+#include "core/profile.h"
 
 namespace trainlab {
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "profiler/profile.h"
+#include "core/profile.h"
 
 namespace trainlab {
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "profiler/profile.h"
+#include "core/profile.h"
 
 namespace trainlab {
 

@@ -22,7 +22,7 @@
 #include <memory>
 #include <string>
 
-#include "profiler/profile.h"
+#include "core/profile.h"
 
 namespace trainlab {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "profiler/profile.h"
+#include "core/profile.h"
 
 namespace trainlab {
 

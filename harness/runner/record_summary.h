@@ -8,7 +8,7 @@
 
 #include "core/run_record.h"
 #include "diagnostics/summary.h"
-#include "profiler/profile.h"
+#include "core/profile.h"
 
 namespace trainlab {
 
