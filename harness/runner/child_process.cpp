@@ -36,7 +36,7 @@ pid_t spawn_self(const ChildLaunch& launch) {
   if (log_fd < 0) throw InputError("cannot write " + launch.log_path + ": " + std::strerror(errno));
 
   std::vector<std::string> argv_storage;
-  argv_storage.push_back("trainlab");
+  argv_storage.push_back(launch.argv0.empty() ? "trainlab" : launch.argv0);
   argv_storage.insert(argv_storage.end(), launch.args.begin(), launch.args.end());
   std::vector<char*> argv;
   for (std::string& a : argv_storage) argv.push_back(a.data());

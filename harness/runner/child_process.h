@@ -42,6 +42,7 @@ struct ChildLaunch {
   std::string log_path;
   std::vector<std::pair<std::string, std::string>> environment;  // set in the child before exec
   std::string executable;  // the program to run; empty: /proc/self/exe
+  std::string argv0;       // its argv[0]; empty: "trainlab" (a Python finds its environment by it)
 };
 std::vector<ChildOutcome> run_self_as_children(const std::vector<ChildLaunch>& children, double timeout_s);
 
