@@ -138,13 +138,19 @@ SystemSummary system_from_json(const nlohmann::json& j) {
 
 nlohmann::json compile_info_to_json(const CompileInfo& c) {
   if (c.empty()) return nlohmann::json::object();
-  return {{"method", c.method},
-          {"fuser", c.fuser},
-          {"fuser_fallback_reason", c.fuser_fallback_reason},
-          {"traced_graph_nodes", c.traced_graph_nodes},
-          {"optimized_graph_nodes", c.optimized_graph_nodes},
-          {"fusion_groups", c.fusion_groups},
-          {"ops_inside_fusion_groups", c.ops_inside_fusion_groups}};
+  nlohmann::json j = {{"method", c.method},
+                      {"fuser", c.fuser},
+                      {"fuser_fallback_reason", c.fuser_fallback_reason},
+                      {"traced_graph_nodes", c.traced_graph_nodes},
+                      {"optimized_graph_nodes", c.optimized_graph_nodes},
+                      {"fusion_groups", c.fusion_groups},
+                      {"ops_inside_fusion_groups", c.ops_inside_fusion_groups}};
+  if (c.method == kInductorMethod) {
+    j["compile_s"] = c.compile_s;
+    j["cache_hit"] = c.cache_hit;
+  }
+  if (!c.inductor_unavailable.empty()) j["inductor_unavailable"] = c.inductor_unavailable;
+  return j;
 }
 
 CompileInfo compile_info_from_json(const nlohmann::json& j) {
@@ -157,6 +163,9 @@ CompileInfo compile_info_from_json(const nlohmann::json& j) {
   c.optimized_graph_nodes = j.value("optimized_graph_nodes", int64_t{0});
   c.fusion_groups = j.value("fusion_groups", int64_t{0});
   c.ops_inside_fusion_groups = j.value("ops_inside_fusion_groups", int64_t{0});
+  c.compile_s = j.value("compile_s", 0.0);
+  c.cache_hit = j.value("cache_hit", false);
+  c.inductor_unavailable = j.value("inductor_unavailable", "");
   return c;
 }
 

@@ -82,17 +82,27 @@ struct SystemSummary {
   }
 };
 
-// What compiling did to the forward (the compiled variants). In run.json {"method", "fuser",
-// "fuser_fallback_reason", "traced_graph_nodes", "optimized_graph_nodes", "fusion_groups",
-// "ops_inside_fusion_groups"}, or {} when the variant was not compiled.
+// What compiling did (the compiled variants): Inductor's joint forward+backward package
+// ("inductor-aot"), or the TorchScript-traced forward ("torchscript-trace"). In run.json {"method",
+// "fuser", "fuser_fallback_reason", "traced_graph_nodes", "optimized_graph_nodes", "fusion_groups",
+// "ops_inside_fusion_groups"} (+ "compile_s", "cache_hit" for Inductor, "inductor_unavailable" when
+// set), or {} when the variant was not compiled.
+inline constexpr const char* kInductorMethod = "inductor-aot";
 struct CompileInfo {
   std::string method;                 // e.g. "torchscript-trace"; empty: not compiled
   std::string fuser;                  // the fuser that ran
   std::string fuser_fallback_reason;  // why the graph ran unfused, when it did
   int64_t traced_graph_nodes = 0;
   int64_t optimized_graph_nodes = 0;  // nodes of the graph that last executed
-  int64_t fusion_groups = 0;          // fused kernels the optimised graph holds
+  int64_t fusion_groups = 0;          // fused kernels the optimised graph holds (Inductor: kernels it generated)
   int64_t ops_inside_fusion_groups = 0;
+  // Inductor ("inductor-aot"): the package's export + compile wall time (when it was built, by this
+  // run or an earlier one) and whether this run found it built. In run.json only for Inductor.
+  double compile_s = 0;
+  bool cache_hit = false;
+  // Why Inductor was not used, when the variant fell back to the TorchScript trace (no Python side,
+  // no twin of the scenario, export or compile failed). In run.json only when set.
+  std::string inductor_unavailable;
   bool empty() const { return method.empty(); }
 };
 

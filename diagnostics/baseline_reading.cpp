@@ -85,12 +85,15 @@ std::string probe_line(const Bf16Probe& probe) {
 // What compiling changed, from the record: method, fusion, ops per step before and after.
 std::string compile_changes(const LabVariantFigures& base, const LabVariantFigures& compiled) {
   std::string out = compiled.compile_method.empty() ? "compiling" : "compiling (" + compiled.compile_method + ")";
+  const bool inductor = compiled.compile_method == "inductor-aot";
   if (compiled.fused_groups) {
     out += *compiled.fused_groups == 0 ? " fused nothing (0 fusion groups)"
-                                       : format_text(" made %lld fusion groups", static_cast<long long>(*compiled.fused_groups));
+           : inductor ? format_text(" generated %lld fused kernels", static_cast<long long>(*compiled.fused_groups))
+                      : format_text(" made %lld fusion groups", static_cast<long long>(*compiled.fused_groups));
   } else {
     out += " (fusion not recorded)";
   }
+  if (!compiled.inductor_unavailable.empty()) out += " (Inductor could not be used: " + compiled.inductor_unavailable + ")";
   if (base.ops_per_step > 0 && compiled.ops_per_step > 0) {
     out += format_text("; host ops per step %.0f -> %.0f", base.ops_per_step, compiled.ops_per_step);
   }

@@ -20,6 +20,7 @@ struct LabVariantFigures {
   double ops_per_step = 0;            // host ops per step (mean over repetitions); 0 when unknown
   // The compiled variant: what compiling did (from the record's compile_info).
   std::string compile_method;          // e.g. "torchscript-trace"; empty when not compiled or unknown
+  std::string inductor_unavailable;     // why the compiled variant ran TorchScript, not Inductor
   std::optional<int64_t> fused_groups;  // fusion groups / fused kernels that compiling produced
 };
 

@@ -126,6 +126,18 @@ TEST(BaselineReadingTest, CompiledThatFusedNothingSaysNothingAboutFusion) {
   EXPECT_EQ(r.compile_gain->against_line, "below");
 }
 
+TEST(BaselineReadingTest, InductorsKernelsAndATorchScriptFallbackAreNamed) {
+  LabVariantFigures inductor = compiled_with(reps(400), 6, 1116);
+  inductor.compile_method = "inductor-aot";
+  const LabReading r = read_baseline_lab(reps(100), reps(100), inductor, Thresholds::defaults());
+  EXPECT_TRUE(mentions(r, "compiling (inductor-aot) generated 6 fused kernels"));
+  LabVariantFigures fallback = compiled_with(reps(141), 0, 5935);
+  fallback.inductor_unavailable = "no Python twin of scenario 'recsys'";
+  const LabReading f = read_baseline_lab(reps(100), reps(140), fallback, Thresholds::defaults());
+  EXPECT_TRUE(mentions(f, "compiling (torchscript-trace) fused nothing (0 fusion groups) (Inductor could not be "
+                          "used: no Python twin of scenario 'recsys')"));
+}
+
 TEST(BaselineReadingTest, SlowerCompiledIsCalledSlower) {
   const LabReading r = read_baseline_lab(reps(100), reps(140), compiled_with(reps(100), 2, 300),
                                          Thresholds::defaults());

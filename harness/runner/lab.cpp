@@ -43,6 +43,7 @@ LabVariantFigures figures_of(const RunRecord& record, const std::string& name) {
     if (!v.compile_info.empty()) {
       figures.compile_method = v.compile_info.method;
       figures.fused_groups = v.compile_info.fusion_groups;
+      figures.inductor_unavailable = v.compile_info.inductor_unavailable;
     }
   }
   if (ops_count > 0) figures.ops_per_step = ops_sum / ops_count;

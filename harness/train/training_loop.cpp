@@ -23,6 +23,7 @@
 #include "harness/train/batch_loader.h"
 #include "harness/train/compiled_forward.h"
 #include "harness/train/environment.h"
+#include "harness/train/inductor_step.h"
 #include "harness/train/phase_clock.h"
 #include "profiler/annotate.h"
 #include "profiler/chrome_trace.h"
@@ -209,12 +210,19 @@ struct TrainingSetup {
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<DataParallel> data_parallel;
   std::unique_ptr<BatchLoader> loader;
-  std::unique_ptr<CompiledForward> compiled;
+  std::unique_ptr<CompiledForward> compiled;  // the TorchScript trace, when Inductor could not be used
+  std::unique_ptr<InductorStep> inductor;     // the compiled variant: Inductor's forward+backward package
+  CompileInfo inductor_info;                  // what building it did, or why it could not be used
 
   // Forward and loss under autocast when bf16 (compiled graphs get their casts from the JIT's
-  // autocast pass, which runs when eager autocast is on).
+  // autocast pass, which runs when eager autocast is on). With Inductor the package runs forward
+  // and backward at once (exported under autocast) and the gradients are already in .grad().
   torch::Tensor forward_and_loss(const std::vector<torch::Tensor>& inputs, const torch::Tensor& targets,
                                  torch::Tensor* output) {
+    if (inductor) {
+      *output = inductor->forward_backward(inputs, targets);
+      return *output;
+    }
     AutocastScope autocast(device.type(), bf16);
     std::vector<torch::Tensor> prepared = workload->prepare(inputs);
     *output = compiled ? (*compiled)(prepared) : workload->body(prepared);
@@ -263,6 +271,40 @@ LoaderRun loader_settings(const VariantSpec& spec, bool use_cuda) {
   return run;
 }
 
+// The compiled variant's Inductor package, built (or found) before the loop: its time is
+// initialisation, never a measured step. nullptr, with the reason in `info`, when it cannot be used.
+std::unique_ptr<InductorStep> build_inductor_step(const VariantSpec& spec, TrainingSetup& t, CompileInfo& info) {
+  if (t.data_parallel) {
+    info.inductor_unavailable = "data-parallel runs do not use the Inductor step yet (its gradients bypass the "
+                                "all-reduce hooks)";
+    return nullptr;
+  }
+  InductorPackageRequest request;
+  request.scenario = spec.scenario;
+  request.knobs_json = nlohmann::json(spec.knobs).dump();
+  request.batch = spec.batch_size;
+  request.precision = t.bf16 ? "bf16" : "fp32";
+  request.device = t.device.is_cuda() ? "cuda" : "cpu";
+  request.cache_root = spec.data_dir.empty() ? default_data_root() : spec.data_dir;
+  try {
+    const InductorPackage package = prepare_inductor_package(request);
+    auto step = std::make_unique<InductorStep>(package, t.workload->model());
+    info.method = kInductorMethod;
+    info.fuser = "inductor";
+    info.fusion_groups = package.fused_kernels;
+    info.compile_s = package.export_s + package.compile_s;
+    info.cache_hit = package.cache_hit;
+    std::cout << "trainlab: " << spec.name() << ": Inductor package " << (package.cache_hit ? "found" : "built")
+              << " (export + compile " << info.compile_s << " s, " << package.fused_kernels << " fused kernels)"
+              << std::endl;
+    return step;
+  } catch (const InductorUnavailable& e) {
+    info.inductor_unavailable = e.what();
+    std::cout << "trainlab: " << spec.name() << ": Inductor not used, TorchScript instead: " << e.what() << std::endl;
+    return nullptr;
+  }
+}
+
 TrainingSetup set_up(const VariantSpec& spec, bool use_cuda, VariantRecord& record) {
   TrainingSetup t;
   t.use_cuda = use_cuda;
@@ -297,9 +339,12 @@ TrainingSetup set_up(const VariantSpec& spec, bool use_cuda, VariantRecord& reco
                                            t.dist.rank, t.dist.world_size);
   record.dataset = t.loader->dataset().info();
   if (spec.compiled) {
-    Batch example = t.loader->first_batch();
-    t.compiled = std::make_unique<CompiledForward>(
-        *t.workload, t.workload->prepare(to_device(example.inputs, t.device)), t.device.type(), t.bf16);
+    t.inductor = build_inductor_step(spec, t, t.inductor_info);
+    if (!t.inductor) {
+      Batch example = t.loader->first_batch();
+      t.compiled = std::make_unique<CompiledForward>(
+          *t.workload, t.workload->prepare(to_device(example.inputs, t.device)), t.device.type(), t.bf16);
+    }
   }
   return t;
 }
@@ -363,7 +408,7 @@ LoopLeftovers run_loop(const VariantSpec& spec, TrainingSetup& t, Session& profi
     next_phase(Phase::kForward, Phase::kBackward);
 
     // The seeded leak keeps the graph (and its saved activations) alive with the kept loss.
-    loss.backward({}, /*retain_graph=*/spec.keep_loss_graphs);
+    if (!t.inductor) loss.backward({}, /*retain_graph=*/spec.keep_loss_graphs);  // Inductor: done in the package
     if (spec.grad_norm_every_steps > 0 && (i + 1) % spec.grad_norm_every_steps == 0) {
       // The global gradient norm (this rank's gradients, before averaging): one pass over the
       // gradients, kept on the device and read after the loop (no host sync).
@@ -446,9 +491,13 @@ void take_census(TrainingSetup& t, VariantRecord& record) {
   torch::Tensor output;
   torch::Tensor loss = t.forward_and_loss(to_device(batch.inputs, t.device),
                                           batch.targets.to(t.device, /*non_blocking=*/true), &output);
-  if (t.compiled) record.compile_info = t.compiled->describe_last_execution();
+  if (t.compiled) {
+    record.compile_info = t.compiled->describe_last_execution();
+    record.compile_info.inductor_unavailable = t.inductor_info.inductor_unavailable;
+  }
+  if (t.inductor) record.compile_info = t.inductor_info;
   if (t.data_parallel) t.data_parallel->begin_step();
-  loss.backward();
+  if (!t.inductor) loss.backward();
   if (t.data_parallel) t.data_parallel->finish_gradients();  // the ranks' parameters stay identical
   t.optimizer->step();
   t.optimizer->zero_grad(true);
