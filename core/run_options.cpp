@@ -2,6 +2,7 @@
 #include "core/run_options.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 #include "core/errors.h"
