@@ -279,6 +279,12 @@ std::unique_ptr<InductorStep> build_inductor_step(const VariantSpec& spec, Train
                                 "all-reduce hooks)";
     return nullptr;
   }
+  if (t.bf16) {
+    // Exported under autocast, the package's loss matched eager autocast but its gradients did not
+    // closely enough to call it the same training (up to 17 % relative on mlp's first layer).
+    info.inductor_unavailable = "bf16 Inductor packages are not yet verified against eager autocast";
+    return nullptr;
+  }
   InductorPackageRequest request;
   request.scenario = spec.scenario;
   request.knobs_json = nlohmann::json(spec.knobs).dump();
