@@ -72,7 +72,6 @@ InductorPackage prepare_inductor_package(const InductorPackageRequest& request) 
                                  {"device", request.device},
                                  {"torch", TORCH_VERSION},
                                  {"exporter", script_hash}};
-  std::string build_line;
   PreparedDataset prepared;
   try {
     prepared = prepare_dataset(
@@ -81,7 +80,7 @@ InductorPackage prepare_inductor_package(const InductorPackageRequest& request) 
           const std::string log = tmp_dir + "/build.log";
           ChildLaunch launch{{script, "--scenario", request.scenario, "--knobs", request.knobs_json, "--batch",
                               std::to_string(request.batch), "--precision", request.precision, "--device",
-                              request.device, "--out", tmp_dir + "/model.pt2"},
+                              request.device, "--out", tmp_dir + "/model.pt2", "--report", tmp_dir + "/build.json"},
                              log,
                              {},
                              python,
@@ -90,7 +89,6 @@ InductorPackage prepare_inductor_package(const InductorPackageRequest& request) 
           if (!ended.exited || ended.exit_status != 0) {
             throw InductorUnavailable("export/compile " + ended.describe() + ": " + last_line_of(log));
           }
-          write_file_atomically(tmp_dir + "/build.json", last_line_of(log) + "\n");
         });
   } catch (const InductorUnavailable&) {
     throw;

@@ -8,8 +8,9 @@ compiles it ahead of time with Inductor into a .pt2 package that the C++ trainin
 
 Each scenario's model here is the twin of its C++ definition (scenarios/<name>.cpp): same
 modules, same parameter names, same loss; a parity test checks that the same parameters give the
-same loss and gradients on both sides. PATH is written atomically. The last line of stdout is one
-JSON object: export_s, compile_s, gradients (parameter names in output order), fused_kernels.
+same loss and gradients on both sides. PATH is written atomically. The last line of stdout (and
+the --report file) is one JSON object: export_s, compile_s, gradients (parameter names in output
+order), fused_kernels.
 Exit status 2 with one line on stderr when the scenario has no twin or its export fails.
 """
 import argparse
@@ -122,6 +123,7 @@ def main():
     parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--report", help="also write the JSON line to this file (atomically)")
     args = parser.parse_args()
     if args.scenario not in TWINS:
         fail("no Python twin of scenario '%s' to export (twins: %s)" % (args.scenario, ", ".join(sorted(TWINS))))
@@ -161,8 +163,13 @@ def main():
     compile_s = time.perf_counter() - start
     kernels = fused_kernels(tmp)
     os.replace(tmp, args.out)
-    print(json.dumps({"export_s": export_s, "compile_s": compile_s, "gradients": gradients,
-                      "fused_kernels": kernels, "torch": torch.__version__}))
+    report = json.dumps({"export_s": export_s, "compile_s": compile_s, "gradients": gradients,
+                         "fused_kernels": kernels, "torch": torch.__version__})
+    if args.report:
+        with open(args.report + ".tmp", "w") as f:
+            f.write(report + "\n")
+        os.replace(args.report + ".tmp", args.report)
+    print(report)
 
 
 if __name__ == "__main__":
