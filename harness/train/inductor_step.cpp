@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
@@ -15,18 +14,13 @@
 #include "core/atomic_file.h"
 #include "harness/runner/child_process.h"
 #include "scenarios/data/dataset_cache.h"
+#include "core/hash.h"
 
 namespace trainlab {
 namespace {
 
 constexpr int kPackageFormatVersion = 1;
 constexpr double kBuildTimeoutS = 1800;
-
-uint64_t fnv1a(const std::string& text) {
-  uint64_t hash = 1469598103934665603ULL;
-  for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ULL;
-  return hash;
-}
 
 std::string exporter_script() {
   if (const char* env = std::getenv("TRAINLAB_EXPORT_SCRIPT"); env != nullptr && *env != '\0') return env;
@@ -63,8 +57,7 @@ InductorPackage prepare_inductor_package(const InductorPackageRequest& request) 
   } catch (const std::exception& e) {
     throw InductorUnavailable(std::string("the compiled variant needs its exporter: ") + e.what());
   }
-  char script_hash[17];
-  std::snprintf(script_hash, sizeof script_hash, "%016llx", static_cast<unsigned long long>(fnv1a(script_text)));
+  const std::string script_hash = hex16(fnv1a(script_text));
   const nlohmann::json params = {{"scenario", request.scenario},
                                  {"knobs", nlohmann::json::parse(request.knobs_json)},
                                  {"batch", request.batch},

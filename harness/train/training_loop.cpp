@@ -17,6 +17,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/hash.h"
 #include "harness/dist/data_parallel.h"
 #include "harness/dist/dist_env.h"
 #include "harness/train/autocast_scope.h"
@@ -69,18 +70,15 @@ std::vector<torch::Tensor> to_device(const std::vector<torch::Tensor>& tensors, 
 // data-parallel ranks when they stayed in sync) and each tensor's sum and L2 norm (to compare
 // with a single-process run within a tolerance).
 ParameterFingerprint parameter_fingerprint(torch::nn::Module& model) {
-  uint64_t hash = 1469598103934665603ULL;
+  uint64_t hash = kFnv1aOffset;
   ParameterFingerprint fingerprint;
   for (const torch::Tensor& p : model.parameters()) {
     const torch::Tensor host = p.detach().to(torch::kCPU).contiguous();
-    const auto* bytes = static_cast<const unsigned char*>(host.data_ptr());
-    for (int64_t i = 0; i < host.numel() * host.element_size(); ++i) hash = (hash ^ bytes[i]) * 1099511628211ULL;
+    hash = fnv1a(host.data_ptr(), static_cast<size_t>(host.numel() * host.element_size()), hash);
     const torch::Tensor as_double = host.to(torch::kDouble);
     fingerprint.tensors.push_back({as_double.sum().item<double>(), as_double.norm().item<double>()});
   }
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
-  fingerprint.hash = hex;
+  fingerprint.hash = hex16(hash);
   return fingerprint;
 }
 

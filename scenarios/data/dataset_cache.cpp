@@ -15,23 +15,11 @@
 #include "core/errors.h"
 #include "scenarios/data/host_batch.h"
 #include "core/units.h"
+#include "core/hash.h"
 
 namespace trainlab {
 namespace fs = std::filesystem;
 namespace {
-
-std::string hex16(uint64_t value) {
-  static const char* digits = "0123456789abcdef";
-  std::string out(16, '0');
-  for (int i = 15; i >= 0; --i, value >>= 4) out[static_cast<size_t>(i)] = digits[value & 15];
-  return out;
-}
-
-uint64_t fnv1a(const std::string& text) {
-  uint64_t hash = 1469598103934665603ULL;
-  for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ULL;
-  return hash;
-}
 
 // An exclusive flock held for the object's lifetime.
 class FolderLock {

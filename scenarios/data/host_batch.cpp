@@ -1,5 +1,6 @@
 // Host buffers, stage times, batch hashing and per-sample random streams.
 #include "scenarios/data/host_batch.h"
+#include "core/hash.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -62,20 +63,11 @@ StageTimes& StageTimes::operator+=(const StageTimes& other) {
 }
 
 namespace {
-constexpr uint64_t kFnvOffset = 1469598103934665603ULL;
-constexpr uint64_t kFnvPrime = 1099511628211ULL;
-
-uint64_t fnv1a(uint64_t hash, const void* data, size_t bytes) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < bytes; ++i) hash = (hash ^ p[i]) * kFnvPrime;
-  return hash;
-}
-
 uint64_t hash_tensor(uint64_t hash, const HostTensor& t) {
   const int type = static_cast<int>(t.type);
-  hash = fnv1a(hash, &type, sizeof type);
-  for (int64_t d : t.shape) hash = fnv1a(hash, &d, sizeof d);
-  return t.data == nullptr ? hash : fnv1a(hash, t.data, t.bytes());
+  hash = fnv1a(&type, sizeof type, hash);
+  for (int64_t d : t.shape) hash = fnv1a(&d, sizeof d, hash);
+  return t.data == nullptr ? hash : fnv1a(t.data, t.bytes(), hash);
 }
 
 uint64_t splitmix64(uint64_t x) {
@@ -87,10 +79,10 @@ uint64_t splitmix64(uint64_t x) {
 }  // namespace
 
 uint64_t hash_host_batch(const HostBatch& batch) {
-  uint64_t hash = kFnvOffset;
+  uint64_t hash = kFnv1aOffset;
   for (const HostTensor& t : batch.inputs) hash = hash_tensor(hash, t);
   hash = hash_tensor(hash, batch.targets);
-  return fnv1a(hash, &batch.samples, sizeof batch.samples);
+  return fnv1a(&batch.samples, sizeof batch.samples, hash);
 }
 
 std::mt19937_64 sample_rng(uint64_t augment_seed, int64_t position_in_batch) {
