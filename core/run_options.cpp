@@ -92,6 +92,7 @@ RunOption text_option(const std::string& name, const std::string& key, T Variant
 std::string show_precision(Precision p) { return to_string(p); }
 std::string show_device(DeviceChoice d) { return to_string(d); }
 std::string show_comm_mode(CommMode m) { return to_string(m); }
+std::string show_compiler(Compiler c) { return to_string(c); }
 
 std::vector<RunOption> make_table() {
   std::vector<RunOption> t;
@@ -100,8 +101,18 @@ std::vector<RunOption> make_table() {
   t.back().value_name = "fp32|bf16";
   t.back().commands = kOnRun | kOnSweep;
   t.push_back(on_off_option("compiled", "compiled", &VariantSpec::compiled, true,
-                            "on: TorchScript-traced forward run by the JIT fusers"));
+                            "on: the model compiled (--compiler: Inductor's forward+backward package by default)"));
   t.back().commands = kOnRun | kOnSweep;
+  // In run.json only when it is TorchScript: records before the choice existed have no key (their
+  // compile_info.method says what ran), and a record without it is Inductor's.
+  t.push_back(text_option("compiler", "compiler", &VariantSpec::compiler, false, parse_compiler, show_compiler,
+                          "what a compiled variant runs: inductor (AOT package built by the Python side) or "
+                          "torchscript (the traced forward run by the JIT)"));
+  t.back().value_name = "inductor|torchscript";
+  t.back().commands = kOnRun | kOnSweep | kOnLab;
+  t.back().write_json = [](const VariantSpec& spec, nlohmann::json& j) {
+    if (spec.compiler != Compiler::kInductor) j["compiler"] = to_string(spec.compiler);
+  };
 
   RunOption batch = whole_number("batch", "batch_size", &VariantSpec::batch_size, true,
                                  "batch size (default: the scenario's)");

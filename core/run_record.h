@@ -85,7 +85,7 @@ struct SystemSummary {
 // What compiling did (the compiled variants): Inductor's joint forward+backward package
 // ("inductor-aot"), or the TorchScript-traced forward ("torchscript-trace"). In run.json {"method",
 // "fuser", "fuser_fallback_reason", "traced_graph_nodes", "optimized_graph_nodes", "fusion_groups",
-// "ops_inside_fusion_groups"} (+ "compile_s", "cache_hit" for Inductor, "inductor_unavailable" when
+// "ops_inside_fusion_groups"} (+ "compile_s", "cache_hit", "eager_ops_per_step", "cuda_graph" for Inductor, "inductor_unavailable" when
 // set), or {} when the variant was not compiled.
 inline constexpr const char* kInductorMethod = "inductor-aot";
 struct CompileInfo {
@@ -100,8 +100,13 @@ struct CompileInfo {
   // run or an earlier one) and whether this run found it built. In run.json only for Inductor.
   double compile_s = 0;
   bool cache_hit = false;
-  // Why Inductor was not used, when the variant fell back to the TorchScript trace (no Python side,
-  // no twin of the scenario, export or compile failed). In run.json only when set.
+  int64_t eager_ops_per_step = 0;     // Inductor: host ops of one eager step of the same model (before compiling)
+  // Inductor on CUDA: "captured" (each step replays one CUDA graph of the package's kernels), or
+  // why not ("not on a CPU", "capture failed: ...").
+  std::string cuda_graph;
+  // Why Inductor could not be used (no Python side, no twin of the scenario, export or compile
+  // failed): the variant then failed with error_kind "unavailable". Records before issue 16 ran
+  // the TorchScript trace instead and kept the reason here. In run.json only when set.
   std::string inductor_unavailable;
   bool empty() const { return method.empty(); }
 };
@@ -212,7 +217,9 @@ struct DistributedRun {
 struct VariantRecord {
   VariantSpec spec;
   std::string error;                   // empty when the variant completed
-  std::string error_kind;              // "input" (bad option or data file: exit 2) or "runtime"
+  std::string error_kind;              // "input" (bad option or data file: exit 2), "unavailable" (the
+                                       // compiled variant could not be built: no Python side, export
+                                       // failed) or "runtime"
   std::string device;                  // "cpu" or "cuda:0"
   std::vector<StepRecord> steps;
   int64_t peak_memory_bytes = 0;

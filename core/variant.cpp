@@ -33,6 +33,14 @@ CommMode parse_comm_mode(const std::string& text) {
   throw InputError("invalid --comm-mode '" + text + "' (expected overlap or serial)");
 }
 
+std::string to_string(Compiler compiler) { return compiler == Compiler::kTorchScript ? "torchscript" : "inductor"; }
+
+Compiler parse_compiler(const std::string& text) {
+  if (text == "inductor") return Compiler::kInductor;
+  if (text == "torchscript") return Compiler::kTorchScript;
+  throw InputError("invalid --compiler '" + text + "' (expected inductor or torchscript)");
+}
+
 Precision parse_precision(const std::string& text) {
   if (text == "fp32") return Precision::kFp32;
   if (text == "bf16") return Precision::kBf16;
@@ -73,7 +81,8 @@ double parse_double(const std::string& option, const std::string& text) {
 }
 
 std::string VariantSpec::name() const {
-  return to_string(precision) + (compiled ? "+compiled" : "");
+  if (!compiled) return to_string(precision);
+  return to_string(precision) + (compiler == Compiler::kTorchScript ? "+torchscript" : "+compiled");
 }
 
 std::string VariantSpec::loader_label() const {

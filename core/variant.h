@@ -15,11 +15,16 @@ enum class Precision { kFp32, kBf16 };
 enum class DeviceChoice { kAuto, kCpu, kCuda };
 // Data parallel: gradient all-reduce started from hooks during backward, or all after it.
 enum class CommMode { kOverlap, kSerial };
+// What a compiled variant runs: Inductor's ahead-of-time forward+backward package (the default),
+// or the TorchScript-traced forward run by the JIT (kept under its own name).
+enum class Compiler { kInductor, kTorchScript };
 
 std::string to_string(Precision precision);
 std::string to_string(DeviceChoice device);
 std::string to_string(CommMode mode);
 CommMode parse_comm_mode(const std::string& text);
+std::string to_string(Compiler compiler);
+Compiler parse_compiler(const std::string& text);
 // Throw InputError with the accepted values on anything else.
 Precision parse_precision(const std::string& text);
 DeviceChoice parse_device(const std::string& text);
@@ -40,6 +45,7 @@ struct VariantSpec {
   std::string scenario;
   Precision precision = Precision::kFp32;
   bool compiled = false;
+  Compiler compiler = Compiler::kInductor;  // what `compiled` runs
   int64_t batch_size = 0;          // 0 until resolved: the scenario's default
   int threads = 0;                 // intra-op threads; 0 = LibTorch's default
   int64_t steps = 50;              // measured steps
@@ -85,7 +91,7 @@ struct VariantSpec {
   double dist_timeout_s = 60.0;
   std::map<std::string, double> knobs;  // scenario knobs; defaults filled in by resolve()
 
-  // "fp32", "bf16", "bf16+compiled", ...
+  // "fp32", "bf16", "bf16+compiled" (Inductor), "fp32+torchscript", ...
   std::string name() const;
   // "workers=2 prefetch=4 pin=off" (prefetch left out with 0 workers; "restart" when not persistent)
   std::string loader_label() const;

@@ -93,7 +93,6 @@ std::string compile_changes(const LabVariantFigures& base, const LabVariantFigur
   } else {
     out += " (fusion not recorded)";
   }
-  if (!compiled.inductor_unavailable.empty()) out += " (Inductor could not be used: " + compiled.inductor_unavailable + ")";
   if (base.ops_per_step > 0 && compiled.ops_per_step > 0) {
     out += format_text("; host ops per step %.0f -> %.0f", base.ops_per_step, compiled.ops_per_step);
   }
@@ -165,9 +164,15 @@ LabReading read_baseline_lab(const LabVariantFigures& fp32, const LabVariantFigu
                                                    : "fp32 -> bf16: no reading (a variant failed).");
   }
   reading.compile_gain = gain_of(compile_base, compiled, compile_min);
-  reading.lines.push_back(reading.compile_gain
-                              ? compile_line(*reading.compile_gain, compile_base_name, compile_base, compiled, compile_min)
-                              : compile_base_name + " -> compiled: no reading (a variant failed).");
+  if (reading.compile_gain) {
+    reading.lines.push_back(
+        compile_line(*reading.compile_gain, compile_base_name, compile_base, compiled, compile_min));
+  } else if (!compiled.ok && !compiled.unavailable.empty()) {
+    reading.lines.push_back(compile_base_name + " -> compiled: compiling could not be measured: " +
+                            compiled.unavailable + ".");
+  } else {
+    reading.lines.push_back(compile_base_name + " -> compiled: no reading (a variant failed).");
+  }
 
   const double fp32_wait = mean_of(fp32.data_wait_pct);
   const double bf16_wait = mean_of(bf16.data_wait_pct);

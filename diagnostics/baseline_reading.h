@@ -19,8 +19,10 @@ struct LabVariantFigures {
   std::vector<double> data_wait_pct;  // one per completed repetition
   double ops_per_step = 0;            // host ops per step (mean over repetitions); 0 when unknown
   // The compiled variant: what compiling did (from the record's compile_info).
-  std::string compile_method;          // e.g. "torchscript-trace"; empty when not compiled or unknown
-  std::string inductor_unavailable;     // why the compiled variant ran TorchScript, not Inductor
+  std::string compile_method;          // "inductor-aot", "torchscript-trace"; empty when not compiled or unknown
+  // Why the variant could not be measured at all (error_kind "unavailable": compiling needs the
+  // Python side, or the export failed); empty otherwise.
+  std::string unavailable;
   std::optional<int64_t> fused_groups;  // fusion groups / fused kernels that compiling produced
 };
 

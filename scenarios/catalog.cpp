@@ -19,6 +19,7 @@ const std::vector<ScenarioInfo>& scenario_catalog() {
                     {"dim", 128, 8, 4096, true, "embedding / model width"},
                     {"layers", 2, 1, 48, true, "TransformerEncoder layers"},
                     {"heads", 4, 1, 64, true, "attention heads (must divide dim)"},
+                    {"dropout", 0.1, 0, 0.9, false, "TransformerEncoder dropout probability"},
                     {"seq_len", 32, 2, 4096, true, "history window fed to the model"},
                     {"samples", 4096, 64, 10'000'000, true, "users in the on-disk dataset"},
                     {"mean_history", 400, 8, 100'000, true, "mean events per user history"},

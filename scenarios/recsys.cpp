@@ -16,7 +16,7 @@ namespace {
 
 struct RecsysModelImpl : torch::nn::Module {
   RecsysModelImpl(int64_t items, int64_t categories, int64_t actions, int64_t user_vocab, int64_t dim,
-                  int64_t layers, int64_t heads, int64_t seq_len)
+                  int64_t layers, int64_t heads, int64_t seq_len, double dropout)
       // Two ids beyond the catalogue: the mask and padding tokens.
       : item_embedding(register_module("item_embedding", torch::nn::Embedding(items + 2, dim))),
         category_embedding(register_module("category_embedding", torch::nn::Embedding(categories, dim))),
@@ -26,7 +26,7 @@ struct RecsysModelImpl : torch::nn::Module {
         encoder(register_module(
             "encoder",
             torch::nn::TransformerEncoder(torch::nn::TransformerEncoderOptions(
-                torch::nn::TransformerEncoderLayerOptions(dim, heads).dim_feedforward(4 * dim).dropout(0.1),
+                torch::nn::TransformerEncoderLayerOptions(dim, heads).dim_feedforward(4 * dim).dropout(dropout),
                 layers)))),
         norm(register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
         head(register_module("head", torch::nn::Linear(dim, items))) {}
@@ -61,7 +61,7 @@ class RecsysWorkload : public Workload {
         data_spec_(data_spec(config)),
         model_(data_spec_.items, data_spec_.categories, data_spec_.actions, data_spec_.user_vocab,
                config.knob_int("dim"), config.knob_int("layers"), config.knob_int("heads"),
-               config.knob_int("seq_len")) {}
+               config.knob_int("seq_len"), config.knob("dropout")) {}
 
   torch::nn::Module& model() override { return *model_; }
   std::vector<torch::Tensor> prepare(const std::vector<torch::Tensor>& inputs) override {

@@ -126,16 +126,17 @@ TEST(BaselineReadingTest, CompiledThatFusedNothingSaysNothingAboutFusion) {
   EXPECT_EQ(r.compile_gain->against_line, "below");
 }
 
-TEST(BaselineReadingTest, InductorsKernelsAndATorchScriptFallbackAreNamed) {
+TEST(BaselineReadingTest, InductorsKernelsAreNamedAndAnUnavailableCompilerIsNotAGain) {
   LabVariantFigures inductor = compiled_with(reps(400), 6, 1116);
   inductor.compile_method = "inductor-aot";
   const LabReading r = read_baseline_lab(reps(100), reps(100), inductor, Thresholds::defaults());
   EXPECT_TRUE(mentions(r, "compiling (inductor-aot) generated 6 fused kernels"));
-  LabVariantFigures fallback = compiled_with(reps(141), 0, 5935);
-  fallback.inductor_unavailable = "no Python twin of scenario 'recsys'";
-  const LabReading f = read_baseline_lab(reps(100), reps(140), fallback, Thresholds::defaults());
-  EXPECT_TRUE(mentions(f, "compiling (torchscript-trace) fused nothing (0 fusion groups) (Inductor could not be "
-                          "used: no Python twin of scenario 'recsys')"));
+  LabVariantFigures unavailable;  // the variant failed as "unavailable": no figures, a reason
+  unavailable.unavailable = "the compiled variant needs the Python side";
+  const LabReading u = read_baseline_lab(reps(100), reps(140), unavailable, Thresholds::defaults());
+  EXPECT_FALSE(u.compile_gain.has_value());
+  EXPECT_TRUE(mentions(u, "bf16 -> compiled: compiling could not be measured: the compiled variant needs the Python side."));
+  EXPECT_FALSE(mentions(u, "no reading"));
 }
 
 TEST(BaselineReadingTest, SlowerCompiledIsCalledSlower) {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace trainlab::e2e {
@@ -27,11 +28,16 @@ inline std::string slurp(const std::string& path) {
   return s.str();
 }
 
-inline CliResult run_trainlab(const std::string& args) {
+// env: variables set for this run only, e.g. {{"TRAINLAB_PYTHON", "/nonexistent"}}.
+inline CliResult run_trainlab(const std::string& args,
+                              const std::vector<std::pair<std::string, std::string>>& env = {}) {
   static int counter = 0;
   const std::string base = ::testing::TempDir() + "/trainlab_cli_" + std::to_string(::getpid()) + "_" +
                            std::to_string(counter++);
-  const std::string cmd = std::string("'") + TRAINLAB_BINARY + "' " + args + " >" + base + ".out 2>" + base + ".err";
+  std::string prefix = env.empty() ? "" : "env";
+  for (const auto& [name, value] : env) prefix += " " + name + "='" + value + "'";
+  const std::string cmd = prefix + (prefix.empty() ? "'" : " '") + TRAINLAB_BINARY + "' " + args + " >" + base +
+                          ".out 2>" + base + ".err";
   const auto start = std::chrono::steady_clock::now();
   const int status = std::system(cmd.c_str());
   CliResult r;

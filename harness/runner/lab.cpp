@@ -30,6 +30,7 @@ LabVariantFigures figures_of(const RunRecord& record, const std::string& name) {
   double ops_sum = 0;
   int ops_count = 0;
   for (const VariantRecord& v : record.variants) {
+    if (v.spec.name() == name && !v.ok() && v.error_kind == "unavailable") figures.unavailable = v.error;
     if (v.spec.name() != name || !v.ok()) continue;
     const VariantAggregate agg = aggregate(v);
     if (agg.measured_steps <= 0) continue;
@@ -43,7 +44,6 @@ LabVariantFigures figures_of(const RunRecord& record, const std::string& name) {
     if (!v.compile_info.empty()) {
       figures.compile_method = v.compile_info.method;
       figures.fused_groups = v.compile_info.fusion_groups;
-      figures.inductor_unavailable = v.compile_info.inductor_unavailable;
     }
   }
   if (ops_count > 0) figures.ops_per_step = ops_sum / ops_count;
@@ -58,6 +58,8 @@ void report_progress(std::ostream& progress, size_t k, size_t n, const VariantRe
       progress << " over " << aggregate(record).measured_steps << " measured steps"
                << fmt(" (the %.0f s loop budget)", record.spec.max_loop_s);
     }
+  } else if (record.error_kind == "unavailable") {
+    progress << "not measured (" << record.error << ")";
   } else {
     progress << "FAILED (" << record.error << ")";
   }
@@ -104,6 +106,12 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
     const auto round_start = std::chrono::steady_clock::now();
     const size_t total = specs.size() * std::max(repeat, rep + 1);
     for (size_t i = 0; i < specs.size(); ++i) {
+      // A variant that could not be built (compiling without the Python side) is not retried.
+      const bool unavailable = std::any_of(record.variants.begin(), record.variants.end(), [&](const VariantRecord& v) {
+        return v.error_kind == "unavailable" && v.spec.name() == specs[i].name() &&
+               (labels.empty() || v.label == labels[i]);
+      });
+      if (unavailable) continue;
       const auto start = std::chrono::steady_clock::now();
       VariantRunOptions run_options;
       run_options.run_dir = outcome.run_dir;
@@ -249,10 +257,11 @@ LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress) {
     return read_baseline_lab(figures_of(record, "fp32"), figures_of(record, "bf16"),
                              figures_of(record, specs.back().name()), *options.thresholds, probe_read);
   };
-  // Another round only helps a gain whose interval holds its line; a failed variant ends the rounds.
+  // Another round only helps a gain whose interval holds its line; a failed variant ends the rounds
+  // (one that could not be built is simply not part of them).
   auto undecided = [&](const RunRecord& record) {
     for (const VariantRecord& v : record.variants) {
-      if (!v.ok()) return false;
+      if (!v.ok() && v.error_kind != "unavailable") return false;
     }
     const LabReading so_far = read_lab(record);
     for (const auto& gain : {so_far.precision_gain, so_far.compile_gain}) {
@@ -304,8 +313,9 @@ std::string render_variant_table(const RunRecord& record) {
   std::vector<std::string> errors;
   for (const VariantRecord& v : record.variants) {
     if (!v.ok()) {
-      rows.push_back({v.spec.name(), "error", "-", "-", "-", "-", "-", "-"});
-      errors.push_back(v.spec.name() + ": " + v.error);
+      const bool unavailable = v.error_kind == "unavailable";
+      rows.push_back({v.spec.name(), unavailable ? "not measured" : "error", "-", "-", "-", "-", "-", "-"});
+      errors.push_back((unavailable ? "not measured: " : "error in ") + v.spec.name() + ": " + v.error);
       continue;
     }
     const VariantAggregate agg = aggregate(v);
@@ -321,7 +331,7 @@ std::string render_variant_table(const RunRecord& record) {
   }
   std::ostringstream out;
   out << render_text_table(header, rows, /*left_align_last=*/false);
-  for (const std::string& e : errors) out << "error in " << e << "\n";
+  for (const std::string& e : errors) out << e << "\n";
   return out.str();
 }
 

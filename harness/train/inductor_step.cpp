@@ -1,6 +1,9 @@
 // The Inductor-compiled step: package build (Python exporter in a child process) and the run.
 #include "harness/train/inductor_step.h"
 
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 #include <torch/torch.h>
 
@@ -8,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -36,10 +40,36 @@ std::string constant_name(const std::string& fqn) {
   return name;
 }
 
+std::string dtype_name(const at::Tensor& t) {
+  switch (t.scalar_type()) {
+    case at::kFloat: return "float32";
+    case at::kLong: return "int64";
+    case at::kInt: return "int32";
+    case at::kByte: return "uint8";
+    default: throw InductorUnavailable(std::string("batch tensors of dtype ") + c10::toString(t.scalar_type()) +
+                                       " are not exported");
+  }
+}
+
+nlohmann::json shapes_json(const std::vector<TensorShape>& shapes) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const TensorShape& s : shapes) out.push_back({{"shape", s.sizes}, {"dtype", s.dtype}});
+  return out;
+}
+
 }  // namespace
 
+std::vector<TensorShape> batch_shapes(const std::vector<at::Tensor>& inputs, const at::Tensor& targets) {
+  std::vector<TensorShape> shapes;
+  for (const at::Tensor& t : inputs) shapes.push_back({t.sizes().vec(), dtype_name(t)});
+  shapes.push_back({targets.sizes().vec(), dtype_name(targets)});
+  return shapes;
+}
+
 std::string inductor_python() {
-  if (const char* env = std::getenv("TRAINLAB_PYTHON"); env != nullptr && *env != '\0') return env;
+  if (const char* env = std::getenv("TRAINLAB_PYTHON"); env != nullptr && *env != '\0') {
+    return ::access(env, X_OK) == 0 ? env : "";
+  }
   const std::string built_with = TRAINLAB_TORCH_PYTHON;
   return !built_with.empty() && ::access(built_with.c_str(), X_OK) == 0 ? built_with : "";
 }
@@ -47,8 +77,12 @@ std::string inductor_python() {
 InductorPackage prepare_inductor_package(const InductorPackageRequest& request) {
   const std::string python = inductor_python();
   if (python.empty()) {
+    const char* env = std::getenv("TRAINLAB_PYTHON");
     throw InductorUnavailable(
-        "the compiled variant needs the Python side (the PyTorch trainlab was built against, or $TRAINLAB_PYTHON)");
+        env != nullptr && *env != '\0'
+            ? std::string("the compiled variant needs the Python side: $TRAINLAB_PYTHON (") + env + ") is not executable"
+            : "the compiled variant needs the Python side (the PyTorch trainlab was built against, with "
+              "scenarios/export; or $TRAINLAB_PYTHON), which this installation lacks");
   }
   const std::string script = exporter_script();
   std::string script_text;
@@ -58,9 +92,10 @@ InductorPackage prepare_inductor_package(const InductorPackageRequest& request) 
     throw InductorUnavailable(std::string("the compiled variant needs its exporter: ") + e.what());
   }
   const std::string script_hash = hex16(fnv1a(script_text));
+  const std::string inputs_json = shapes_json(request.inputs).dump();
   const nlohmann::json params = {{"scenario", request.scenario},
                                  {"knobs", nlohmann::json::parse(request.knobs_json)},
-                                 {"batch", request.batch},
+                                 {"inputs", nlohmann::json::parse(inputs_json)},
                                  {"precision", request.precision},
                                  {"device", request.device},
                                  {"torch", TORCH_VERSION},
@@ -71,8 +106,8 @@ InductorPackage prepare_inductor_package(const InductorPackageRequest& request) 
         request.cache_root, "inductor-" + request.scenario, kPackageFormatVersion, params,
         [&](const std::string& tmp_dir) {
           const std::string log = tmp_dir + "/build.log";
-          ChildLaunch launch{{script, "--scenario", request.scenario, "--knobs", request.knobs_json, "--batch",
-                              std::to_string(request.batch), "--precision", request.precision, "--device",
+          ChildLaunch launch{{script, "--scenario", request.scenario, "--knobs", request.knobs_json, "--inputs",
+                              inputs_json, "--precision", request.precision, "--device",
                               request.device, "--out", tmp_dir + "/model.pt2", "--report", tmp_dir + "/build.json"},
                              log,
                              {},
@@ -100,15 +135,59 @@ InductorPackage prepare_inductor_package(const InductorPackageRequest& request) 
   package.compile_s = build.value("compile_s", 0.0);
   package.fused_kernels = build.value("fused_kernels", int64_t{0});
   package.gradients = build.at("gradients").get<std::vector<std::string>>();
+  package.buffers = build.value("buffers", std::vector<std::string>{});
+  package.random_ops = build.value("random_ops", std::vector<std::string>{});
   return package;
 }
 
 struct InductorStep::State {
   std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
   std::vector<torch::Tensor> parameters;  // in the package's gradient order
+  std::vector<torch::Tensor> batch_counters;  // BatchNorm num_batches_tracked: +1 per step, counted here
+  // The CUDA graph: wanted while `graph_state` is empty; the batch is copied into static_args,
+  // replay() refills static_outputs.
+  std::string graph_state;
+  int eager_calls = 0;
+  std::unique_ptr<at::cuda::CUDAGraph> graph;
+  std::vector<at::Tensor> static_args, static_outputs;
+
+  std::vector<at::Tensor> run_eager(const std::vector<at::Tensor>& args) { return loader->run(args); }
+  // Captures one call on a side stream (thread-local mode: the loader's threads may allocate
+  // meanwhile). Returns the outputs of that call, or nothing with graph_state saying why.
+  std::optional<std::vector<at::Tensor>> capture(const std::vector<at::Tensor>& args);
 };
 
-InductorStep::InductorStep(const InductorPackage& package, torch::nn::Module& model) : state_(std::make_unique<State>()) {
+std::optional<std::vector<at::Tensor>> InductorStep::State::capture(const std::vector<at::Tensor>& args) {
+  try {
+    static_args.clear();
+    for (const at::Tensor& a : args) static_args.push_back(a.clone());
+    const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream();
+    c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();
+    side.synchronize();
+    current.synchronize();
+    auto next = std::make_unique<at::cuda::CUDAGraph>();
+    {
+      const c10::cuda::CUDAStreamGuard on_side(side);
+      next->capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
+      static_outputs = loader->run(static_args, side.stream());
+      next->capture_end();
+    }
+    side.synchronize();
+    graph = std::move(next);
+    graph_state = "captured";
+    graph->replay();  // the capture recorded the kernels without running them
+    return static_outputs;
+  } catch (const std::exception& e) {
+    graph.reset();
+    static_outputs.clear();
+    const std::string what = e.what();
+    graph_state = "capture failed: " + what.substr(0, what.find('\n'));
+    return std::nullopt;
+  }
+}
+
+InductorStep::InductorStep(const InductorPackage& package, torch::nn::Module& model, bool capture_cuda_graph)
+    : state_(std::make_unique<State>()) {
   try {
     state_->loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(package.path);
   } catch (const std::exception& e) {
@@ -135,9 +214,46 @@ InductorStep::InductorStep(const InductorPackage& package, torch::nn::Module& mo
     throw InductorUnavailable("the package has " + std::to_string(state_->parameters.size()) +
                               " parameters, the C++ model " + std::to_string(by_name.size()) + ": its twin differs");
   }
+  // Buffers: each one the package keeps is bound to the model's own, so the running statistics a
+  // step updates are the model's (evaluation and checkpoints see them). Constants the compiler
+  // made itself stay the package's.
+  std::unordered_map<std::string, torch::Tensor> buffers;
+  for (const auto& item : model.named_buffers()) buffers["net." + item.key()] = item.value();
+  // BatchNorm's batch counter is the exception: the package adds 1 to the value it was loaded
+  // with, not to the bound tensor (measured with torch 2.11: it stays at 1), so the step counts
+  // it itself. The counter only matters to BatchNorm without momentum, which no twin uses.
+  const auto is_batch_counter = [](const std::string& fqn) {
+    const std::string suffix = "num_batches_tracked";
+    return fqn.size() >= suffix.size() && fqn.compare(fqn.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  for (const std::string& fqn : fqns) {
+    const auto it = buffers.find(fqn);
+    if (it != buffers.end() && !is_batch_counter(fqn)) constants[constant_name(fqn)] = it->second;
+  }
+  for (const std::string& fqn : package.buffers) {
+    const auto it = buffers.find(fqn);
+    if (it == buffers.end()) {
+      throw InductorUnavailable("the package updates buffer " + fqn + ", which the C++ model lacks: its twin differs");
+    }
+    if (is_batch_counter(fqn)) state_->batch_counters.push_back(it->second);
+  }
   // The package reads the parameters' own storage: the optimizer's in-place updates are what it runs.
-  state_->loader->update_constant_buffer(constants, /*use_inactive=*/false, /*validate_full_updates=*/true,
+  state_->loader->update_constant_buffer(constants, /*use_inactive=*/false, /*validate_full_updates=*/false,
                                          /*user_managed=*/true);
+  const bool on_cuda = !state_->parameters.empty() && state_->parameters.front().is_cuda();
+  if (!on_cuda) {
+    state_->graph_state = "not on a CUDA device";
+  } else if (!capture_cuda_graph) {
+    state_->graph_state = "off";
+  } else if (!package.random_ops.empty()) {
+    std::string ops;
+    for (const std::string& op : package.random_ops) ops += (ops.empty() ? "" : ", ") + op;
+    state_->graph_state = "the step draws random numbers (" + ops + "): a replay would repeat them";
+  }
+}
+
+std::string InductorStep::cuda_graph() const {
+  return state_->graph_state.empty() ? "not captured yet (warming up)" : state_->graph_state;
 }
 
 InductorStep::~InductorStep() = default;
@@ -145,12 +261,30 @@ InductorStep::~InductorStep() = default;
 at::Tensor InductorStep::forward_backward(const std::vector<at::Tensor>& inputs, const at::Tensor& targets) {
   std::vector<at::Tensor> args = inputs;
   args.push_back(targets);
-  std::vector<at::Tensor> outputs = state_->loader->run(args);
+  State& s = *state_;
+  std::vector<at::Tensor> outputs;
+  if (s.graph) {
+    for (size_t i = 0; i < args.size(); ++i) s.static_args[i].copy_(args[i], /*non_blocking=*/true);
+    s.graph->replay();
+    outputs = s.static_outputs;
+    outputs[0] = outputs[0].clone();  // the loss outlives the next replay (the loop keeps it)
+  } else if (s.graph_state.empty() && s.eager_calls >= kCudaGraphWarmupCalls) {
+    std::optional<std::vector<at::Tensor>> captured = s.capture(args);
+    outputs = captured ? *captured : s.run_eager(args);
+    if (captured) outputs[0] = outputs[0].clone();
+  } else {
+    ++s.eager_calls;
+    outputs = s.run_eager(args);
+  }
   if (outputs.size() != state_->parameters.size() + 1) {
     throw std::runtime_error("the Inductor package returned " + std::to_string(outputs.size()) + " outputs, expected " +
                              std::to_string(state_->parameters.size() + 1));
   }
   for (size_t i = 0; i < state_->parameters.size(); ++i) state_->parameters[i].mutable_grad() = outputs[i + 1];
+  if (!s.batch_counters.empty()) {
+    torch::NoGradGuard no_grad;
+    for (torch::Tensor& counter : s.batch_counters) counter.add_(1);
+  }
   return outputs[0];
 }
 

@@ -1,7 +1,7 @@
 // The Inductor-compiled step (issue 16, first part): a scenario's model and loss exported by the
 // PyTorch trainlab is built against (scenarios/export/aot_compile.py) as one joint forward+backward
 // graph, AOT-compiled into a .pt2 package once per shape-determining setting (scenario, knobs,
-// batch, precision, device, torch version, the exporter's own text) and cached like a dataset
+// batch shapes, precision, device, torch version, the exporter's own text) and cached like a dataset
 // (<data root>/inductor-<scenario>-<hash>/, generated under a lock, renamed into place). Each step
 // runs the package with the C++ model's parameters bound in place (user-managed constants), and
 // hands the gradients to the parameters' .grad(), so the C++ optimizer steps as for eager.
@@ -36,34 +36,60 @@ struct InductorPackage {
   double export_s = 0, compile_s = 0;
   int64_t fused_kernels = 0;   // kernels Inductor generated
   std::vector<std::string> gradients;  // parameter names in the package's output order
+  std::vector<std::string> buffers;    // buffers each step updates in place (BatchNorm's running statistics)
+  std::vector<std::string> random_ops; // ops that draw random numbers (dropout): no CUDA graph replay
+};
+
+// One tensor of the batch the package is compiled for: its shape and dtype ("float32", "int64").
+struct TensorShape {
+  std::vector<int64_t> sizes;
+  std::string dtype;
 };
 
 struct InductorPackageRequest {
   std::string scenario;
-  std::string knobs_json;      // the resolved knobs, as JSON
-  int64_t batch = 0;           // per rank
-  std::string precision;       // "fp32" or "bf16"
-  std::string device;          // "cpu", "cuda"
-  std::string cache_root;      // where packages are kept (the data root)
+  std::string knobs_json;            // the resolved knobs, as JSON
+  std::vector<TensorShape> inputs;   // one batch as the loader makes it (per rank): inputs, then targets
+  std::string precision;             // "fp32" or "bf16"
+  std::string device;                // "cpu", "cuda"
+  std::string cache_root;            // where packages are kept (the data root)
 };
 
-// The Python that runs the exporter: $TRAINLAB_PYTHON, else the one whose torch trainlab was
-// built against. Empty when neither exists.
+// The shapes of one batch (inputs, then targets), for InductorPackageRequest::inputs.
+std::vector<TensorShape> batch_shapes(const std::vector<at::Tensor>& inputs, const at::Tensor& targets);
+
+// The Python that runs the exporter: $TRAINLAB_PYTHON when set, else the one whose torch trainlab
+// was built against. Empty when that one is not an executable.
 std::string inductor_python();
 
-// Builds (or finds) the package. Throws InductorUnavailable with the reason.
+// Builds (or finds) the package, cached by everything that shapes it (scenario, knobs, batch
+// shapes, precision, device, torch version, the exporter's text). Throws InductorUnavailable
+// with the reason.
 InductorPackage prepare_inductor_package(const InductorPackageRequest& request);
+
+// On a CUDA device the step is captured as one CUDA graph once warm (kCudaGraphWarmupCalls eager
+// calls first): each later call copies the batch into the graph's input buffers and replays
+// Inductor's kernels in one launch. Shapes are static (every batch has the package's shapes).
+// Not captured when the package draws random numbers (a replay would repeat the draws) or when
+// capture fails; cuda_graph() says which.
+inline constexpr int kCudaGraphWarmupCalls = 2;
 
 class InductorStep {
  public:
-  // Binds `model`'s parameters (named as model.named_parameters(), under the package's `net.`).
-  InductorStep(const InductorPackage& package, torch::nn::Module& model);
+  // Binds `model`'s parameters and buffers (named as in the model, under the package's `net.`):
+  // the package reads the parameters' own storage and updates the buffers in place.
+  // capture_cuda_graph: replay the step as a CUDA graph when the model is on a CUDA device.
+  InductorStep(const InductorPackage& package, torch::nn::Module& model, bool capture_cuda_graph = true);
   ~InductorStep();
   InductorStep(const InductorStep&) = delete;
   InductorStep& operator=(const InductorStep&) = delete;
 
   // One forward and backward: returns the loss; every parameter's .grad() holds its gradient.
   at::Tensor forward_backward(const std::vector<at::Tensor>& inputs, const at::Tensor& targets);
+
+  // "captured", "not captured yet (warming up)", or why there is none ("not on a CUDA device",
+  // "the step draws random numbers (...)", "capture failed: ...").
+  std::string cuda_graph() const;
 
  private:
   struct State;

@@ -272,25 +272,15 @@ LoaderRun loader_settings(const VariantSpec& spec, bool use_cuda) {
 // The compiled variant's Inductor package, built (or found) before the loop: its time is
 // initialisation, never a measured step. nullptr, with the reason in `info`, when it cannot be used.
 std::unique_ptr<InductorStep> build_inductor_step(const VariantSpec& spec, TrainingSetup& t, CompileInfo& info) {
-  if (t.data_parallel) {
-    info.inductor_unavailable = "data-parallel runs do not use the Inductor step yet (its gradients bypass the "
-                                "all-reduce hooks)";
-    return nullptr;
-  }
-  if (t.bf16) {
-    // Exported under autocast, the package's loss matched eager autocast but its gradients did not
-    // closely enough to call it the same training (up to 17 % relative on mlp's first layer).
-    info.inductor_unavailable = "bf16 Inductor packages are not yet verified against eager autocast";
-    return nullptr;
-  }
   InductorPackageRequest request;
   request.scenario = spec.scenario;
   request.knobs_json = nlohmann::json(spec.knobs).dump();
-  request.batch = spec.batch_size;
   request.precision = t.bf16 ? "bf16" : "fp32";
   request.device = t.device.is_cuda() ? "cuda" : "cpu";
   request.cache_root = spec.data_dir.empty() ? default_data_root() : spec.data_dir;
   try {
+    const Batch example = t.loader->first_batch();  // every batch has these shapes
+    request.inputs = batch_shapes(example.inputs, example.targets);
     const InductorPackage package = prepare_inductor_package(request);
     auto step = std::make_unique<InductorStep>(package, t.workload->model());
     info.method = kInductorMethod;
@@ -304,8 +294,7 @@ std::unique_ptr<InductorStep> build_inductor_step(const VariantSpec& spec, Train
     return step;
   } catch (const InductorUnavailable& e) {
     info.inductor_unavailable = e.what();
-    std::cout << "trainlab: " << spec.name() << ": Inductor not used, TorchScript instead: " << e.what() << std::endl;
-    return nullptr;
+    throw;  // no silent fallback: the variant records why compiling could not be measured
   }
 }
 
@@ -342,13 +331,14 @@ TrainingSetup set_up(const VariantSpec& spec, bool use_cuda, VariantRecord& reco
                                            LoaderOptions{spec.workers, spec.prefetch, spec.persistent_workers},
                                            t.dist.rank, t.dist.world_size);
   record.dataset = t.loader->dataset().info();
-  if (spec.compiled) {
+  if (spec.compiled && spec.compiler == Compiler::kInductor) {
+    // Data parallel: the package returns every gradient at once, so the all-reduce starts after it
+    // (finish_gradients copies them into the same buckets; nothing overlaps the backward).
     t.inductor = build_inductor_step(spec, t, t.inductor_info);
-    if (!t.inductor) {
-      Batch example = t.loader->first_batch();
-      t.compiled = std::make_unique<CompiledForward>(
-          *t.workload, t.workload->prepare(to_device(example.inputs, t.device)), t.device.type(), t.bf16);
-    }
+  } else if (spec.compiled) {
+    Batch example = t.loader->first_batch();
+    t.compiled = std::make_unique<CompiledForward>(
+        *t.workload, t.workload->prepare(to_device(example.inputs, t.device)), t.device.type(), t.bf16);
   }
   return t;
 }
@@ -487,19 +477,44 @@ void read_back(const LoopLeftovers& loop, TrainingSetup& t, VariantRecord& recor
 }
 
 // One more step, untimed, with an op-counting callback installed: ops per step, their input
-// dtypes, the output dtype (autocast's evidence) and what the compiled graph ran.
-void take_census(TrainingSetup& t, VariantRecord& record) {
+// dtypes, the output dtype (autocast's evidence) and what the compiled graph ran. With Inductor,
+// one eager forward and backward of the same batch is counted first (the ops compiling replaced);
+// it changes nothing: the gradients are dropped and the buffers restored.
+int64_t count_eager_ops(TrainingSetup& t, const Batch& batch) {
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> saved_buffers;
+  for (const torch::Tensor& b : t.workload->model().buffers()) saved_buffers.emplace_back(b, b.clone());
+  const std::vector<torch::Tensor> inputs = to_device(batch.inputs, t.device);
+  const torch::Tensor targets = batch.targets.to(t.device);
   OpCensus census;
   census.start();
+  {
+    torch::Tensor loss;
+    {
+      AutocastScope autocast(t.device.type(), t.bf16);
+      loss = t.workload->loss(t.workload->forward(inputs), inputs, targets);
+    }
+    loss.backward();
+  }
+  census.stop();
+  t.optimizer->zero_grad(true);
+  torch::NoGradGuard no_grad;
+  for (auto& [buffer, value] : saved_buffers) buffer.copy_(value);
+  return census.ops();
+}
+
+void take_census(TrainingSetup& t, VariantRecord& record) {
   Batch batch = t.loader->next().batch;
+  if (t.inductor) t.inductor_info.eager_ops_per_step = count_eager_ops(t, batch);
+  OpCensus census;
+  census.start();
   torch::Tensor output;
   torch::Tensor loss = t.forward_and_loss(to_device(batch.inputs, t.device),
                                           batch.targets.to(t.device, /*non_blocking=*/true), &output);
-  if (t.compiled) {
-    record.compile_info = t.compiled->describe_last_execution();
-    record.compile_info.inductor_unavailable = t.inductor_info.inductor_unavailable;
+  if (t.compiled) record.compile_info = t.compiled->describe_last_execution();
+  if (t.inductor) {
+    record.compile_info = t.inductor_info;
+    record.compile_info.cuda_graph = t.inductor->cuda_graph();
   }
-  if (t.inductor) record.compile_info = t.inductor_info;
   if (t.data_parallel) t.data_parallel->begin_step();
   if (!t.inductor) loss.backward();
   if (t.data_parallel) t.data_parallel->finish_gradients();  // the ranks' parameters stay identical
@@ -643,6 +658,9 @@ int variant_child_main(const std::string& spec_path, const std::string& record_p
   } catch (const InputError& e) {  // bad options, a corrupt or missing data file: exit status 2
     record.error = e.what();
     record.error_kind = "input";
+  } catch (const InductorUnavailable& e) {  // compiling could not be measured: no Python side, export failed
+    record.error = e.what();
+    record.error_kind = "unavailable";
   } catch (const std::exception& e) {
     record.error = e.what();
   }

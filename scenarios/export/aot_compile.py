@@ -3,14 +3,20 @@
 compiles it ahead of time with Inductor into a .pt2 package that the C++ training loop runs
 (harness/train/inductor_step.h). Runs with the PyTorch trainlab was built against.
 
-  python aot_compile.py --scenario mlp --knobs '{"in_features": 256, ...}' --batch 64 \
+  python aot_compile.py --scenario mlp --knobs '{"in_features": 256, ...}' \
+      --inputs '[{"shape": [64, 256], "dtype": "float32"}, {"shape": [64], "dtype": "int64"}]' \
       --precision fp32 --device cpu --out PATH
 
+--inputs describes one batch as the C++ loader makes it: the model's inputs, then the targets.
 Each scenario's model here is the twin of its C++ definition (scenarios/<name>.cpp): same
-modules, same parameter names, same loss; a parity test checks that the same parameters give the
-same loss and gradients on both sides. PATH is written atomically. The last line of stdout (and
-the --report file) is one JSON object: export_s, compile_s, gradients (parameter names in output
-order), fused_kernels.
+modules, same parameter and buffer names, same loss; a parity test checks that the same parameters
+give the same loss and gradients on both sides. bf16 runs the model and its loss under autocast
+inside the exported forward (an autocast context around torch.export itself is not traced: the
+graph would be fp32). Buffers a step mutates (BatchNorm's running statistics) stay constants of
+the package, updated in place. PATH is written atomically. The last line of stdout (and the
+--report file) is one JSON object: export_s, compile_s, gradients (parameter names in output
+order), buffers (the names of the buffers the step updates), random_ops (ops that draw random
+numbers, e.g. dropout), fused_kernels, torch.
 Exit status 2 with one line on stderr when the scenario has no twin or its export fails.
 """
 import argparse
@@ -36,13 +42,10 @@ def mlp_twin(knobs):
     modules.append(nn.Linear(width, classes))
     net = nn.Sequential(*modules)
 
-    def example(batch):
-        return [torch.randn(batch, in_features)], torch.randint(0, classes, (batch,))
-
     def loss(output, inputs, targets):
         return nn.functional.cross_entropy(output, targets)
 
-    return net, example, loss
+    return net, loss
 
 
 class TinyBlock(nn.Module):
@@ -62,30 +65,156 @@ def tinyops_twin(knobs):
     width, depth = int(knobs["width"]), int(knobs["depth"])
     net = nn.Sequential(*[TinyBlock(width) for _ in range(depth)])
 
-    def example(batch):
-        return [torch.randn(batch, width)], torch.randn(batch, width)
-
     def loss(output, inputs, targets):
         return nn.functional.mse_loss(output.float(), targets)
 
-    return net, example, loss
+    return net, loss
 
 
-TWINS = {"mlp": mlp_twin, "commheavy": mlp_twin, "tinyops": tinyops_twin}
+class EncoderLayer(nn.TransformerEncoderLayer):
+    """nn.TransformerEncoderLayer with its attention computed the way LibTorch's C++
+    MultiheadAttention does (explicit matmul and softmax, need_weights=True). The default path
+    (scaled_dot_product_attention) exported through _export_forward_backward with torch 2.11 gave
+    gradients off by 1000x for everything before the first attention (measured against eager
+    autograd on the same parameters), while the loss matched."""
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=True)[0]
+        return self.dropout1(x)
+
+
+class RecsysNet(nn.Module):
+    """scenarios/recsys.cpp's RecsysModel: item, category and action embeddings plus summed user
+    feature embeddings, a learned position, a post-norm TransformerEncoder (ReLU, 4x feed-forward),
+    a LayerNorm and the catalogue head on the last position."""
+
+    def __init__(self, items, categories, actions, user_vocab, dim, layers, heads, seq_len, dropout):
+        super().__init__()
+        self.item_embedding = nn.Embedding(items + 2, dim)  # two ids beyond the catalogue: mask, padding
+        self.category_embedding = nn.Embedding(categories, dim)
+        self.action_embedding = nn.Embedding(actions, dim)
+        self.user_embedding = nn.Embedding(user_vocab, dim)
+        self.position = nn.Parameter(torch.randn(seq_len, 1, dim) * 0.02)
+        layer = EncoderLayer(dim, heads, dim_feedforward=4 * dim, dropout=dropout)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, items)
+
+    def forward(self, item_ids, item_categories, actions, user_features, negatives):
+        x = self.item_embedding(item_ids) + self.category_embedding(item_categories) + self.action_embedding(actions)
+        user = self.user_embedding(user_features).sum(1)
+        x = (x + user.unsqueeze(1)).transpose(0, 1)  # [seq, batch, dim]
+        h = self.encoder(x + self.position)
+        return self.head(self.norm(h[h.size(0) - 1]))
+
+
+def recsys_twin(knobs):
+    """scenarios/recsys.cpp: next-item cross-entropy plus 0.1 x a pairwise ranking term against the
+    sampled negatives (the batch's fifth input; none at augment 0)."""
+    net = RecsysNet(int(knobs["items"]), int(knobs["categories"]), RECSYS_ACTIONS, int(knobs["user_vocab"]),
+                    int(knobs["dim"]), int(knobs["layers"]), int(knobs["heads"]), int(knobs["seq_len"]),
+                    float(knobs["dropout"]))
+
+    def loss(output, inputs, targets):
+        value = nn.functional.cross_entropy(output, targets)
+        negatives = inputs[4]
+        if negatives.size(1) > 0:
+            positive = output.gather(1, targets.unsqueeze(1))
+            value = value + 0.1 * nn.functional.softplus(output.gather(1, negatives) - positive).mean()
+        return value
+
+    return net, loss
+
+
+def conv(channels_in, channels_out, kernel, stride):
+    return nn.Conv2d(channels_in, channels_out, kernel, stride=stride, padding=kernel // 2, bias=False)
+
+
+class ResidualBlock(nn.Module):
+    """scenarios/vision.cpp's ResidualBlock: two 3x3 convolutions with batch norm, a projection
+    shortcut when the shape changes."""
+
+    def __init__(self, channels_in, channels_out, stride):
+        super().__init__()
+        self.conv1 = conv(channels_in, channels_out, 3, stride)
+        self.bn1 = nn.BatchNorm2d(channels_out)
+        self.conv2 = conv(channels_out, channels_out, 3, 1)
+        self.bn2 = nn.BatchNorm2d(channels_out)
+        self.shortcut = None
+        if stride != 1 or channels_in != channels_out:
+            self.shortcut = nn.Sequential(conv(channels_in, channels_out, 1, stride), nn.BatchNorm2d(channels_out))
+
+    def forward(self, x):
+        y = torch.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return torch.relu(y + (x if self.shortcut is None else self.shortcut(x)))
+
+
+class SmallResNet(nn.Module):
+    """scenarios/vision.cpp's SmallResNet: stem (stride 2), three stages, global pool, classifier."""
+
+    def __init__(self, width, classes):
+        super().__init__()
+        self.stem = conv(3, width, 3, 2)
+        self.stem_bn = nn.BatchNorm2d(width)
+        self.stage1 = ResidualBlock(width, width, 1)
+        self.stage2 = ResidualBlock(width, 2 * width, 2)
+        self.stage3 = ResidualBlock(2 * width, 4 * width, 2)
+        self.head = nn.Linear(4 * width, classes)
+
+    def forward(self, images):
+        x = torch.relu(self.stem_bn(self.stem(images)))
+        x = self.stage3(self.stage2(self.stage1(x)))
+        return self.head(x.mean((2, 3)))
+
+
+def vision_twin(knobs):
+    """scenarios/vision.cpp: the small ResNet, cross-entropy on the labels."""
+    net = SmallResNet(int(knobs["width"]), int(knobs["classes"]))
+
+    def loss(output, inputs, targets):
+        return nn.functional.cross_entropy(output, targets)
+
+    return net, loss
+
+
+RECSYS_ACTIONS = 4  # scenarios/data/recsys_data.h: RecsysDataSpec::actions (view, click, cart, buy; not a knob)
+
+TWINS = {"mlp": mlp_twin, "commheavy": mlp_twin, "tinyops": tinyops_twin, "recsys": recsys_twin,
+         "vision": vision_twin}
+DTYPES = {"float32": torch.float32, "int64": torch.int64, "int32": torch.int32, "uint8": torch.uint8}
 
 
 class WithLoss(nn.Module):
-    """The model and its loss in one forward: (inputs..., targets) -> (loss,). The model's
-    parameters are under `net.`, so the package's constants are `net_<C++ name with _ for .>`."""
+    """The model and its loss in one forward: (inputs..., targets) -> (loss,), under autocast for
+    bf16 as the C++ loop runs both. The model's parameters are under `net.`, so the package's
+    constants are `net_<C++ name with _ for .>`."""
 
-    def __init__(self, net, loss):
+    def __init__(self, net, loss, device_type, bf16):
         super().__init__()
         self.net = net
         self.loss_fn = loss
+        self.device_type = device_type
+        self.bf16 = bf16
 
     def forward(self, *args):
         inputs, targets = list(args[:-1]), args[-1]
-        return (self.loss_fn(self.net(*inputs), inputs, targets),)
+        with torch.autocast(device_type=self.device_type, dtype=torch.bfloat16, enabled=self.bf16):
+            return (self.loss_fn(self.net(*inputs), inputs, targets),)
+
+
+def example_batch(specs, device):
+    """One batch of the described shapes and dtypes: integer tensors are zeros (valid ids for
+    every embedding and class), floating ones random. Only the shapes matter to the export."""
+    tensors = []
+    for spec in specs:
+        dtype = DTYPES.get(spec["dtype"])
+        if dtype is None:
+            fail("unsupported input dtype '%s'" % spec["dtype"])
+        shape = [int(d) for d in spec["shape"]]
+        tensors.append(torch.randn(shape, device=device) if dtype.is_floating_point
+                       else torch.zeros(shape, dtype=dtype, device=device))
+    return tensors
 
 
 def fail(message):
@@ -119,7 +248,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--scenario", required=True)
     parser.add_argument("--knobs", required=True, help="the resolved knobs, a JSON object")
-    parser.add_argument("--batch", type=int, required=True, help="the batch each step runs (per rank)")
+    parser.add_argument("--inputs", required=True,
+                        help="one batch: a JSON list of {shape, dtype}, the model's inputs then the targets")
     parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--out", required=True)
@@ -128,22 +258,29 @@ def main():
     if args.scenario not in TWINS:
         fail("no Python twin of scenario '%s' to export (twins: %s)" % (args.scenario, ", ".join(sorted(TWINS))))
     torch.manual_seed(0)
-    net, example, loss = TWINS[args.scenario](json.loads(args.knobs))
-    model = WithLoss(net, loss).to(args.device).train()
-    inputs, targets = example(args.batch)
-    example_args = tuple(t.to(args.device) for t in inputs) + (targets.to(args.device),)
+    try:
+        specs = json.loads(args.inputs)
+        net, loss = TWINS[args.scenario](json.loads(args.knobs))
+    except (ValueError, KeyError, TypeError) as e:
+        fail("bad --knobs or --inputs: %s: %s" % (type(e).__name__, e))
+    if not isinstance(specs, list) or len(specs) < 2:
+        fail("--inputs must list the model's inputs and then the targets")
+    model = WithLoss(net, loss, torch.device(args.device).type, args.precision == "bf16").to(args.device).train()
+    example_args = tuple(example_batch(specs, args.device))
     start = time.perf_counter()
     try:
         from torch.export.experimental import _export_forward_backward
 
-        with torch.autocast(device_type=torch.device(args.device).type, dtype=torch.bfloat16,
-                            enabled=args.precision == "bf16"):
-            exported = torch.export.export(model, example_args)
+        exported = torch.export.export(model, example_args)
         joint = _export_forward_backward(exported)
     except Exception as e:  # the export's own words are the reason the record keeps
         fail("export failed: %s: %s" % (type(e).__name__, e))
     export_s = time.perf_counter() - start
     gradients = [s.target for s in joint.graph_signature.output_specs if s.kind.name == "GRADIENT_TO_PARAMETER"]
+    buffers = [s.target for s in joint.graph_signature.output_specs if s.kind.name == "BUFFER_MUTATION"]
+    # Ops that draw random numbers (dropout): a CUDA graph replay would repeat their draws.
+    random_ops = sorted({str(n.target) for n in joint.graph.nodes if n.op == "call_function" and
+                         any(k in str(n.target) for k in ("dropout", "rand", "bernoulli", "normal", "uniform"))})
     out_dir = os.path.dirname(os.path.abspath(args.out))
     os.makedirs(out_dir, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".aot-", suffix=".pt2", dir=out_dir)
@@ -164,7 +301,7 @@ def main():
     kernels = fused_kernels(tmp)
     os.replace(tmp, args.out)
     report = json.dumps({"export_s": export_s, "compile_s": compile_s, "gradients": gradients,
-                         "fused_kernels": kernels, "torch": torch.__version__})
+                         "buffers": buffers, "random_ops": random_ops, "fused_kernels": kernels, "torch": torch.__version__})
     if args.report:
         with open(args.report + ".tmp", "w") as f:
             f.write(report + "\n")
