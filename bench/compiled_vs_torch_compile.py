@@ -5,7 +5,7 @@ training loop over torch.compile(model), and the table gives each side's median 
 ratio per round.
 
   python bench/compiled_vs_torch_compile.py --trainlab build/trainlab --scenario tinyops \
-      [--rounds 3] [--steps 50] [-k NAME=VALUE ...]
+      [--rounds 3] [--steps 50] [--precision fp32|bf16] [-k NAME=VALUE ...]
 
 Run it with the PyTorch trainlab was built against (the quick start's venv). The model is the
 scenario's Python twin from scenarios/export/aot_compile.py (a parity test keeps it equal to the
@@ -36,11 +36,19 @@ OPTIMIZERS = {
 }
 
 
+def example_batch(scenario, knobs, batch):
+    """One batch as the scenario's in-memory dataset makes it (scenarios/<name>.cpp)."""
+    if scenario == "tinyops":
+        x = torch.randn(batch, int(knobs["width"]))
+        return [x], torch.tanh(x.roll(1, 1))
+    return [torch.randn(batch, int(knobs["in_features"]))], torch.randint(0, int(knobs["classes"]), (batch,))
+
+
 def trainlab_round(args, results):
     """One `trainlab run --compiled on`; returns (samples/s, its resolved spec, intra-op threads)."""
     before = set(glob.glob(os.path.join(results, "*", "run.json")))
     command = [args.trainlab, "run", "--scenario", args.scenario, "--compiled", "on", "--steps", str(args.steps),
-               "--warmup", str(args.warmup), "--sampler", "off", "--results", results]
+               "--warmup", str(args.warmup), "--precision", args.precision, "--sampler", "off", "--results", results]
     for knob in args.knob:
         command += ["-k", knob]
     if args.batch:
@@ -52,22 +60,22 @@ def trainlab_round(args, results):
     with open(path) as f:
         variant = json.load(f)["variants"][0]
     if variant["compile_info"].get("method") != "inductor-aot":
-        sys.exit("compiled_vs_torch_compile: trainlab did not use Inductor: " +
-                 variant["compile_info"].get("inductor_unavailable", "?"))
+        sys.exit("compiled_vs_torch_compile: trainlab did not use Inductor: " + str(variant.get("error")))
     return variant["aggregate"]["samples_per_s"], variant["spec"], variant["environment"]["intra_op_threads"]
 
 
 def torch_compile_round(scenario, spec, threads, steps, warmup, compiled_model=None):
-    """torch.compile over the twin: warm-up steps (compiling in the first), then timed steps."""
+    """torch.compile over the twin (under autocast for bf16, as trainlab exports it): warm-up steps
+    (compiling in the first), then timed steps."""
     torch.set_num_threads(threads)
     batch = spec["batch_size"]
     if compiled_model is None:
         torch.manual_seed(spec["seed"])
-        net, example, loss = aot_compile.TWINS[scenario](spec["knobs"])
-        model = aot_compile.WithLoss(net, loss).train()
-        compiled_model = (model, torch.compile(model), OPTIMIZERS[scenario](model.parameters()), example)
-    model, step_fn, optimizer, example = compiled_model
-    batches = [example(batch) for _ in range(8)]
+        net, loss = aot_compile.TWINS[scenario](spec["knobs"])
+        model = aot_compile.WithLoss(net, loss, "cpu", spec["precision"] == "bf16").train()
+        compiled_model = (model, torch.compile(model), OPTIMIZERS[scenario](model.parameters()))
+    model, step_fn, optimizer = compiled_model
+    batches = [example_batch(scenario, spec["knobs"], batch) for _ in range(8)]
 
     def step(i):
         inputs, targets = batches[i % len(batches)]
@@ -93,6 +101,7 @@ def main():
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--batch", type=int, default=0)
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     parser.add_argument("-k", "--knob", action="append", default=[])
     args = parser.parse_args()
     if args.rounds < 1 or args.steps < 1 or args.warmup < 1:
@@ -109,11 +118,11 @@ def main():
         print("round %d: trainlab %.1f samples/s, torch.compile %.1f samples/s, ratio %.3f" %
               (r + 1, sps, sps_py, sps / sps_py), flush=True)
     ratios = [a / b for a, b in zip(ours, theirs)]
-    print("\n| scenario | batch | threads | trainlab compiled samples/s (median) | torch.compile samples/s (median) "
+    print("\n| scenario | precision | batch | threads | trainlab compiled samples/s (median) | torch.compile samples/s (median) "
           "| ratio (median) | ratio range |")
-    print("|---|---|---|---|---|---|---|")
-    print("| %s | %d | %d | %.1f | %.1f | %.3f | %.3f-%.3f |" %
-          (args.scenario, spec["batch_size"], threads, statistics.median(ours), statistics.median(theirs),
+    print("|---|---|---|---|---|---|---|---|")
+    print("| %s | %s | %d | %d | %.1f | %.1f | %.3f | %.3f-%.3f |" %
+          (args.scenario, args.precision, spec["batch_size"], threads, statistics.median(ours), statistics.median(theirs),
            statistics.median(ratios), min(ratios), max(ratios)))
 
 
