@@ -148,7 +148,8 @@ nlohmann::json compile_info_to_json(const CompileInfo& c) {
   if (c.method == kInductorMethod) {
     j["compile_s"] = c.compile_s;
     j["cache_hit"] = c.cache_hit;
-    j["eager_ops_per_step"] = c.eager_ops_per_step;
+    j["forward_backward_ops_eager"] = c.forward_backward_ops_eager;
+    j["forward_backward_ops_compiled"] = c.forward_backward_ops_compiled;
     j["cuda_graph"] = c.cuda_graph;
   }
   if (!c.inductor_unavailable.empty()) j["inductor_unavailable"] = c.inductor_unavailable;
@@ -167,7 +168,8 @@ CompileInfo compile_info_from_json(const nlohmann::json& j) {
   c.ops_inside_fusion_groups = j.value("ops_inside_fusion_groups", int64_t{0});
   c.compile_s = j.value("compile_s", 0.0);
   c.cache_hit = j.value("cache_hit", false);
-  c.eager_ops_per_step = j.value("eager_ops_per_step", int64_t{0});
+  c.forward_backward_ops_eager = j.value("forward_backward_ops_eager", int64_t{0});
+  c.forward_backward_ops_compiled = j.value("forward_backward_ops_compiled", int64_t{0});
   c.cuda_graph = j.value("cuda_graph", "");
   c.inductor_unavailable = j.value("inductor_unavailable", "");
   return c;

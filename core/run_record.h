@@ -85,7 +85,8 @@ struct SystemSummary {
 // What compiling did (the compiled variants): Inductor's joint forward+backward package
 // ("inductor-aot"), or the TorchScript-traced forward ("torchscript-trace"). In run.json {"method",
 // "fuser", "fuser_fallback_reason", "traced_graph_nodes", "optimized_graph_nodes", "fusion_groups",
-// "ops_inside_fusion_groups"} (+ "compile_s", "cache_hit", "eager_ops_per_step", "cuda_graph" for Inductor, "inductor_unavailable" when
+// "ops_inside_fusion_groups"} (+ "compile_s", "cache_hit", "forward_backward_ops_eager",
+// "forward_backward_ops_compiled", "cuda_graph" for Inductor, "inductor_unavailable" when
 // set), or {} when the variant was not compiled.
 inline constexpr const char* kInductorMethod = "inductor-aot";
 struct CompileInfo {
@@ -100,7 +101,10 @@ struct CompileInfo {
   // run or an earlier one) and whether this run found it built. In run.json only for Inductor.
   double compile_s = 0;
   bool cache_hit = false;
-  int64_t eager_ops_per_step = 0;     // Inductor: host ops of one eager step of the same model (before compiling)
+  // Inductor: host ops of one forward+backward of the same batch, run eagerly and by the package
+  // (what compiling removed from the host's work; the optimizer and all-reduce are not in either).
+  int64_t forward_backward_ops_eager = 0;
+  int64_t forward_backward_ops_compiled = 0;
   // Inductor on CUDA: "captured" (each step replays one CUDA graph of the package's kernels), or
   // why not ("not on a CPU", "capture failed: ...").
   std::string cuda_graph;

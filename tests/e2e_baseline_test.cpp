@@ -83,12 +83,13 @@ TEST(BaselineLabE2E, ThreeVariantsInterleavedWithConsistentFigures) {
   EXPECT_GT(bf16.op_input_dtypes.at("BFloat16"), 10);
   EXPECT_EQ(bf16.forward_output_dtype, "BFloat16");
   // The compiled variant is Inductor's bf16 package (exported under autocast; its parity with eager
-  // autocast is inductor_step_test's): one call runs forward and backward, so the host dispatches
-  // far fewer ops than the same model's eager step, counted in the same run.
+  // autocast is inductor_step_test's), and the record counts the host ops of one forward+backward
+  // both ways. (Here the bf16 package dispatches more ATen ops than eager does, measured 1669 vs
+  // 1266: the ops Inductor leaves to ATen; tinyops' fp32 package cuts them, tested below.)
   EXPECT_EQ(compiled.compile_info.method, kInductorMethod);
   EXPECT_GT(compiled.compile_info.fusion_groups, 0);
-  EXPECT_GT(compiled.compile_info.eager_ops_per_step, 10);
-  EXPECT_LT(compiled.ops_per_step, compiled.compile_info.eager_ops_per_step);
+  EXPECT_GT(compiled.compile_info.forward_backward_ops_eager, 50);
+  EXPECT_GT(compiled.compile_info.forward_backward_ops_compiled, 0);
   EXPECT_EQ(compiled.compile_info.cuda_graph, "not on a CUDA device");
   EXPECT_TRUE(bf16.compile_info.empty());
 }
@@ -159,6 +160,9 @@ TEST(BaselineLabE2E, TheCompiledVariantRunsInductorsPackageAndFindsItCachedNextT
   EXPECT_GT(first.compile_info.compile_s, 0.5);
   EXPECT_FALSE(first.compile_info.cache_hit);
   EXPECT_TRUE(second.compile_info.cache_hit);
+  // tinyops is many small ops: the package runs its forward+backward with a fraction of them.
+  EXPECT_GT(first.compile_info.forward_backward_ops_eager, 100);
+  EXPECT_LT(first.compile_info.forward_backward_ops_compiled, first.compile_info.forward_backward_ops_eager / 2);
   EXPECT_EQ(second.compile_info.compile_s, first.compile_info.compile_s);  // the build's time, kept with it
   // Real losses, and the package's build is not in any step: the init time holds it.
   for (const StepRecord& step : first.steps) EXPECT_TRUE(std::isfinite(step.loss)) << step.index;

@@ -478,9 +478,9 @@ void read_back(const LoopLeftovers& loop, TrainingSetup& t, VariantRecord& recor
 
 // One more step, untimed, with an op-counting callback installed: ops per step, their input
 // dtypes, the output dtype (autocast's evidence) and what the compiled graph ran. With Inductor,
-// one eager forward and backward of the same batch is counted first (the ops compiling replaced);
-// it changes nothing: the gradients are dropped and the buffers restored.
-int64_t count_eager_ops(TrainingSetup& t, const Batch& batch) {
+// one forward and backward of the same batch is counted first eagerly, then by the package (the
+// host ops compiling removed); it changes nothing: gradients dropped, buffers restored.
+void count_forward_backward_ops(TrainingSetup& t, const Batch& batch, CompileInfo& info) {
   std::vector<std::pair<torch::Tensor, torch::Tensor>> saved_buffers;
   for (const torch::Tensor& b : t.workload->model().buffers()) saved_buffers.emplace_back(b, b.clone());
   const std::vector<torch::Tensor> inputs = to_device(batch.inputs, t.device);
@@ -496,15 +496,20 @@ int64_t count_eager_ops(TrainingSetup& t, const Batch& batch) {
     loss.backward();
   }
   census.stop();
+  info.forward_backward_ops_eager = census.ops();
+  OpCensus package_census;
+  package_census.start();
+  (void)t.inductor->forward_backward(inputs, targets);
+  package_census.stop();
+  info.forward_backward_ops_compiled = package_census.ops();
   t.optimizer->zero_grad(true);
   torch::NoGradGuard no_grad;
   for (auto& [buffer, value] : saved_buffers) buffer.copy_(value);
-  return census.ops();
 }
 
 void take_census(TrainingSetup& t, VariantRecord& record) {
   Batch batch = t.loader->next().batch;
-  if (t.inductor) t.inductor_info.eager_ops_per_step = count_eager_ops(t, batch);
+  if (t.inductor) count_forward_backward_ops(t, batch, t.inductor_info);
   OpCensus census;
   census.start();
   torch::Tensor output;
