@@ -2,6 +2,7 @@
 #include "harness/train/inductor_step.h"
 
 #include <ATen/cuda/CUDAGraph.h>
+#include <cuda_runtime_api.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
@@ -158,26 +159,36 @@ struct InductorStep::State {
 };
 
 std::optional<std::vector<at::Tensor>> InductorStep::State::capture(const std::vector<at::Tensor>& args) {
+  std::optional<c10::cuda::CUDAStream> side;
+  bool capturing = false;
   try {
     static_args.clear();
     for (const at::Tensor& a : args) static_args.push_back(a.clone());
     const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream();
-    c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();
-    side.synchronize();
+    side = c10::cuda::getStreamFromPool();
+    side->synchronize();
     current.synchronize();
     auto next = std::make_unique<at::cuda::CUDAGraph>();
     {
-      const c10::cuda::CUDAStreamGuard on_side(side);
+      const c10::cuda::CUDAStreamGuard on_side(*side);
       next->capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
-      static_outputs = loader->run(static_args, side.stream());
+      capturing = true;
+      static_outputs = loader->run(static_args, side->stream());
+      capturing = false;
       next->capture_end();
     }
-    side.synchronize();
+    side->synchronize();
     graph = std::move(next);
     graph_state = "captured";
     graph->replay();  // the capture recorded the kernels without running them
     return static_outputs;
   } catch (const std::exception& e) {
+    if (capturing && side) {  // leave the side stream out of capture mode, so it can run again
+      cudaGraph_t partial = nullptr;
+      if (cudaStreamEndCapture(side->stream(), &partial) == cudaSuccess && partial != nullptr) {
+        cudaGraphDestroy(partial);
+      }
+    }
     graph.reset();
     static_outputs.clear();
     const std::string what = e.what();
