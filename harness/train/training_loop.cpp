@@ -208,9 +208,9 @@ struct TrainingSetup {
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<DataParallel> data_parallel;
   std::unique_ptr<BatchLoader> loader;
-  std::unique_ptr<CompiledForward> compiled;  // the TorchScript trace, when Inductor could not be used
+  std::unique_ptr<CompiledForward> compiled;  // the compiled variant under --compiler torchscript: the traced forward
   std::unique_ptr<InductorStep> inductor;     // the compiled variant: Inductor's forward+backward package
-  CompileInfo inductor_info;                  // what building it did, or why it could not be used
+  CompileInfo inductor_info;                  // what building the package did
 
   // Forward and loss under autocast when bf16 (compiled graphs get their casts from the JIT's
   // autocast pass, which runs when eager autocast is on). With Inductor the package runs forward
@@ -270,7 +270,8 @@ LoaderRun loader_settings(const VariantSpec& spec, bool use_cuda) {
 }
 
 // The compiled variant's Inductor package, built (or found) before the loop: its time is
-// initialisation, never a measured step. nullptr, with the reason in `info`, when it cannot be used.
+// initialisation, never a measured step. Throws InductorUnavailable with the reason when it cannot
+// be built: no fallback, the variant is recorded as not measured.
 std::unique_ptr<InductorStep> build_inductor_step(const VariantSpec& spec, TrainingSetup& t, CompileInfo& info) {
   InductorPackageRequest request;
   request.scenario = spec.scenario;
@@ -278,24 +279,19 @@ std::unique_ptr<InductorStep> build_inductor_step(const VariantSpec& spec, Train
   request.precision = t.bf16 ? "bf16" : "fp32";
   request.device = t.device.is_cuda() ? "cuda" : "cpu";
   request.cache_root = spec.data_dir.empty() ? default_data_root() : spec.data_dir;
-  try {
-    const Batch example = t.loader->first_batch();  // every batch has these shapes
-    request.inputs = batch_shapes(example.inputs, example.targets);
-    const InductorPackage package = prepare_inductor_package(request);
-    auto step = std::make_unique<InductorStep>(package, t.workload->model());
-    info.method = kInductorMethod;
-    info.fuser = "inductor";
-    info.fusion_groups = package.fused_kernels;
-    info.compile_s = package.export_s + package.compile_s;
-    info.cache_hit = package.cache_hit;
-    std::cout << "trainlab: " << spec.name() << ": Inductor package " << (package.cache_hit ? "found" : "built")
-              << " (export + compile " << info.compile_s << " s, " << package.fused_kernels << " fused kernels)"
-              << std::endl;
-    return step;
-  } catch (const InductorUnavailable& e) {
-    info.inductor_unavailable = e.what();
-    throw;  // no silent fallback: the variant records why compiling could not be measured
-  }
+  const Batch example = t.loader->first_batch();  // every batch has these shapes
+  request.inputs = batch_shapes(example.inputs, example.targets);
+  const InductorPackage package = prepare_inductor_package(request);
+  auto step = std::make_unique<InductorStep>(package, t.workload->model());
+  info.method = kInductorMethod;
+  info.fuser = "inductor";
+  info.fusion_groups = package.fused_kernels;
+  info.compile_s = package.export_s + package.compile_s;
+  info.cache_hit = package.cache_hit;
+  std::cout << "trainlab: " << spec.name() << ": Inductor package " << (package.cache_hit ? "found" : "built")
+            << " (export + compile " << info.compile_s << " s, " << package.fused_kernels << " fused kernels)"
+            << std::endl;
+  return step;
 }
 
 TrainingSetup set_up(const VariantSpec& spec, bool use_cuda, VariantRecord& record) {
@@ -476,10 +472,8 @@ void read_back(const LoopLeftovers& loop, TrainingSetup& t, VariantRecord& recor
   record.final_parameters = parameter_fingerprint(t.workload->model());
 }
 
-// One more step, untimed, with an op-counting callback installed: ops per step, their input
-// dtypes, the output dtype (autocast's evidence) and what the compiled graph ran. With Inductor,
-// one forward and backward of the same batch is counted first eagerly, then by the package (the
-// host ops compiling removed); it changes nothing: gradients dropped, buffers restored.
+// With Inductor: one forward and backward of the same batch counted eagerly, then by the package
+// (the host ops compiling removed). It changes nothing: gradients dropped, buffers restored.
 void count_forward_backward_ops(TrainingSetup& t, const Batch& batch, CompileInfo& info) {
   std::vector<std::pair<torch::Tensor, torch::Tensor>> saved_buffers;
   for (const torch::Tensor& b : t.workload->model().buffers()) saved_buffers.emplace_back(b, b.clone());
@@ -507,6 +501,8 @@ void count_forward_backward_ops(TrainingSetup& t, const Batch& batch, CompileInf
   for (auto& [buffer, value] : saved_buffers) buffer.copy_(value);
 }
 
+// One more step, untimed, with an op-counting callback installed: ops per step, their input
+// dtypes, the output dtype (autocast's evidence) and what the compiled graph ran.
 void take_census(TrainingSetup& t, VariantRecord& record) {
   Batch batch = t.loader->next().batch;
   if (t.inductor) count_forward_backward_ops(t, batch, t.inductor_info);
