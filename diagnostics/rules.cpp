@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "core/text.h"
 #include "diagnostics/series.h"
 #include "diagnostics/text_format.h"
 
@@ -35,8 +36,7 @@ const Distribution* gpu_util(const Summary& s, std::string* name) {
     return d;
   }
   for (const auto& [key, d] : s.system) {
-    if (d.count > 0 && key.rfind("gpu", 0) == 0 && key.size() > 12 &&
-        key.compare(key.size() - 9, 9, ".util_pct") == 0) {
+    if (d.count > 0 && key.rfind("gpu", 0) == 0 && key.size() > 12 && ends_with(key, ".util_pct")) {
       *name = key;
       return &d;
     }

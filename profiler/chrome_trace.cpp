@@ -21,6 +21,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/text.h"
 
 namespace trainlab {
 namespace {
@@ -38,10 +39,6 @@ const char* category_of(const TraceEvent& e) {
     case EventKind::kSync: return "cuda_sync";
   }
   return "cpu_op";
-}
-
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string gzip(const std::string& data) {

@@ -13,6 +13,7 @@
 #include "harness/runner/record_summary.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/text.h"
 #include "harness/runner/lab.h"
 #include "harness/runner/text_table.h"
 #include "profiler/chrome_trace.h"
@@ -25,11 +26,7 @@ namespace {
 
 bool is_trace_file(const fs::path& p) {
   const std::string name = p.filename().string();
-  const auto ends_with = [&](const std::string& suffix) {
-    return name.size() >= suffix.size() &&
-           name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  return ends_with(".json") || ends_with(".json.gz");
+  return ends_with(name, ".json") || ends_with(name, ".json.gz");
 }
 
 std::vector<ReportTimeline> timelines_of(const Profile* profile) {
@@ -189,7 +186,7 @@ DiagnoseOutcome diagnose_path(const std::string& path, const DiagnoseOptions& op
     std::string stem = p.filename().string();
     for (const char* suffix : {".gz", ".json", ".pt.trace"}) {
       const std::string s(suffix);
-      if (stem.size() > s.size() && stem.compare(stem.size() - s.size(), s.size(), s) == 0)
+      if (stem.size() > s.size() && ends_with(stem, s))
         stem.resize(stem.size() - s.size());
     }
     std::string run_id;

@@ -20,6 +20,7 @@
 #include "harness/runner/child_process.h"
 #include "scenarios/data/dataset_cache.h"
 #include "core/hash.h"
+#include "core/text.h"
 
 namespace trainlab {
 namespace {
@@ -233,10 +234,7 @@ InductorStep::InductorStep(const InductorPackage& package, torch::nn::Module& mo
   // BatchNorm's batch counter is the exception: the package adds 1 to the value it was loaded
   // with, not to the bound tensor (measured with torch 2.11: it stays at 1), so the step counts
   // it itself. The counter only matters to BatchNorm without momentum, which no twin uses.
-  const auto is_batch_counter = [](const std::string& fqn) {
-    const std::string suffix = "num_batches_tracked";
-    return fqn.size() >= suffix.size() && fqn.compare(fqn.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
+  const auto is_batch_counter = [](const std::string& fqn) { return ends_with(fqn, "num_batches_tracked"); };
   for (const std::string& fqn : fqns) {
     const auto it = buffers.find(fqn);
     if (it != buffers.end() && !is_batch_counter(fqn)) constants[constant_name(fqn)] = it->second;

@@ -17,6 +17,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/text.h"
 #include "core/hash.h"
 #include "harness/dist/data_parallel.h"
 #include "harness/dist/dist_env.h"
@@ -651,7 +652,7 @@ int variant_child_main(const std::string& spec_path, const std::string& record_p
     record.spec = spec_json.get<VariantSpec>();
     // The trace goes next to the record: <stem>.json -> <stem>.trace.json[.gz].
     std::string trace_path = record_path;
-    if (trace_path.size() > 5 && trace_path.compare(trace_path.size() - 5, 5, ".json") == 0) trace_path.resize(trace_path.size() - 5);
+    if (trace_path.size() > 5 && ends_with(trace_path, ".json")) trace_path.resize(trace_path.size() - 5);
     trace_path += record.spec.trace_gzip ? ".trace.json.gz" : ".trace.json";
     record = run_variant(record.spec, start_ns, trace_path);
   } catch (const c10::Error& e) {
