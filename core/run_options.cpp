@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 
 #include "core/errors.h"
@@ -18,6 +19,14 @@ std::string show_number(double value) {
 }
 
 std::string on_off(bool value) { return value ? "on" : "off"; }
+
+// A path given on the command line, made absolute (variant children run in other folders).
+std::string absolute_path(const std::string& text) {
+  if (text.empty()) throw InputError("an empty path");
+  std::error_code ec;
+  const std::filesystem::path path = std::filesystem::absolute(text, ec);
+  return ec ? text : path.lexically_normal().string();
+}
 
 // A whole-number field. The value must fit the field's type; its range is check_spec's.
 template <typename T>
@@ -184,6 +193,29 @@ std::vector<RunOption> make_table() {
   format.write_json = [](const VariantSpec& spec, nlohmann::json& j) { j["trace_gzip"] = spec.trace_gzip; };
   format.read_json = [](const nlohmann::json& j, VariantSpec& spec) { spec.trace_gzip = j.value("trace_gzip", true); };
   t.push_back(format);
+  RunOption model;
+  model.name = "model";
+  model.value_name = "BUNDLE";
+  model.help = "train your own model: a bundle written by `trainlab model add` (instead of --scenario)";
+  model.apply = [](VariantSpec& spec, const std::string& text) { spec.model = absolute_path(text); };
+  model.show = [](const VariantSpec& spec) { return spec.model; };
+  model.write_json = [](const VariantSpec& spec, nlohmann::json& j) {
+    if (!spec.model.empty()) j["model"] = spec.model;
+  };
+  model.read_json = [](const nlohmann::json& j, VariantSpec& spec) { spec.model = j.value("model", std::string()); };
+  t.push_back(model);
+  RunOption data;
+  data.name = "data";
+  data.value_name = "FILE_OR_DIR";
+  data.help = "with --model: train on your saved batches (torch.save'd dicts of the bundle's tensors, samples "
+              "along dim 0; a folder: every .pt in it) instead of synthesized ones";
+  data.apply = [](VariantSpec& spec, const std::string& text) { spec.data = absolute_path(text); };
+  data.show = [](const VariantSpec& spec) { return spec.data; };
+  data.write_json = [](const VariantSpec& spec, nlohmann::json& j) {
+    if (!spec.data.empty()) j["data"] = spec.data;
+  };
+  data.read_json = [](const nlohmann::json& j, VariantSpec& spec) { spec.data = j.value("data", std::string()); };
+  t.push_back(data);
   RunOption data_dir;
   data_dir.name = "data-dir";
   data_dir.value_name = "DIR";
@@ -257,7 +289,8 @@ const RunOption* find_run_option(const std::string& name) {
 
 std::vector<std::string> spec_arguments(const VariantSpec& spec) {
   const VariantSpec defaults;
-  std::vector<std::string> args = {"--scenario", spec.scenario};
+  std::vector<std::string> args;
+  if (spec.model.empty()) args = {"--scenario", spec.scenario};  // else --model comes from the table
   for (const RunOption& o : run_options()) {
     if (o.doctor_chooses) continue;
     const std::string value = o.show(spec);

@@ -42,7 +42,9 @@ inline constexpr int kMaxPrefetch = 64;
 inline constexpr int64_t kMinBudgetedSteps = 2;  // measured steps a loop budget never cuts below
 
 struct VariantSpec {
-  std::string scenario;
+  std::string scenario;            // a built-in scenario's name, or the model bundle's
+  std::string model;               // a model bundle folder (absolute; `trainlab model add`); empty: built-in
+  std::string data;                // the user's saved batches for a bundle (file or folder; absolute); empty: synthesized
   Precision precision = Precision::kFp32;
   bool compiled = false;
   Compiler compiler = Compiler::kInductor;  // what `compiled` runs

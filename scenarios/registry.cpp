@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <mutex>
 
 #include "core/errors.h"
+#include "scenarios/model_bundle.h"
 
 namespace trainlab {
 namespace {
@@ -41,6 +43,16 @@ const WorkloadFactory& find_workload_factory(const std::string& name) {
   find_scenario(name);
   const auto it = factories().find(name);
   if (it == factories().end()) throw InputError("scenario '" + name + "' has no workload linked into this binary");
+  return it->second;
+}
+
+const ScenarioInfo& scenario_of(const VariantSpec& spec) {
+  if (spec.model.empty()) return find_scenario(spec.scenario);
+  static std::mutex mutex;
+  static std::map<std::string, ScenarioInfo> bundles;  // by bundle folder; nodes never move
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = bundles.find(spec.model);
+  if (it == bundles.end()) it = bundles.emplace(spec.model, bundle_scenario_info(load_model_bundle(spec.model))).first;
   return it->second;
 }
 

@@ -34,6 +34,11 @@ const ScenarioInfo& find_scenario(const std::string& name);
 // workloads for it). make_workload() in workload.h calls it.
 const WorkloadFactory& find_workload_factory(const std::string& name);
 
+// The scenario a spec runs: with spec.model the model bundle's (its manifest read once per
+// process), else the built-in one spec.scenario names. Throws InputError like find_scenario or
+// load_model_bundle (scenarios/model_bundle.h).
+const ScenarioInfo& scenario_of(const VariantSpec& spec);
+
 // Fills the scenario's defaults into a spec (batch size, knobs) and checks every value
 // (core's check_spec, then the knobs against the scenario's table). Throws InputError naming the
 // offending option on unknown knobs, out-of-range or impossible values.

@@ -50,7 +50,16 @@ class Workload {
   // The fixed, seeded data: in memory (config.slice_batches batches' worth of samples) or an
   // on-disk dataset generated once under config.data_root.
   virtual std::unique_ptr<Dataset> make_dataset() = 0;
+  // Forward+backward FLOPs per sample where the workload counted them; -1: the loop estimates
+  // them from the model's Linear layers.
+  virtual double flops_per_sample() const { return -1; }
+  // Other names of parameters in model() (tied weights: each tensor is in model() once, under its
+  // first name), for binding an exported package that may use any of them.
+  virtual std::vector<std::pair<std::string, torch::Tensor>> tied_parameters() const { return {}; }
 };
+
+// A user's model from a model bundle (scenarios/user_model.cpp): config.model_bundle.
+std::unique_ptr<Workload> make_user_model_workload(const WorkloadConfig& config);
 
 // An in-memory dataset: sample tensors stacked along dim 0; a batch is an index_select (all of
 // its time counts as collate).
@@ -71,13 +80,17 @@ class TensorDataset : public Dataset {
   }
   DatasetInfo info() const override {
     DatasetInfo info;
-    info.source = "in memory: " + std::to_string(num_samples()) + " samples generated from the seed";
+    info.source = source_.empty() ? "in memory: " + std::to_string(num_samples()) + " samples generated from the seed"
+                                  : source_;
     return info;
   }
+  // Where the samples came from, for the run record (default: generated from the seed).
+  void set_source(std::string source) { source_ = std::move(source); }
 
  private:
   std::vector<torch::Tensor> inputs_;
   torch::Tensor targets_;
+  std::string source_;
 };
 
 // Batch buffers in page-locked host memory (LibTorch's pinned allocator), so host-to-device copies
@@ -159,6 +172,7 @@ std::unique_ptr<Dataset> open_disk_dataset(const PreparedDataset& prepared, bool
 }
 
 inline std::unique_ptr<Workload> make_workload(const std::string& name, const WorkloadConfig& config) {
+  if (!config.model_bundle.empty()) return make_user_model_workload(config);
   return find_workload_factory(name)(config);
 }
 

@@ -17,6 +17,8 @@ struct WorkloadConfig {
   uint64_t seed = 0;
   std::map<std::string, double> knobs;
   std::string data_root;        // on-disk datasets are generated / found here
+  std::string model_bundle;     // a user's model bundle (scenarios/model_bundle.h); empty: a built-in scenario
+  std::string data_path;        // with a bundle: the user's saved batches; empty: synthesized from the seed
   BufferAllocator allocate = heap_allocator();  // batch buffers (pinned when copying to CUDA)
 
   int64_t knob_int(const std::string& name) const { return static_cast<int64_t>(knob(name)); }

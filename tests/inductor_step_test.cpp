@@ -16,6 +16,7 @@
 #include <functional>
 
 #include "core/atomic_file.h"
+#include "harness/runner/python_side.h"
 #include "harness/train/autocast_scope.h"
 #include "scenarios/registry.h"
 #include "scenarios/workload.h"
@@ -165,7 +166,7 @@ const Case kVision{"vision", {{"width", 4}, {"classes", 5}, {"crop", 16}, {"imag
                    }};
 
 TEST(InductorStepTest, TheMlpPackageGivesEagerLossAndGradientsAndIsCached) {
-  if (inductor_python().empty()) GTEST_SKIP() << "no Python side in this build";
+  if (torch_python().empty()) GTEST_SKIP() << "no Python side in this build";
   const InductorPackage cold = prepare_inductor_package(request_for(kMlp));
   EXPECT_FALSE(cold.cache_hit);
   EXPECT_GT(cold.build_s, 0.5);  // an export and a compile happened
@@ -186,7 +187,7 @@ TEST(InductorStepTest, TheMlpPackageGivesEagerLossAndGradientsAndIsCached) {
 // training, not fp32's: at the first step its gradients are closer to eager bf16 than eager fp32
 // is (an autocast around torch.export itself gave an all-fp32 graph that failed exactly this).
 TEST(InductorStepTest, TheBf16MlpPackageIsEagerAutocastsTraining) {
-  if (inductor_python().empty()) GTEST_SKIP() << "no Python side in this build";
+  if (torch_python().empty()) GTEST_SKIP() << "no Python side in this build";
   const InductorPackage package = prepare_inductor_package(request_for(kMlpBf16));
   std::unique_ptr<Workload> reference = workload_for(kMlpBf16);
   std::unique_ptr<Workload> compiled = workload_for(kMlpBf16);
@@ -215,7 +216,7 @@ TEST(InductorStepTest, TheBf16MlpPackageIsEagerAutocastsTraining) {
 }
 
 TEST(InductorStepTest, TheTinyOpsPackageGivesEagerLossAndGradients) {
-  if (inductor_python().empty()) GTEST_SKIP() << "no Python side in this build";
+  if (torch_python().empty()) GTEST_SKIP() << "no Python side in this build";
   const InductorPackage package = prepare_inductor_package(request_for(kTinyOps));
   EXPECT_EQ(package.gradients.size(), 16u);  // four blocks: Linear and LayerNorm, weight and bias each
   expect_parity(kTinyOps, package);
@@ -223,7 +224,7 @@ TEST(InductorStepTest, TheTinyOpsPackageGivesEagerLossAndGradients) {
 }
 
 TEST(InductorStepTest, TheCommHeavyPackageGivesEagerLossAndGradients) {
-  if (inductor_python().empty()) GTEST_SKIP() << "no Python side in this build";
+  if (torch_python().empty()) GTEST_SKIP() << "no Python side in this build";
   const InductorPackage package = prepare_inductor_package(request_for(kCommHeavy));
   EXPECT_EQ(package.gradients.size(), 8u);  // four Linear layers
   expect_parity(kCommHeavy, package);
@@ -232,7 +233,7 @@ TEST(InductorStepTest, TheCommHeavyPackageGivesEagerLossAndGradients) {
 
 // Embedding lookups, the sampled-negative ranking term and a TransformerEncoder in one package.
 TEST(InductorStepTest, TheRecsysPackageGivesEagerLossAndGradients) {
-  if (inductor_python().empty()) GTEST_SKIP() << "no Python side in this build";
+  if (torch_python().empty()) GTEST_SKIP() << "no Python side in this build";
   const InductorPackage package = prepare_inductor_package(request_for(kRecsys));
   // 4 embeddings, the position, per layer 12 (attention in/out, two Linear, two LayerNorm), norm 2, head 2.
   EXPECT_EQ(package.gradients.size(), 4u + 1u + 2u * 12u + 2u + 2u);
@@ -242,7 +243,7 @@ TEST(InductorStepTest, TheRecsysPackageGivesEagerLossAndGradients) {
 
 // BatchNorm in training mode: the package updates the model's own running statistics in place.
 TEST(InductorStepTest, TheVisionPackageGivesEagerLossGradientsAndRunningStatistics) {
-  if (inductor_python().empty()) GTEST_SKIP() << "no Python side in this build";
+  if (torch_python().empty()) GTEST_SKIP() << "no Python side in this build";
   const InductorPackage package = prepare_inductor_package(request_for(kVision));
   // 9 BatchNorms (stem, 2 per stage, 2 shortcuts): running mean, variance and batch count each.
   EXPECT_EQ(package.buffers.size(), 27u);
@@ -253,7 +254,7 @@ TEST(InductorStepTest, TheVisionPackageGivesEagerLossGradientsAndRunningStatisti
 // On a CUDA device the step is captured as a CUDA graph after its warm-up calls and replayed; the
 // replays train as eager does. Runs only where a GPU is (the device tool's machines).
 TEST(InductorStepTest, OnCudaTheStepIsReplayedAsOneCudaGraphWithEagerLosses) {
-  if (inductor_python().empty()) GTEST_SKIP() << "no Python side in this build";
+  if (torch_python().empty()) GTEST_SKIP() << "no Python side in this build";
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device here";
   InductorPackageRequest request = request_for(kMlp);
   request.device = "cuda";
@@ -284,7 +285,7 @@ TEST(InductorStepTest, OnCudaTheStepIsReplayedAsOneCudaGraphWithEagerLosses) {
 }
 
 TEST(InductorStepTest, AScenarioWithoutATwinOrWithoutPythonSaysWhy) {
-  if (inductor_python().empty()) GTEST_SKIP() << "no Python side in this build";
+  if (torch_python().empty()) GTEST_SKIP() << "no Python side in this build";
   InductorPackageRequest unknown = request_for(kMlp);
   unknown.scenario = "nosuchscenario";
   try {

@@ -19,7 +19,7 @@ int parse_and_run(int argc, const char* const* argv) {
   const std::vector<Subcommand> commands = {
       add_list_command(app),     add_run_command(app),      add_profile_command(app), add_baseline_command(app),
       add_sweep_command(app),    add_diagnose_command(app), add_validate_command(app), add_compare_command(app),
-      add_history_command(app),  add_doctor_command(app)};
+      add_history_command(app),  add_doctor_command(app),   add_model_command(app)};
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;
     bool known = false;

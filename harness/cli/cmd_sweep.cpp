@@ -2,6 +2,7 @@
 // own child on the same data, and the cheapest point within tolerance of the best.
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -25,7 +26,9 @@ Subcommand add_sweep_command(CLI::App& app) {
   Subcommand sweep{app.add_subcommand("sweep", "dataloader sweep: workers x prefetch x pinned memory x batch"), nullptr};
   CLI::App* cmd = sweep.app;
   add_variant_options(cmd, o->variant, CommandKind::kSweep);
-  cmd->add_option("--workers", o->workers, "loader worker counts, e.g. 0,1,2,4 (default)");
+  cmd->add_option("--workers", o->workers,
+                  "loader worker counts, e.g. 0,1,2,4 (default; 0 for --model without --data, whose batch sizes "
+                  "are swept instead: half, as given, double)");
   cmd->add_option("--prefetch", o->prefetch, "prefetch depths per worker, e.g. 2,4 (default 2)");
   cmd->add_option("--pin-memory", o->pin, "off, on or off,on (on needs CUDA; default off)");
   cmd->add_option("--batch,-b", o->batch, "batch sizes, e.g. 32,64 (default: the scenario's)");
@@ -49,6 +52,24 @@ Subcommand add_sweep_command(CLI::App& app) {
     }
     options.tolerance_pct = o->tolerance_pct;
     options.lab = build_lab_options(o->variant, &o->thresholds);
+    const VariantSpec& base = options.lab.base;
+    if (!base.model.empty() && base.data.empty()) {
+      // Your model on synthesized batches: they are made in memory once, so the loader has nothing
+      // to tune; the batch size is what there is to sweep (default: half, as given, double).
+      if (cmd->count("--workers") == 0) options.grid.workers = {0};
+      if (options.grid.workers.size() > 1 || options.grid.prefetch.size() > 1) {
+        throw InputError("sweeping the loader settings of your model needs --data FILE_OR_DIR (without it its "
+                         "batches are synthesized in memory: there is nothing to load); sweep --batch instead");
+      }
+      if (options.grid.batch_sizes.empty()) {
+        for (const int64_t b : {base.batch_size / 2, base.batch_size, base.batch_size * 2}) {
+          if (b >= 1 && b < kMaxBatchSize && std::find(options.grid.batch_sizes.begin(), options.grid.batch_sizes.end(), b) ==
+                                                 options.grid.batch_sizes.end()) {
+            options.grid.batch_sizes.push_back(b);
+          }
+        }
+      }
+    }
     const bool cpu_only = options.lab.base.device == DeviceChoice::kCpu;
     options.cuda_available = !cpu_only && cuda_device_present();
     options.live_progress = ::isatty(STDERR_FILENO) == 1;

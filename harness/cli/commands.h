@@ -26,5 +26,6 @@ Subcommand add_compare_command(CLI::App& app);
 Subcommand add_history_command(CLI::App& app);
 Subcommand add_validate_command(CLI::App& app);
 Subcommand add_doctor_command(CLI::App& app);
+Subcommand add_model_command(CLI::App& app);
 
 }  // namespace trainlab

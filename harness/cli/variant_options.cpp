@@ -1,6 +1,7 @@
 // The shared run options: flags (add_variant_options) and their conversion to a VariantSpec.
 #include "harness/cli/variant_options.h"
 
+#include <filesystem>
 #include <sstream>
 
 #include "core/atomic_file.h"
@@ -19,7 +20,7 @@ bool VariantOptions::was_given(const std::string& name) const {
 
 void add_variant_options(CLI::App* cmd, VariantOptions& o, CommandKind kind) {
   const unsigned mask = kind == CommandKind::kLab ? kOnLab : kind == CommandKind::kSweep ? kOnSweep : kOnRun;
-  cmd->add_option("--scenario,-s", o.scenario, "built-in scenario (see `trainlab list`)");
+  cmd->add_option("--scenario,-s", o.scenario, "built-in scenario (see `trainlab list`; default recsys)");
   if (kind == CommandKind::kRun || kind == CommandKind::kDoctor) {
     cmd->add_option("--set", o.settings,
                     "settings in --ab's syntax, applied last: NAME=VALUE[,...] with an option (workers=2, "
@@ -60,13 +61,21 @@ std::pair<std::string, std::string> split_setting(const std::string& text, const
 
 VariantSpec build_spec(const VariantOptions& o) {
   VariantSpec spec;
-  spec.scenario = o.scenario;
-  const ScenarioInfo& info = find_scenario(o.scenario);
   for (const RunOption& option : run_options()) {
     if (!o.was_given(option.name)) continue;
     const auto text = o.given.find(option.name);
     option.apply(spec, option.is_flag ? std::string("on") : text->second);
   }
+  if (!spec.model.empty() && !o.scenario.empty()) throw InputError("--scenario and --model exclude each other");
+  if (spec.model.empty() && !spec.data.empty()) {
+    throw InputError("--data is for your own model (--model BUNDLE); built-in scenarios make their own data");
+  }
+  if (!spec.data.empty() && !std::filesystem::exists(spec.data)) throw InputError("--data " + spec.data + ": no such file or folder");
+  if (!spec.model.empty() && spec.compiler == Compiler::kTorchScript) {
+    throw InputError("--compiler torchscript is for built-in scenarios; your model's compiled variant is Inductor's");
+  }
+  spec.scenario = o.scenario.empty() ? kDefaultScenario : o.scenario;
+  const ScenarioInfo& info = scenario_of(spec);
   if (!o.preset.empty()) {
     const ScenarioPreset* preset = info.find_preset(o.preset);
     if (preset == nullptr) {

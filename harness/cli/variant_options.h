@@ -20,7 +20,7 @@ namespace trainlab {
 // given, by name, and the command's own (scenario, preset, knobs, --set, results, timeout, repeat,
 // thresholds).
 struct VariantOptions {
-  std::string scenario = kDefaultScenario;
+  std::string scenario;                 // empty: kDefaultScenario (unless --model)
   std::string preset;                   // a scenario's named knob setting (see `trainlab list`)
   std::vector<std::string> knobs;       // name=value
   std::vector<std::string> settings;    // --set NAME=VALUE[,...], --ab's syntax, applied last

@@ -232,7 +232,7 @@ std::vector<VariantSpec> baseline_variants(const LabOptions& options) {
         apply_setting(spec, key, value);
       }
     }
-    resolve(spec, find_scenario(spec.scenario));
+    resolve(spec, scenario_of(spec));
     specs.push_back(spec);
   }
   for (const auto& [name, settings] : options.overrides) {
@@ -287,7 +287,7 @@ LabOutcome run_ab(const LabOptions& options, const std::vector<std::pair<std::st
   if (changes.empty()) throw InputError("--ab needs at least one change, e.g. --ab workers=2");
   VariantSpec b = options.base;
   for (const auto& [key, value] : changes) apply_setting(b, key, value);
-  resolve(b, find_scenario(b.scenario));
+  resolve(b, scenario_of(b));
   LabOutcome outcome = run_variants({options.base, b}, options, "ab", progress, {"A", "B"});
   std::string described;
   for (const auto& [key, value] : changes) described += (described.empty() ? "" : ", ") + key + "=" + value;

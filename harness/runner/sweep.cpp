@@ -189,7 +189,7 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options, std::vector<st
           point.spec.workers = workers;
           point.spec.prefetch = grid.prefetch[p];
           point.spec.pin_memory = pin;
-          resolve(point.spec, find_scenario(point.spec.scenario));  // validates every value
+          resolve(point.spec, scenario_of(point.spec));  // validates every value
           if (pin && !options.cuda_available) {
             point.not_applicable = "pinned memory needs a CUDA device (batches stay on the CPU here)";
           }

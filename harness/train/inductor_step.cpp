@@ -15,9 +15,11 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/atomic_file.h"
 #include "harness/runner/child_process.h"
+#include "harness/runner/python_side.h"
 #include "scenarios/data/dataset_cache.h"
 #include "core/hash.h"
 #include "core/text.h"
@@ -27,11 +29,6 @@ namespace {
 
 constexpr int kPackageFormatVersion = 1;
 constexpr double kBuildTimeoutS = 1800;
-
-std::string exporter_script() {
-  if (const char* env = std::getenv("TRAINLAB_EXPORT_SCRIPT"); env != nullptr && *env != '\0') return env;
-  return TRAINLAB_EXPORT_SCRIPT;
-}
 
 // "net.0.weight" -> "net_0_weight": how the package names its constants.
 std::string constant_name(const std::string& fqn) {
@@ -68,25 +65,10 @@ std::vector<TensorShape> batch_shapes(const std::vector<at::Tensor>& inputs, con
   return shapes;
 }
 
-std::string inductor_python() {
-  if (const char* env = std::getenv("TRAINLAB_PYTHON"); env != nullptr && *env != '\0') {
-    return ::access(env, X_OK) == 0 ? env : "";
-  }
-  const std::string built_with = TRAINLAB_TORCH_PYTHON;
-  return !built_with.empty() && ::access(built_with.c_str(), X_OK) == 0 ? built_with : "";
-}
-
 InductorPackage prepare_inductor_package(const InductorPackageRequest& request) {
-  const std::string python = inductor_python();
-  if (python.empty()) {
-    const char* env = std::getenv("TRAINLAB_PYTHON");
-    throw InductorUnavailable(
-        env != nullptr && *env != '\0'
-            ? std::string("the compiled variant needs the Python side: $TRAINLAB_PYTHON (") + env + ") is not executable"
-            : "the compiled variant needs the Python side (the PyTorch trainlab was built against, with "
-              "scenarios/export; or $TRAINLAB_PYTHON), which this installation lacks");
-  }
-  const std::string script = exporter_script();
+  const std::string python = torch_python();
+  if (python.empty()) throw InductorUnavailable("the compiled variant needs the Python side: " + torch_python_missing_reason());
+  const std::string script = export_script("aot_compile.py");
   std::string script_text;
   try {
     script_text = read_file(script);
@@ -95,22 +77,36 @@ InductorPackage prepare_inductor_package(const InductorPackageRequest& request) 
   }
   const std::string script_hash = hex16(fnv1a(script_text));
   const std::string inputs_json = shapes_json(request.inputs).dump();
-  const nlohmann::json params = {{"scenario", request.scenario},
+  nlohmann::json params = {{"scenario", request.scenario},
                                  {"knobs", nlohmann::json::parse(request.knobs_json)},
                                  {"inputs", nlohmann::json::parse(inputs_json)},
                                  {"precision", request.precision},
                                  {"device", request.device},
                                  {"torch", TORCH_VERSION},
                                  {"exporter", script_hash}};
+  std::vector<std::string> source_args = {"--scenario", request.scenario, "--knobs", request.knobs_json};
+  if (!request.bundle.empty()) {
+    // The bundle's identity: its manifest (which names the user's file and its hash) and that file.
+    try {
+      const nlohmann::json manifest = nlohmann::json::parse(read_file(request.bundle + "/manifest.json"));
+      params["bundle"] = hex16(fnv1a(manifest.dump())) + "-" +
+                         hex16(fnv1a(read_file(request.bundle + "/source/" + manifest.at("source").at("file").get<std::string>())));
+    } catch (const std::exception& e) {
+      throw InductorUnavailable(std::string("the model bundle cannot be read: ") + e.what());
+    }
+    source_args = {"--bundle", request.bundle};
+  }
   PreparedDataset prepared;
   try {
     prepared = prepare_dataset(
         request.cache_root, "inductor-" + request.scenario, kPackageFormatVersion, params,
         [&](const std::string& tmp_dir) {
           const std::string log = tmp_dir + "/build.log";
-          ChildLaunch launch{{script, "--scenario", request.scenario, "--knobs", request.knobs_json, "--inputs",
-                              inputs_json, "--precision", request.precision, "--device",
-                              request.device, "--out", tmp_dir + "/model.pt2", "--report", tmp_dir + "/build.json"},
+          std::vector<std::string> args = {script};
+          args.insert(args.end(), source_args.begin(), source_args.end());
+          args.insert(args.end(), {"--inputs", inputs_json, "--precision", request.precision, "--device", request.device,
+                                   "--out", tmp_dir + "/model.pt2", "--report", tmp_dir + "/build.json"});
+          ChildLaunch launch{args,
                              log,
                              {},
                              python,
@@ -139,6 +135,18 @@ InductorPackage prepare_inductor_package(const InductorPackageRequest& request) 
   package.gradients = build.at("gradients").get<std::vector<std::string>>();
   package.buffers = build.value("buffers", std::vector<std::string>{});
   package.random_ops = build.value("random_ops", std::vector<std::string>{});
+  package.no_gradient = build.value("no_gradient", std::vector<std::string>{});
+  if (build.contains("gradient_check")) {
+    const nlohmann::json& check = build.at("gradient_check");
+    if (check.contains("skipped")) {
+      package.gradient_check = "skipped: " + check.at("skipped").get<std::string>();
+    } else {
+      char text[160];
+      std::snprintf(text, sizeof text, "max relative error %.2g (%s)", check.value("max_rel_err", 0.0),
+                    check.value("worst", std::string()).c_str());
+      package.gradient_check = text;
+    }
+  }
   return package;
 }
 
@@ -198,7 +206,8 @@ std::optional<std::vector<at::Tensor>> InductorStep::State::capture(const std::v
   }
 }
 
-InductorStep::InductorStep(const InductorPackage& package, torch::nn::Module& model, bool capture_cuda_graph)
+InductorStep::InductorStep(const InductorPackage& package, torch::nn::Module& model,
+                           const std::vector<std::pair<std::string, at::Tensor>>& tied, bool capture_cuda_graph)
     : state_(std::make_unique<State>()) {
   try {
     state_->loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(package.path);
@@ -211,8 +220,9 @@ InductorStep::InductorStep(const InductorPackage& package, torch::nn::Module& mo
       throw InductorUnavailable("the package baked parameter " + fqn + " into its code: it could not follow training");
     }
   }
-  std::unordered_map<std::string, torch::Tensor> by_name;
+  std::unordered_map<std::string, torch::Tensor> by_name;  // every name of every parameter
   for (const auto& item : model.named_parameters()) by_name["net." + item.key()] = item.value();
+  for (const auto& [name, tensor] : tied) by_name["net." + name] = tensor;
   std::unordered_map<std::string, at::Tensor> constants;
   for (const std::string& fqn : package.gradients) {
     const auto it = by_name.find(fqn);
@@ -220,11 +230,20 @@ InductorStep::InductorStep(const InductorPackage& package, torch::nn::Module& mo
       throw InductorUnavailable("the package's parameter " + fqn + " is not the C++ model's: its twin differs");
     }
     state_->parameters.push_back(it->second);
-    constants[constant_name(fqn)] = it->second.detach();
   }
-  if (state_->parameters.size() != by_name.size()) {
-    throw InductorUnavailable("the package has " + std::to_string(state_->parameters.size()) +
-                              " parameters, the C++ model " + std::to_string(by_name.size()) + ": its twin differs");
+  // Every parameter is bound, under each name the package keeps: those it differentiates, and
+  // those it only reads or never reads (unused, frozen, a tied parameter's other names).
+  std::unordered_set<c10::TensorImpl*> bound;
+  for (const std::string& fqn : fqns) {
+    const auto it = by_name.find(fqn);
+    if (it == by_name.end()) continue;
+    constants[constant_name(fqn)] = it->second.detach();
+    bound.insert(it->second.unsafeGetTensorImpl());
+  }
+  for (const auto& item : model.named_parameters()) {
+    if (bound.count(item.value().unsafeGetTensorImpl()) == 0) {
+      throw InductorUnavailable("the package has no parameter net." + item.key() + ": its twin differs");
+    }
   }
   // Buffers: each one the package keeps is bound to the model's own, so the running statistics a
   // step updates are the model's (evaluation and checkpoints see them). Constants the compiler

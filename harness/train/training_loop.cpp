@@ -276,22 +276,27 @@ LoaderRun loader_settings(const VariantSpec& spec, bool use_cuda) {
 std::unique_ptr<InductorStep> build_inductor_step(const VariantSpec& spec, TrainingSetup& t, CompileInfo& info) {
   InductorPackageRequest request;
   request.scenario = spec.scenario;
+  request.bundle = spec.model;
   request.knobs_json = nlohmann::json(spec.knobs).dump();
   request.precision = t.bf16 ? "bf16" : "fp32";
   request.device = t.device.is_cuda() ? "cuda" : "cpu";
-  request.cache_root = spec.data_dir.empty() ? default_data_root() : spec.data_dir;
+  // A bundle keeps its packages itself (`trainlab model add` builds the first one there).
+  request.cache_root = !spec.model.empty() ? spec.model : spec.data_dir.empty() ? default_data_root() : spec.data_dir;
   const Batch example = t.loader->first_batch();  // every batch has these shapes
   request.inputs = batch_shapes(example.inputs, example.targets);
   const InductorPackage package = prepare_inductor_package(request);
-  auto step = std::make_unique<InductorStep>(package, t.workload->model());
+  auto step = std::make_unique<InductorStep>(package, t.workload->model(), t.workload->tied_parameters());
   info.method = kInductorMethod;
   info.fuser = "inductor";
   info.fusion_groups = package.fused_kernels;
   info.compile_s = package.export_s + package.compile_s;
   info.cache_hit = package.cache_hit;
   std::cout << "trainlab: " << spec.name() << ": Inductor package " << (package.cache_hit ? "found" : "built")
-            << " (export + compile " << info.compile_s << " s, " << package.fused_kernels << " fused kernels)"
-            << std::endl;
+            << " (export + compile " << info.compile_s << " s, " << package.fused_kernels << " fused kernels"
+            << (package.gradient_check.empty() ? "" : "; gradients vs eager autograd: " + package.gradient_check)
+            << (package.no_gradient.empty() ? "" : "; " + std::to_string(package.no_gradient.size()) +
+                                                       " parameter name(s) get no gradient")
+            << ")" << std::endl;
   return step;
 }
 
@@ -311,14 +316,20 @@ TrainingSetup set_up(const VariantSpec& spec, bool use_cuda, VariantRecord& reco
   config.seed = spec.seed;
   config.knobs = spec.knobs;
   config.data_root = spec.data_dir.empty() ? default_data_root() : spec.data_dir;
+  config.model_bundle = spec.model;
+  config.data_path = spec.data;
   if (record.loader->pin_memory_applied) config.allocate = pinned_buffer_allocator();
   t.workload = make_workload(spec.scenario, config);
   t.workload->model().to(t.device);
   t.workload->model().train();
   t.optimizer = t.workload->make_optimizer();
   if (t.dist.distributed()) {
+    std::vector<torch::Tensor> trained;  // frozen parameters take no gradient hook
+    for (const torch::Tensor& p : t.workload->model().parameters()) {
+      if (p.requires_grad()) trained.push_back(p);
+    }
     t.data_parallel = std::make_unique<DataParallel>(
-        t.dist, t.workload->model().parameters(), spec.comm_mode, static_cast<int64_t>(spec.bucket_mb * 1024 * 1024),
+        t.dist, trained, spec.comm_mode, static_cast<int64_t>(spec.bucket_mb * 1024 * 1024),
         std::chrono::milliseconds(static_cast<int64_t>(spec.dist_timeout_s * 1000)));
     t.data_parallel->broadcast_parameters();
     record.distributed = t.data_parallel->describe();
@@ -532,7 +543,8 @@ void take_census(TrainingSetup& t, VariantRecord& record) {
 // both dtypes (what bf16 would buy on this device is a measured ratio, not a rule of thumb).
 void measure_costs(const VariantSpec& spec, TrainingSetup& t, VariantRecord& record) {
   record.dispatch_ns_per_op = measure_dispatch_ns_per_op(t.device);
-  record.model_flops_per_sample = linear_model_flops_per_sample(t.workload->model());
+  const double counted = t.workload->flops_per_sample();  // a bundle's, counted by PyTorch's FLOP counter
+  record.model_flops_per_sample = counted >= 0 ? counted : linear_model_flops_per_sample(t.workload->model());
   if (spec.profile) {
     record.peak_flops_by_dtype["fp32"] = measure_peak_gemm_flops_per_s(t.device, torch::kFloat32);
     record.peak_flops_by_dtype["bf16"] = measure_peak_gemm_flops_per_s(t.device, torch::kBFloat16);
@@ -675,6 +687,33 @@ int variant_child_main(const std::string& spec_path, const std::string& record_p
   }
   write_variant_record(record_path, record);
   return record.ok() ? 0 : 1;
+}
+
+}  // namespace trainlab
+
+namespace trainlab {
+
+int prepare_package_child_main(const std::string& bundle_dir, const std::string& precision) {
+  try {
+    VariantSpec spec;
+    spec.model = bundle_dir;
+    spec.compiled = true;
+    spec.precision = parse_precision(precision);
+    resolve(spec, scenario_of(spec));
+    const bool use_cuda = cuda_usable();
+    VariantRecord record;
+    (void)set_up(spec, use_cuda, record);  // builds the package into the bundle, loads and binds it
+    return 0;
+  } catch (const InductorUnavailable& e) {
+    std::cout << "trainlab: the compiled variant cannot run: " << e.what() << std::endl;
+    return 3;
+  } catch (const InputError& e) {
+    std::cout << "trainlab: error: " << e.what() << std::endl;
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cout << "trainlab: the compiled variant cannot run: " << error_cause_line(e.what()) << std::endl;
+    return 3;
+  }
 }
 
 }  // namespace trainlab

@@ -18,4 +18,10 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
 // atomically (with `error` set on failure). Returns the process exit status.
 int variant_child_main(const std::string& spec_path, const std::string& record_path);
 
+// Entry point of `trainlab model add`'s last step: builds (or finds) the compiled variant's
+// Inductor package of a model bundle at its example batch, in the bundle, and binds it to the
+// model once. Prints what happened, one line. Exit status 0 when the package is ready, 3 when the
+// compiled variant cannot run (the line says why), 2 on a bad bundle.
+int prepare_package_child_main(const std::string& bundle_dir, const std::string& precision);
+
 }  // namespace trainlab

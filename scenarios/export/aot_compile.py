@@ -7,7 +7,13 @@ compiles it ahead of time with Inductor into a .pt2 package that the C++ trainin
       --inputs '[{"shape": [64, 256], "dtype": "float32"}, {"shape": [64], "dtype": "int64"}]' \
       --precision fp32 --device cpu --out PATH
 
+  python aot_compile.py --bundle DIR --inputs ... --precision fp32 --device cpu --out PATH
+
 --inputs describes one batch as the C++ loader makes it: the model's inputs, then the targets.
+--bundle takes a user's model from a model bundle (scenarios/export/bundle_model.py): its factory,
+from the bundle's copy of their file, and their loss. Its joint graph's gradients are checked
+against eager autograd on one batch first (dropout off, fp32): an export that gets the backward
+wrong is refused rather than trained.
 Each scenario's model here is the twin of its C++ definition (scenarios/<name>.cpp): same
 modules, same parameter and buffer names, same loss; a parity test checks that the same parameters
 give the same loss and gradients on both sides. bf16 runs the model and its loss under autocast
@@ -17,8 +23,13 @@ the package, updated in place. PATH is written atomically. The last line of stdo
 --report file) is one JSON object: export_s, compile_s, gradients (parameter names in output
 order), buffers (the names of the buffers the step updates), random_ops (ops that draw random
 numbers, e.g. dropout), fused_kernels, torch.
+Parameters the step never reads (unused ones, and all but one name of tied ones, which
+torch.export reads under one name) become constants of the package with no gradient (listed in
+no_gradient): the joint graph refuses parameters without a gradient.
 Exit status 2 with one line on stderr when the scenario has no twin or its export fails.
 """
+import copy
+import importlib.util
 import argparse
 import json
 import os
@@ -178,11 +189,41 @@ def vision_twin(knobs):
     return net, loss
 
 
+def bundle_twin(bundle_dir):
+    """A user's model from a model bundle: their factory with the bundle's arguments and seed (the
+    C++ side binds its own parameters, so only the structure matters), and their loss."""
+    with open(os.path.join(bundle_dir, "manifest.json")) as f:
+        manifest = json.load(f)
+    source = manifest["source"]
+    user_file = os.path.join(bundle_dir, "source", source["file"])
+    sys.path[:0] = [os.path.dirname(user_file), source.get("dir", "")]  # the file's own sibling imports
+    spec = importlib.util.spec_from_file_location("trainlab_user_model", user_file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch.manual_seed(int(manifest.get("seed", 0)))
+    net = getattr(module, source["factory"])(**source.get("args", {}))
+    user_loss = getattr(nn.functional, BUILTIN_LOSSES[manifest["loss"]]) if manifest["loss"] in BUILTIN_LOSSES \
+        else getattr(module, manifest["loss"])
+
+    def loss(output, inputs, targets):
+        return user_loss(output, targets)
+
+    return net, loss
+
+
+BUILTIN_LOSSES = {"cross_entropy": "cross_entropy", "mse": "mse_loss", "bce_with_logits": "binary_cross_entropy_with_logits",
+                  "l1": "l1_loss", "smooth_l1": "smooth_l1_loss", "nll": "nll_loss"}
 RECSYS_ACTIONS = 4  # scenarios/data/recsys_data.h: RecsysDataSpec::actions (view, click, cart, buy; not a knob)
+
+# Relative gradient error (norm of the difference over the eager gradient's norm) an fp32 joint
+# graph may show against eager autograd: summation order differs, nothing more (measured well
+# under 1e-5 on the examples; the SDPA export bug of torch 2.11 gave ~1e3).
+GRADIENT_CHECK_TOLERANCE = 1e-3
 
 TWINS = {"mlp": mlp_twin, "commheavy": mlp_twin, "tinyops": tinyops_twin, "recsys": recsys_twin,
          "vision": vision_twin}
-DTYPES = {"float32": torch.float32, "int64": torch.int64, "int32": torch.int32, "uint8": torch.uint8}
+DTYPES = {"float32": torch.float32, "int64": torch.int64, "int32": torch.int32, "uint8": torch.uint8,
+          "bool": torch.bool}
 
 
 class WithLoss(nn.Module):
@@ -205,16 +246,111 @@ class WithLoss(nn.Module):
 
 def example_batch(specs, device):
     """One batch of the described shapes and dtypes: integer tensors are zeros (valid ids for
-    every embedding and class), floating ones random. Only the shapes matter to the export."""
+    every embedding and class; the low end of their range when the spec gives one), floating ones
+    random. Only the shapes matter to the export; the gradient check uses the values."""
     tensors = []
     for spec in specs:
         dtype = DTYPES.get(spec["dtype"])
         if dtype is None:
             fail("unsupported input dtype '%s'" % spec["dtype"])
         shape = [int(d) for d in spec["shape"]]
-        tensors.append(torch.randn(shape, device=device) if dtype.is_floating_point
-                       else torch.zeros(shape, dtype=dtype, device=device))
+        if dtype.is_floating_point:
+            tensors.append(torch.randn(shape, device=device))
+        elif "range" in spec:
+            lo, hi = int(spec["range"][0]), int(spec["range"][1])
+            tensors.append(torch.randint(lo, hi + 1, shape, device=device).to(dtype))
+        else:
+            tensors.append(torch.zeros(shape, dtype=dtype, device=device))
     return tensors
+
+
+def parameters_to_constants(exported):
+    """Turns parameters the graph never reads into buffers of the program (in place) and returns
+    their names: unused parameters, and the names of a tied parameter that export does not use
+    (it reads one name for all of them). The joint graph refuses parameters without a gradient."""
+    from torch.export.graph_signature import InputKind, InputSpec
+
+    placeholders = {n.name: n for n in exported.graph.nodes if n.op == "placeholder"}
+    unread, specs = [], []
+    for spec in exported.graph_signature.input_specs:
+        node = placeholders.get(spec.arg.name)
+        if spec.kind == InputKind.PARAMETER and node is not None and len(node.users) == 0:
+            unread.append(spec.target)
+            specs.append(InputSpec(InputKind.BUFFER, spec.arg, spec.target, True))
+            exported._state_dict[spec.target] = exported.state_dict[spec.target].detach()
+            value = node.meta.get("val")
+            if value is not None and getattr(value, "fake_mode", None) is not None:
+                with value.fake_mode:
+                    node.meta["val"] = value.detach()
+        else:
+            specs.append(spec)
+    exported.graph_signature.input_specs[:] = specs
+    return unread
+
+
+def export_joint(model, example_args):
+    """torch.export, parameters the graph does not read made constants, then the joint graph."""
+    from torch.export.experimental import _export_forward_backward
+
+    exported = torch.export.export(model, example_args)
+    unread = parameters_to_constants(exported)
+    return _export_forward_backward(exported), unread
+
+
+def run_joint(joint, example_args):
+    """Runs the (uncompiled) joint graph: {output target or kind: tensor}, gradients by parameter."""
+    state = dict(joint.state_dict)
+    state.update(getattr(joint, "constants", {}) or {})
+    user = iter(example_args)
+    flat = []
+    for spec in joint.graph_signature.input_specs:
+        flat.append(next(user) if spec.kind.name == "USER_INPUT" else state[spec.target])
+    outputs = joint.graph_module(*flat)
+    grads, loss = {}, None
+    for spec, value in zip(joint.graph_signature.output_specs, outputs):
+        if spec.kind.name == "GRADIENT_TO_PARAMETER":
+            grads[spec.target] = value
+        elif spec.kind.name == "LOSS_OUTPUT":
+            loss = value
+    return loss, grads
+
+
+def check_gradients(net, loss, device, example_args):
+    """The joint graph's gradients against eager autograd's on one batch, dropout off, fp32:
+    (max relative error, its parameter), or None with the reason when the step draws random
+    numbers that no module switch turns off."""
+    net = copy.deepcopy(net)
+    for m in net.modules():
+        if isinstance(m, nn.Dropout) or type(m).__name__.startswith("Dropout"):
+            m.p = 0.0
+        if isinstance(m, nn.MultiheadAttention):
+            m.dropout = 0.0
+    model = WithLoss(net, loss, device, False).to(device).train()
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    joint, _ = export_joint(model, example_args)
+    random = sorted({str(n.target) for n in joint.graph.nodes if n.op == "call_function" and
+                     any(k in str(n.target) for k in ("dropout", "rand", "bernoulli", "normal", "uniform"))})
+    if random:
+        return None, "the step draws random numbers outside nn.Dropout (%s)" % ", ".join(random)
+    with torch.no_grad():
+        for k, v in model.state_dict().items():
+            v.copy_(state[k])
+    joint_loss, joint_grads = run_joint(joint, example_args)
+    with torch.no_grad():
+        for k, v in model.state_dict().items():
+            v.copy_(state[k])
+    model.zero_grad(set_to_none=True)
+    model(*example_args)[0].backward()
+    named = dict(model.named_parameters(remove_duplicate=False))  # export may read a tied parameter by any name
+    worst, worst_name = 0.0, ""
+    for name, g in joint_grads.items():
+        eager = named[name].grad
+        if eager is None:
+            continue
+        err = ((g - eager).norm() / eager.norm().clamp_min(1e-12)).item()
+        if err > worst:
+            worst, worst_name = err, name
+    return (worst, worst_name), None
 
 
 def fail(message):
@@ -246,8 +382,9 @@ def fused_kernels(package_path):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--scenario", required=True)
-    parser.add_argument("--knobs", required=True, help="the resolved knobs, a JSON object")
+    parser.add_argument("--scenario")
+    parser.add_argument("--bundle", help="a model bundle folder (trainlab model add) instead of a scenario")
+    parser.add_argument("--knobs", default="{}", help="the resolved knobs, a JSON object")
     parser.add_argument("--inputs", required=True,
                         help="one batch: a JSON list of {shape, dtype}, the model's inputs then the targets")
     parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
@@ -255,24 +392,39 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--report", help="also write the JSON line to this file (atomically)")
     args = parser.parse_args()
-    if args.scenario not in TWINS:
+    if args.bundle is None and args.scenario not in TWINS:
         fail("no Python twin of scenario '%s' to export (twins: %s)" % (args.scenario, ", ".join(sorted(TWINS))))
     torch.manual_seed(0)
     try:
         specs = json.loads(args.inputs)
-        net, loss = TWINS[args.scenario](json.loads(args.knobs))
+        if args.bundle is not None:
+            net, loss = bundle_twin(args.bundle)
+        else:
+            net, loss = TWINS[args.scenario](json.loads(args.knobs))
     except (ValueError, KeyError, TypeError) as e:
         fail("bad --knobs or --inputs: %s: %s" % (type(e).__name__, e))
+    except Exception as e:  # the user's file, in a bundle
+        fail("building the bundle's model failed: %s: %s" % (type(e).__name__, e))
     if not isinstance(specs, list) or len(specs) < 2:
         fail("--inputs must list the model's inputs and then the targets")
     model = WithLoss(net, loss, torch.device(args.device).type, args.precision == "bf16").to(args.device).train()
     example_args = tuple(example_batch(specs, args.device))
+    gradient_check = None
+    if args.bundle is not None:
+        try:
+            result, skipped = check_gradients(net, loss, torch.device(args.device).type, example_args)
+        except Exception as e:
+            fail("export failed: %s: %s" % (type(e).__name__, e))
+        if skipped:
+            gradient_check = {"skipped": skipped}
+        else:
+            gradient_check = {"max_rel_err": result[0], "worst": result[1]}
+            if result[0] > GRADIENT_CHECK_TOLERANCE:
+                fail("torch.export's joint graph gets this model's backward wrong: the gradient of %s differs from "
+                     "eager autograd's by %.3g of its norm (more than %g)" % (result[1], result[0], GRADIENT_CHECK_TOLERANCE))
     start = time.perf_counter()
     try:
-        from torch.export.experimental import _export_forward_backward
-
-        exported = torch.export.export(model, example_args)
-        joint = _export_forward_backward(exported)
+        joint, unread = export_joint(model, example_args)
     except Exception as e:  # the export's own words are the reason the record keeps
         fail("export failed: %s: %s" % (type(e).__name__, e))
     export_s = time.perf_counter() - start
@@ -300,8 +452,11 @@ def main():
     compile_s = time.perf_counter() - start
     kernels = fused_kernels(tmp)
     os.replace(tmp, args.out)
-    report = json.dumps({"export_s": export_s, "compile_s": compile_s, "gradients": gradients,
-                         "buffers": buffers, "random_ops": random_ops, "fused_kernels": kernels, "torch": torch.__version__})
+    report = {"export_s": export_s, "compile_s": compile_s, "gradients": gradients, "no_gradient": unread,
+              "buffers": buffers, "random_ops": random_ops, "fused_kernels": kernels, "torch": torch.__version__}
+    if gradient_check is not None:
+        report["gradient_check"] = gradient_check
+    report = json.dumps(report)
     if args.report:
         with open(args.report + ".tmp", "w") as f:
             f.write(report + "\n")

@@ -1,0 +1,497 @@
+"""`trainlab model add`: turns a user's PyTorch model into a model bundle the C++ loop trains.
+
+  python bundle_model.py --source FILE.py:FACTORY [--arg NAME=VALUE ...]
+      (--input NAME:DTYPE[D0,D1,...][:LO..HI] ... --target NAME:DTYPE[...][:LO..HI] | --example BATCH.pt)
+      --loss cross_entropy|mse|bce_with_logits|l1|smooth_l1|nll|FUNCTION_IN_FILE
+      [--optimizer sgd|adam|adamw] [--lr X] [--name NAME] --out BUNDLE [--force]
+
+The factory is called with the --arg values (Python literals) after torch.manual_seed(--seed); the
+module it returns is run once in train mode on an example batch (built from the specs with the
+seed, or the dict/tuple saved with torch.save given by --example: its last entry, or the entry
+named by --target, is the target), its loss computed and backpropagated. Then the bundle, written
+into a temporary folder beside BUNDLE and renamed into place:
+
+  manifest.json  inputs and target (name, dtype, shape with the example's batch as dim 0, range of
+                 integer values; mean/std of floating ones), loss, optimizer, parameter count and
+                 names, parameters that get no gradient, tied parameter names, buffers, forward+
+                 backward FLOPs per sample (torch.utils.flop_counter; null where nothing counts),
+                 torch version, the source file's sha256
+  model.pt       the module traced in train mode (TorchScript): C++ owns and updates its
+                 parameters and buffers; the eager fp32 and bf16 variants run it
+  loss.pt        the loss traced as a module: (output, target) -> scalar
+  source/FILE.py the user's file, which the Inductor exporter (aot_compile.py --bundle) imports to
+                 build the compiled variant's joint forward+backward package
+
+The module's parameters and buffers in model.pt are the factory's initial ones (the checks' runs
+are undone). A user error (the file does not import, no such factory, the module fails on the
+example, a construct trainlab cannot train) is one line on stderr naming the user's file and line
+where there is one, exit status 2; nothing is left behind.
+"""
+import argparse
+import ast
+import hashlib
+import importlib.util
+import inspect
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import traceback
+import warnings
+
+import torch
+import torch.nn as nn
+
+DTYPES = {"float32": torch.float32, "int64": torch.int64, "int32": torch.int32, "uint8": torch.uint8,
+          "bool": torch.bool}
+DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
+LOSSES = {
+    "cross_entropy": nn.functional.cross_entropy,
+    "mse": nn.functional.mse_loss,
+    "bce_with_logits": nn.functional.binary_cross_entropy_with_logits,
+    "l1": nn.functional.l1_loss,
+    "smooth_l1": nn.functional.smooth_l1_loss,
+    "nll": nn.functional.nll_loss,
+}
+OPTIMIZERS = ("sgd", "adam", "adamw")
+SPEC_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):([a-z0-9]+)\[([0-9, ]*)\](?::(-?[0-9]+)\.\.(-?[0-9]+))?$")
+MAX_SPEC_ELEMENTS = 1 << 31
+
+
+class UserError(Exception):
+    """One line for the user; exit status 2."""
+
+
+def fail(message):
+    print("trainlab model add: " + " ".join(str(message).split())[:800], file=sys.stderr)
+    sys.exit(2)
+
+
+# ---- specs and the example batch ------------------------------------------------------------
+
+def parse_spec(text, option):
+    """NAME:DTYPE[D0,...][:LO..HI] -> {name, dtype, shape, range}."""
+    m = SPEC_RE.match(text.strip())
+    if not m:
+        raise UserError("%s '%s': expected NAME:DTYPE[D0,D1,...] with an optional :LO..HI range, e.g. "
+                        "x:float32[32,3,224,224] or y:int64[32]:0..999" % (option, text))
+    name, dtype, dims, lo, hi = m.groups()
+    if dtype not in DTYPES:
+        raise UserError("%s '%s': dtype %s is not one of %s" % (option, text, dtype, ", ".join(DTYPES)))
+    shape = [int(d) for d in dims.replace(" ", "").split(",") if d != ""]
+    if not shape or any(d <= 0 for d in shape):
+        raise UserError("%s '%s': the shape needs the batch as its first dimension and no zero sizes" % (option, text))
+    elements = 1
+    for d in shape:
+        elements *= d
+    if elements > MAX_SPEC_ELEMENTS:
+        raise UserError("%s '%s': %d elements is more than one example batch should hold" % (option, text, elements))
+    spec = {"name": name, "dtype": dtype, "shape": shape}
+    if lo is not None:
+        lo, hi = int(lo), int(hi)
+        if DTYPES[dtype].is_floating_point:
+            raise UserError("%s '%s': a value range is for integer inputs" % (option, text))
+        if hi < lo:
+            raise UserError("%s '%s': the range %d..%d is empty" % (option, text, lo, hi))
+        spec["range"] = [lo, hi]
+    elif not DTYPES[dtype].is_floating_point:
+        if dtype == "bool":
+            spec["range"] = [0, 1]
+        else:
+            raise UserError("%s '%s': an integer input needs its value range (e.g. %s:%s[%s]:0..999): its "
+                            "values index embeddings or classes" % (option, text, name, dtype, dims))
+    return spec
+
+
+def synthesize(spec, generator):
+    """One tensor of the spec: integers uniform in the range, floats normal (mean/std when known)."""
+    dtype = DTYPES[spec["dtype"]]
+    if dtype.is_floating_point:
+        t = torch.randn(spec["shape"], generator=generator)
+        return t * spec.get("std", 1.0) + spec.get("mean", 0.0)
+    lo, hi = spec["range"]
+    return torch.randint(lo, hi + 1, spec["shape"], generator=generator).to(dtype)
+
+
+def describe_tensor(name, t):
+    """The spec of a saved example tensor: its shape, dtype and value range (integers) or mean/std."""
+    if t.dtype not in DTYPE_NAMES:
+        raise UserError("example entry '%s' has dtype %s; trainlab takes %s" % (name, t.dtype, ", ".join(DTYPES)))
+    if t.dim() == 0:
+        raise UserError("example entry '%s' is a scalar: every entry needs the batch as its first dimension" % name)
+    spec = {"name": name, "dtype": DTYPE_NAMES[t.dtype], "shape": list(t.shape)}
+    if t.dtype.is_floating_point:
+        spec["mean"] = float(t.float().mean())
+        spec["std"] = float(t.float().std()) if t.numel() > 1 else 1.0
+    else:
+        spec["range"] = [int(t.min()), int(t.max())]
+    return spec
+
+
+def load_example(path, target_name):
+    """A torch.save'd dict (inputs in order, the target last or named) or tuple/list (target last)."""
+    try:
+        data = torch.load(path, weights_only=True)
+    except FileNotFoundError:
+        raise UserError("--example %s: no such file" % path)
+    except Exception as e:
+        raise UserError("--example %s: not a batch torch.load can read (%s: %s)" % (path, type(e).__name__, e))
+    if isinstance(data, dict):
+        items = [(str(k), v) for k, v in data.items()]
+    elif isinstance(data, (list, tuple)):
+        items = [("input%d" % i, v) for i, v in enumerate(data[:-1])] + [("target", data[-1])] if data else []
+    else:
+        raise UserError("--example %s holds a %s; expected a dict or tuple of tensors" % (path, type(data).__name__))
+    if len(items) < 2 or not all(isinstance(v, torch.Tensor) for _, v in items):
+        raise UserError("--example %s: expected at least one input tensor and a target tensor" % path)
+    if target_name:
+        names = [k for k, _ in items]
+        if target_name not in names:
+            raise UserError("--example %s has no entry '%s' (entries: %s)" % (path, target_name, ", ".join(names)))
+        items = [kv for kv in items if kv[0] != target_name] + [kv for kv in items if kv[0] == target_name]
+    specs = [describe_tensor(k, v) for k, v in items]
+    return specs, [v for _, v in items]
+
+
+# ---- the user's code ------------------------------------------------------------------------
+
+def user_location(error, user_file):
+    """'FILE:LINE' of the innermost frame in the user's file (or the syntax error's place)."""
+    if isinstance(error, SyntaxError) and error.filename:
+        return "%s:%s" % (os.path.basename(error.filename), error.lineno)
+    where = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        if os.path.abspath(frame.filename) == user_file:
+            where = "%s:%d" % (os.path.basename(frame.filename), frame.lineno)
+    return where
+
+
+def user_error(error, user_file, doing):
+    where = user_location(error, user_file)
+    message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return UserError("%s%s: %s%s" % (where + ": " if where else "", doing, type(error).__name__,
+                                     ": " + message if message else ""))
+
+
+def import_user_file(path):
+    user_file = os.path.abspath(path)
+    if not os.path.isfile(user_file):
+        raise UserError("%s: no such file" % path)
+    sys.path.insert(0, os.path.dirname(user_file))  # its own imports of sibling files
+    spec = importlib.util.spec_from_file_location("trainlab_user_model", user_file)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as e:  # SystemExit from the user's file is theirs too
+        raise user_error(e, user_file, "importing %s failed" % os.path.basename(path))
+    return module, user_file
+
+
+def parse_args_values(pairs):
+    kwargs = {}
+    for text in pairs:
+        name, eq, value = text.partition("=")
+        if not eq or not name.isidentifier():
+            raise UserError("--arg '%s': expected NAME=VALUE (a Python literal, e.g. width=64)" % text)
+        try:
+            kwargs[name] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            kwargs[name] = value  # a bare word is a string
+    return kwargs
+
+
+def build_model(module, user_file, factory_name, kwargs, seed):
+    factory = getattr(module, factory_name, None)
+    if factory is None or not callable(factory):
+        names = sorted(n for n, v in vars(module).items()
+                       if callable(v) and not n.startswith("_") and getattr(v, "__module__", "") == module.__name__)
+        raise UserError("%s has no factory '%s' (it defines: %s)" % (os.path.basename(user_file), factory_name,
+                                                                    ", ".join(names) or "nothing callable"))
+    torch.manual_seed(seed)
+    try:
+        model = factory(**kwargs)
+    except Exception as e:
+        raise user_error(e, user_file, "%s(%s) failed" % (factory_name, ", ".join("%s=%r" % kv for kv in kwargs.items())))
+    if not isinstance(model, nn.Module):
+        raise UserError("%s() returned a %s, not a torch.nn.Module" % (factory_name, type(model).__name__))
+    return model
+
+
+def resolve_loss(name, module, user_file):
+    if name in LOSSES:
+        return LOSSES[name]
+    fn = getattr(module, name, None)
+    if fn is None or not callable(fn):
+        raise UserError("--loss %s: neither a built-in loss (%s) nor a function in %s" %
+                        (name, ", ".join(LOSSES), os.path.basename(user_file)))
+    return fn
+
+
+def unsupported_constructs(model):
+    """One line naming the first construct the C++ loop cannot train, or None."""
+    for name, m in model.named_modules():
+        if isinstance(m, (nn.Embedding, nn.EmbeddingBag)) and m.sparse:
+            return ("%s is an %s(sparse=True): sparse gradients are not supported (use sparse=False)" %
+                    (name or "the model", type(m).__name__))
+        if m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or getattr(m, "_backward_pre_hooks", None):
+            return "%s has Python hooks: TorchScript drops them, so C++ would train a different model" % (name or "the model")
+    for name, p in model.named_parameters():
+        if p.dtype != torch.float32:
+            return "parameter %s is %s: trainlab trains float32 parameters (bf16 is a variant)" % (name, p.dtype)
+        if p.is_sparse or p.layout != torch.strided:
+            return "parameter %s is not a dense tensor" % name
+    for name, b in model.named_buffers():
+        if b.layout != torch.strided:
+            return "buffer %s is not a dense tensor" % name
+    return None
+
+
+def snapshot(model):
+    return {k: v.detach().clone() for k, v in model.state_dict(keep_vars=True).items()}
+
+
+def restore(model, state):
+    with torch.no_grad():
+        for k, v in model.state_dict(keep_vars=True).items():
+            v.copy_(state[k])
+
+
+class LossModule(nn.Module):
+    """The loss as a module for tracing: (output, target) -> scalar."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, output, target):
+        return self.fn(output, target)
+
+
+def optimizer_settings(name, lr):
+    """The optimizer both sides build (torch.optim and torch::optim agree on these defaults)."""
+    settings = {"name": name, "lr": lr, "weight_decay": 0.01 if name == "adamw" else 0.0}
+    if name == "sgd":
+        settings["momentum"] = 0.9
+    return settings
+
+
+def flops_per_sample(model, loss_fn, inputs, target, batch):
+    """Forward+backward FLOPs of one example step over the batch (matmuls and convolutions, as
+    torch.utils.flop_counter counts them); None where nothing counts."""
+    try:
+        from torch.utils.flop_counter import FlopCounterMode
+
+        counter = FlopCounterMode(display=False)
+        with counter:
+            loss_fn(model(*inputs), target).backward()
+        total = counter.get_total_flops()
+        return float(total) / batch if total > 0 else None
+    except Exception:
+        return None
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Writes a model bundle from FILE.py:FACTORY")
+    parser.add_argument("--source", required=True, help="FILE.py:FACTORY")
+    parser.add_argument("--arg", action="append", default=[], help="NAME=VALUE passed to the factory")
+    parser.add_argument("--input", action="append", default=[])
+    parser.add_argument("--target")
+    parser.add_argument("--example")
+    parser.add_argument("--loss", default="cross_entropy")
+    parser.add_argument("--optimizer", default="adamw", choices=OPTIMIZERS)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--name")
+    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--force", action="store_true")
+    args = parser.parse_args()
+    try:
+        write_bundle(args)
+    except UserError as e:
+        fail(e)
+
+
+def write_bundle(args):
+    path, colon, factory_name = args.source.rpartition(":")
+    if not colon or not path.endswith(".py") or not factory_name.isidentifier():
+        raise UserError("'%s': expected FILE.py:FACTORY (a function returning the nn.Module)" % args.source)
+    if not (args.lr > 0):
+        raise UserError("--lr %s: the learning rate must be positive" % args.lr)
+    out = os.path.abspath(args.out)
+    if os.path.exists(out) and not args.force:
+        raise UserError("%s exists (--force replaces it)" % args.out)
+    name = args.name or factory_name
+    if not re.match(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$", name):
+        raise UserError("--name '%s': letters, digits, '_', '-' and '.' only" % name)
+
+    # The batch: specs, or a saved example.
+    if args.example:
+        if args.input:
+            raise UserError("--example and --input exclude each other")
+        specs, example = load_example(args.example, args.target)
+    else:
+        if not args.input or not args.target:
+            raise UserError("describe the batch: --input NAME:DTYPE[...] (one per model input) and --target, "
+                            "or --example BATCH.pt")
+        specs = [parse_spec(t, "--input") for t in args.input] + [parse_spec(args.target, "--target")]
+        generator = torch.Generator().manual_seed(args.seed)
+        example = [synthesize(s, generator) for s in specs]
+    names = [s["name"] for s in specs]
+    if len(set(names)) != len(names):
+        raise UserError("two batch entries are both named '%s'" % next(n for n in names if names.count(n) > 1))
+    batch = specs[0]["shape"][0]
+    for s in specs:
+        if s["shape"][0] != batch:
+            raise UserError("'%s' has %d as its first dimension, '%s' %d: every input and the target need the "
+                            "batch first" % (s["name"], s["shape"][0], specs[0]["name"], batch))
+    inputs, target = example[:-1], example[-1]
+
+    module, user_file = import_user_file(path)
+    kwargs = parse_args_values(args.arg)
+    model = build_model(module, user_file, factory_name, kwargs, args.seed)
+    loss_fn = resolve_loss(args.loss, module, user_file)
+    construct = unsupported_constructs(model)
+    if construct:
+        raise UserError("unsupported: " + construct)
+    model.train()
+    initial = snapshot(model)
+
+    # One step on the example, as the C++ loop will run it.
+    try:
+        output = model(*inputs)
+    except Exception as e:
+        raise user_error(e, user_file, "the model failed on the example batch (%s)" %
+                         ", ".join("%s %s%s" % (s["name"], s["dtype"], s["shape"]) for s in specs[:-1]))
+    if not isinstance(output, torch.Tensor):
+        raise UserError("unsupported: the model returns a %s; trainlab trains models whose forward returns one "
+                        "tensor (fold the rest into the model or the loss)" % type(output).__name__)
+    try:
+        loss = loss_fn(output, target)
+    except Exception as e:
+        raise user_error(e, user_file, "the loss '%s' failed on the model's output %s and the target %s%s" %
+                         (args.loss, list(output.shape), specs[-1]["dtype"], specs[-1]["shape"]))
+    if not isinstance(loss, torch.Tensor) or loss.numel() != 1 or not loss.requires_grad:
+        raise UserError("the loss '%s' must return a scalar tensor that depends on the parameters" % args.loss)
+    loss.backward()
+    no_gradient = [n for n, p in model.named_parameters() if p.requires_grad and p.grad is None]
+    frozen = [n for n, p in model.named_parameters() if not p.requires_grad]
+    model.zero_grad(set_to_none=True)
+    flops = flops_per_sample(model, loss_fn, inputs, target, batch)
+    model.zero_grad(set_to_none=True)
+    restore(model, initial)
+
+    # The traced module and loss. Tracer warnings raised in the user's file are constructs a trace
+    # freezes (a Python branch on a tensor's value): refused, with their place.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", torch.jit.TracerWarning)
+        try:
+            traced = torch.jit.trace(model, tuple(inputs), check_trace=False)
+            traced_loss = torch.jit.trace(LossModule(loss_fn), (output.detach().requires_grad_(), target),
+                                          check_trace=False)
+        except Exception as e:
+            raise user_error(e, user_file, "TorchScript could not trace the model")
+    trace_warnings = []
+    for w in caught:
+        if not issubclass(w.category, torch.jit.TracerWarning):
+            continue
+        where = "%s:%d" % (os.path.basename(w.filename), w.lineno)
+        text = str(w.message).split(".")[0]
+        # A Python branch on a tensor's value is frozen at the example's branch: refused. Other
+        # conversions (a size turned into a float) are usually shape arithmetic: kept as warnings.
+        if os.path.abspath(w.filename) == user_file and "Python boolean" in text:
+            raise UserError("unsupported: %s: %s (data-dependent control flow: the trace would always take the "
+                            "example's branch)" % (where, text))
+        if "%s: %s" % (where, text) not in trace_warnings:
+            trace_warnings.append("%s: %s" % (where, text))
+    restore(model, initial)
+    # The trace must be the model: the same loss with the same random draws, on the example and
+    # on a second batch (a branch the trace froze shows there).
+    check_batches = [example]
+    if not args.example:
+        generator = torch.Generator().manual_seed(args.seed + 1)
+        check_batches.append([synthesize(s, generator) for s in specs])
+    for check in check_batches:
+        torch.manual_seed(args.seed)
+        eager_loss = loss_fn(model(*check[:-1]), check[-1]).item()
+        restore(model, initial)
+        torch.manual_seed(args.seed)
+        traced_loss_value = traced_loss(traced(*check[:-1]), check[-1]).item()
+        restore(model, initial)
+        if not abs(eager_loss - traced_loss_value) <= 1e-4 * max(1.0, abs(eager_loss)):
+            raise UserError("unsupported: the traced model gives loss %.6g, the model %.6g on the same batch: its "
+                            "forward depends on something a trace cannot follow (Python state, data-dependent "
+                            "control flow)" % (traced_loss_value, eager_loss))
+
+    parameters = list(model.named_parameters())
+    all_names = [n for n, _ in model.named_parameters(remove_duplicate=False)]
+    first_name = {}
+    for n, p in model.named_parameters(remove_duplicate=False):
+        first_name.setdefault(id(p), n)
+    tied = {n: first_name[id(p)] for n, p in model.named_parameters(remove_duplicate=False) if first_name[id(p)] != n}
+    with open(user_file, "rb") as f:
+        source_bytes = f.read()
+    manifest = {
+        "format": 1,
+        "name": name,
+        "source": {"file": os.path.basename(user_file), "dir": os.path.dirname(user_file),
+                   "factory": factory_name, "args": kwargs,
+                   "sha256": hashlib.sha256(source_bytes).hexdigest()},
+        "seed": args.seed,
+        "inputs": specs[:-1],
+        "target": specs[-1],
+        "batch_size": batch,
+        "loss": args.loss,
+        "optimizer": optimizer_settings(args.optimizer, args.lr),
+        "parameters": sum(p.numel() for _, p in parameters),
+        "parameter_tensors": len(parameters),
+        "no_gradient": no_gradient,
+        "frozen": frozen,
+        "tied": tied,
+        "buffers": [n for n, _ in model.named_buffers()],
+        "flops_per_sample": flops,
+        "output_shape": list(output.shape),
+        "trace_warnings": trace_warnings,
+        "torch": torch.__version__,
+    }
+    if len(all_names) != len(parameters) + len(tied):
+        raise UserError("internal: parameter names do not add up")
+
+    parent = os.path.dirname(out)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="." + os.path.basename(out) + ".tmp-", dir=parent)
+    try:
+        traced.save(os.path.join(tmp, "model.pt"))
+        traced_loss.save(os.path.join(tmp, "loss.pt"))
+        os.makedirs(os.path.join(tmp, "source"))
+        with open(os.path.join(tmp, "source", os.path.basename(user_file)), "wb") as f:
+            f.write(source_bytes)
+        with open(os.path.join(tmp, "manifest.json"), "w") as f:
+            json.dump(manifest, f, indent=2)
+            f.write("\n")
+        if os.path.exists(out):  # --force: the old bundle goes only once the new one is whole
+            old = tempfile.mkdtemp(prefix="." + os.path.basename(out) + ".old-", dir=parent)
+            os.rename(out, os.path.join(old, "bundle"))
+            os.rename(tmp, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    for w in trace_warnings:
+        if w.startswith(os.path.basename(user_file) + ":"):
+            print("trainlab model add: warning: the trace assumed a fixed value at " + w, file=sys.stderr)
+    summary = "%s: %d parameters in %d tensors, %s per sample (forward+backward)" % (
+        name, manifest["parameters"], len(parameters),
+        "%.3g MFLOP" % (flops / 1e6) if flops else "FLOPs not countable")
+    if tied:
+        summary += "; tied: " + ", ".join("%s = %s" % kv for kv in tied.items())
+    if no_gradient:
+        summary += "; no gradient: " + ", ".join(no_gradient)
+    print(summary)
+
+
+if __name__ == "__main__":
+    main()
