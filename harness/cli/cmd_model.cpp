@@ -61,7 +61,7 @@ int add_model(const ModelAddOptions& o) {
   if (fd < 0) throw std::runtime_error("cannot create a log file in /tmp");
   ::close(fd);
   const std::string log = log_template;
-  std::cerr << "trainlab model add: " << o.source << ": building the model, one step on the example batch, "
+  std::cout << "trainlab model add: " << o.source << ": building the model, one step on the example batch, "
             << "the TorchScript trace and its checks" << std::endl;
   const ChildOutcome bundled = run_self_as_children({ChildLaunch{args, log, {}, python, python}}, kBundleTimeoutS).front();
   const std::string last = last_line_of(log);
@@ -79,7 +79,7 @@ int add_model(const ModelAddOptions& o) {
   std::cout << "  " << last << "\n";
 
   if (!o.no_package) {
-    std::cerr << "trainlab model add: building the compiled variant's Inductor package (export + compile, "
+    std::cout << "trainlab model add: building the compiled variant's Inductor package (export + compile, "
               << "once; runs at other batch sizes or in bf16 build theirs on first use)" << std::endl;
     const std::string package_log = out + "/package.log";
     const ChildOutcome built =

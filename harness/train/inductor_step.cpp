@@ -240,6 +240,12 @@ InductorStep::InductorStep(const InductorPackage& package, torch::nn::Module& mo
     constants[constant_name(fqn)] = it->second.detach();
     bound.insert(it->second.unsafeGetTensorImpl());
   }
+  // Parameters the step never reads may be gone from the package altogether (Inductor drops
+  // constants nothing uses): the exporter's no_gradient list names them.
+  for (const std::string& fqn : package.no_gradient) {
+    const auto it = by_name.find(fqn);
+    if (it != by_name.end()) bound.insert(it->second.unsafeGetTensorImpl());
+  }
   for (const auto& item : model.named_parameters()) {
     if (bound.count(item.value().unsafeGetTensorImpl()) == 0) {
       throw InductorUnavailable("the package has no parameter net." + item.key() + ": its twin differs");

@@ -1,0 +1,187 @@
+// End-to-end: the user's own model. Each example of examples/ (a CNN with BatchNorm and dropout, a
+// small language model with tied embeddings and a custom loss, a two-tower recommender with
+// several inputs, integer inputs feeding embeddings and parameters that get no gradient) is made a
+// bundle at small size, then the lab gives its three variants with the compiled one Inductor's, the
+// profile a verdict and the doctor its trials. User errors: one line, exit 2, nothing left behind.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "e2e_support.h"
+
+namespace trainlab::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Example {
+  std::string name, add_args;
+};
+
+const Example kCnn{"small_cnn",
+                   "examples/small_cnn.py:small_cnn --arg width=8 --input images:float32[16,3,16,16] "
+                   "--target labels:int64[16]:0..9"};
+const Example kLm{"tiny_lm",
+                  "examples/tiny_lm.py:tiny_lm --arg vocab=200 --arg dim=32 --arg layers=1 --arg heads=2 "
+                  "--arg max_seq=16 --input tokens:int64[8,16]:0..199 --target next_tokens:int64[8,16]:0..199 "
+                  "--loss lm_loss"};
+const Example kTwoTower{"two_tower",
+                        "examples/two_tower.py:two_tower --arg users=300 --arg items=500 --arg dim=16 "
+                        "--input user_ids:int64[64]:0..299 --input user_features:float32[64,8] "
+                        "--input item_ids:int64[64]:0..499 --input item_categories:int64[64]:0..49 "
+                        "--target clicked:int64[64]:0..1 --loss click_loss --optimizer sgd --lr 0.05"};
+
+std::string source(const std::string& relative) { return std::string(TRAINLAB_SOURCE_DIR) + "/" + relative; }
+
+// `trainlab model add` of an example into a fresh folder; returns the bundle's path.
+std::string add_example(const Example& e, const std::string& extra = "") {
+  const std::string dir = fresh_results_dir("bundle_" + e.name);
+  const std::string bundle = dir + "/" + e.name;
+  const CliResult r = run_trainlab("model add " + source("") + e.add_args + " --out " + bundle + " " + extra);
+  EXPECT_EQ(r.exit_status, 0) << r.out << r.err;
+  return bundle;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  return nlohmann::json::parse(slurp(path), nullptr, false);
+}
+
+void lab_profile_doctor(const Example& e) {
+#ifndef TRAINLAB_TORCH_PYTHON
+  GTEST_SKIP() << "no Python side in this build";
+#endif
+  const std::string bundle = add_example(e);
+  const nlohmann::json manifest = read_json(bundle + "/manifest.json");
+  ASSERT_FALSE(manifest.is_discarded());
+  EXPECT_EQ(manifest["name"], e.name);
+  EXPECT_GT(manifest["parameters"].get<int64_t>(), 0);
+  EXPECT_GT(manifest["flops_per_sample"].get<double>(), 0);
+  // model add built the compiled variant's package at the example batch, in the bundle.
+  bool has_package = false;
+  for (const auto& entry : fs::directory_iterator(bundle)) {
+    has_package = has_package || (entry.is_directory() && entry.path().filename().string().rfind("inductor-", 0) == 0);
+  }
+  EXPECT_TRUE(has_package);
+
+  // The lab: fp32, bf16 (run even where bf16 is emulated) and bf16+compiled, Inductor's.
+  const std::string results = fresh_results_dir("lab_" + e.name);
+  CliResult r = run_trainlab("baseline --model " + bundle + " --steps 4 --warmup 2 --repeat 1 --emulated-bf16 run "
+                             "--results " + results);
+  ASSERT_EQ(r.exit_status, 0) << r.out << r.err;
+  const nlohmann::json lab = read_json(only_run_dir(results) + "/run.json");
+  ASSERT_FALSE(lab.is_discarded());
+  EXPECT_EQ(lab["scenario"], e.name);
+  std::vector<std::string> names;
+  for (const nlohmann::json& v : lab["variants"]) {
+    names.push_back(v["spec"]["name"].get<std::string>());
+    EXPECT_TRUE(!v.contains("error") || v["error"].get<std::string>().empty()) << v.dump().substr(0, 600);
+    EXPECT_EQ(v["spec"]["model"].get<std::string>(), bundle);
+    ASSERT_FALSE(v["steps"].empty());
+    EXPECT_TRUE(std::isfinite(v["steps"].back()["loss"].get<double>()));
+    if (v["spec"]["compiled"].get<bool>()) {
+      EXPECT_EQ(v["compile_info"]["method"], "inductor-aot") << v["compile_info"].dump();
+      EXPECT_GT(v["compile_info"]["fusion_groups"].get<int64_t>(), 0);
+    }
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"fp32", "bf16", "bf16+compiled"}));
+
+  // The profile names a bottleneck.
+  const std::string profiled = fresh_results_dir("profile_" + e.name);
+  r = run_trainlab("profile --model " + bundle + " --steps 8 --warmup 2 --results " + profiled);
+  ASSERT_EQ(r.exit_status, 0) << r.out << r.err;
+  const nlohmann::json diagnosis = read_json(only_run_dir(profiled) + "/diagnosis.json");
+  ASSERT_FALSE(diagnosis.is_discarded());
+  ASSERT_FALSE(diagnosis["diagnoses"].empty());
+  EXPECT_FALSE(diagnosis["diagnoses"][0]["verdict"].get<std::string>().empty()) << diagnosis.dump().substr(0, 800);
+
+  // The doctor tries at least one change, measured A/B.
+  const std::string doctored = fresh_results_dir("doctor_" + e.name);
+  r = run_trainlab("doctor --model " + bundle + " --steps 6 --warmup 2 --repeat 2 --max-changes 1 --results " + doctored);
+  ASSERT_EQ(r.exit_status, 0) << r.out << r.err;
+  const nlohmann::json doctor = read_json(only_run_dir(doctored) + "/doctor.json");
+  ASSERT_FALSE(doctor.is_discarded());
+  ASSERT_GE(doctor["trials"].size(), 1u) << doctor.dump().substr(0, 800);
+  EXPECT_FALSE(doctor["trials"][0]["settings"].get<std::string>().empty());
+  const std::vector<std::string> configuration = doctor["configuration"].get<std::vector<std::string>>();
+  ASSERT_GE(configuration.size(), 2u);
+  EXPECT_EQ(configuration[0], "--model");
+}
+
+TEST(UserModelE2E, CnnWithBatchNormRunsTheLabTheProfileAndTheDoctor) { lab_profile_doctor(kCnn); }
+TEST(UserModelE2E, LanguageModelWithTiedWeightsRunsTheLabTheProfileAndTheDoctor) { lab_profile_doctor(kLm); }
+TEST(UserModelE2E, TwoTowerWithUnusedParametersRunsTheLabTheProfileAndTheDoctor) { lab_profile_doctor(kTwoTower); }
+
+TEST(UserModelE2E, DataParallelSweepAndSavedBatches) {
+  const std::string bundle = add_example(kTwoTower, "--no-package");
+  // Two ranks over Gloo: the serving-only head gets no gradient on either rank; they stay equal.
+  const std::string results = fresh_results_dir("user_nproc");
+  CliResult r = run_trainlab("run --model " + bundle + " --nproc 2 --device cpu --steps 4 --warmup 1 --results " + results);
+  ASSERT_EQ(r.exit_status, 0) << r.out << r.err;
+  const nlohmann::json run = read_json(only_run_dir(results) + "/run.json");
+  ASSERT_FALSE(run.is_discarded());
+  EXPECT_EQ(run["variants"][0]["world_size"], 2);
+  // The batch-size sweep (synthesized batches: the loader has nothing to tune).
+  const std::string swept = fresh_results_dir("user_sweep");
+  r = run_trainlab("sweep --model " + bundle + " --steps 3 --warmup 1 --results " + swept);
+  ASSERT_EQ(r.exit_status, 0) << r.out << r.err;
+  const nlohmann::json sweep = read_json(only_run_dir(swept) + "/run.json");
+  std::vector<int64_t> batches;
+  for (const nlohmann::json& v : sweep["variants"]) batches.push_back(v["spec"]["batch_size"].get<int64_t>());
+  EXPECT_NE(std::find(batches.begin(), batches.end(), 32), batches.end());
+  EXPECT_NE(std::find(batches.begin(), batches.end(), 128), batches.end());
+  expect_bad_input("sweep --model " + bundle + " --workers 0,2", "needs --data");
+  // Saved batches that do not match the bundle: one line, exit 2.
+  const std::string data = swept + "/missing.pt";
+  expect_bad_input("run --model " + bundle + " --data " + data, "no such file");
+}
+
+TEST(UserModelE2E, UserErrorsAreOneLineAndLeaveNothingBehind) {
+  const std::string dir = fresh_results_dir("user_errors");
+  const std::string out = " --out " + dir + "/bundle --no-package";
+  expect_bad_input("model add " + source("examples/small_cnn.py") + ":no_such_factory --input x:float32[2,3,8,8] "
+                   "--target y:int64[2]:0..9" + out, "has no factory 'no_such_factory'");
+  // Four channels into a three-channel convolution: the user's file and line.
+  expect_bad_input("model add " + source("examples/small_cnn.py") + ":small_cnn --input x:float32[2,4,8,8] "
+                   "--target y:int64[2]:0..9" + out, "small_cnn.py:");
+  expect_bad_input("model add " + source("examples/small_cnn.py") + ":small_cnn --input x:float32[2,3,8,8] "
+                   "--target y:int64[2]" + out, "needs its value range");
+  // Constructs trainlab cannot train: a sparse embedding, a branch on a tensor's value.
+  const std::string file = dir + "/unsupported.py";
+  std::ofstream(file) << "import torch\nimport torch.nn as nn\n\n"
+                         "class Sparse(nn.Module):\n"
+                         "    def __init__(self):\n"
+                         "        super().__init__()\n"
+                         "        self.embedding = nn.Embedding(10, 4, sparse=True)\n"
+                         "    def forward(self, ids):\n"
+                         "        return self.embedding(ids).sum(1)\n\n"
+                         "class Branchy(nn.Module):\n"
+                         "    def __init__(self):\n"
+                         "        super().__init__()\n"
+                         "        self.linear = nn.Linear(4, 2)\n"
+                         "    def forward(self, x):\n"
+                         "        if x.sum() > 0:\n"
+                         "            return self.linear(x)\n"
+                         "        return -self.linear(x)\n\n"
+                         "def sparse():\n    return Sparse()\n\n"
+                         "def branchy():\n    return Branchy()\n";
+  expect_bad_input("model add " + file + ":sparse --input ids:int64[2,3]:0..9 --target y:int64[2]:0..3" + out,
+                   "sparse=True");
+  expect_bad_input("model add " + file + ":branchy --input x:float32[2,4] --target y:int64[2]:0..1" + out,
+                   "unsupported.py:16");
+  EXPECT_FALSE(fs::exists(dir + "/bundle"));
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().filename().string().find(".bundle"), std::string::npos) << entry.path();
+  }
+  // --model with a folder that is not a bundle, or beside --scenario.
+  expect_bad_input("run --model " + dir, "not a model bundle");
+  expect_bad_input("run --model " + dir + "/none", "no such model bundle");
+  expect_bad_input("run --scenario mlp --model " + dir, "exclude each other");
+  expect_bad_input("run --scenario mlp --data " + file, "--data is for your own model");
+}
+
+}  // namespace
+}  // namespace trainlab::e2e
