@@ -289,10 +289,11 @@ const RunOption* find_run_option(const std::string& name) {
 
 std::vector<std::string> spec_arguments(const VariantSpec& spec) {
   const VariantSpec defaults;
-  std::vector<std::string> args;
-  if (spec.model.empty()) args = {"--scenario", spec.scenario};  // else --model comes from the table
+  // What runs comes first: the built-in scenario, or the user's model bundle.
+  std::vector<std::string> args = spec.model.empty() ? std::vector<std::string>{"--scenario", spec.scenario}
+                                                     : std::vector<std::string>{"--model", spec.model};
   for (const RunOption& o : run_options()) {
-    if (o.doctor_chooses) continue;
+    if (o.doctor_chooses || o.name == "model") continue;
     const std::string value = o.show(spec);
     if (value == o.show(defaults)) continue;
     if (o.is_flag) {

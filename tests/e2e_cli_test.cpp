@@ -18,6 +18,7 @@ TEST(CliE2E, ListShowsBuiltInScenarios) {
     EXPECT_NE(r.out.find(name), std::string::npos) << name;
   }
   EXPECT_NE(r.out.find("preset data-bound: dim=32 layers=1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("your own model: trainlab model add"), std::string::npos) << r.out;
 }
 
 TEST(CliE2E, PresetAndSetSettingsLandInTheRecordedSpec) {

@@ -3,13 +3,17 @@
 #include "core/run_options.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
 #include "harness/cli/variant_options.h"
+#include "scenarios/model_bundle.h"
 #include "scenarios/registry.h"
 
 namespace trainlab {
@@ -98,6 +102,57 @@ TEST(RunOptionsTest, AResolvedSpecRebuiltFromItsArgumentsIsTheSameSpec) {
   for (const std::string& a : args) argv.push_back(a.c_str());
   app.parse(static_cast<int>(argv.size()), argv.data());
   EXPECT_EQ(nlohmann::json(build_spec(parsed)), nlohmann::json(spec));
+}
+
+// A model bundle as --model sees it: the manifest names the scenario and the default batch; the
+// spec keeps the bundle's absolute folder (its JSON key only then), and rebuilds from --model.
+TEST(RunOptionsTest, AModelBundleIsTheScenarioAndRebuildsFromItsArguments) {
+  const std::string dir = ::testing::TempDir() + "/trainlab_bundle_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream(dir + "/manifest.json")
+        << R"({"format": 1, "name": "my_net", "source": {"file": "net.py", "factory": "make"},
+              "inputs": [{"name": "x", "dtype": "float32", "shape": [24, 8]}],
+              "target": {"name": "y", "dtype": "int64", "shape": [24], "range": [0, 3]},
+              "batch_size": 24, "loss": "cross_entropy", "optimizer": {"name": "sgd", "lr": 0.1, "momentum": 0.9},
+              "parameters": 36, "flops_per_sample": 216.0})";
+    std::ofstream(dir + "/model.pt") << "x";
+    std::ofstream(dir + "/loss.pt") << "x";
+  }
+  VariantOptions given;
+  given.given["model"] = dir;
+  given.given["steps"] = "7";
+  const VariantSpec spec = build_spec(given);
+  EXPECT_EQ(spec.scenario, "my_net");
+  EXPECT_EQ(spec.batch_size, 24);
+  EXPECT_EQ(spec.model, std::filesystem::path(dir).lexically_normal().string());
+  EXPECT_EQ(nlohmann::json(spec).at("model"), spec.model);
+  EXPECT_FALSE(nlohmann::json(VariantSpec{}).contains("model"));  // built-in records read unchanged
+  const ModelBundle bundle = load_model_bundle(dir);
+  EXPECT_EQ(bundle.optimizer, "sgd");
+  EXPECT_EQ(bundle.momentum, 0.9);
+  EXPECT_EQ(bundle.target.high, 3);
+  EXPECT_EQ(bundle.flops_per_sample, 216.0);
+
+  const std::vector<std::string> args = spec_arguments(spec);
+  ASSERT_GE(args.size(), 2u);
+  EXPECT_EQ(args[0], "--model");
+  CLI::App app;
+  VariantOptions parsed;
+  add_variant_options(&app, parsed, CommandKind::kRun);
+  std::vector<const char*> argv = {"trainlab"};
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  app.parse(static_cast<int>(argv.size()), argv.data());
+  EXPECT_EQ(nlohmann::json(build_spec(parsed)), nlohmann::json(spec));
+
+  given.scenario = "mlp";
+  EXPECT_THROW(build_spec(given), InputError);  // --scenario and --model exclude each other
+  VariantOptions knob;
+  knob.given["model"] = dir;
+  knob.knobs = {"hidden=3"};
+  EXPECT_THROW(build_spec(knob), InputError);  // a bundle has no knobs
+  std::filesystem::remove(dir + "/manifest.json");
+  EXPECT_THROW(load_model_bundle(dir), InputError);
 }
 
 }  // namespace

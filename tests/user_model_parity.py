@@ -7,8 +7,12 @@ loss must agree within TOLERANCE (relative): the same ATen kernels run on both s
 presents the batch's samples in another order each step, which changes only the order of the
 loss's mean (well under 1e-5 measured).
 
+Then the saved batch serves twice more: as `model add --example` (the manifest takes its shapes,
+its integers' observed range and its floats' mean/std), and as the data of a loader sweep
+(`sweep --model B --data D --workers 0,1`), which needs a data source.
+
   python user_model_parity.py TRAINLAB SOURCE_DIR WORK_DIR
-Exit status 0 when every example matches, 1 otherwise; a table per example either way.
+Exit status 0 when every check holds, 1 otherwise; a table per example either way.
 """
 import importlib.util
 import json
@@ -114,7 +118,44 @@ def main():
         print("%-10s %s  worst relative difference %.2e (tolerance %.0e)" % (name, "ok  " if ok else "FAIL", worst, TOLERANCE))
         for i, (c, p) in enumerate(zip(cpp, py)):
             print("    step %d  C++ %.8f  Python %.8f" % (i, c, p))
+    failed = check_example_and_loader_sweep(trainlab, source_dir, work) or failed
     sys.exit(1 if failed else 0)
+
+
+def check_example_and_loader_sweep(trainlab, source_dir, work):
+    """The two-tower batch saved above: a bundle from it (--example), then a loader sweep on it."""
+    data = os.path.join(work, "two_tower.pt")
+    batch = torch.load(data)
+    bundle = os.path.join(work, "two_tower_from_example")
+    subprocess.run([trainlab, "model", "add", os.path.join(source_dir, "examples/two_tower.py:two_tower"), "--arg",
+                    "users=300", "--arg", "items=500", "--arg", "dim=16", "--example", data, "--target", "clicked",
+                    "--loss", "click_loss", "--out", bundle, "--no-package"], check=True, stdout=subprocess.DEVNULL)
+    with open(os.path.join(bundle, "manifest.json")) as f:
+        manifest = json.load(f)
+    names = [s["name"] for s in manifest["inputs"]]
+    ids = manifest["inputs"][0]
+    features = manifest["inputs"][1]
+    problems = []
+    if names != ["user_ids", "user_features", "item_ids", "item_categories"] or manifest["target"]["name"] != "clicked":
+        problems.append("names %s / %s" % (names, manifest["target"]["name"]))
+    if ids["range"] != [int(batch["user_ids"].min()), int(batch["user_ids"].max())]:
+        problems.append("user_ids range %s" % ids["range"])
+    if abs(features["mean"] - float(batch["user_features"].mean())) > 1e-6:
+        problems.append("user_features mean %s" % features["mean"])
+    if manifest["batch_size"] != 64:
+        problems.append("batch %s" % manifest["batch_size"])
+    swept = os.path.join(work, "sweep-results")
+    sweep = subprocess.run([trainlab, "sweep", "--model", bundle, "--data", data, "--workers", "0,1", "--steps", "2",
+                            "--warmup", "1", "--results", swept], stdout=subprocess.DEVNULL)
+    if sweep.returncode != 0:
+        problems.append("loader sweep exit status %d" % sweep.returncode)
+    else:
+        with open(os.path.join(swept, os.listdir(swept)[0], "run.json")) as f:
+            workers = sorted(v["spec"]["workers"] for v in json.load(f)["variants"])
+        if workers != [0, 1]:
+            problems.append("loader sweep ran workers %s" % workers)
+    print("--example and loader sweep: %s" % ("ok" if not problems else "FAIL: " + "; ".join(problems)))
+    return bool(problems)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-// `trainlab list`: the built-in scenarios, their default batch size, knobs and presets.
+// `trainlab list`: the built-in scenarios, their default batch size, knobs and presets, and how to
+// bring your own model instead.
 #include <iostream>
 
 #include "core/errors.h"
@@ -22,6 +23,8 @@ Subcommand add_list_command(CLI::App& app) {
         std::cout << "  " << preset.description << "\n";
       }
     }
+    std::cout << "your own model: trainlab model add FILE.py:FACTORY --input ... --target ..., then --model BUNDLE "
+                 "instead of --scenario (README: Your own model)\n";
     return kExitOk;
   };
   return list;
