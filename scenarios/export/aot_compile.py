@@ -22,15 +22,15 @@ graph would be fp32). Buffers a step mutates (BatchNorm's running statistics) st
 the package, updated in place. PATH is written atomically. The last line of stdout (and the
 --report file) is one JSON object: export_s, compile_s, gradients (parameter names in output
 order), buffers (the names of the buffers the step updates), random_ops (ops that draw random
-numbers, e.g. dropout), fused_kernels, torch.
+numbers, e.g. dropout), fused_kernels, torch, no_gradient, and for a bundle gradient_check.
 Parameters the step never reads (unused ones, and all but one name of tied ones, which
 torch.export reads under one name) become constants of the package with no gradient (listed in
 no_gradient): the joint graph refuses parameters without a gradient.
 Exit status 2 with one line on stderr when the scenario has no twin or its export fails.
 """
+import argparse
 import copy
 import importlib.util
-import argparse
 import json
 import os
 import sys

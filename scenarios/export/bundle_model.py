@@ -31,7 +31,6 @@ import argparse
 import ast
 import hashlib
 import importlib.util
-import inspect
 import json
 import os
 import re
