@@ -37,9 +37,10 @@ const Example kTwoTower{"two_tower",
 
 std::string source(const std::string& relative) { return std::string(TRAINLAB_SOURCE_DIR) + "/" + relative; }
 
-// `trainlab model add` of an example into a fresh folder; returns the bundle's path.
-std::string add_example(const Example& e, const std::string& extra = "") {
-  const std::string dir = fresh_results_dir("bundle_" + e.name);
+// `trainlab model add` of an example into a fresh folder of its own (`test`: the tests run in
+// parallel, each needs its own); returns the bundle's path.
+std::string add_example(const Example& e, const std::string& test, const std::string& extra = "") {
+  const std::string dir = fresh_results_dir("bundle_" + e.name + "_" + test);
   const std::string bundle = dir + "/" + e.name;
   const CliResult r = run_trainlab("model add " + source("") + e.add_args + " --out " + bundle + " " + extra);
   EXPECT_EQ(r.exit_status, 0) << r.out << r.err;
@@ -54,7 +55,7 @@ void lab_profile_doctor(const Example& e) {
 #ifndef TRAINLAB_TORCH_PYTHON
   GTEST_SKIP() << "no Python side in this build";
 #endif
-  const std::string bundle = add_example(e);
+  const std::string bundle = add_example(e, "lab");
   const nlohmann::json manifest = read_json(bundle + "/manifest.json");
   ASSERT_FALSE(manifest.is_discarded());
   EXPECT_EQ(manifest["name"], e.name);
@@ -156,7 +157,7 @@ TEST(UserModelE2E, AnExportThatGetsTheBackwardWrongIsRefusedNotTrained) {
 }
 
 TEST(UserModelE2E, DataParallelSweepAndSavedBatches) {
-  const std::string bundle = add_example(kTwoTower, "--no-package");
+  const std::string bundle = add_example(kTwoTower, "nproc", "--no-package");
   // Two ranks over Gloo: the serving-only head gets no gradient on either rank; they stay equal.
   const std::string results = fresh_results_dir("user_nproc");
   CliResult r = run_trainlab("run --model " + bundle + " --nproc 2 --device cpu --steps 4 --warmup 1 --results " + results);

@@ -78,12 +78,12 @@ InductorPackage prepare_inductor_package(const InductorPackageRequest& request) 
   const std::string script_hash = hex16(fnv1a(script_text));
   const std::string inputs_json = shapes_json(request.inputs).dump();
   nlohmann::json params = {{"scenario", request.scenario},
-                                 {"knobs", nlohmann::json::parse(request.knobs_json)},
-                                 {"inputs", nlohmann::json::parse(inputs_json)},
-                                 {"precision", request.precision},
-                                 {"device", request.device},
-                                 {"torch", TORCH_VERSION},
-                                 {"exporter", script_hash}};
+                           {"knobs", nlohmann::json::parse(request.knobs_json)},
+                           {"inputs", nlohmann::json::parse(inputs_json)},
+                           {"precision", request.precision},
+                           {"device", request.device},
+                           {"torch", TORCH_VERSION},
+                           {"exporter", script_hash}};
   std::vector<std::string> source_args = {"--scenario", request.scenario, "--knobs", request.knobs_json};
   if (!request.bundle.empty()) {
     // The bundle's identity: its manifest (which names the user's file and its hash) and that file.
