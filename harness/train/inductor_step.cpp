@@ -141,9 +141,15 @@ InductorPackage prepare_inductor_package(const InductorPackageRequest& request) 
     if (check.contains("skipped")) {
       package.gradient_check = "skipped: " + check.at("skipped").get<std::string>();
     } else {
-      char text[160];
-      std::snprintf(text, sizeof text, "max relative error %.2g (%s)", check.value("max_rel_err", 0.0),
-                    check.value("worst", std::string()).c_str());
+      const double worst = check.value("max_rel_err", 0.0);
+      const int64_t compared = check.value("compared", int64_t{0});
+      char text[200];
+      if (worst == 0) {
+        std::snprintf(text, sizeof text, "all %lld gradients identical", static_cast<long long>(compared));
+      } else {
+        std::snprintf(text, sizeof text, "max relative error %.2g over %lld gradients (%s)", worst,
+                      static_cast<long long>(compared), check.value("worst", std::string()).c_str());
+      }
       package.gradient_check = text;
     }
   }

@@ -317,8 +317,8 @@ def run_joint(joint, example_args):
 
 def check_gradients(net, loss, device, example_args):
     """The joint graph's gradients against eager autograd's on one batch, dropout off, fp32:
-    (max relative error, its parameter), or None with the reason when the step draws random
-    numbers that no module switch turns off."""
+    (max relative error, its parameter, gradients compared), or None with the reason when the step
+    draws random numbers that no module switch turns off."""
     net = copy.deepcopy(net)
     for m in net.modules():
         if isinstance(m, nn.Dropout) or type(m).__name__.startswith("Dropout"):
@@ -342,15 +342,18 @@ def check_gradients(net, loss, device, example_args):
     model.zero_grad(set_to_none=True)
     model(*example_args)[0].backward()
     named = dict(model.named_parameters(remove_duplicate=False))  # export may read a tied parameter by any name
-    worst, worst_name = 0.0, ""
+    worst, worst_name, compared = 0.0, "", 0
     for name, g in joint_grads.items():
         eager = named[name].grad
         if eager is None:
             continue
+        compared += 1
         err = ((g - eager).norm() / eager.norm().clamp_min(1e-12)).item()
         if err > worst:
             worst, worst_name = err, name
-    return (worst, worst_name), None
+    if compared == 0:
+        return None, "no parameter got a gradient from eager autograd on the batch"
+    return (worst, worst_name, compared), None
 
 
 def fail(message):
@@ -418,7 +421,7 @@ def main():
         if skipped:
             gradient_check = {"skipped": skipped}
         else:
-            gradient_check = {"max_rel_err": result[0], "worst": result[1]}
+            gradient_check = {"max_rel_err": result[0], "worst": result[1], "compared": result[2]}
             if result[0] > GRADIENT_CHECK_TOLERANCE:
                 fail("torch.export's joint graph gets this model's backward wrong: the gradient of %s differs from "
                      "eager autograd's by %.3g of its norm (more than %g)" % (result[1], result[0], GRADIENT_CHECK_TOLERANCE))
