@@ -22,7 +22,6 @@ import subprocess
 import sys
 
 import torch
-import torch.nn as nn
 
 STEPS = 6
 TOLERANCE = 1e-4
@@ -40,9 +39,6 @@ EXAMPLES = [
       "--input", "item_categories:int64[64]:0..49", "--target", "clicked:int64[64]:0..1", "--loss", "click_loss",
       "--optimizer", "adam", "--lr", "0.01"]),
 ]
-LOSSES = {"cross_entropy": nn.functional.cross_entropy, "mse": nn.functional.mse_loss,
-          "bce_with_logits": nn.functional.binary_cross_entropy_with_logits, "l1": nn.functional.l1_loss,
-          "smooth_l1": nn.functional.smooth_l1_loss, "nll": nn.functional.nll_loss}
 
 
 def one_batch(manifest, seed):
@@ -69,6 +65,8 @@ def python_losses(bundle, manifest, batch):
     initial = torch.jit.load(os.path.join(bundle, "model.pt")).state_dict()
     model.load_state_dict(initial)
     model.train()
+    from bundle_model import LOSSES  # the loss names `trainlab model add` takes
+
     loss_fn = LOSSES.get(manifest["loss"]) or getattr(module, manifest["loss"])
     o = manifest["optimizer"]
     if o["name"] == "sgd":
@@ -91,6 +89,7 @@ def python_losses(bundle, manifest, batch):
 
 def main():
     trainlab, source_dir, work = sys.argv[1:4]
+    sys.path.insert(0, os.path.join(source_dir, "scenarios", "export"))  # bundle_model.LOSSES
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     torch.set_num_threads(1)

@@ -202,8 +202,9 @@ def bundle_twin(bundle_dir):
     spec.loader.exec_module(module)
     torch.manual_seed(int(manifest.get("seed", 0)))
     net = getattr(module, source["factory"])(**source.get("args", {}))
-    user_loss = getattr(nn.functional, BUILTIN_LOSSES[manifest["loss"]]) if manifest["loss"] in BUILTIN_LOSSES \
-        else getattr(module, manifest["loss"])
+    from bundle_model import LOSSES  # the loss names `trainlab model add` takes, beside this file
+
+    user_loss = LOSSES.get(manifest["loss"]) or getattr(module, manifest["loss"])
 
     def loss(output, inputs, targets):
         return user_loss(output, targets)
@@ -211,8 +212,6 @@ def bundle_twin(bundle_dir):
     return net, loss
 
 
-BUILTIN_LOSSES = {"cross_entropy": "cross_entropy", "mse": "mse_loss", "bce_with_logits": "binary_cross_entropy_with_logits",
-                  "l1": "l1_loss", "smooth_l1": "smooth_l1_loss", "nll": "nll_loss"}
 RECSYS_ACTIONS = 4  # scenarios/data/recsys_data.h: RecsysDataSpec::actions (view, click, cart, buy; not a knob)
 
 # Relative gradient error (norm of the difference over the eager gradient's norm) an fp32 joint
