@@ -28,6 +28,23 @@ std::string absolute_path(const std::string& text) {
   return ec ? text : path.lexically_normal().string();
 }
 
+// A path field that is usually unset: stored absolute; its run.json key (the option's name) only
+// when set, so records without it read unchanged.
+RunOption optional_path(const std::string& name, const std::string& value_name, std::string VariantSpec::*field,
+                        std::string help) {
+  RunOption o;
+  o.name = name;
+  o.value_name = value_name;
+  o.help = std::move(help);
+  o.apply = [field](VariantSpec& spec, const std::string& text) { spec.*field = absolute_path(text); };
+  o.show = [field](const VariantSpec& spec) { return spec.*field; };
+  o.write_json = [name, field](const VariantSpec& spec, nlohmann::json& j) {
+    if (!(spec.*field).empty()) j[name] = spec.*field;
+  };
+  o.read_json = [name, field](const nlohmann::json& j, VariantSpec& spec) { spec.*field = j.value(name, std::string()); };
+  return o;
+}
+
 // A whole-number field. The value must fit the field's type; its range is check_spec's.
 template <typename T>
 RunOption whole_number(const std::string& name, const std::string& key, T VariantSpec::*field, bool required,
@@ -193,29 +210,11 @@ std::vector<RunOption> make_table() {
   format.write_json = [](const VariantSpec& spec, nlohmann::json& j) { j["trace_gzip"] = spec.trace_gzip; };
   format.read_json = [](const nlohmann::json& j, VariantSpec& spec) { spec.trace_gzip = j.value("trace_gzip", true); };
   t.push_back(format);
-  RunOption model;
-  model.name = "model";
-  model.value_name = "BUNDLE";
-  model.help = "train your own model: a bundle written by `trainlab model add` (instead of --scenario)";
-  model.apply = [](VariantSpec& spec, const std::string& text) { spec.model = absolute_path(text); };
-  model.show = [](const VariantSpec& spec) { return spec.model; };
-  model.write_json = [](const VariantSpec& spec, nlohmann::json& j) {
-    if (!spec.model.empty()) j["model"] = spec.model;
-  };
-  model.read_json = [](const nlohmann::json& j, VariantSpec& spec) { spec.model = j.value("model", std::string()); };
-  t.push_back(model);
-  RunOption data;
-  data.name = "data";
-  data.value_name = "FILE_OR_DIR";
-  data.help = "with --model: train on your saved batches (torch.save'd dicts of the bundle's tensors, samples "
-              "along dim 0; a folder: every .pt in it) instead of synthesized ones";
-  data.apply = [](VariantSpec& spec, const std::string& text) { spec.data = absolute_path(text); };
-  data.show = [](const VariantSpec& spec) { return spec.data; };
-  data.write_json = [](const VariantSpec& spec, nlohmann::json& j) {
-    if (!spec.data.empty()) j["data"] = spec.data;
-  };
-  data.read_json = [](const nlohmann::json& j, VariantSpec& spec) { spec.data = j.value("data", std::string()); };
-  t.push_back(data);
+  t.push_back(optional_path("model", "BUNDLE", &VariantSpec::model,
+                            "train your own model: a bundle written by `trainlab model add` (instead of --scenario)"));
+  t.push_back(optional_path("data", "FILE_OR_DIR", &VariantSpec::data,
+                            "with --model: train on your saved batches (torch.save'd dicts of the bundle's tensors, "
+                            "samples along dim 0; a folder: every .pt in it) instead of synthesized ones"));
   RunOption data_dir;
   data_dir.name = "data-dir";
   data_dir.value_name = "DIR";

@@ -19,6 +19,17 @@
 namespace trainlab {
 namespace {
 
+// The spec the run command's CLI builds from `args` (what a doctor child receives).
+VariantSpec spec_from_arguments(const std::vector<std::string>& args) {
+  CLI::App app;
+  VariantOptions parsed;
+  add_variant_options(&app, parsed, CommandKind::kRun);
+  std::vector<const char*> argv = {"trainlab"};
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  app.parse(static_cast<int>(argv.size()), argv.data());
+  return build_spec(parsed);
+}
+
 TEST(RunOptionsTest, NamesAreUniqueAndEachShowsWhatItApplies) {
   std::set<std::string> names;
   VariantSpec spec;
@@ -94,14 +105,7 @@ TEST(RunOptionsTest, AResolvedSpecRebuiltFromItsArgumentsIsTheSameSpec) {
   given.flags["record-shapes"] = true;
   const VariantSpec spec = build_spec(given);
 
-  const std::vector<std::string> args = spec_arguments(spec);
-  CLI::App app;
-  VariantOptions parsed;
-  add_variant_options(&app, parsed, CommandKind::kRun);
-  std::vector<const char*> argv = {"trainlab"};
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  app.parse(static_cast<int>(argv.size()), argv.data());
-  EXPECT_EQ(nlohmann::json(build_spec(parsed)), nlohmann::json(spec));
+  EXPECT_EQ(nlohmann::json(spec_from_arguments(spec_arguments(spec))), nlohmann::json(spec));
 }
 
 // A model bundle as --model sees it: the manifest names the scenario and the default batch; the
@@ -137,13 +141,7 @@ TEST(RunOptionsTest, AModelBundleIsTheScenarioAndRebuildsFromItsArguments) {
   const std::vector<std::string> args = spec_arguments(spec);
   ASSERT_GE(args.size(), 2u);
   EXPECT_EQ(args[0], "--model");
-  CLI::App app;
-  VariantOptions parsed;
-  add_variant_options(&app, parsed, CommandKind::kRun);
-  std::vector<const char*> argv = {"trainlab"};
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  app.parse(static_cast<int>(argv.size()), argv.data());
-  EXPECT_EQ(nlohmann::json(build_spec(parsed)), nlohmann::json(spec));
+  EXPECT_EQ(nlohmann::json(spec_from_arguments(args)), nlohmann::json(spec));
 
   given.scenario = "mlp";
   EXPECT_THROW(build_spec(given), InputError);  // --scenario and --model exclude each other
