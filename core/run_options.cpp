@@ -196,6 +196,19 @@ std::vector<RunOption> make_table() {
                                    "record ops' input shapes in the trace");
   shapes.is_flag = true;
   t.push_back(shapes);
+  RunOption sample = real_number("op-sample", "op_sample", &VariantSpec::op_sample, false,
+                                 "share of ops the window records, each op sampled independently (default 1 = "
+                                 "every op; e.g. 0.1 costs a fraction of a full capture, op times are then estimates)");
+  sample.apply = [](VariantSpec& spec, const std::string& text) {
+    const double fraction = parse_double("--op-sample", text);
+    if (!(fraction > 0 && fraction <= 1)) throw InputError("invalid --op-sample " + text + " (a fraction in (0, 1])");
+    spec.op_sample = fraction;
+  };
+  // Only when sampling: a record of every op reads as the records written before this option.
+  sample.write_json = [](const VariantSpec& spec, nlohmann::json& j) {
+    if (spec.op_sample != 1.0) j["op_sample"] = spec.op_sample;
+  };
+  t.push_back(sample);
   RunOption format;
   format.name = "trace-format";
   format.value_name = "json.gz|json";

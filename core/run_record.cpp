@@ -192,11 +192,15 @@ nlohmann::json profile_to_json(const ProfileWindow& p) {
                       {"trace", p.trace},
                       {"trace_bytes", p.trace_bytes},
                       {"trace_bytes_per_step", p.trace_bytes_per_step},
+                      {"op_sample", p.op_sample},
                       {"record_cost_ns", p.record_cost_ns},
+                      {"event_cost_ns", p.event_cost_ns},
+                      {"events_per_step", p.events_per_step},
                       {"annotations", annotations},
                       {"step_ms_in_window", p.step_ms_in_window},
                       {"step_ms_outside_window", p.step_ms_outside_window}};
   if (p.window_overhead_pct) j["window_overhead_pct"] = *p.window_overhead_pct;
+  if (p.event_cost_from_steps_ns) j["event_cost_from_steps_ns"] = *p.event_cost_from_steps_ns;
   return j;
 }
 
@@ -215,7 +219,13 @@ ProfileWindow profile_from_json(const nlohmann::json& j) {
   p.trace = j.value("trace", "");
   p.trace_bytes = j.value("trace_bytes", int64_t{0});
   p.trace_bytes_per_step = j.value("trace_bytes_per_step", int64_t{0});
+  p.op_sample = j.value("op_sample", 1.0);
   p.record_cost_ns = j.value("record_cost_ns", 0.0);
+  p.event_cost_ns = j.value("event_cost_ns", 0.0);
+  p.events_per_step = j.value("events_per_step", 0.0);
+  if (j.contains("event_cost_from_steps_ns") && j["event_cost_from_steps_ns"].is_number()) {
+    p.event_cost_from_steps_ns = j["event_cost_from_steps_ns"].get<double>();
+  }
   if (j.contains("annotations") && j["annotations"].is_array()) {
     for (const nlohmann::json& a : j["annotations"]) {
       p.annotations.push_back({a.value("name", ""), a.value("count", int64_t{0}), a.value("total_ms", 0.0),

@@ -137,7 +137,13 @@ struct ProfileWindow {
   std::string trace;                    // the trace file, in the run folder's variants/
   int64_t trace_bytes = 0;
   int64_t trace_bytes_per_step = 0;
-  double record_cost_ns = 0;            // measured cost of recording one event
+  double op_sample = 1.0;               // share of ops recorded (1: every op)
+  double record_cost_ns = 0;            // measured cost of writing one op span into the buffer
+  double event_cost_ns = 0;             // measured cost of one captured event in full (calibration step)
+  double events_per_step = 0;           // the window's host events per step
+  // From the run's own step times: (mean window step - mean other step) / events per step; absent
+  // without steps on both sides.
+  std::optional<double> event_cost_from_steps_ns;
   std::vector<AnnotationSummary> annotations;
   double step_ms_in_window = 0, step_ms_outside_window = 0;
   std::optional<double> window_overhead_pct;  // in-window steps against the others; absent without both

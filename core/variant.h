@@ -83,6 +83,7 @@ struct VariantSpec {
   int64_t window_steps = -1;       // steps in the window; -1 = default
   int64_t sample_interval_ms = 500;  // system sampler period
   bool record_shapes = false;      // ops' input shapes in the trace
+  double op_sample = 1.0;          // (0, 1]: the share of ops the window records (1: every op)
   bool trace_gzip = true;          // trace.json.gz (else plain .json)
   // Data parallel (c10d Gloo): local ranks launched by trainlab (1 = none; under a launcher that
   // sets WORLD_SIZE/RANK/MASTER_* each process is one rank), the all-reduce mode, the bucket cap

@@ -7,17 +7,27 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace trainlab {
 namespace {
 
+struct OpSpan {
+  int64_t start_ns = 0, end_ns = 0;
+  uint32_t name_id = 0;
+};
+
 struct ThreadBuffer {
   int64_t thread_id = 0;
   uint64_t generation = 0;     // the window this buffer's events belong to
   std::vector<TraceEvent> events;
+  std::vector<OpSpan> ops;     // compact op spans; with events, at most max_events_per_thread
   int64_t dropped = 0;
   std::mutex mutex;            // taken by the owner per record and by collect(); uncontended in the window
 };
@@ -42,7 +52,65 @@ ThreadBuffer& this_thread_buffer() {
   return *buffer;
 }
 
+// Every name ever interned, in id order; deque keeps each string's address fixed.
+struct NameTable {
+  std::mutex mutex;
+  std::deque<std::string> names;
+  std::unordered_map<std::string_view, uint32_t> ids;
+};
+NameTable& name_table() {
+  static NameTable* table = new NameTable;  // never destroyed: threads may intern during exit
+  return *table;
+}
+
+// The id of name, added when new; *text: the table's copy (its address never changes).
+uint32_t intern_slow(const char* name, const char** text) {
+  NameTable& t = name_table();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  auto it = t.ids.find(std::string_view(name));
+  if (it == t.ids.end()) {
+    t.names.emplace_back(name);
+    it = t.ids.emplace(std::string_view(t.names.back()), static_cast<uint32_t>(t.names.size() - 1)).first;
+  }
+  *text = t.names[it->second].c_str();
+  return it->second;
+}
+
+// Per-thread cache: slot by the name's address; a hit needs the same address and the same text.
+struct NameCacheSlot {
+  const char* address = nullptr;
+  const char* text = nullptr;  // the interned copy
+  uint32_t id = 0;
+};
+constexpr size_t kNameCacheSlots = 1024;
+
+void start_window_on(ThreadBuffer& b, uint64_t generation, size_t max_events) {
+  b.generation = generation;
+  b.events.clear();
+  b.events.reserve(std::min<size_t>(max_events, 4096));
+  b.ops.clear();
+  b.ops.reserve(std::min<size_t>(max_events, 65536));
+  b.dropped = 0;
+}
+
 }  // namespace
+
+uint32_t EventRecorder::intern_name(const char* name) {
+  thread_local NameCacheSlot cache[kNameCacheSlots];
+  const auto address = reinterpret_cast<uintptr_t>(name);
+  NameCacheSlot& slot = cache[(address >> 3 ^ address >> 13) % kNameCacheSlots];
+  if (slot.address == name && std::strcmp(slot.text, name) == 0) return slot.id;
+  const char* text = nullptr;
+  const uint32_t id = intern_slow(name, &text);
+  slot = {name, text, id};
+  return id;
+}
+
+std::string EventRecorder::interned_name(uint32_t name_id) {
+  NameTable& t = name_table();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  return name_id < t.names.size() ? t.names[name_id] : std::string();
+}
 
 int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -81,13 +149,8 @@ void EventRecorder::record(EventKind kind, const char* name, int64_t start_ns, i
   ThreadBuffer& b = this_thread_buffer();
   std::lock_guard<std::mutex> lock(b.mutex);
   const uint64_t generation = generation_.load(std::memory_order_relaxed);
-  if (b.generation != generation) {  // first event of this window on this thread
-    b.generation = generation;
-    b.events.clear();
-    b.events.reserve(std::min<size_t>(max_events_per_thread_, 4096));
-    b.dropped = 0;
-  }
-  if (b.events.size() >= max_events_per_thread_) {
+  if (b.generation != generation) start_window_on(b, generation, max_events_per_thread_);
+  if (b.events.size() + b.ops.size() >= max_events_per_thread_) {
     ++b.dropped;
     return;
   }
@@ -100,6 +163,19 @@ void EventRecorder::record(EventKind kind, const char* name, int64_t start_ns, i
   if (args != nullptr) e.args = *args;
 }
 
+void EventRecorder::record_op(uint32_t name_id, int64_t start_ns, int64_t end_ns) {
+  if (!enabled()) return;
+  ThreadBuffer& b = this_thread_buffer();
+  std::lock_guard<std::mutex> lock(b.mutex);
+  const uint64_t generation = generation_.load(std::memory_order_relaxed);
+  if (b.generation != generation) start_window_on(b, generation, max_events_per_thread_);
+  if (b.events.size() + b.ops.size() >= max_events_per_thread_) {
+    ++b.dropped;
+    return;
+  }
+  b.ops.push_back({start_ns, end_ns, name_id});
+}
+
 void EventRecorder::collect(Profile& profile) {
   const uint64_t generation = generation_.load();
   int64_t lost = 0;
@@ -110,6 +186,22 @@ void EventRecorder::collect(Profile& profile) {
     for (TraceEvent& e : b->events) profile.events.push_back(std::move(e));
     b->events.clear();
     b->events.shrink_to_fit();
+    if (!b->ops.empty()) {
+      // Names once per distinct id, then one TraceEvent per span.
+      std::unordered_map<uint32_t, std::string> names;
+      for (const OpSpan& op : b->ops) {
+        auto it = names.find(op.name_id);
+        if (it == names.end()) it = names.emplace(op.name_id, interned_name(op.name_id)).first;
+        TraceEvent& e = profile.events.emplace_back();
+        e.kind = EventKind::kCpuOp;
+        e.name = it->second;
+        e.start_ns = op.start_ns;
+        e.end_ns = op.end_ns;
+        e.track = b->thread_id;
+      }
+    }
+    b->ops.clear();
+    b->ops.shrink_to_fit();
     lost += b->dropped;
     b->dropped = 0;
   }
@@ -148,7 +240,7 @@ double EventRecorder::measure_record_cost_ns() {
   std::vector<double> per_call_ns;
   for (int r = 0; r < kRounds; ++r) {
     const int64_t start = steady_ns();
-    for (int i = 0; i < kCalls; ++i) recorder.record(EventKind::kCpuOp, "aten::probe", start, start + 1);
+    for (int i = 0; i < kCalls; ++i) recorder.record_op(intern_name("aten::probe"), start, start + 1);
     per_call_ns.push_back(static_cast<double>(steady_ns() - start) / kCalls);
   }
   recorder.disable();

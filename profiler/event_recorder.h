@@ -1,7 +1,9 @@
-// The capture window's event sink: each thread appends spans to its own bounded buffer (no lock
-// on the hot path), counts what did not fit, and collect() gathers every thread's events into a
-// Profile. Disabled, record() is one relaxed atomic load. Used by the op capture (RecordFunction),
-// the training loop's step/phase spans and user annotations. No LibTorch.
+// The capture window's event sink: each thread appends spans to its own bounded buffer (its own
+// uncontended lock, no allocation once the buffer has grown), counts what did not fit, and
+// collect() gathers every thread's events into a Profile. Disabled, record() is one relaxed atomic
+// load. Two kinds of span: full TraceEvents (step/phase spans, annotations, collectives with args)
+// and compact op spans (an interned name id and two times, 24 bytes) for the op capture's hot
+// path, turned into TraceEvents only at collect(). No LibTorch.
 #pragma once
 
 #include <atomic>
@@ -25,6 +27,15 @@ class EventRecorder {
   // buffer is full. args may be null.
   void record(EventKind kind, const char* name, int64_t start_ns, int64_t end_ns,
               const nlohmann::json* args = nullptr);
+
+  // The op capture's hot path: one compact span (name from intern_name()). Same buffer bound and
+  // drop count as record().
+  void record_op(uint32_t name_id, int64_t start_ns, int64_t end_ns);
+  // A stable id for a name, for the life of the process. Fast on the calling thread's repeat names
+  // (a pointer-keyed cache checked against the stored text, so a reused buffer holding another
+  // name is never mistaken); a new name takes a global lock once.
+  static uint32_t intern_name(const char* name);
+  static std::string interned_name(uint32_t name_id);
 
   // Moves every thread's events into profile (events appended; dropped["events"] += lost).
   void collect(Profile& profile);

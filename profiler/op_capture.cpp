@@ -1,58 +1,103 @@
-// RecordFunction start/end callbacks -> EventRecorder spans (kind cpu_op).
+// RecordFunction start/end callbacks -> EventRecorder op spans (kind cpu_op), and the calibration
+// that measures what one captured event costs.
 #include "profiler/op_capture.h"
 
+#include <ATen/ATen.h>
 #include <ATen/record_function.h>
+#include <c10/core/GradMode.h>
+
+#include <algorithm>
+#include <atomic>
+#include <vector>
 
 #include "profiler/event_recorder.h"
 
 namespace trainlab {
 namespace {
 
-struct OpStart : at::ObserverContext {
-  int64_t start_ns = 0;
-  nlohmann::json shapes;
-};
+// ---- The fast path: no context object, no inputs, no allocation. The start time waits on a
+// thread-local stack of open ops; the end pops it (only its own op: an op that began before the
+// capture was installed ends with no entry to match) and writes the span.
 
-bool g_record_shapes = false;
+struct OpenOp {
+  const at::RecordFunction* fn = nullptr;
+  int64_t start_ns = 0;
+};
+constexpr int kMaxOpenOps = 256;  // nesting beyond this is not recorded
+struct OpenOps {
+  uint64_t generation = 0;  // the capture these entries belong to
+  int depth = 0;            // may exceed kMaxOpenOps; entries only below it
+  OpenOp ops[kMaxOpenOps];
+};
+thread_local OpenOps t_open;
+std::atomic<uint64_t> g_capture_generation{0};
+
+OpenOps& open_ops() {
+  OpenOps& open = t_open;
+  const uint64_t generation = g_capture_generation.load(std::memory_order_relaxed);
+  if (open.generation != generation) {  // ops left open by an earlier capture are forgotten
+    open.generation = generation;
+    open.depth = 0;
+  }
+  return open;
+}
 
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
-  auto ctx = std::make_unique<OpStart>();
-  if (g_record_shapes) {
-    ctx->shapes = nlohmann::json::array();
-    for (const c10::IValue& input : fn.inputs()) {
-      if (input.isTensor()) {
-        ctx->shapes.push_back(input.toTensor().sizes().vec());
-      } else {
-        ctx->shapes.push_back(nlohmann::json::array());
-      }
-    }
+  OpenOps& open = open_ops();
+  if (open.depth < kMaxOpenOps) open.ops[open.depth] = {&fn, steady_ns()};
+  ++open.depth;
+  return nullptr;
+}
+
+void on_op_end(const at::RecordFunction& fn, at::ObserverContext* /*unused*/) {
+  const int64_t end_ns = steady_ns();
+  OpenOps& open = open_ops();
+  if (open.depth == 0) return;
+  if (open.depth > kMaxOpenOps) {
+    --open.depth;
+    return;
+  }
+  const OpenOp& top = open.ops[open.depth - 1];
+  if (top.fn != &fn) return;
+  --open.depth;
+  EventRecorder::instance().record_op(EventRecorder::intern_name(fn.name()), top.start_ns, end_ns);
+}
+
+// ---- With input shapes: RecordFunction must box the inputs; the shapes travel in a context.
+
+struct OpStartWithShapes : at::ObserverContext {
+  int64_t start_ns = 0;
+  nlohmann::json shapes = nlohmann::json::array();
+};
+
+std::unique_ptr<at::ObserverContext> on_shaped_op_start(const at::RecordFunction& fn) {
+  auto ctx = std::make_unique<OpStartWithShapes>();
+  for (const c10::IValue& input : fn.inputs()) {
+    ctx->shapes.push_back(input.isTensor() ? nlohmann::json(input.toTensor().sizes().vec()) : nlohmann::json::array());
   }
   ctx->start_ns = steady_ns();
   return ctx;
 }
 
-void on_op_end(const at::RecordFunction& fn, at::ObserverContext* ctx_base) {
+void on_shaped_op_end(const at::RecordFunction& fn, at::ObserverContext* ctx_base) {
   const int64_t end_ns = steady_ns();
-  auto* ctx = static_cast<OpStart*>(ctx_base);
+  auto* ctx = static_cast<OpStartWithShapes*>(ctx_base);
   if (ctx == nullptr) return;
-  if (g_record_shapes) {
-    const nlohmann::json args = {{"Input Dims", ctx->shapes}};
-    EventRecorder::instance().record(EventKind::kCpuOp, fn.name(), ctx->start_ns, end_ns, &args);
-  } else {
-    EventRecorder::instance().record(EventKind::kCpuOp, fn.name(), ctx->start_ns, end_ns);
-  }
+  const nlohmann::json args = {{"Input Dims", ctx->shapes}};
+  EventRecorder::instance().record(EventKind::kCpuOp, fn.name(), ctx->start_ns, end_ns, &args);
 }
 
 }  // namespace
 
 OpCapture::~OpCapture() { stop(); }
 
-void OpCapture::start(bool record_shapes) {
+void OpCapture::start(bool record_shapes, double sample_fraction) {
   if (active_) return;
-  g_record_shapes = record_shapes;
-  auto callback = at::RecordFunctionCallback(on_op_start, on_op_end)
-                      .needsInputs(record_shapes)
-                      .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION});
+  g_capture_generation.fetch_add(1);
+  auto callback = record_shapes ? at::RecordFunctionCallback(on_shaped_op_start, on_shaped_op_end).needsInputs(true)
+                                : at::RecordFunctionCallback(on_op_start, on_op_end);
+  callback.needsIds(false).scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION});
+  if (sample_fraction < 1.0) callback.samplingProb(sample_fraction);
   handle_ = at::addGlobalCallback(callback);
   active_ = true;
 }
@@ -61,6 +106,87 @@ void OpCapture::stop() {
   if (!active_) return;
   at::removeCallback(handle_);
   active_ = false;
+}
+
+namespace {
+
+// A training step in miniature: blocks of linear -> layer norm -> GELU with a residual, MSE loss,
+// backward, an SGD update and zeroed gradients; deterministic values (no RNG is touched).
+class CalibrationStep {
+ public:
+  CalibrationStep() {
+    const auto ramp = [](int64_t n) { return at::linspace(-0.5, 0.5, n); };
+    for (int b = 0; b < kBlocks; ++b) {
+      params_.push_back(ramp(kWidth * kWidth).reshape({kWidth, kWidth}).requires_grad_());
+      params_.push_back(ramp(kWidth).requires_grad_());
+      params_.push_back(at::ones({kWidth}).requires_grad_());
+      params_.push_back(at::zeros({kWidth}).requires_grad_());
+    }
+    input_ = ramp(kBatch * kWidth).reshape({kBatch, kWidth});
+    target_ = input_.flip({1});
+  }
+  void run() {
+    at::Tensor x = input_;
+    for (int b = 0; b < kBlocks; ++b) {
+      const at::Tensor* p = &params_[static_cast<size_t>(b) * 4];
+      x = x + at::gelu(at::layer_norm(at::linear(x, p[0], p[1]), {kWidth}, p[2], p[3]));
+    }
+    at::mse_loss(x, target_).backward();
+    c10::AutoGradMode no_grad(false);
+    for (at::Tensor& p : params_) {
+      p.add_(p.grad(), -1e-3);
+      p.mutable_grad().zero_();
+    }
+  }
+
+ private:
+  static constexpr int kBlocks = 4, kWidth = 8, kBatch = 4;
+  std::vector<at::Tensor> params_;
+  at::Tensor input_, target_;
+};
+
+int64_t median_step_ns(CalibrationStep& step, int steps) {
+  std::vector<int64_t> ns;
+  for (int i = 0; i < steps; ++i) {
+    const int64_t start = steady_ns();
+    step.run();
+    ns.push_back(steady_ns() - start);
+  }
+  std::nth_element(ns.begin(), ns.begin() + steps / 2, ns.end());
+  return ns[static_cast<size_t>(steps / 2)];
+}
+
+}  // namespace
+
+double OpCapture::calibrate_event_cost_ns(bool record_shapes, double sample_fraction, double* events_per_step) {
+  EventRecorder& recorder = EventRecorder::instance();
+  if (recorder.enabled()) return 0;  // never disturb a live window
+  constexpr int kRounds = 7;
+  // Enough steps for a few hundred recorded events per round even when sampling.
+  const int steps = std::clamp(static_cast<int>(9 / std::max(sample_fraction, 1e-3)), 9, 90);
+  CalibrationStep step;
+  for (int i = 0; i < 3; ++i) step.run();  // first calls allocate and dispatch slowly
+  std::vector<double> per_event_ns;
+  double events = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    const int64_t without_ns = median_step_ns(step, steps);
+    recorder.enable(1'000'000);
+    OpCapture capture;
+    capture.start(record_shapes, sample_fraction);
+    const int64_t with_ns = median_step_ns(step, steps);
+    capture.stop();
+    recorder.disable();
+    Profile scratch;
+    recorder.collect(scratch);
+    int64_t ops = 0;
+    for (const TraceEvent& e : scratch.events) ops += e.kind == EventKind::kCpuOp ? 1 : 0;
+    events = static_cast<double>(ops) / steps;
+    if (events > 0) per_event_ns.push_back(static_cast<double>(with_ns - without_ns) / events);
+  }
+  if (events_per_step != nullptr) *events_per_step = events;
+  if (per_event_ns.empty()) return 0;
+  std::sort(per_event_ns.begin(), per_event_ns.end());
+  return std::max(0.0, per_event_ns[per_event_ns.size() / 2]);
 }
 
 }  // namespace trainlab

@@ -8,7 +8,6 @@
 #include "profiler/annotate.h"
 #include "profiler/cupti_capture.h"
 #include "profiler/event_recorder.h"
-#include "profiler/op_capture.h"
 #include "profiler/system_sampler.h"
 
 namespace trainlab {
@@ -25,7 +24,13 @@ Session::Session(SessionOptions options) : options_(options), captures_(std::mak
     throw InputError("profiler window: start and step count must be >= 0");
   }
   if (options_.sample_interval_ms < 0) throw InputError("profiler sample interval must be >= 0 ms");
-  if (options_.window_steps > 0) record_cost_ns_ = EventRecorder::measure_record_cost_ns();
+  if (!(options_.op_sample_fraction > 0 && options_.op_sample_fraction <= 1))
+    throw InputError("profiler op sample fraction must be in (0, 1]");
+  if (options_.window_steps > 0) {
+    record_cost_ns_ = EventRecorder::measure_record_cost_ns();
+    if (options_.capture_ops)
+      event_cost_ns_ = OpCapture::calibrate_event_cost_ns(options_.record_shapes, options_.op_sample_fraction);
+  }
   if (!options_.capture_device) captures_->cupti_off_reason = "CUPTI off: no CUDA device in use, no kernels to capture";
   if (options_.sample_interval_ms > 0) {
     SystemSamplerOptions sampler_options;
@@ -41,7 +46,7 @@ Session::~Session() {
 
 void Session::open_window() {
   EventRecorder::instance().enable(options_.max_events_per_thread);
-  if (options_.capture_ops) captures_->ops.start(options_.record_shapes);
+  if (options_.capture_ops) captures_->ops.start(options_.record_shapes, options_.op_sample_fraction);
   if (options_.capture_device) captures_->cupti.start(&captures_->cupti_off_reason);
   window_open_ = true;
 }

@@ -23,6 +23,7 @@
 #include <string>
 
 #include "core/profile.h"
+#include "profiler/op_capture.h"
 
 namespace trainlab {
 
@@ -31,6 +32,7 @@ struct SessionOptions {
   int64_t window_steps = 10;         // 0: no window (sampler only)
   int64_t sample_interval_ms = 500;  // system sampler period; 0: no sampler
   bool record_shapes = false;        // ops' input shapes in the trace
+  double op_sample_fraction = 1.0;   // (0, 1]: the share of ops recorded, each sampled independently
   bool capture_ops = true;           // LibTorch ops (RecordFunction) in the window
   bool capture_device = true;        // CUPTI in the window (switched off with a note when unusable)
   size_t max_events_per_thread = 1'000'000;  // beyond, events are counted as dropped
@@ -38,7 +40,8 @@ struct SessionOptions {
 
 class Session {
  public:
-  // Starts the sampler (and measures the recorder's per-event cost when there is a window).
+  // Starts the sampler; with a window, first measures what an event costs (buffer write, and the
+  // whole capture path on a calibration step).
   // Throws InputError on a negative window or interval.
   explicit Session(SessionOptions options = {});
   ~Session();  // finishes if finish() was not called (the profile is then discarded)
@@ -62,7 +65,10 @@ class Session {
   // dropped counts and notes (e.g. why CUPTI was off). Only the first call returns data.
   Profile finish();
 
-  double record_cost_ns() const { return record_cost_ns_; }  // measured per-event cost
+  // Measured before the window: writing one op span into the buffer, and one captured event in
+  // full (LibTorch's RecordFunction path, the callback, the write) on a calibration step.
+  double record_cost_ns() const { return record_cost_ns_; }
+  double event_cost_ns() const { return event_cost_ns_; }
   // The sampler's mean wall time per sample (0 without a sampler or before its first sample).
   int64_t sampler_sample_cost_ns() const;
 
@@ -79,6 +85,7 @@ class Session {
   int64_t steps_captured_ = 0;
   int64_t step_start_ns_ = 0;
   double record_cost_ns_ = 0;
+  double event_cost_ns_ = 0;
 };
 
 // RAII step: begin_step() on construction, end_step() on destruction.

@@ -2,6 +2,7 @@
 // counter, annotations, and the Chrome-trace writer/reader round trip (plain and gzipped).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -81,6 +82,38 @@ TEST(EventRecorderTest, AnnotationBecomesASpanOnlyInsideAWindow) {
   EXPECT_EQ(profile.events[0].kind, EventKind::kAnnotation);
   EXPECT_GE(profile.events[0].duration_ns(), 2'000'000);
   EXPECT_GT(EventRecorder::measure_record_cost_ns(), 0);
+}
+
+TEST(EventRecorderTest, OpSpansKeepInternedNamesAndShareTheBound) {
+  // Interning: one id per text, whatever buffer holds it; a buffer reused for another name gets
+  // that name's id (the cache is keyed by address but checked against the text).
+  char buffer[32] = "aten::linear";
+  const uint32_t linear = EventRecorder::intern_name(buffer);
+  EXPECT_EQ(EventRecorder::intern_name("aten::linear"), linear);
+  std::snprintf(buffer, sizeof buffer, "%s", "aten::gelu");
+  const uint32_t gelu = EventRecorder::intern_name(buffer);
+  EXPECT_NE(gelu, linear);
+  EXPECT_EQ(EventRecorder::interned_name(gelu), "aten::gelu");
+  EXPECT_EQ(EventRecorder::interned_name(linear), "aten::linear");
+
+  EventRecorder& recorder = EventRecorder::instance();
+  recorder.record_op(linear, 1, 2);  // disabled: ignored
+  recorder.enable(/*max_events_per_thread=*/4);
+  recorder.record(EventKind::kStep, "ProfilerStep#0", 100, 900);
+  for (int i = 0; i < 5; ++i) recorder.record_op(i % 2 == 0 ? linear : gelu, 100 + 10 * i, 105 + 10 * i);
+  recorder.disable();
+  Profile profile;
+  recorder.collect(profile);
+  ASSERT_EQ(profile.events.size(), 4u);  // the step and 3 ops fit the bound of 4; 2 ops dropped
+  EXPECT_EQ(profile.dropped.at("events"), 2);
+  std::vector<std::string> ops;
+  for (const TraceEvent& e : profile.events) {
+    if (e.kind != EventKind::kCpuOp) continue;
+    ops.push_back(e.name);
+    EXPECT_EQ(e.duration_ns(), 5);
+    EXPECT_EQ(e.track, current_thread_id());
+  }
+  EXPECT_EQ(ops, (std::vector<std::string>{"aten::linear", "aten::gelu", "aten::linear"}));
 }
 
 Profile sample_profile() {

@@ -69,6 +69,14 @@ TEST(RunOptionsTest, SettingsAndTheirErrorsNameTheOption) {
   }
   EXPECT_THROW(apply_setting(spec, "comm-mode", "sideways"), InputError);
   EXPECT_THROW(apply_setting(spec, "max-loop-s", "-1"), InputError);
+  // The op sample: a fraction in (0, 1], in the spec's JSON only when it samples.
+  EXPECT_FALSE(nlohmann::json(spec).contains("op_sample"));
+  apply_setting(spec, "op-sample", "0.25");
+  EXPECT_EQ(nlohmann::json(spec).at("op_sample"), 0.25);
+  EXPECT_EQ(nlohmann::json(spec).get<VariantSpec>().op_sample, 0.25);
+  for (const char* bad : {"0", "-0.5", "1.5", "nan", "x"}) {
+    EXPECT_THROW(apply_setting(spec, "op-sample", bad), InputError) << bad;
+  }
 }
 
 TEST(RunOptionsTest, TheSpecJsonHoldsEveryOptionsKeysAndReadsBack) {

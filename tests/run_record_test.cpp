@@ -148,7 +148,23 @@ TEST(RunRecordTest, ProfileWindowIsTypedAndReadsTheJsonThePreviousVersionWrote) 
   EXPECT_DOUBLE_EQ(v.profile.annotations[0].step_share_pct, 2.1);
   ASSERT_TRUE(v.profile.window_overhead_pct.has_value());
   EXPECT_DOUBLE_EQ(*v.profile.window_overhead_pct, 34.7);
-  EXPECT_EQ(to_json(v).at("profile"), old_variant.at("profile"));  // written back unchanged
+  // Written back as it was, plus the event-cost keys this version adds (defaults: not measured).
+  nlohmann::json expected = old_variant.at("profile");
+  expected["op_sample"] = 1.0;
+  expected["event_cost_ns"] = 0.0;
+  expected["events_per_step"] = 0.0;
+  EXPECT_EQ(to_json(v).at("profile"), expected);
+  VariantRecord costed = v;
+  costed.profile.op_sample = 0.1;
+  costed.profile.event_cost_ns = 480.5;
+  costed.profile.events_per_step = 4393.7;
+  costed.profile.event_cost_from_steps_ns = 512.25;
+  const ProfileWindow back = variant_record_from_json(to_json(costed)).profile;
+  EXPECT_DOUBLE_EQ(back.op_sample, 0.1);
+  EXPECT_DOUBLE_EQ(back.event_cost_ns, 480.5);
+  EXPECT_DOUBLE_EQ(back.events_per_step, 4393.7);
+  ASSERT_TRUE(back.event_cost_from_steps_ns.has_value());
+  EXPECT_DOUBLE_EQ(*back.event_cost_from_steps_ns, 512.25);
   // Without both in- and out-of-window steps there is no overhead figure, and no key for it.
   VariantRecord short_run = v;
   short_run.profile.window_overhead_pct.reset();

@@ -75,6 +75,14 @@ int report_run(const LabOutcome& outcome) {
                 << std::noshowpos << " % vs outside";
     }
     std::cout << "\n";
+    // What an event cost: the calibration's figure, the run's own step times, the buffer write.
+    std::cout << "  profiler cost per event ("
+              << (p.op_sample < 1 ? fmt("%g", 100 * p.op_sample) + " % of ops sampled, " : std::string())
+              << fmt("%.0f", p.events_per_step) << " events per step): " << fmt("%.0f", p.event_cost_ns) << " ns measured on a calibration step";
+    if (p.event_cost_from_steps_ns) {
+      std::cout << ", " << fmt("%.0f", *p.event_cost_from_steps_ns) << " ns from the steps in vs outside the window";
+    }
+    std::cout << "; " << fmt("%.0f", p.record_cost_ns) << " ns of it writing the buffer\n";
     for (const std::string& note : p.notes) std::cout << "  " << note << "\n";
   }
   std::cout << "\nRun record: " << outcome.run_dir << "/run.json\n";

@@ -193,6 +193,7 @@ SessionOptions profiler_options_for(const VariantSpec& spec, bool use_cuda) {
   options.window_steps = spec.profile ? spec.window_steps : 0;
   options.sample_interval_ms = spec.system_sampler ? spec.sample_interval_ms : 0;
   options.record_shapes = spec.record_shapes;
+  options.op_sample_fraction = spec.op_sample;
   options.capture_device = use_cuda;
   options.max_events_per_thread = kMaxWindowEventsPerThread;
   return options;
@@ -577,7 +578,9 @@ void write_capture_window(const VariantSpec& spec, const SessionOptions& profile
   for (const CounterTrack& track : profile.counters) counters[track.name] = static_cast<int64_t>(track.samples.size());
   const int64_t events = static_cast<int64_t>(profile.events.size());
   nlohmann::json metadata = {{"scenario", spec.scenario}, {"variant", spec.name()},
-                             {"window_start", spec.window_start}, {"window_steps", spec.window_steps}};
+                             {"window_start", spec.window_start}, {"window_steps", spec.window_steps},
+                             // what reading the trace needs to take the profiler's own cost out (diagnostics)
+                             {"op_sample", spec.op_sample}, {"profiler_event_cost_ns", profiler.event_cost_ns()}};
   // Kineto's field, so trace readers tell ranks apart.
   metadata["distributedInfo"] = {{"backend", t.data_parallel ? record.distributed.backend : "none"},
                                  {"rank", t.dist.rank}, {"world_size", t.dist.world_size}};
@@ -608,7 +611,12 @@ void write_capture_window(const VariantSpec& spec, const SessionOptions& profile
   window.trace = trace_path.substr(trace_path.find_last_of('/') + 1);
   window.trace_bytes = trace_bytes;
   window.trace_bytes_per_step = trace_bytes / spec.window_steps;
+  window.op_sample = spec.op_sample;
   window.record_cost_ns = profiler.record_cost_ns();
+  window.event_cost_ns = profiler.event_cost_ns();
+  int64_t host_events = 0;
+  for (const TraceEvent& e : profile.events) host_events += e.on_device ? 0 : 1;
+  window.events_per_step = static_cast<double>(host_events) / static_cast<double>(spec.window_steps);
   for (const SpanSummary& a : summarise_spans(profile, EventKind::kAnnotation)) {
     window.annotations.push_back({a.name, a.count, ns_to_ms(a.total_ns), ns_to_ms(a.mean_ns), ns_to_ms(a.max_ns),
                                   ns_to_ms(a.per_step_ns), a.step_share_pct});
@@ -617,6 +625,8 @@ void write_capture_window(const VariantSpec& spec, const SessionOptions& profile
   window.step_ms_outside_window = outside > 0 ? ns_to_ms(outside_ns / outside) : 0.0;
   if (inside > 0 && outside > 0) {
     window.window_overhead_pct = 100.0 * ((inside_ns / inside) / (outside_ns / outside) - 1.0);
+    if (window.events_per_step > 0)
+      window.event_cost_from_steps_ns = (inside_ns / inside - outside_ns / outside) / window.events_per_step;
   }
 }
 
