@@ -14,6 +14,7 @@
 
 #include "diagnostics/idle_attribution.h"
 #include "diagnostics/intervals.h"
+#include "diagnostics/profiler_cost.h"
 #include "diagnostics/trace_steps.h"
 #include "diagnostics/text_format.h"
 #include "core/statistics.h"
@@ -463,15 +464,37 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
   std::optional<IdleAttributor> attributor;
   if (attribute_idle) attributor.emplace(profile, found.main_track);
 
+  // A trainlab window states what one of its events cost: that time comes out of the phases the
+  // events lie in (and out of the step) before the shares.
+  std::map<int64_t, StepProfilerCost> profiler_cost;
+  if (tl.has_phases && metadata.contains("trainlab") && metadata["trainlab"].is_object() &&
+      metadata["trainlab"].contains("profiler_event_cost_ns") && metadata["trainlab"]["profiler_event_cost_ns"].is_number()) {
+    const double event_cost_ns = metadata["trainlab"]["profiler_event_cost_ns"].get<double>();
+    const std::vector<StepProfilerCost> costs = locate_profiler_cost(profile, event_cost_ns);
+    for (const StepProfilerCost& c : costs) profiler_cost[c.number] = c;
+    if (!costs.empty()) s.notes.push_back(profiler_cost_note(costs, event_cost_ns));
+  }
   double total_ns = 0;
   StepTimes sum;
   std::vector<double> busy_pct;
   for (const Step& st : steps) {
-    const double step_ns = static_cast<double>(st.end_ns - st.start_ns);
+    double step_ns = static_cast<double>(st.end_ns - st.start_ns);
     if (step_ns <= 0) continue;
-    const StepTimes t = tl.has_phases    ? phase_step_times(tl, st)
-                        : attribute_idle ? gpu_step_times(tl, *attributor, st)
-                                         : cpu_step_times(tl, st);
+    StepTimes t = tl.has_phases    ? phase_step_times(tl, st)
+                  : attribute_idle ? gpu_step_times(tl, *attributor, st)
+                                   : cpu_step_times(tl, st);
+    if (const auto cost = profiler_cost.find(st.number); cost != profiler_cost.end()) {
+      const auto in = [&](const char* phase) {
+        const auto it = cost->second.phase_ns.find(phase);
+        return it == cost->second.phase_ns.end() ? 0.0 : it->second;
+      };
+      t.data = std::max(0.0, t.data - in("data_wait"));
+      t.h2d = std::max(0.0, t.h2d - in("host_to_device"));
+      t.compute = std::max(0.0, t.compute - in("forward") - in("backward") - in("optimizer"));
+      t.comm = std::max(0.0, t.comm - in("communication"));
+      t.comm_all = t.comm;
+      step_ns = std::max(1.0, step_ns - cost->second.total_ns);
+    }
     s.step_ms.push_back(ns_to_ms(step_ns));
     s.step_numbers.push_back(st.number);
     s.step_shares.push_back(shares_of(t, step_ns));

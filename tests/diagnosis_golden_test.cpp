@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "diagnostics/rules.h"
 #include "core/errors.h"
@@ -52,6 +54,74 @@ Diagnosis diagnose_record(const VariantRecord& r) {  // what `trainlab diagnose`
   d.findings = run_rules(d.summary, Thresholds::defaults());
   d.verdict = decide(d.summary, d.findings, Thresholds::defaults());
   return d;
+}
+
+// A profiled window as the trace holds it: ProfilerStep#N spans of the loop's thread (track 1)
+// with data_wait / forward / backward phase spans, `ops` recorded ops in each of forward and
+// backward, and loader-thread ops (track 2) inside data_wait.
+Profile profiled_window(const std::vector<int64_t>& step_numbers, int ops) {
+  Profile p;
+  const auto span = [&](EventKind kind, const std::string& name, int64_t start, int64_t end, int64_t track) {
+    TraceEvent e;
+    e.kind = kind;
+    e.name = name;
+    e.start_ns = start;
+    e.end_ns = end;
+    e.track = track;
+    p.events.push_back(e);
+  };
+  for (const int64_t n : step_numbers) {
+    const int64_t t0 = n * 20'000'000;
+    span(EventKind::kStep, "ProfilerStep#" + std::to_string(n), t0, t0 + 12'000'000, 1);
+    span(EventKind::kPhase, "data_wait", t0, t0 + 2'000'000, 1);
+    span(EventKind::kPhase, "forward", t0 + 2'000'000, t0 + 7'000'000, 1);
+    span(EventKind::kPhase, "backward", t0 + 7'000'000, t0 + 12'000'000, 1);
+    for (int i = 0; i < ops; ++i) {
+      span(EventKind::kCpuOp, "aten::linear", t0 + 2'000'000 + i * 4'000, t0 + 2'000'000 + i * 4'000 + 1'000, 1);
+      span(EventKind::kCpuOp, "aten::mm", t0 + 7'000'000 + i * 4'000, t0 + 7'000'000 + i * 4'000 + 1'000, 1);
+      span(EventKind::kCpuOp, "aten::stack", t0 + i * 1'000, t0 + i * 1'000 + 500, 2);  // a loader thread's
+    }
+  }
+  return p;
+}
+
+TEST(DiagnosisGolden, AProfiledWindowsOwnCostIsTakenOutOfItsStepsBeforeTheShares) {
+  // 6 measured steps (indices 2..7) of 2 ms data, 4 ms forward, 4 ms backward; the window (steps
+  // 4 and 5) recorded 1,000 ops in each of forward and backward at a measured 1 us each: its steps
+  // are 1 ms longer in each.
+  const VariantRecord clean = record_with(6, 2, 4, 4, 0);
+  VariantRecord profiled = clean;
+  for (StepRecord& s : profiled.steps) {
+    if (s.index != 4 && s.index != 5) continue;
+    s.phase_ns[static_cast<size_t>(Phase::kForward)] += 1'000'000;
+    s.phase_ns[static_cast<size_t>(Phase::kBackward)] += 1'000'000;
+    s.step_ns += 2'000'000;
+  }
+  profiled.profile.window_steps = 2;
+  profiled.profile.event_cost_ns = 1000;
+  const Profile window = profiled_window({4, 5}, 1000);
+
+  const Summary expected = summarise_variant(clean, "golden", nullptr);
+  const Summary discounted = summarise_variant(profiled, "golden", &window);
+  const Summary raw = summarise_variant(profiled, "golden", nullptr);  // no trace: nothing to locate
+  EXPECT_NEAR(discounted.shares.data_wait_pct, expected.shares.data_wait_pct, 1e-9);
+  EXPECT_NEAR(discounted.shares.compute_pct, expected.shares.compute_pct, 1e-9);
+  EXPECT_NEAR(discounted.step.mean, expected.step.mean, 1e-9);
+  EXPECT_LT(raw.shares.data_wait_pct, expected.shares.data_wait_pct - 1.0);  // the profiler's time diluted it
+  ASSERT_FALSE(discounted.notes.empty());
+  EXPECT_NE(discounted.notes.front().find("2000 events per step on the loop's thread x 1000 ns = 2.00 ms per step"),
+            std::string::npos)
+      << discounted.notes.front();
+  EXPECT_NE(discounted.notes.front().find("steps 4..5"), std::string::npos) << discounted.notes.front();
+
+  // The same window as a trace of its own: the trace states the cost, the shares are of the loop.
+  const nlohmann::json metadata = {{"trainlab", {{"profiler_event_cost_ns", 1000}}}};
+  const Summary from_trace = summarise_trace(window, metadata, "window");
+  const Summary trace_raw = summarise_trace(window, nlohmann::json::object(), "window");
+  EXPECT_NEAR(from_trace.shares.data_wait_pct, 100.0 * 2 / 10, 1e-6);  // 2 of the 10 ms without the profiler
+  EXPECT_NEAR(trace_raw.shares.data_wait_pct, 100.0 * 2 / 12, 1e-6);
+  ASSERT_EQ(from_trace.step_ms.size(), 2u);
+  EXPECT_NEAR(from_trace.step_ms[0], 10.0, 1e-9);
 }
 
 bool fired(const Diagnosis& d, const std::string& rule) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "diagnostics/profiler_cost.h"
 #include "diagnostics/summarise.h"
 #include "core/units.h"
 
@@ -33,10 +34,42 @@ void add_step_shares(const VariantRecord& record, double dispatch_ns_per_step, S
   }
 }
 
+// The record with the profiler's located cost taken out of the window's steps and their phases
+// (diagnostics/profiler_cost.h); *note says so. The record unchanged when nothing was located.
+VariantRecord without_profiler_cost(const VariantRecord& record, const Profile& profile, std::string* note) {
+  const double event_cost_ns = record.profile.event_cost_ns;
+  const std::vector<StepProfilerCost> costs = locate_profiler_cost(profile, event_cost_ns);
+  if (costs.empty()) return record;
+  std::map<int64_t, const StepProfilerCost*> by_step;
+  for (const StepProfilerCost& c : costs) by_step[c.number] = &c;
+  VariantRecord out = record;
+  for (StepRecord& step : out.steps) {
+    const auto it = by_step.find(step.index);
+    if (it == by_step.end()) continue;
+    int64_t taken_ns = 0;
+    for (size_t p = 0; p < kPhaseCount; ++p) {
+      const auto phase = it->second->phase_ns.find(phase_name(static_cast<Phase>(p)));
+      if (phase == it->second->phase_ns.end()) continue;
+      const auto ns = std::min(step.phase_ns[p], static_cast<int64_t>(phase->second));
+      step.phase_ns[p] -= ns;
+      taken_ns += ns;
+    }
+    step.step_ns = std::max<int64_t>(1, step.step_ns - taken_ns);
+  }
+  *note = profiler_cost_note(costs, event_cost_ns);
+  return out;
+}
+
 }  // namespace
 
-Summary summarise_variant(const VariantRecord& record, const std::string& scenario, const Profile* profile) {
+Summary summarise_variant(const VariantRecord& measured, const std::string& scenario, const Profile* profile) {
+  // A profiled window's steps carry the profiler's own cost: the shares are of the loop without it.
+  std::string profiler_note;
+  const VariantRecord record =
+      profile != nullptr && measured.profile.event_cost_ns > 0 ? without_profiler_cost(measured, *profile, &profiler_note)
+                                                                : measured;
   Summary s;
+  if (!profiler_note.empty()) s.notes.push_back(profiler_note);
   s.source = "trainlab";
   s.label = record.spec.name();
   s.scenario = scenario;
