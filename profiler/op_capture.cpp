@@ -145,15 +145,15 @@ class CalibrationStep {
   at::Tensor input_, target_;
 };
 
-int64_t median_step_ns(CalibrationStep& step, int steps) {
-  std::vector<int64_t> ns;
-  for (int i = 0; i < steps; ++i) {
-    const int64_t start = steady_ns();
-    step.run();
-    ns.push_back(steady_ns() - start);
-  }
-  std::nth_element(ns.begin(), ns.begin() + steps / 2, ns.end());
-  return ns[static_cast<size_t>(steps / 2)];
+int64_t timed_step_ns(CalibrationStep& step) {
+  const int64_t start = steady_ns();
+  step.run();
+  return steady_ns() - start;
+}
+
+double median_of(std::vector<double> xs) {
+  std::nth_element(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(xs.size() / 2), xs.end());
+  return xs[xs.size() / 2];
 }
 
 }  // namespace
@@ -161,32 +161,33 @@ int64_t median_step_ns(CalibrationStep& step, int steps) {
 double OpCapture::calibrate_event_cost_ns(bool record_shapes, double sample_fraction, double* events_per_step) {
   EventRecorder& recorder = EventRecorder::instance();
   if (recorder.enabled()) return 0;  // never disturb a live window
-  constexpr int kRounds = 7;
-  // Enough steps for a few hundred recorded events per round even when sampling.
-  const int steps = std::clamp(static_cast<int>(9 / std::max(sample_fraction, 1e-3)), 9, 90);
+  // Captured and plain steps alternate (in ABBA order), so a shared machine's drift lands on both
+  // alike; sampling needs more pairs for the same number of recorded events.
+  const int pairs = std::clamp(static_cast<int>(40 / std::max(sample_fraction, 1e-3)), 40, 400);
   CalibrationStep step;
-  for (int i = 0; i < 3; ++i) step.run();  // first calls allocate and dispatch slowly
-  std::vector<double> per_event_ns;
-  double events = 0;
-  for (int round = 0; round < kRounds; ++round) {
-    const int64_t without_ns = median_step_ns(step, steps);
-    recorder.enable(1'000'000);
+  for (int i = 0; i < 5; ++i) step.run();  // first calls allocate and dispatch slowly
+  std::vector<double> plain_ns, captured_ns;
+  recorder.enable(10'000'000);
+  for (int i = 0; i < 2 * pairs; ++i) {
+    const bool captured = (i % 2 == 1) != ((i / 2) % 2 == 1);
+    if (!captured) {
+      plain_ns.push_back(static_cast<double>(timed_step_ns(step)));
+      continue;
+    }
     OpCapture capture;
     capture.start(record_shapes, sample_fraction);
-    const int64_t with_ns = median_step_ns(step, steps);
+    captured_ns.push_back(static_cast<double>(timed_step_ns(step)));
     capture.stop();
-    recorder.disable();
-    Profile scratch;
-    recorder.collect(scratch);
-    int64_t ops = 0;
-    for (const TraceEvent& e : scratch.events) ops += e.kind == EventKind::kCpuOp ? 1 : 0;
-    events = static_cast<double>(ops) / steps;
-    if (events > 0) per_event_ns.push_back(static_cast<double>(with_ns - without_ns) / events);
   }
+  recorder.disable();
+  Profile scratch;
+  recorder.collect(scratch);
+  int64_t ops = 0;
+  for (const TraceEvent& e : scratch.events) ops += e.kind == EventKind::kCpuOp ? 1 : 0;
+  const double events = static_cast<double>(ops) / pairs;
   if (events_per_step != nullptr) *events_per_step = events;
-  if (per_event_ns.empty()) return 0;
-  std::sort(per_event_ns.begin(), per_event_ns.end());
-  return std::max(0.0, per_event_ns[per_event_ns.size() / 2]);
+  if (!(events > 0)) return 0;
+  return std::max(0.0, (median_of(captured_ns) - median_of(plain_ns)) / events);
 }
 
 }  // namespace trainlab
