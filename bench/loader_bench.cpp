@@ -66,6 +66,10 @@ void run_loader(benchmark::State& state, const SampleSource& source) {
   }
   state.counters["samples_per_s"] = benchmark::Counter(static_cast<double>(samples), benchmark::Counter::kIsRate);
   state.counters["workers"] = workers;
+  // The producer's own time per batch (whoever ran it): what the hand-off and the waits add on top.
+  const LoaderCounters counters = loader.counters();
+  state.counters["build_ms_per_batch"] =
+      counters.batches > 0 ? static_cast<double>(counters.worker_busy_ns) / 1e6 / static_cast<double>(counters.batches) : 0;
 }
 
 void BM_VisionJpegLoader(benchmark::State& state) { run_loader(state, vision_jpeg()); }

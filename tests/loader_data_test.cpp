@@ -52,6 +52,24 @@ std::vector<uint64_t> first_batch_hashes(const SampleSource& source, int workers
   return hashes;
 }
 
+TEST(HostBufferTest, FreedHeapBuffersWaitForTheNextRequestOfTheirSize) {
+  const size_t bytes = 3 * 1024 * 1024 + 7, rounded = (bytes + 63) / 64 * 64;  // a size no other test uses
+  void* first = nullptr;
+  size_t cached = 0;
+  {
+    const std::shared_ptr<void> a = heap_allocator()(bytes);
+    first = a.get();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
+    cached = heap_allocator_cached_bytes();
+  }
+  EXPECT_EQ(heap_allocator_cached_bytes(), cached + rounded);  // freed: kept for reuse
+  const std::shared_ptr<void> again = heap_allocator()(bytes);
+  EXPECT_EQ(again.get(), first);                      // the same buffer, no new allocation
+  EXPECT_EQ(heap_allocator_cached_bytes(), cached);
+  const std::shared_ptr<void> second = heap_allocator()(bytes);
+  EXPECT_NE(second.get(), first);                     // in use buffers are never handed out twice
+}
+
 TEST(LoaderDataTest, FirstBatchesHashTheSameForWorkers0And1And4) {
   for (const SampleSource* source : {fixture().vision.get(), fixture().recsys.get()}) {
     // 14 batches: past the first epoch (12 batches of 16 from 192 images) for vision.

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "harness/loader/malloc_arena.h"
 #include "scenarios/data/host_batch.h"
 
 namespace trainlab {
@@ -108,6 +109,7 @@ class OrderedLoader {
                           ? std::numeric_limits<int64_t>::max()
                           : (first / batches_per_epoch_ + 1) * batches_per_epoch_;
     stopping_ = false;
+    share_one_malloc_arena();  // the workers allocate as the main thread does (malloc_arena.h)
     for (int w = 0; w < options_.workers; ++w) {
       threads_.emplace_back([this, w, first] { worker_loop(w, first); });
     }
