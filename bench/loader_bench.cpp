@@ -1,8 +1,10 @@
 // Loader throughput for real decode + augment work with a trivial model (a checksum of each
 // batch), at 0, 1 and 2 worker threads: how well the worker engine scales the data pipeline; and
 // the recsys decoded cache against its compressed shards.
-// Datasets are generated once into $TRAINLAB_DATA_DIR (default results/datasets).
-//   build/bench/trainlab_loader_bench --benchmark_counters_tabular=true
+// Datasets are generated once into $TRAINLAB_DATA_DIR (default results/datasets). On a shared
+// machine compare worker counts by the medians of interleaved repetitions:
+//   build/bench/trainlab_loader_bench --benchmark_counters_tabular=true --benchmark_filter=Vision \
+//       --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
 #include <benchmark/benchmark.h>
 
 #include <memory>
