@@ -98,7 +98,9 @@ std::vector<NamedTime> top_by_time(const std::map<std::string, NamedTime>& by_na
 
 // What a profile says beyond phase times: per-step op/kernel counts, durations, top ops by self
 // time, host syncs, shapes, precision, device activity. Fills the Summary's profile fields.
-void add_profile_details(const Profile& profile, const std::vector<Step>& steps, Summary& s) {
+// op_sample: the share of ops the window recorded (trainlab's --op-sample); the op counts and times
+// are scaled up by its inverse, and a note says they are estimates.
+void add_profile_details(const Profile& profile, const std::vector<Step>& steps, Summary& s, double op_sample = 1.0) {
   if (steps.empty()) return;
   const int64_t from = steps.front().start_ns, to = steps.back().end_ns;
   const double n_steps = static_cast<double>(steps.size());
@@ -202,6 +204,18 @@ void add_profile_details(const Profile& profile, const std::vector<Step>& steps,
     s.top_kernels = top_by_time(kernels_by_name, 15);
   }
   if (op_count > 0 || kernels > 0) s.host_syncs_per_step = static_cast<double>(syncs) / n_steps;
+  if (op_sample > 0 && op_sample < 1 && op_count > 0) {
+    const double scale = 1.0 / op_sample;
+    if (s.ops_per_step) *s.ops_per_step *= scale;
+    if (s.host_syncs_per_step) *s.host_syncs_per_step *= scale;
+    for (NamedTime& t : s.top_ops) {
+      t.count = std::llround(static_cast<double>(t.count) * scale);
+      t.total_ns = std::llround(static_cast<double>(t.total_ns) * scale);
+    }
+    s.notes.push_back(format_text("ops sampled at %g %%: op counts and times are the sample's scaled by %g (estimates; "
+                                  "an op's self time includes its unsampled children)",
+                                  100 * op_sample, scale));
+  }
   if (s.compute_dtype.empty() && !gemm_types.empty()) {
     const auto top = std::max_element(gemm_types.begin(), gemm_types.end(),
                                       [](const auto& a, const auto& b) { return a.second < b.second; });
@@ -237,11 +251,11 @@ Distribution distribution_of(std::vector<double> values) {
   return d;
 }
 
-bool add_captured_window(const Profile& profile, Summary& s) {
+bool add_captured_window(const Profile& profile, Summary& s, double op_sample) {
   bool gpu_busy_known = false;
   int64_t main_track = 0;
   const std::vector<Step> steps = profiler_steps(profile, &main_track);
-  add_profile_details(profile, steps, s);
+  add_profile_details(profile, steps, s, op_sample);
   if (s.on_gpu && !steps.empty()) {
     // Device busy: the union of kernels over the captured steps; the compute phases' remainder is
     // the device waiting for the host inside forward/backward/optimizer.
@@ -421,6 +435,14 @@ StepTimes cpu_step_times(const TraceTimeline& tl, const Step& st) {
   return t;
 }
 
+// A number trainlab wrote into its own trace's metadata ("trainlab": {...}); absent in others'.
+std::optional<double> trainlab_number(const nlohmann::json& metadata, const char* key) {
+  if (!metadata.contains("trainlab") || !metadata["trainlab"].is_object()) return std::nullopt;
+  const nlohmann::json& ours = metadata["trainlab"];
+  if (!ours.contains(key) || !ours[key].is_number()) return std::nullopt;
+  return ours[key].get<double>();
+}
+
 void fill_trace_device(const Profile& profile, const nlohmann::json& metadata, Summary& s) {
   for (const TraceEvent& e : profile.events) {
     if (e.on_device && (e.kind == EventKind::kKernel || e.kind == EventKind::kMemcpy)) {
@@ -467,12 +489,10 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
   // A trainlab window states what one of its events cost: that time comes out of the phases the
   // events lie in (and out of the step) before the shares.
   std::map<int64_t, StepProfilerCost> profiler_cost;
-  if (tl.has_phases && metadata.contains("trainlab") && metadata["trainlab"].is_object() &&
-      metadata["trainlab"].contains("profiler_event_cost_ns") && metadata["trainlab"]["profiler_event_cost_ns"].is_number()) {
-    const double event_cost_ns = metadata["trainlab"]["profiler_event_cost_ns"].get<double>();
-    const std::vector<StepProfilerCost> costs = locate_profiler_cost(profile, event_cost_ns);
+  if (const auto event_cost_ns = trainlab_number(metadata, "profiler_event_cost_ns"); tl.has_phases && event_cost_ns) {
+    const std::vector<StepProfilerCost> costs = locate_profiler_cost(profile, *event_cost_ns);
     for (const StepProfilerCost& c : costs) profiler_cost[c.number] = c;
-    if (!costs.empty()) s.notes.push_back(profiler_cost_note(costs, event_cost_ns));
+    if (!costs.empty()) s.notes.push_back(profiler_cost_note(costs, *event_cost_ns));
   }
   double total_ns = 0;
   StepTimes sum;
@@ -517,7 +537,7 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
     }
     if (s.world_size > 1 && sum.comm_all > 0) s.comm_total_pct = 100.0 * sum.comm_all / total_ns;
   }
-  add_profile_details(profile, steps, s);
+  add_profile_details(profile, steps, s, trainlab_number(metadata, "op_sample").value_or(1.0));
   for (const auto& [source, count] : profile.dropped) s.dropped_events += count;
   return s;
 }

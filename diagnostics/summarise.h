@@ -14,7 +14,8 @@ namespace trainlab {
 // A trainlab run's captured window over the Summary of its whole record: op/kernel counts, top
 // ops, syncs, shapes, dropped events; on a GPU the device's busy time, which moves the compute
 // phases' idle part to framework overhead. Returns whether that device busy time was known.
-bool add_captured_window(const Profile& profile, Summary& s);
+// op_sample: the share of ops the window recorded (op counts and times are scaled by its inverse).
+bool add_captured_window(const Profile& profile, Summary& s, double op_sample = 1.0);
 
 // `metadata`: the trace's top-level keys other than traceEvents (distributedInfo, deviceProperties).
 Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, const std::string& label);

@@ -93,6 +93,15 @@ void start_window_on(ThreadBuffer& b, uint64_t generation, size_t max_events) {
   b.dropped = 0;
 }
 
+// Under b's lock: starts b's part of the current window if it is behind, and says whether one more
+// event fits (counting it as dropped when not).
+bool has_room(ThreadBuffer& b, uint64_t generation, size_t max_events) {
+  if (b.generation != generation) start_window_on(b, generation, max_events);
+  if (b.events.size() + b.ops.size() < max_events) return true;
+  ++b.dropped;
+  return false;
+}
+
 }  // namespace
 
 uint32_t EventRecorder::intern_name(const char* name) {
@@ -148,12 +157,7 @@ void EventRecorder::record(EventKind kind, const char* name, int64_t start_ns, i
   if (!enabled()) return;
   ThreadBuffer& b = this_thread_buffer();
   std::lock_guard<std::mutex> lock(b.mutex);
-  const uint64_t generation = generation_.load(std::memory_order_relaxed);
-  if (b.generation != generation) start_window_on(b, generation, max_events_per_thread_);
-  if (b.events.size() + b.ops.size() >= max_events_per_thread_) {
-    ++b.dropped;
-    return;
-  }
+  if (!has_room(b, generation_.load(std::memory_order_relaxed), max_events_per_thread_)) return;
   TraceEvent& e = b.events.emplace_back();
   e.kind = kind;
   e.name = name;
@@ -167,12 +171,7 @@ void EventRecorder::record_op(uint32_t name_id, int64_t start_ns, int64_t end_ns
   if (!enabled()) return;
   ThreadBuffer& b = this_thread_buffer();
   std::lock_guard<std::mutex> lock(b.mutex);
-  const uint64_t generation = generation_.load(std::memory_order_relaxed);
-  if (b.generation != generation) start_window_on(b, generation, max_events_per_thread_);
-  if (b.events.size() + b.ops.size() >= max_events_per_thread_) {
-    ++b.dropped;
-    return;
-  }
+  if (!has_room(b, generation_.load(std::memory_order_relaxed), max_events_per_thread_)) return;
   b.ops.push_back({start_ns, end_ns, name_id});
 }
 

@@ -44,8 +44,9 @@ class EventRecorder {
   // threads' until the next collect()).
   size_t registered_threads() const;
 
-  // The measured cost of one record() call, in ns (median of a few thousand, measured into a
-  // scratch buffer that is then discarded); used to state the profiler's overhead.
+  // The measured cost of writing one op span (intern_name + record_op), in ns: median of a few
+  // thousand, into a scratch window that is then discarded. Only the buffer write: what a captured
+  // event costs in full is OpCapture::calibrate_event_cost_ns (profiler/op_capture.h).
   static double measure_record_cost_ns();
 
  private:

@@ -122,6 +122,14 @@ TEST(DiagnosisGolden, AProfiledWindowsOwnCostIsTakenOutOfItsStepsBeforeTheShares
   EXPECT_NEAR(trace_raw.shares.data_wait_pct, 100.0 * 2 / 12, 1e-6);
   ASSERT_EQ(from_trace.step_ms.size(), 2u);
   EXPECT_NEAR(from_trace.step_ms[0], 10.0, 1e-9);
+
+  // A sampled window (--op-sample 0.5): its op counts are the sample's, scaled back, and said so.
+  const Summary sampled = summarise_trace(window, {{"trainlab", {{"op_sample", 0.5}}}}, "sampled");
+  ASSERT_TRUE(trace_raw.ops_per_step.has_value());
+  ASSERT_TRUE(sampled.ops_per_step.has_value());
+  EXPECT_NEAR(*sampled.ops_per_step, 2 * *trace_raw.ops_per_step, 1e-9);
+  EXPECT_TRUE(std::any_of(sampled.notes.begin(), sampled.notes.end(),
+                          [](const std::string& n) { return n.rfind("ops sampled at 50 %", 0) == 0; }));
 }
 
 bool fired(const Diagnosis& d, const std::string& rule) {

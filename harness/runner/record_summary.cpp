@@ -184,7 +184,7 @@ Summary summarise_variant(const VariantRecord& measured, const std::string& scen
     }
     s.rank_spread_pct = record.distributed.busy_spread_pct;
   }
-  const bool gpu_busy_known = profile != nullptr && add_captured_window(*profile, s);
+  const bool gpu_busy_known = profile != nullptr && add_captured_window(*profile, s, record.profile.op_sample);
   if (s.on_gpu && !gpu_busy_known) {
     s.notes.push_back(
         "framework overhead on a GPU needs the captured kernels (trainlab profile): counted as compute here");
