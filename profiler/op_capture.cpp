@@ -163,7 +163,7 @@ double OpCapture::calibrate_event_cost_ns(bool record_shapes, double sample_frac
   if (recorder.enabled()) return 0;  // never disturb a live window
   // Captured and plain steps alternate (in ABBA order), so a shared machine's drift lands on both
   // alike; sampling needs more pairs for the same number of recorded events.
-  const int pairs = std::clamp(static_cast<int>(40 / std::max(sample_fraction, 1e-3)), 40, 400);
+  const int pairs = std::clamp(static_cast<int>(100 / std::max(sample_fraction, 1e-3)), 100, 1000);
   CalibrationStep step;
   for (int i = 0; i < 5; ++i) step.run();  // first calls allocate and dispatch slowly
   std::vector<double> plain_ns, captured_ns;

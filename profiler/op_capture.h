@@ -30,7 +30,7 @@ class OpCapture {
 
   // The whole cost of one captured event, callback path included, in ns: a small training step
   // (linear, layer norm, GELU and residual blocks, backward, SGD update, on tiny tensors, no RNG)
-  // timed with and without the capture on alternate steps (40 pairs, more when sampling); the
+  // timed with and without the capture on alternate steps (100 pairs, more when sampling); the
   // median captured step minus the median plain step, over the events one captured step
   // recorded. Uses the EventRecorder (must not be enabled: returns 0 then). *events_per_step: the
   // calibration step's events.
