@@ -10,8 +10,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/errors.h"
 
@@ -80,21 +78,41 @@ void write_file_atomically(const std::string& path, const std::string& content) 
 }
 
 std::string read_file(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw InputError("no such file: " + path);
-  if (fs::is_directory(path, ec)) throw InputError("expected a file, found a folder: " + path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot read " + path + ": " + std::strerror(errno));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    if (errno == ENOENT) throw InputError("no such file: " + path);
+    throw InputError("cannot read " + path + ": " + std::strerror(errno));
+  }
+  if (S_ISDIR(info.st_mode)) throw InputError("expected a file, found a folder: " + path);
+  // A FIFO nobody writes to would block open() for ever: open it without waiting, then read
+  // normally (no writer reads as an empty file).
+  const bool fifo = S_ISFIFO(info.st_mode);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (fifo ? O_NONBLOCK : 0));
+  if (fd < 0) throw InputError("cannot read " + path + ": " + std::strerror(errno));
+  if (fifo) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  std::string text;
+  char chunk[1 << 16];
+  for (;;) {
+    const ssize_t got = ::read(fd, chunk, sizeof chunk);
+    if (got > 0) {
+      text.append(chunk, static_cast<size_t>(got));
+    } else if (got == 0) {
+      break;
+    } else if (errno != EINTR) {
+      const int read_errno = errno;
+      ::close(fd);
+      throw InputError("cannot read " + path + ": " + std::strerror(read_errno));
+    }
+  }
+  ::close(fd);
+  return text;
 }
 
 void ensure_writable_dir(const std::string& path) {
   std::error_code ec;
   fs::create_directories(path, ec);
   if (ec) throw InputError("cannot create results folder " + path + ": " + ec.message());
-  if (!fs::is_directory(path)) throw InputError("results path is not a folder: " + path);
+  if (!fs::is_directory(path, ec)) throw InputError("results path is not a folder: " + path);
   if (::access(path.c_str(), W_OK | X_OK) != 0) {
     throw InputError("results folder is not writable: " + path);
   }

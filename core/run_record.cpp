@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "core/statistics.h"
 #include "core/units.h"
+#include "core/json_text.h"
 
 namespace trainlab {
 
@@ -561,14 +562,14 @@ RunRecord run_record_from_json(const nlohmann::json& j) {
   if (!j.is_object() || !j.contains("schema_version") || !j["schema_version"].is_number_integer()) {
     throw InputError("not a trainlab run record (no integer schema_version)");
   }
-  const int version = j["schema_version"].get<int>();
+  const int64_t version = j["schema_version"].get<int64_t>();  // read wide: 2^32+1 is not 1
   if (version != kRunSchemaVersion) {
     throw InputError("unsupported run record schema_version " + std::to_string(version) +
                      " (this trainlab reads version " + std::to_string(kRunSchemaVersion) + ")");
   }
   try {
     RunRecord record;
-    record.schema_version = version;
+    record.schema_version = kRunSchemaVersion;
     record.run_id = j.at("run_id").get<std::string>();
     record.kind = j.at("kind").get<std::string>();
     record.created_utc = j.at("created_utc").get<std::string>();
@@ -584,7 +585,7 @@ RunRecord run_record_from_json(const nlohmann::json& j) {
 }
 
 void write_run_record(const std::string& path, const RunRecord& record) {
-  write_file_atomically(path, to_json(record).dump(1) + "\n");
+  write_file_atomically(path, json_text(to_json(record), 1) + "\n");
 }
 
 namespace {
@@ -598,7 +599,8 @@ nlohmann::json parse_json_file(const std::string& path) {
 
 RunRecord read_run_record(const std::string& path_or_folder) {
   std::string path = path_or_folder;
-  if (std::filesystem::is_directory(path)) path = (std::filesystem::path(path) / "run.json").string();
+  std::error_code ec;  // a path that cannot be looked at (a symlink loop) is read as a file and fails there
+  if (std::filesystem::is_directory(path, ec)) path = (std::filesystem::path(path) / "run.json").string();
   try {
     return run_record_from_json(parse_json_file(path));
   } catch (const InputError& e) {
@@ -607,7 +609,7 @@ RunRecord read_run_record(const std::string& path_or_folder) {
 }
 
 void write_variant_record(const std::string& path, const VariantRecord& record) {
-  write_file_atomically(path, to_json(record).dump(1) + "\n");
+  write_file_atomically(path, json_text(to_json(record), 1) + "\n");
 }
 
 VariantRecord read_variant_record(const std::string& path) {

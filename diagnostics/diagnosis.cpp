@@ -127,11 +127,12 @@ DiagnosisFile diagnosis_file_from_json(const nlohmann::json& j) {
     throw InputError("not a trainlab diagnosis (no integer schema_version)");
   }
   DiagnosisFile file;
-  file.schema_version = j["schema_version"].get<int>();
-  if (file.schema_version < 1 || file.schema_version > kDiagnosisSchemaVersion) {
-    throw InputError("unsupported diagnosis schema_version " + std::to_string(file.schema_version) +
+  const int64_t version = j["schema_version"].get<int64_t>();  // read wide: 2^32+1 is not 1
+  if (version < 1 || version > kDiagnosisSchemaVersion) {
+    throw InputError("unsupported diagnosis schema_version " + std::to_string(version) +
                      " (this trainlab reads 1 to " + std::to_string(kDiagnosisSchemaVersion) + ")");
   }
+  file.schema_version = static_cast<int>(version);
   try {
     file.input = j.value("input", "");
     file.created_utc = j.value("created_utc", "");

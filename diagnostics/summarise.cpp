@@ -453,7 +453,8 @@ void fill_trace_device(const Profile& profile, const nlohmann::json& metadata, S
   s.device = s.on_gpu ? "cuda" : "cpu";
   if (metadata.contains("deviceProperties") && metadata["deviceProperties"].is_array() &&
       !metadata["deviceProperties"].empty() && metadata["deviceProperties"][0].is_object()) {
-    s.device = metadata["deviceProperties"][0].value("name", s.device);
+    const nlohmann::json& first = metadata["deviceProperties"][0];
+    if (first.contains("name") && first["name"].is_string()) s.device = first["name"].get<std::string>();
   }
   if (metadata.contains("distributedInfo") && metadata["distributedInfo"].is_object()) {
     const nlohmann::json& d = metadata["distributedInfo"];

@@ -2,6 +2,7 @@
 #include "diagnostics/thresholds.h"
 
 #include <nlohmann/json.hpp>
+#include <cstdint>
 #include <stdexcept>
 
 #include "trainlab/default_thresholds.h"  // generated: kDefaultThresholdsJson
@@ -15,8 +16,12 @@ const Thresholds& Thresholds::defaults() {
 
 Thresholds Thresholds::parse(const std::string& json_text) {
   const nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (json_text.find_first_not_of(" \t\r\n") == std::string::npos) throw std::invalid_argument("thresholds: empty file");
   if (j.is_discarded() || !j.is_object()) throw std::invalid_argument("thresholds: not valid JSON");
-  if (j.value("schema_version", 0) != 1) throw std::invalid_argument("thresholds: schema_version must be 1");
+  if (!j.contains("schema_version") || !j["schema_version"].is_number_integer() ||
+      j["schema_version"].get<int64_t>() != 1) {
+    throw std::invalid_argument("thresholds: schema_version must be the number 1");
+  }
   if (!j.contains("thresholds") || !j["thresholds"].is_object()) {
     throw std::invalid_argument("thresholds: missing \"thresholds\" object");
   }
@@ -26,6 +31,8 @@ Thresholds Thresholds::parse(const std::string& json_text) {
         !entry.contains("source") || !entry["source"].is_string()) {
       throw std::invalid_argument("thresholds: entry '" + key + "' needs a numeric value and a source");
     }
+    if (entry.contains("unit") && !entry["unit"].is_string())
+      throw std::invalid_argument("thresholds: entry '" + key + "': unit must be a string");
     out.by_key_[key] = Threshold{entry["value"].get<double>(), entry.value("unit", ""),
                                  entry["source"].get<std::string>()};
   }
@@ -34,7 +41,23 @@ Thresholds Thresholds::parse(const std::string& json_text) {
 
 Thresholds Thresholds::overriding(const Thresholds& base) const {
   Thresholds out = base;
-  for (const auto& [key, threshold] : by_key_) out.by_key_[key] = threshold;
+  for (const auto& [key, threshold] : by_key_) {
+    if (base.by_key_.count(key) == 0) {
+      // Name the keys of the same rule when there are some (a typo in the second part), else say
+      // where the whole list is.
+      const std::string rule = key.substr(0, key.find('.')) + ".";
+      std::string same_rule;
+      for (const auto& [base_key, unused] : base.by_key_) {
+        if (base_key.rfind(rule, 0) == 0) same_rule += (same_rule.empty() ? "" : ", ") + base_key;
+      }
+      throw std::invalid_argument(
+          "thresholds: unknown key '" + key + "' (" +
+          (same_rule.empty() ? std::to_string(base.by_key_.size()) + " keys are known: see configs/thresholds.json"
+                             : "known for this rule: " + same_rule) +
+          ")");
+    }
+    out.by_key_[key] = threshold;
+  }
   return out;
 }
 

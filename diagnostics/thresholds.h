@@ -19,6 +19,8 @@ class Thresholds {
   // Throws std::invalid_argument with a readable message on malformed text or missing fields.
   static Thresholds parse(const std::string& json_text);
   // A user's file over the defaults: its keys replace theirs, the rest stay (a partial file is fine).
+  // Throws std::invalid_argument on a key the base does not define (a typo would otherwise be
+  // silently ignored).
   Thresholds overriding(const Thresholds& base) const;
 
   // Throws std::out_of_range naming the key when it is not defined.

@@ -3,7 +3,9 @@
 // one trace event materialised at a time.
 #include "profiler/chrome_trace.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/text.h"
+#include "core/json_text.h"
 
 namespace trainlab {
 namespace {
@@ -126,7 +129,7 @@ nlohmann::json to_chrome_trace(const Profile& profile, const nlohmann::json& met
 
 int64_t write_chrome_trace(const std::string& path, const Profile& profile, const nlohmann::json& metadata,
                            int64_t host_pid) {
-  std::string text = to_chrome_trace(profile, metadata, host_pid).dump();
+  std::string text = json_text(to_chrome_trace(profile, metadata, host_pid));
   if (ends_with(path, ".gz")) text = gzip(text);
   write_file_atomically(path, text);
   return static_cast<int64_t>(text.size());
@@ -141,7 +144,7 @@ using nlohmann::json;
 constexpr size_t kChunkBytes = size_t{1} << 18;
 constexpr int64_t kMaxUs = std::numeric_limits<int64_t>::max() / 1000;
 
-// A trace file, gzipped or plain (told by its first two bytes), as a stream of decompressed bytes
+// A trace file or pipe, gzipped or plain (zlib tells by its first bytes), as a stream of decompressed bytes
 // read chunk by chunk. Read or zlib errors end the stream early and are kept for the caller.
 class TraceFileBuffer : public std::streambuf {
  public:
@@ -149,29 +152,36 @@ class TraceFileBuffer : public std::streambuf {
     struct stat info {};
     if (::stat(path.c_str(), &info) != 0) throw InputError(path + ": cannot open trace: " + std::strerror(errno));
     if (S_ISDIR(info.st_mode)) throw InputError(path + ": cannot open trace: it is a directory");
-    plain_ = std::fopen(path.c_str(), "rb");
-    if (plain_ == nullptr) throw InputError(path + ": cannot open trace: " + std::strerror(errno));
-    unsigned char magic[2] = {0, 0};
-    const size_t got = std::fread(magic, 1, 2, plain_);
-    gzipped_ = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-    if (gzipped_) {
-      std::fclose(plain_);
-      plain_ = nullptr;
-      gz_ = gzopen(path.c_str(), "rb");
-      if (gz_ == nullptr) throw InputError(path + ": cannot open gzip stream: " + std::strerror(errno));
-      gzbuffer(gz_, static_cast<unsigned>(kChunkBytes));
-    } else {
-      std::rewind(plain_);
+    from_pipe_ = S_ISFIFO(info.st_mode);
+    if (!S_ISREG(info.st_mode) && !from_pipe_ && !S_ISCHR(info.st_mode))
+      throw InputError(path + ": cannot open trace: not a regular file, pipe or device");
+    // A FIFO nobody writes to would block open() for ever: open it without waiting, then read
+    // normally (a pipe whose writer has gone reads as its end).
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (from_pipe_ ? O_NONBLOCK : 0));
+    if (fd < 0) throw InputError(path + ": cannot open trace: " + std::strerror(errno));
+    if (from_pipe_) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    if (::isatty(fd)) {
+      ::close(fd);
+      throw InputError(path + ": cannot open trace: it is a terminal; pipe the trace in or name its file");
     }
+    // zlib reads gzip and plain bytes alike (plain ones pass through), so a pipe need not be
+    // rewound after its first bytes were looked at.
+    gz_ = gzdopen(fd, "rb");
+    if (gz_ == nullptr) {
+      ::close(fd);
+      throw InputError(path + ": cannot open trace: out of memory");
+    }
+    gzbuffer(gz_, static_cast<unsigned>(kChunkBytes));
+    gzipped_ = gzdirect(gz_) == 0;
   }
   ~TraceFileBuffer() override {
-    if (plain_ != nullptr) std::fclose(plain_);
     if (gz_ != nullptr) gzclose(gz_);
   }
   TraceFileBuffer(const TraceFileBuffer&) = delete;
   TraceFileBuffer& operator=(const TraceFileBuffer&) = delete;
 
   bool gzipped() const { return gzipped_; }
+  bool from_pipe() const { return from_pipe_; }
   int64_t bytes_read() const { return bytes_read_; }  // decompressed bytes handed to the parser
   const std::string& error() const { return error_; }
   // Reads on to the end (chunk by chunk, nothing kept), so that corruption zlib would find later
@@ -184,23 +194,19 @@ class TraceFileBuffer : public std::streambuf {
   int_type underflow() override {
     if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
     if (!error_.empty() || at_end_) return traits_type::eof();
-    int64_t got = 0;
-    if (gz_ != nullptr) {
-      const int n = gzread(gz_, chunk_.data(), static_cast<unsigned>(chunk_.size()));
-      int zlib_status = Z_OK;
-      const char* raw_message = gzerror(gz_, &zlib_status);
-      if (n < 0 || zlib_status != Z_OK) {
-        std::string message = raw_message != nullptr ? raw_message : "zlib error";
-        if (message.rfind(path_ + ": ", 0) == 0) message.erase(0, path_.size() + 2);  // zlib names the file too
-        if (zlib_status == Z_BUF_ERROR) error_ = "truncated gzip stream (" + message + ")";
-        else if (zlib_status == Z_ERRNO) error_ = std::string("read error: ") + std::strerror(errno);
-        else error_ = "corrupt gzip stream (" + message + ")";
-      }
-      got = std::max(n, 0);
-    } else {
-      got = static_cast<int64_t>(std::fread(chunk_.data(), 1, chunk_.size(), plain_));
-      if (got == 0 && std::ferror(plain_)) error_ = std::string("read error: ") + std::strerror(errno);
+    const int n = gzread(gz_, chunk_.data(), static_cast<unsigned>(chunk_.size()));
+    int zlib_status = Z_OK;
+    const char* raw_message = gzerror(gz_, &zlib_status);
+    if (n < 0 || zlib_status != Z_OK) {
+      std::string message = raw_message != nullptr ? raw_message : "zlib error";
+      // zlib names the stream first ("<fd:3>: ..."); the caller names the file.
+      if (message.rfind("<fd:", 0) == 0 && message.find(": ") != std::string::npos)
+        message.erase(0, message.find(": ") + 2);
+      if (zlib_status == Z_BUF_ERROR) error_ = "truncated gzip stream (" + message + ")";
+      else if (zlib_status == Z_ERRNO) error_ = std::string("read error: ") + std::strerror(errno);
+      else error_ = "corrupt gzip stream (" + message + ")";
     }
+    const int64_t got = std::max(n, 0);
     if (got == 0) {
       at_end_ = true;
       return traits_type::eof();
@@ -213,9 +219,9 @@ class TraceFileBuffer : public std::streambuf {
  private:
   std::string path_;
   std::vector<char> chunk_;
-  FILE* plain_ = nullptr;
   gzFile gz_ = nullptr;
   bool gzipped_ = false;
+  bool from_pipe_ = false;
   bool at_end_ = false;
   int64_t bytes_read_ = 0;
   std::string error_;
@@ -697,7 +703,11 @@ TraceImport import_trace(const std::string& path) {
   }
   if (!parsed) {
     if (!reader.failure().empty()) throw InputError(reader.failure());
-    if (buffer.bytes_read() == 0) throw InputError(path + (buffer.gzipped() ? ": empty gzip stream" : ": empty file"));
+    if (buffer.bytes_read() == 0) {
+      throw InputError(path + (buffer.gzipped()     ? ": empty gzip stream"
+                               : buffer.from_pipe() ? ": empty input (nothing was written to the pipe)"
+                                                    : ": empty file"));
+    }
     const std::string reason = parse_error_reason(reader.parse_error_text());
     const std::string at = " at byte " + std::to_string(reader.parse_error_position()) +
                            (buffer.gzipped() ? " (decompressed)" : "");

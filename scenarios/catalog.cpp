@@ -31,7 +31,8 @@ const std::vector<ScenarioInfo>& scenario_catalog() {
                    {{"data-bound",
                      "a light model (dim 32, 1 layer) over the same compressed shards: decoding and "
                      "augmenting the histories is most of the step",
-                     {{"dim", 32}, {"layers", 1}}}}},
+                     {{"dim", 32}, {"layers", 1}}}},
+                   {{KnobRelation::Kind::kDivides, "heads", "dim"}}},
       // vision.cpp
       ScenarioInfo{"vision",
                    "small ResNet-style CNN on JPEG images from disk: decode + random resized crop, "
@@ -45,7 +46,9 @@ const std::vector<ScenarioInfo>& scenario_catalog() {
                     {"augment", 1, 0, 3, false, "augmentation intensity (0: centre crop only)"},
                     {"width", 8, 4, 512, true, "CNN base channel width"},
                     {"cache", 0, 0, 1, true, "1: read the decoded cache instead of the JPEG files"},
-                    {"data_seed", 1234, 0, 1e9, true, "seed the dataset is generated from"}}},
+                    {"data_seed", 1234, 0, 1e9, true, "seed the dataset is generated from"}},
+                   {},
+                   {{KnobRelation::Kind::kAtMost, "crop", "image_size"}}},
       // mlp.cpp
       ScenarioInfo{"mlp",
                    "wide tabular MLP whose step is dominated by GEMMs (model-compute-bound)",

@@ -74,6 +74,20 @@ void resolve(VariantSpec& spec, const ScenarioInfo& scenario) {
             "knob " + name + " takes a whole number");
   }
   for (const KnobInfo& knob : scenario.knobs) spec.knobs.emplace(knob.name, knob.default_value);
+  auto shown = [&](const std::string& name) {
+    const double value = spec.knobs.at(name);
+    return name + "=" + (std::floor(value) == value ? std::to_string(static_cast<int64_t>(value)) : std::to_string(value));
+  };
+  for (const KnobRelation& rule : scenario.relations) {
+    const double smaller = spec.knobs.at(rule.smaller);
+    const double larger = spec.knobs.at(rule.larger);
+    if (rule.kind == KnobRelation::Kind::kAtMost) {
+      require(smaller <= larger, scenario.name + ": knob " + shown(rule.smaller) + " must not exceed " + shown(rule.larger));
+    } else {
+      require(smaller >= 1 && std::fmod(larger, smaller) == 0,
+              scenario.name + ": knob " + shown(rule.smaller) + " must divide " + shown(rule.larger));
+    }
+  }
 }
 
 }  // namespace trainlab

@@ -27,12 +27,22 @@ struct ScenarioPreset {
   std::vector<std::pair<std::string, double>> knobs;
 };
 
+// A rule between two knobs that their ranges alone cannot say, checked with the knobs before any
+// child starts: `smaller` at most `larger` (kAtMost), or `smaller` dividing `larger` (kDivides).
+struct KnobRelation {
+  enum class Kind { kAtMost, kDivides };
+  Kind kind = Kind::kAtMost;
+  std::string smaller;
+  std::string larger;
+};
+
 struct ScenarioInfo {
   std::string name;
   std::string description;
   int64_t default_batch_size = 1;
   std::vector<KnobInfo> knobs;
   std::vector<ScenarioPreset> presets;
+  std::vector<KnobRelation> relations;
 
   const KnobInfo* find_knob(const std::string& knob_name) const {
     for (const KnobInfo& knob : knobs) {

@@ -5,6 +5,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/json_text.h"
 #include "harness/cli/commands.h"
 #include "harness/runner/compare.h"
 
@@ -38,9 +39,9 @@ Subcommand add_compare_command(CLI::App& app) {
         o->after.empty() ? compare_ab(read_run_record(o->before), options)
                          : compare_runs(read_run_record(o->before), read_run_record(o->after), options);
     const nlohmann::json result = to_json(outcome, options);
-    if (!o->out.empty()) write_file_atomically(o->out, result.dump(2) + "\n");
+    if (!o->out.empty()) write_file_atomically(o->out, json_text(result, 2) + "\n");
     if (o->format == "json") {
-      std::cout << result.dump(2) << "\n";
+      std::cout << json_text(result, 2) << "\n";
     } else if (o->format == "markdown") {
       std::cout << render_compare_markdown(outcome, options);
     } else {

@@ -11,6 +11,7 @@ namespace trainlab {
 Subcommand add_diagnose_command(CLI::App& app) {
   struct Options {
     std::string input, fail_on, out, thresholds_path;
+    std::string results_dir = "results";
     Thresholds thresholds;
   };
   auto o = std::make_shared<Options>();
@@ -24,6 +25,8 @@ Subcommand add_diagnose_command(CLI::App& app) {
   cmd->add_option("--out", o->out, "folder for diagnosis.json and report.html (default: the run folder, "
                                    "or a new folder in results/ for traces)");
   cmd->add_option("--thresholds", o->thresholds_path, "rule thresholds file replacing configs/thresholds.json");
+  cmd->add_option("--results", o->results_dir, "where a trace's diagnosis folder is made when --out is not given")
+      ->capture_default_str();
   diagnose.run = [o] {
     check_fail_on(o->fail_on);
     DiagnoseOptions options;
@@ -33,6 +36,7 @@ Subcommand add_diagnose_command(CLI::App& app) {
     }
     options.fail_on = o->fail_on;
     options.out_dir = o->out;
+    options.results_dir = o->results_dir;
     return report_diagnosis(diagnose_path(o->input, options));
   };
   return diagnose;

@@ -26,6 +26,9 @@ Subcommand add_run_command(CLI::App& app) {
                       "alternately A B A B --repeat times (default 3), then compare them");
   CLI::App* cmd = run.app;
   run.run = [o, cmd] {
+    if (cmd->count("--ab") > 0 && o->ab_changes.find_first_not_of(" ,") == std::string::npos) {
+      throw InputError("--ab needs at least one change (NAME=VALUE,...; e.g. workers=2)");
+    }
     LabOptions lab = build_lab_options(o->variant, &o->thresholds);
     if (o->ab_changes.empty()) return report_run(run_single_variant(lab, std::cerr));
     if (cmd->count("--repeat") == 0) lab.repeat = 3;  // the fewest repetitions a side that compare gates on

@@ -1,12 +1,16 @@
 // The shared run options: flags (add_variant_options) and their conversion to a VariantSpec.
 #include "harness/cli/variant_options.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/run_options.h"
+#include "harness/dist/dist_env.h"
 #include "harness/runner/cuda_check.h"
 
 namespace trainlab {
@@ -59,6 +63,25 @@ std::pair<std::string, std::string> split_setting(const std::string& text, const
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
 
+namespace {
+// --data-dir: an existing writable folder, or a path whose nearest existing ancestor is one (the
+// folder is made on first use). Said up front, not by the child after the run folder exists.
+void check_data_dir(const std::string& data_dir) {
+  std::error_code ec;
+  std::filesystem::path probe = std::filesystem::absolute(data_dir, ec);
+  while (!probe.empty() && !std::filesystem::exists(probe, ec)) {
+    if (probe == probe.parent_path()) break;
+    probe = probe.parent_path();
+  }
+  if (!std::filesystem::is_directory(probe, ec)) {
+    throw InputError("--data-dir " + data_dir + ": " + probe.string() + " is not a folder");
+  }
+  if (::access(probe.c_str(), W_OK | X_OK) != 0) {
+    throw InputError("--data-dir " + data_dir + ": " + probe.string() + " is not writable");
+  }
+}
+}  // namespace
+
 VariantSpec build_spec(const VariantOptions& o) {
   VariantSpec spec;
   for (const RunOption& option : run_options()) {
@@ -71,6 +94,7 @@ VariantSpec build_spec(const VariantOptions& o) {
     throw InputError("--data is for your own model (--model BUNDLE); built-in scenarios make their own data");
   }
   if (!spec.data.empty() && !std::filesystem::exists(spec.data)) throw InputError("--data " + spec.data + ": no such file or folder");
+  if (!spec.data_dir.empty()) check_data_dir(spec.data_dir);
   if (!spec.model.empty() && spec.compiler == Compiler::kTorchScript) {
     throw InputError("--compiler torchscript is for built-in scenarios; your model's compiled variant is Inductor's");
   }
@@ -127,6 +151,10 @@ LabOptions build_lab_options(const VariantOptions& o, Thresholds* thresholds_sto
     *thresholds_storage = load_thresholds(o.thresholds_path);
     lab.thresholds = thresholds_storage;
   }
+  // Under a launcher (torchrun sets WORLD_SIZE, RANK, MASTER_*): its variables are checked here,
+  // before a results folder or a child exists.
+  const DistEnv launched = dist_env_from_environment();
+  if (launched.distributed()) check_master_addr(launched.master_addr, std::min(lab.base.dist_timeout_s, 10.0));
   ensure_writable_dir(lab.results_dir);
   return lab;
 }

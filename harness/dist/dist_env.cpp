@@ -2,14 +2,19 @@
 #include "harness/dist/dist_env.h"
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <future>
+#include <memory>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 #include "core/errors.h"
 
@@ -56,6 +61,29 @@ DistEnv dist_env_from_environment() {
   env.master_addr = addr;
   env.master_port = int_variable("MASTER_PORT", 1, 65535);
   return env;
+}
+
+void check_master_addr(const std::string& master_addr, double timeout_s) {
+  // getaddrinfo has no timeout of its own: it runs on a thread that is left behind if it hangs.
+  auto answer = std::make_shared<std::promise<std::string>>();
+  std::future<std::string> result = answer->get_future();
+  std::thread([answer, master_addr] {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    const int status = ::getaddrinfo(master_addr.c_str(), nullptr, &hints, &found);
+    if (found != nullptr) ::freeaddrinfo(found);
+    answer->set_value(status == 0 ? "" : ::gai_strerror(status));
+  }).detach();
+  if (result.wait_for(std::chrono::duration<double>(timeout_s)) != std::future_status::ready) {
+    throw InputError("data parallel: name resolution of MASTER_ADDR='" + master_addr + "' gave no answer within " +
+                     std::to_string(static_cast<int>(timeout_s)) + " s");
+  }
+  const std::string error = result.get();
+  if (!error.empty()) {
+    throw InputError("data parallel: MASTER_ADDR='" + master_addr + "' does not resolve (name resolution: " + error + ")");
+  }
 }
 
 int find_free_port() {

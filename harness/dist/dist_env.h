@@ -27,6 +27,10 @@ struct DistEnv {
 // the variable when one is missing, not a number or out of range (RANK >= WORLD_SIZE, port > 65535).
 DistEnv dist_env_from_environment();
 
+// Throws InputError when MASTER_ADDR does not resolve to an address, or when name resolution gives
+// no answer within timeout_s (said as such: a rendezvous would otherwise just wait).
+void check_master_addr(const std::string& master_addr, double timeout_s);
+
 // A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, read back, closed).
 int find_free_port();
 

@@ -18,6 +18,7 @@
 #include "harness/runner/text_table.h"
 #include "profiler/chrome_trace.h"
 #include "core/units.h"
+#include "core/json_text.h"
 
 namespace fs = std::filesystem;
 
@@ -75,8 +76,10 @@ void write_outputs(DiagnoseOutcome& outcome, const std::string& input, const nlo
                    const std::vector<const Profile*>& profiles, const VariantRecord* first_record = nullptr) {
   ensure_writable_dir(outcome.out_dir);
   write_file_atomically(outcome.out_dir + "/diagnosis.json",
-                        diagnosis_document(outcome.diagnoses, input, utc_now("%Y-%m-%dT%H:%M:%SZ"),
-                                           outcome.gate_reasons).dump(2) + "\n");
+                        json_text(diagnosis_document(outcome.diagnoses, input, utc_now("%Y-%m-%dT%H:%M:%SZ"),
+                                                     outcome.gate_reasons),
+                                  2) +
+                            "\n");
   // The report shows the first diagnosis (the first variant, or rank 0) with every rank's summary.
   const Diagnosis& main = outcome.diagnoses.front();
   ReportInput report;
@@ -120,7 +123,8 @@ DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir
     const Profile* profile = nullptr;
     if (!v.profile.trace.empty()) {
       const std::string trace = run_dir + "/variants/" + v.profile.trace;
-      if (fs::exists(trace)) {
+      std::error_code ec;
+      if (fs::exists(trace, ec)) {
         profiles.push_back(import_trace(trace).profile);
         profile = &profiles.back();
       }
@@ -140,19 +144,23 @@ DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir
 DiagnoseOutcome diagnose_path(const std::string& path, const DiagnoseOptions& options) {
   const fs::path p(path);
   std::error_code ec;
-  if (!fs::exists(p, ec)) throw InputError(path + ": no such file or folder");
-  const bool run_folder = fs::is_directory(p) && fs::exists(p / "run.json");
+  if (!fs::exists(p, ec)) {
+    throw InputError(path + ": " + (ec ? ec.message() : std::string("no such file or folder")));
+  }
+  const bool is_folder = fs::is_directory(p, ec);
+  const bool run_folder = is_folder && fs::exists(p / "run.json", ec);
   if (run_folder || p.filename() == "run.json") {
     const std::string dir = run_folder ? p.string() : p.parent_path().string();
     return diagnose_run(read_run_record(dir), dir, options);
   }
   std::vector<fs::path> traces;
-  if (fs::is_directory(p)) {
+  if (is_folder) {
     // Per-rank traces: PyTorch's handler writes *.pt.trace.json[.gz], trainlab *.rankK.trace.json.gz;
     // other JSON files beside them (records, specs) are left alone when such names exist.
     std::vector<fs::path> json_files;
-    for (const auto& entry : fs::directory_iterator(p)) {
-      if (!entry.is_regular_file() || !is_trace_file(entry.path())) continue;
+    // Entries that cannot be followed (a symlink loop, a dangling link) are skipped.
+    for (const auto& entry : fs::directory_iterator(p, ec)) {
+      if (!entry.is_regular_file(ec) || !is_trace_file(entry.path())) continue;
       json_files.push_back(entry.path());
       if (entry.path().filename().string().find(".trace.json") != std::string::npos)
         traces.push_back(entry.path());

@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "core/run_options.h"
 #include "core/run_record.h"
+#include "core/json_text.h"
 #include "diagnostics/diagnosis.h"
 #include "harness/runner/child_process.h"
 #include "harness/runner/compare.h"
@@ -259,7 +260,7 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
   nlohmann::json trials = nlohmann::json::array();
   for (const DoctorTrial& t : outcome.trials) trials.push_back(to_json(t));
   write_file_atomically(outcome.out_dir + "/doctor.json",
-                        nlohmann::json({{"schema_version", 1},
+                        json_text(nlohmann::json({{"schema_version", 1},
                                         {"tool", "trainlab"},
                                         {"kind", "doctor"},
                                         {"created_utc", created_utc},
@@ -275,7 +276,7 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
                                          {{"headline", outcome.after_headline},
                                           {"report", outcome.after_report},
                                           {"findings", outcome.after_findings}}}})
-                                .dump(2) +
+                                , 2) +
                             "\n");
   write_file_atomically(outcome.out_dir + "/report.html", render_doctor_html(outcome));
   return outcome;

@@ -82,8 +82,10 @@ std::string render_history(const std::string& results_dir) {
   if (!fs::is_directory(results_dir, ec)) throw InputError(results_dir + ": no such results folder");
   std::vector<fs::path> dirs;
   for (const auto& entry : fs::directory_iterator(results_dir, ec)) {
-    if (entry.is_directory() && (fs::exists(entry.path() / "run.json") || fs::exists(entry.path() / "diagnosis.json") ||
-                                 fs::exists(entry.path() / "doctor.json"))) {
+    // A folder that cannot be looked into (a symlink loop, no permission) is skipped, not fatal.
+    if (entry.is_directory(ec) &&
+        (fs::exists(entry.path() / "run.json", ec) || fs::exists(entry.path() / "diagnosis.json", ec) ||
+         fs::exists(entry.path() / "doctor.json", ec))) {
       dirs.push_back(entry.path());
     }
   }
@@ -91,11 +93,11 @@ std::string render_history(const std::string& results_dir) {
   std::vector<std::vector<std::string>> rows;
   for (const fs::path& dir : dirs) {
     const std::string id = dir.filename().string();
-    if (fs::exists(dir / "doctor.json")) {
+    if (fs::exists(dir / "doctor.json", ec)) {
       rows.push_back(doctor_row(dir));
       continue;
     }
-    if (!fs::exists(dir / "run.json")) {
+    if (!fs::exists(dir / "run.json", ec)) {
       try {
         const DiagnosisFile d = read_diagnosis_file((dir / "diagnosis.json").string());
         rows.push_back({id, d.created_utc.empty() ? "-" : d.created_utc, "diagnose", d.input.empty() ? "-" : d.input,

@@ -2,6 +2,7 @@
 #include "harness/runner/lab.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -202,7 +203,12 @@ const VariantRecord* find_variant(const RunRecord& record, const std::string& na
 std::string make_run_dir(const std::string& results_dir, const std::string& scenario,
                          const std::string& kind, std::string* run_id) {
   ensure_writable_dir(results_dir);
-  const std::string base = utc_now("%Y%m%d-%H%M%S") + "-" + scenario + "-" + kind;
+  // The name part may come from a file name (diagnose): only portable characters go into the id.
+  std::string name = scenario;
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '+' && c != '-') c = '_';
+  }
+  const std::string base = utc_now("%Y%m%d-%H%M%S") + "-" + name + "-" + kind;
   for (int n = 1; n < 1000; ++n) {
     const std::string id = n == 1 ? base : base + "-" + std::to_string(n);
     const fs::path dir = fs::path(results_dir) / id;
@@ -299,7 +305,7 @@ LabOutcome run_ab(const LabOptions& options, const std::vector<std::pair<std::st
 std::string run_folder_in(const std::string& parent) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(parent, ec)) {
-    if (entry.is_directory() && fs::exists(entry.path() / "run.json")) return entry.path().string();
+    if (entry.is_directory(ec) && fs::exists(entry.path() / "run.json", ec)) return entry.path().string();
   }
   return "";
 }

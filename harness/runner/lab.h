@@ -46,7 +46,8 @@ LabOutcome run_single_variant(const LabOptions& options, std::ostream& progress)
 LabOutcome run_ab(const LabOptions& options, const std::vector<std::pair<std::string, std::string>>& changes,
                   std::ostream& progress);
 
-// Creates results/<YYYYmmdd-HHMMSS>-<scenario>-<kind>[-N]/ and returns its path.
+// Creates results/<YYYYmmdd-HHMMSS>-<scenario>-<kind>[-N]/ and returns its path; characters of
+// <scenario> other than letters, digits and . _ + - become _.
 std::string make_run_dir(const std::string& results_dir, const std::string& scenario,
                          const std::string& kind, std::string* run_id);
 

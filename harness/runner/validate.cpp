@@ -11,6 +11,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/json_text.h"
 #include "diagnostics/diagnosis.h"
 #include "harness/runner/child_process.h"
 #include "harness/runner/lab.h"
@@ -38,7 +39,8 @@ CaseResult run_case(const SeededCase& seeded, const std::string& cases_dir, cons
   result.wall_s = outcome.wall_s;
   result.run_dir = run_folder_in(case_dir);
   const std::string diagnosis_path = result.run_dir.empty() ? "" : result.run_dir + "/diagnosis.json";
-  if (diagnosis_path.empty() || !fs::exists(diagnosis_path)) {
+  std::error_code ec;
+  if (diagnosis_path.empty() || !fs::exists(diagnosis_path, ec)) {
     result.named = "error: " + outcome.describe() + ": " + last_line_of(case_dir + "/profile.log");
     return result;
   }
@@ -152,12 +154,12 @@ ValidateOutcome run_validation(const ValidateOptions& options, std::ostream& pro
                      {"args", r.seeded.args}});
   }
   write_file_atomically(outcome.out_dir + "/validate.json",
-                        nlohmann::json({{"schema_version", 1},
+                        json_text(nlohmann::json({{"schema_version", 1},
                                         {"tool", "trainlab"},
                                         {"kind", "validate"},
                                         {"all_correct", outcome.all_correct},
                                         {"cases", cases}})
-                                .dump(2) +
+                                , 2) +
                             "\n");
   return outcome;
 }

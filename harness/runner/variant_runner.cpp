@@ -6,6 +6,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/json_text.h"
 #include "harness/dist/dist_env.h"
 #include "harness/runner/child_process.h"
 
@@ -143,7 +144,7 @@ VariantRecord run_variant_isolated(const VariantSpec& spec, const VariantRunOpti
   ensure_writable_dir(dir.string());
   const std::string stem = safe_stem(spec, options);
   const std::string spec_path = (dir / (stem + ".spec.json")).string();
-  write_file_atomically(spec_path, nlohmann::json(spec).dump(1) + "\n");
+  write_file_atomically(spec_path, json_text(nlohmann::json(spec), 1) + "\n");
   if (spec.nproc > 1) return run_ranks(spec, options, dir, stem, spec_path);
 
   const std::string record_path = (dir / (stem + ".json")).string();

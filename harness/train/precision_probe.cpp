@@ -11,6 +11,7 @@
 
 #include "core/atomic_file.h"
 #include "core/run_record.h"
+#include "core/json_text.h"
 #include "harness/train/environment.h"
 
 namespace trainlab {
@@ -86,7 +87,7 @@ int precision_probe_child_main(const std::string& out_path, const std::string& d
   } catch (const std::exception& e) {
     out.error = std::string(e.what()).substr(0, 300);
   }
-  write_file_atomically(out_path, to_json(out).dump(2) + "\n");
+  write_file_atomically(out_path, json_text(to_json(out), 2) + "\n");
   return out.error.empty() ? 0 : 1;
 }
 

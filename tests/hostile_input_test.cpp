@@ -1,0 +1,252 @@
+// Input a hostile or careless user gives (issue 19's reproductions): odd JSON types in a trace or a
+// thresholds file, symlink loops, FIFOs, file names that are not UTF-8, numbers past 32 bits,
+// knob combinations, bad launcher variables. Each one gives one line and exit 2 (or the right
+// result), never an internal error, a hang or an empty results folder. In-process, torch-free.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/errors.h"
+#include "core/run_record.h"
+#include "diagnostics/diagnosis.h"
+#include "harness/cli/cli.h"
+#include "harness/runner/history.h"
+
+namespace trainlab {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliResult {
+  int status = -1;
+  std::string out, err;
+};
+
+CliResult run(const std::vector<std::string>& args) {
+  std::vector<const char*> argv = {"trainlab"};
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  CliResult r;
+  r.status = run_cli(static_cast<int>(argv.size()), argv.data());
+  r.out = testing::internal::GetCapturedStdout();
+  r.err = testing::internal::GetCapturedStderr();
+  return r;
+}
+
+void expect_one_line(const CliResult& r, const std::string& message_part) {
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("trainlab: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(message_part), std::string::npos) << r.err;
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("trainlab_hostile_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+void write(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
+
+// Three profiler steps, each an op on the main thread; `device_name` goes into deviceProperties.
+std::string small_trace(const std::string& device_name_json) {
+  std::string events;
+  for (int step = 0; step < 3; ++step) {
+    const long ts = 1000 + step * 1000;
+    if (!events.empty()) events += ",";
+    events += R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#)" + std::to_string(step) +
+              R"(","pid":1,"tid":1,"ts":)" + std::to_string(ts) + R"(,"dur":900},)" +
+              R"({"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":)" + std::to_string(ts + 100) +
+              R"(,"dur":600})";
+  }
+  return R"({"deviceProperties":[{"name":)" + device_name_json + R"(}],"traceEvents":[)" + events + "]}";
+}
+
+TEST(HostileInputTest, ADevicePropertiesNameOfAnyTypeIsNotAnInternalError) {
+  const fs::path dir = fresh_dir("device_name");
+  for (const std::string name : {"7", "null", R"({"a":1})", "[1,2]"}) {
+    write(dir / "t.json", small_trace(name));
+    const CliResult r = run({"diagnose", (dir / "t.json").string(), "--out", (dir / "out").string()});
+    EXPECT_EQ(r.status, 0) << name << "\n" << r.err;
+    EXPECT_EQ(read_diagnosis_file((dir / "out" / "diagnosis.json").string()).diagnoses.size(), 1u);
+  }
+}
+
+TEST(HostileInputTest, SymlinkLoopsAreSkippedInFoldersAndNamedWhenGivenDirectly) {
+  const fs::path dir = fresh_dir("loops");
+  fs::create_directories(dir / "traces");
+  fs::create_symlink("b.json", dir / "traces" / "a.json");
+  fs::create_symlink("a.json", dir / "traces" / "b.json");
+  // Only loops: nothing to diagnose, said in one line.
+  expect_one_line(run({"diagnose", (dir / "traces").string(), "--out", (dir / "out").string()}),
+                  "neither a run folder");
+  expect_one_line(run({"diagnose", (dir / "traces" / "a.json").string()}), "symbolic links");
+  // A loop beside a real trace: the trace is diagnosed.
+  write(dir / "traces" / "real.json", small_trace("\"cpu\""));
+  const CliResult r = run({"diagnose", (dir / "traces").string(), "--out", (dir / "out").string()});
+  EXPECT_EQ(r.status, 0) << r.err;
+
+  // history: a looping entry in the results folder does not stop the listing.
+  const fs::path results = fresh_dir("loops_results");
+  fs::copy(fs::path(TRAINLAB_FIXTURES_DIR) / "results_previous", results, fs::copy_options::recursive);
+  fs::create_symlink("loop-b", results / "loop-a");
+  fs::create_symlink("loop-a", results / "loop-b");
+  const std::string listed = render_history(results.string());
+  EXPECT_NE(listed.find("20261124-014025-mlp-run"), std::string::npos) << listed;
+  EXPECT_NE(listed.find("20261124-014018-vision-sweep"), std::string::npos) << listed;
+  // compare: a looping folder is one line.
+  expect_one_line(run({"compare", (results / "loop-a").string(), (results / "20261124-014025-mlp-run").string()}),
+                  "loop-a");
+}
+
+TEST(HostileInputTest, AFifoWithNoWriterIsAnEmptyInputNotAHang) {
+  const fs::path dir = fresh_dir("fifo");
+  const fs::path fifo = dir / "trace.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_one_line(run({"diagnose", fifo.string(), "--out", (dir / "out").string()}), "nothing was written");
+  expect_one_line(run({"diagnose", (dir / "x.json").string(), "--thresholds", fifo.string()}), "empty");
+}
+
+// `cat trace.json.gz | trainlab diagnose /dev/stdin`: a pipe cannot be rewound after its first bytes
+// told gzip from plain; both kinds read whole.
+TEST(HostileInputTest, APipedTraceReadsWholeGzippedOrPlain) {
+  const fs::path dir = fresh_dir("pipe");
+  const std::string plain = small_trace("\"cpu\"");
+  gzFile gz = gzopen((dir / "t.json.gz").c_str(), "wb");
+  ASSERT_NE(gz, nullptr);
+  gzwrite(gz, plain.data(), static_cast<unsigned>(plain.size()));
+  gzclose(gz);
+  std::ifstream in(dir / "t.json.gz", std::ios::binary);
+  const std::string gzipped((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const std::string& bytes : {plain, gzipped}) {
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    std::thread writer([&] {
+      ssize_t unused = ::write(fds[1], bytes.data(), bytes.size());
+      (void)unused;
+      ::close(fds[1]);
+    });
+    const CliResult r = run({"diagnose", "/dev/fd/" + std::to_string(fds[0]), "--out", (dir / "out").string()});
+    writer.join();
+    ::close(fds[0]);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("Verdict: "), std::string::npos) << r.out;
+  }
+}
+
+TEST(HostileInputTest, AFileNameThatIsNotUtf8IsDiagnosedAndItsFolderNameIsPortable) {
+  const fs::path dir = fresh_dir("utf8");
+  const fs::path trace = dir / "bad\xff\xfe.json";
+  write(trace, small_trace("\"cpu\""));
+  const fs::path results = dir / "results";
+  const CliResult r = run({"diagnose", trace.string(), "--results", results.string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::vector<fs::path> made;
+  for (const auto& entry : fs::directory_iterator(results)) made.push_back(entry.path());
+  ASSERT_EQ(made.size(), 1u);
+  EXPECT_NE(made[0].filename().string().find("-bad__-diagnose"), std::string::npos) << made[0];
+  const DiagnosisFile written = read_diagnosis_file((made[0] / "diagnosis.json").string());
+  EXPECT_NE(written.input.find("bad\xef\xbf\xbd"), std::string::npos) << written.input;  // U+FFFD
+}
+
+TEST(HostileInputTest, AThresholdsFileIsCheckedForTypesRangesAndKeys) {
+  const fs::path dir = fresh_dir("thresholds");
+  write(dir / "t.json", small_trace("\"cpu\""));
+  auto expect_rejected = [&](const std::string& text, const std::string& message_part) {
+    write(dir / "th.json", text);
+    expect_one_line(run({"diagnose", (dir / "t.json").string(), "--thresholds", (dir / "th.json").string(),
+                         "--out", (dir / "out").string()}),
+                    message_part);
+  };
+  expect_rejected(R"({"schema_version":"1","thresholds":{}})", "schema_version must be the number 1");
+  expect_rejected(R"({"schema_version":4294967297,"thresholds":{}})", "schema_version must be the number 1");
+  expect_rejected(R"({"schema_version":1,"thresholds":{"input_bound.pct":{"value":1,"source":"x"}}})",
+                  "unknown key 'input_bound.pct' (known for this rule: input_bound.high_pct");
+  expect_rejected(R"({"schema_version":1,"thresholds":{"nope":{"value":1,"source":"x"}}})",
+                  "see configs/thresholds.json");
+  expect_rejected(R"({"schema_version":1,"thresholds":{"input_bound.high_pct":{"value":1,"source":"x","unit":3}}})",
+                  "unit must be a string");
+  write(dir / "th.json", R"({"schema_version":1,"thresholds":{"input_bound.high_pct":{"value":40,"source":"me"}}})");
+  EXPECT_EQ(run({"diagnose", (dir / "t.json").string(), "--thresholds", (dir / "th.json").string(), "--out",
+                 (dir / "out").string()})
+                .status,
+            0);
+}
+
+TEST(HostileInputTest, RecordSchemaVersionsPast32BitsAreNotReadAsSmallOnes) {
+  const fs::path dir = fresh_dir("schema");
+  const std::string previous = std::string(TRAINLAB_FIXTURES_DIR) + "/results_previous/20261124-014025-mlp-run";
+  std::ifstream in(previous + "/run.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find("\"schema_version\"");
+  ASSERT_NE(at, std::string::npos);
+  const size_t value_begin = text.find(':', at) + 1, value_end = text.find_first_of(",}", value_begin);
+  text.replace(value_begin, value_end - value_begin, " 4294967297");  // 2^32 + 1: narrowed to int, it was 1
+  fs::create_directories(dir / "run");
+  write(dir / "run" / "run.json", text);
+  try {
+    read_run_record((dir / "run").string());
+    ADD_FAILURE() << "read a record of schema 2^32+1";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("4294967297"), std::string::npos) << e.what();
+  }
+  write(dir / "diagnosis.json", R"({"schema_version":4294967297,"diagnoses":[]})");
+  EXPECT_THROW(read_diagnosis_file((dir / "diagnosis.json").string()), InputError);
+}
+
+TEST(HostileInputTest, RunOptionsAreCheckedTogetherBeforeAnyChildStarts) {
+  const fs::path results = fresh_dir("run_options");
+  const std::string r = results.string();
+  expect_one_line(run({"run", "--ab", "", "--results", r}), "--ab needs at least one change");
+  expect_one_line(run({"run", "--ab", ",", "--results", r}), "--ab needs at least one change");
+  expect_one_line(run({"run", "--scenario", "recsys", "-k", "dim=30", "-k", "heads=4", "--results", r}),
+                  "recsys: knob heads=4 must divide dim=30");
+  expect_one_line(run({"run", "--scenario", "recsys", "--preset", "data-bound", "-k", "heads=3", "--results", r}),
+                  "must divide dim=32");
+  expect_one_line(run({"run", "--scenario", "vision", "-k", "crop=128", "-k", "image_size=64", "--results", r}),
+                  "vision: knob crop=128 must not exceed image_size=64");
+  write(results / "a-file", "x");
+  expect_one_line(run({"run", "--scenario", "vision", "--data-dir", (results / "a-file").string(), "--results", r}),
+                  "is not a folder");
+  expect_one_line(run({"run", "--scenario", "vision", "--data-dir", (results / "a-file" / "below").string(),
+                       "--results", r}),
+                  "is not a folder");
+  fs::remove(results / "a-file");
+  EXPECT_TRUE(fs::is_empty(results)) << "a results folder was made for bad options";
+}
+
+// Launcher variables (torchrun sets them) are checked by the parent, before any child or folder.
+TEST(HostileInputTest, BadLauncherVariablesAreOneLineUpFront) {
+  const fs::path results = fresh_dir("launcher");
+  struct Case {
+    std::vector<std::pair<const char*, const char*>> env;
+    std::string message_part;
+  };
+  const std::vector<Case> cases = {
+      {{{"WORLD_SIZE", "2"}, {"RANK", "5"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1234"}}, "RANK='5'"},
+      {{{"WORLD_SIZE", "2"}, {"RANK", "1"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "99999"}},
+       "MASTER_PORT='99999'"},
+      {{{"WORLD_SIZE", "2"}, {"RANK", "1"}, {"MASTER_ADDR", "no-such-host.invalid"}, {"MASTER_PORT", "1234"}},
+       "MASTER_ADDR='no-such-host.invalid'"},
+  };
+  for (const Case& c : cases) {
+    for (const auto& [name, value] : c.env) ::setenv(name, value, 1);
+    expect_one_line(run({"run", "--scenario", "mlp", "--results", results.string()}), c.message_part);
+    for (const auto& [name, value] : c.env) ::unsetenv(name);
+  }
+  EXPECT_TRUE(fs::is_empty(results));
+}
+
+}  // namespace
+}  // namespace trainlab
