@@ -1,8 +1,11 @@
 // Child process outcomes: normal exit, non-zero exit, signal, timeout. The child is this test
 // binary itself re-executed with a gtest filter that selects a helper "test" by environment.
 #include "harness/runner/child_process.h"
+#include "harness/runner/interrupt.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdlib>
@@ -21,6 +24,14 @@ TEST(ChildHelper, Behave) {
   if (m == "exit3") std::_Exit(3);
   if (m == "segv") std::raise(SIGSEGV);
   if (m == "hang") std::this_thread::sleep_for(std::chrono::seconds(60));
+  if (m == "hang-and-say-pid") {  // writes its pid where the test looks, then hangs
+    std::ofstream(std::getenv("TRAINLAB_CHILD_PID_FILE")) << ::getpid() << "\n";
+    std::this_thread::sleep_for(std::chrono::seconds(60));
+  }
+  if (m == "ignore-term") {  // a child that will not stop on SIGTERM
+    std::signal(SIGTERM, SIG_IGN);
+    std::this_thread::sleep_for(std::chrono::seconds(60));
+  }
   std::_Exit(0);
 }
 
@@ -58,6 +69,62 @@ TEST(ChildProcessTest, KillsOnTimeout) {
   EXPECT_TRUE(hang.timed_out);
   EXPECT_LT(hang.wall_s, 10.0);
   EXPECT_NE(hang.describe().find("timed out"), std::string::npos);
+}
+
+// The first Ctrl-C / SIGTERM (harness/runner/interrupt.h) stops the running children: SIGTERM,
+// then SIGKILL after 3 s for one that ignores it; each is marked interrupted.
+TEST(ChildProcessTest, AnInterruptStopsTheChildrenAndMarksThem) {
+  for (const std::string mode : {"hang", "ignore-term"}) {
+    std::string log;
+    std::thread interrupt([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      set_interrupt_for_test(SIGINT);
+    });
+    const ChildOutcome stopped = run_helper(mode, 60, &log);
+    interrupt.join();
+    set_interrupt_for_test(0);
+    EXPECT_TRUE(stopped.interrupted) << mode;
+    EXPECT_FALSE(stopped.timed_out) << mode;
+    EXPECT_LT(stopped.wall_s, 20.0) << mode;  // not the 60 s the child wanted
+    EXPECT_EQ(stopped.describe(), "stopped: the run was interrupted");
+  }
+}
+
+bool process_gone(pid_t pid) {  // absent, or a zombie nobody has reaped yet
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string pid_text, comm, state;
+  if (!(stat >> pid_text >> comm >> state)) return true;
+  return state == "Z" || state == "X";
+}
+
+// A parent killed by SIGKILL takes its children with it (PR_SET_PDEATHSIG): no variant runs on.
+TEST(ChildProcessTest, ChildrenDieWithTheirParentEvenOnSigkill) {
+  const std::string pid_file = ::testing::TempDir() + "/child_pid_" + std::to_string(::getpid());
+  std::remove(pid_file.c_str());
+  const pid_t middle = ::fork();
+  ASSERT_GE(middle, 0);
+  if (middle == 0) {  // the "lab": starts a child, then waits on it
+    ::setenv("TRAINLAB_CHILD_PID_FILE", pid_file.c_str(), 1);
+    std::string log;
+    run_helper("hang-and-say-pid", 60, &log);
+    std::_Exit(0);
+  }
+  pid_t child = 0;
+  for (int i = 0; i < 200 && child == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::ifstream(pid_file) >> child;
+  }
+  ASSERT_GT(child, 0) << "the grandchild never started";
+  EXPECT_FALSE(process_gone(child));
+  ::kill(middle, SIGKILL);
+  ::waitpid(middle, nullptr, 0);
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    gone = process_gone(child);
+  }
+  EXPECT_TRUE(gone) << "child " << child << " outlived its SIGKILLed parent";
+  if (!gone) ::kill(child, SIGKILL);
 }
 
 }  // namespace

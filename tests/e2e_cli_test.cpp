@@ -1,9 +1,16 @@
 // End to end: bad input gives one clear line on stderr and exit status 2; `list` shows scenarios.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 
+#include "core/run_record.h"
 #include "e2e_support.h"
 
 namespace trainlab {
@@ -61,6 +68,56 @@ TEST(CliE2E, TheFrontBinaryLinksNoLibTorchAndItsTrainingChildDoes) {
   EXPECT_EQ(front.find("libtorch"), std::string::npos) << front;
   EXPECT_EQ(front.find("libc10"), std::string::npos) << front;
   EXPECT_NE(trainer.find("libtorch"), std::string::npos) << trainer;
+}
+
+// Ctrl-C (SIGINT) to the lab's parent, once its first variant has finished: the running child is
+// stopped, exit status 130, and run.json holds the finished variant and marks the rest interrupted;
+// history and diagnose read it. SIGKILL to the parent leaves the run.json written after the last
+// finished variant, the rest marked not run.
+TEST(CliE2E, AnInterruptedLabKeepsWhatFinishedAndMarksTheRest) {
+  for (const int signo : {SIGINT, SIGKILL}) {
+    const std::string results = e2e::fresh_results_dir("interrupt" + std::to_string(signo));
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      const std::string log = results + "/../interrupt" + std::to_string(signo) + ".log";
+      std::freopen(log.c_str(), "w", stderr);
+      std::freopen("/dev/null", "w", stdout);
+      ::execl(TRAINLAB_BINARY, "trainlab", "baseline", "--scenario", "tinyops", "--steps", "400", "--warmup", "1",
+              "--emulated-bf16", "run", "--results", results.c_str(), static_cast<char*>(nullptr));
+      std::_Exit(127);
+    }
+    // Wait for the first finished variant: run.json appears after it.
+    std::string run_dir;
+    for (int i = 0; i < 1200 && run_dir.empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const std::string dir = e2e::only_run_dir(results);
+      if (!dir.empty() && std::filesystem::exists(dir + "/run.json")) run_dir = dir;
+    }
+    ASSERT_FALSE(run_dir.empty()) << "no run.json after the first variant";
+    ::kill(pid, signo);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (signo == SIGINT) {
+      ASSERT_TRUE(WIFEXITED(status));
+      EXPECT_EQ(WEXITSTATUS(status), 130);
+    }
+    const RunRecord record = read_run_record(run_dir);
+    ASSERT_EQ(record.variants.size(), 9u);  // 3 variants x 3 interleaved repetitions, all accounted for
+    EXPECT_TRUE(record.variants[0].ok()) << record.variants[0].error;
+    for (size_t i = 1; i < record.variants.size(); ++i) {
+      EXPECT_FALSE(record.variants[i].ok());
+      EXPECT_EQ(record.variants[i].error_kind, "interrupted") << record.variants[i].error;
+    }
+    // No child runs on after its parent.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const auto ps = e2e::run_command("pgrep -f '[_]_variant --spec " + run_dir + "' || true");
+    EXPECT_TRUE(ps.empty()) << ps;
+    const auto history = run_trainlab("history --results " + results);
+    EXPECT_EQ(history.exit_status, 0);
+    EXPECT_NE(history.out.find("(8 interrupted)"), std::string::npos) << history.out;
+    EXPECT_EQ(run_trainlab("diagnose " + run_dir).exit_status, 0);
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -46,6 +47,17 @@ inline CliResult run_trainlab(const std::string& args,
   r.out = slurp(base + ".out");
   r.err = slurp(base + ".err");
   return r;
+}
+
+// stdout of a shell command.
+inline std::string run_command(const std::string& command) {
+  std::string out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return out;
+  char buffer[4096];
+  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) out += buffer;
+  ::pclose(pipe);
+  return out;
 }
 
 // A fresh, empty results folder for one test.

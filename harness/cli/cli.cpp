@@ -8,6 +8,7 @@
 
 #include "core/errors.h"
 #include "harness/cli/commands.h"
+#include "harness/runner/interrupt.h"
 
 namespace trainlab {
 namespace {
@@ -41,7 +42,19 @@ int parse_and_run(int argc, const char* const* argv) {
     throw InputError(e.what());
   }
   for (const Subcommand& c : commands) {
-    if (c.app->parsed()) return c.run();
+    if (!c.app->parsed()) continue;
+    // Commands that start children stop them on Ctrl-C / SIGTERM and record what finished.
+    const std::string name = c.app->get_name();
+    if (name == "run" || name == "profile" || name == "baseline" || name == "sweep" || name == "doctor" ||
+        name == "validate") {
+      install_interrupt_handlers();
+    }
+    const int status = c.run();
+    if (interrupted()) {
+      std::cerr << "trainlab: interrupted; finished variants are recorded, the rest marked not run\n";
+      return 128 + interrupt_signal();
+    }
+    return status;
   }
   throw InputError("no command given (see trainlab --help)");
 }

@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,14 +16,17 @@
 #include <thread>
 
 #include "core/errors.h"
+#include "harness/runner/interrupt.h"
 
 namespace trainlab {
 
 std::string ChildOutcome::describe() const {
   if (timed_out) return "timed out after " + std::to_string(static_cast<int>(wall_s)) + " s and was killed";
+  if (interrupted) return "stopped: the run was interrupted";
   if (signal != 0) {
+    // SIGKILL is what the kernel's OOM killer sends, but so does `kill -9`: say both.
     std::string text = "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
-    if (signal == SIGKILL) text += "; likely out of memory";
+    if (signal == SIGKILL) text += ": out of memory (the kernel's OOM killer) or killed from outside";
     return text;
   }
   if (exited) return "exit status " + std::to_string(exit_status);
@@ -43,12 +47,20 @@ pid_t spawn_self(const ChildLaunch& launch) {
   argv.push_back(nullptr);
 
   const std::string program = launch.executable.empty() ? "/proc/self/exe" : launch.executable;
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(log_fd);
     throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
   }
   if (pid == 0) {
+    // The child dies with its parent, however the parent ends (SIGKILL included), so no variant
+    // runs on unseen after the lab is gone. Checked once more in case the parent already went.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) _exit(127);
+    // Ctrl-C at the terminal goes to the parent, which stops the children itself (SIGTERM, then
+    // SIGKILL) after it has recorded them; a child of its own process group does not see it.
+    ::setpgid(0, 0);
     ::dup2(log_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
     for (const auto& [name, value] : launch.environment) ::setenv(name.c_str(), value.c_str(), 1);
@@ -57,6 +69,31 @@ pid_t spawn_self(const ChildLaunch& launch) {
   }
   ::close(log_fd);
   return pid;
+}
+
+// After an interrupt: SIGTERM to the children still running, up to 3 s for them to end, then
+// SIGKILL; each is marked interrupted.
+void stop_children(const std::vector<pid_t>& pids, std::vector<bool>& done, std::vector<ChildOutcome>& outcomes,
+                   std::chrono::steady_clock::time_point start) {
+  for (size_t i = 0; i < pids.size(); ++i) {
+    if (!done[i]) ::kill(pids[i], SIGTERM);
+  }
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  for (size_t i = 0; i < pids.size(); ++i) {
+    if (done[i]) continue;
+    int status = 0;
+    while (::waitpid(pids[i], &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > give_up) {
+        ::kill(pids[i], SIGKILL);
+        ::waitpid(pids[i], &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    outcomes[i].interrupted = true;
+    outcomes[i].wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    done[i] = true;
+  }
 }
 
 void fill_outcome(int status, ChildOutcome& outcome) {
@@ -131,6 +168,10 @@ std::vector<ChildOutcome> run_self_as_children(const std::vector<ChildLaunch>& c
       }
     }
     if (remaining == 0) break;
+    if (interrupted()) {
+      stop_children(pids, done, outcomes, start);
+      break;
+    }
     if (std::chrono::steady_clock::now() > deadline) {
       for (size_t i = 0; i < pids.size(); ++i) {
         if (done[i]) continue;

@@ -13,6 +13,7 @@ struct ChildOutcome {
   int signal = 0;         // non-zero when killed by a signal
   bool exited = false;
   bool timed_out = false;
+  bool interrupted = false;  // stopped by the parent after Ctrl-C / SIGTERM (harness/runner/interrupt.h)
   double wall_s = 0;
 
   std::string describe() const;  // "exit status 1", "killed by signal 9 (SIGKILL: ...)", ...

@@ -50,9 +50,14 @@ std::string run_headline(const RunRecord& r) {
     });
     headline = *best + " " + figure(*best) + " samples/s" + of_repetitions;
   }
-  const int failed = static_cast<int>(
-      std::count_if(r.variants.begin(), r.variants.end(), [](const VariantRecord& v) { return !v.ok(); }));
+  const auto count = [&](bool interrupted) {
+    return static_cast<int>(std::count_if(r.variants.begin(), r.variants.end(), [&](const VariantRecord& v) {
+      return !v.ok() && (v.error_kind == "interrupted") == interrupted;
+    }));
+  };
+  const int failed = count(false), not_run = count(true);
   if (failed > 0) headline += " (" + std::to_string(failed) + " failed)";
+  if (not_run > 0) headline += " (" + std::to_string(not_run) + " interrupted)";
   return headline;
 }
 

@@ -16,6 +16,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "harness/runner/child_process.h"
+#include "harness/runner/interrupt.h"
 #include "harness/runner/text_table.h"
 #include "harness/runner/variant_runner.h"
 #include "scenarios/registry.h"
@@ -77,6 +78,39 @@ LabOutcome start_run(const LabOptions& options, const std::string& kind) {
   return outcome;
 }
 
+// The variants a run planned but has not run yet (the rest of round `rep` after index `next`, and
+// the later planned rounds), each a record that says why it has no figures.
+std::vector<VariantRecord> not_run_variants(const std::vector<VariantSpec>& specs, const std::vector<std::string>& labels,
+                                            size_t rep, size_t next, size_t planned_rounds, const std::string& why) {
+  std::vector<VariantRecord> rest;
+  for (size_t r = rep; r < planned_rounds; ++r) {
+    for (size_t i = (r == rep ? next : 0); i < specs.size(); ++i) {
+      VariantRecord v;
+      v.spec = specs[i];
+      v.repetition = static_cast<int>(r);
+      if (!labels.empty()) v.label = labels[i];
+      v.error = why;
+      v.error_kind = "interrupted";
+      rest.push_back(std::move(v));
+    }
+  }
+  return rest;
+}
+
+// run.json as it stands after each variant: what finished and what has not run yet, so a lab that
+// is killed (even by SIGKILL) leaves a record history, compare and diagnose read.
+void write_progress_record(const LabOutcome& outcome, std::vector<VariantRecord> pending) {
+  RunRecord record = outcome.record;
+  for (VariantRecord& v : pending) record.variants.push_back(std::move(v));
+  for (const VariantRecord& v : record.variants) {
+    if (v.ok()) {
+      record.environment = v.environment;
+      break;
+    }
+  }
+  write_run_record((fs::path(outcome.run_dir) / "run.json").string(), record);
+}
+
 // Runs the variants into a started run (start_run) and fills its record: options.repeat rounds,
 // then, with options.extra_rounds, more rounds while `undecided` says the record cannot be read yet
 // and the next round (as long as the longest so far) fits in options.rounds_budget_s.
@@ -99,7 +133,8 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
   const auto lab_start = std::chrono::steady_clock::now();
   double longest_round_s = 0;
   bool bad_input = false;
-  for (size_t rep = 0; rep < max_rounds && !bad_input; ++rep) {
+  bool stopped = false;
+  for (size_t rep = 0; rep < max_rounds && !bad_input && !stopped; ++rep) {
     if (rep >= repeat) {
       const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - lab_start).count();
       if (!undecided(record) || elapsed_s + longest_round_s > options.rounds_budget_s) break;
@@ -113,6 +148,13 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
                (labels.empty() || v.label == labels[i]);
       });
       if (unavailable) continue;
+      if (interrupted()) {  // Ctrl-C / SIGTERM: what is left is recorded as not run
+        for (VariantRecord& v : not_run_variants(specs, labels, rep, i, repeat, "not run: the run was interrupted")) {
+          record.variants.push_back(std::move(v));
+        }
+        stopped = true;
+        break;
+      }
       const auto start = std::chrono::steady_clock::now();
       VariantRunOptions run_options;
       run_options.run_dir = outcome.run_dir;
@@ -124,6 +166,8 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
       if (!labels.empty()) record.variants.back().label = labels[i];
       const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       report_progress(progress, rep * specs.size() + i + 1, total, record.variants.back(), wall_s);
+      write_progress_record(outcome, not_run_variants(specs, labels, rep, i + 1, repeat,
+                                                      "not run: the run ended before this variant (killed?)"));
       if (record.variants.back().error_kind == "input") {  // e.g. a corrupt data file: the rest would fail alike
         bad_input = true;
         break;

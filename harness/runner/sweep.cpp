@@ -1,5 +1,6 @@
 // Sweep expansion and validation, the run loop with its live progress line, the recommendation,
 // the table and the SVG chart.
+#include "harness/runner/interrupt.h"
 #include "harness/runner/sweep.h"
 
 #include <algorithm>
@@ -413,10 +414,15 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   const size_t total = runnable * repeat;
   std::vector<std::vector<size_t>> records_of_point(points.size());
   size_t done = 0;
-  for (size_t rep = 0; rep < repeat && !outcome.bad_input; ++rep) {
+  bool stopped = false;  // Ctrl-C / SIGTERM: the points measured so far are recorded and read
+  for (size_t rep = 0; rep < repeat && !outcome.bad_input && !stopped; ++rep) {
     size_t point_number = 0;
     for (size_t i = 0; i < points.size(); ++i) {
       if (!points[i].not_applicable.empty()) continue;
+      if (interrupted()) {
+        stopped = true;
+        break;
+      }
       ++point_number;
       const std::string label =
           point_label(points[i].spec, with_batch) + (repeat > 1 ? " #" + std::to_string(rep + 1) : "");

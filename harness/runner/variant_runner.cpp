@@ -26,7 +26,7 @@ std::string safe_stem(const VariantSpec& spec, const VariantRunOptions& options)
 // The child's record, or one whose error says how the child ended and its last words.
 VariantRecord outcome_record(const VariantSpec& spec, const ChildOutcome& outcome, const std::string& record_path,
                              const std::string& log_path) {
-  if (!outcome.timed_out && fs::exists(record_path)) {
+  if (!outcome.timed_out && !outcome.interrupted && fs::exists(record_path)) {
     try {
       return read_variant_record(record_path);
     } catch (const InputError&) {
@@ -38,6 +38,7 @@ VariantRecord outcome_record(const VariantSpec& spec, const ChildOutcome& outcom
   std::string last_words = last_line_of(log_path);
   failed.error = "variant process " + outcome.describe() +
                  (last_words.empty() ? "" : ": " + last_words.substr(0, 300));
+  if (outcome.interrupted) failed.error_kind = "interrupted";
   return failed;
 }
 
