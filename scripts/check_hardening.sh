@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Sanitizer builds and fuzzing of the torch-free modules (the readers of untrusted input, the
+# loader, the event recorder, the sampler), with clang from Debian:
+#   1. ASan+UBSan: the torch-free unit tests (ctest -L unit) and the libFuzzer targets, in build-asan/;
+#   2. TSan: the threaded parts' tests (loader, data, profiler core) in build-tsan/;
+#   3. each fuzz target (tests/fuzz) for SECONDS seconds (default 20) from the seed corpus.
+# Any sanitizer report, failed test or fuzz crash fails the script (exit 1); crashing inputs are
+# left in build-asan/fuzz-findings/. Usage: scripts/check_hardening.sh [SECONDS] [asan|tsan|fuzz ...]
+# The LibTorch parts (training loop, data-parallel hooks) are not in these builds: LibTorch itself
+# is not instrumented, so ASan/TSan there report its internals, not trainlab's.
+set -euo pipefail
+
+seconds="${1:-20}"
+shift || true
+stages=("$@")
+[ "${#stages[@]}" -gt 0 ] || stages=(asan tsan fuzz)
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+say() { printf '==> %s\n' "$*"; }
+
+packages=(clang libclang-rt-14-dev cmake ninja-build ccache pkg-config libcli11-dev nlohmann-json3-dev
+          libgtest-dev libgmock-dev libzstd-dev libturbojpeg0-dev zlib1g-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  say "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+configure() {  # build folder, sanitizers, extra cmake options...
+  local dir="$1" sanitize="$2"
+  shift 2
+  CC=clang CXX=clang++ cmake -S "$repo" -B "$repo/$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DTRAINLAB_WITH_TORCH=OFF -DTRAINLAB_BUILD_BENCH=OFF -DTRAINLAB_SANITIZE="$sanitize" "$@" \
+    >"$repo/$dir.configure.log" 2>&1 || { cat "$repo/$dir.configure.log" >&2; exit 1; }
+}
+
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
+
+for stage in "${stages[@]}"; do
+  case "$stage" in
+    asan)
+      say "ASan+UBSan: torch-free unit tests (build-asan)"
+      configure build-asan address,undefined -DTRAINLAB_FUZZ=ON
+      cmake --build "$repo/build-asan" -j "$(nproc)"
+      ctest --test-dir "$repo/build-asan" -L unit --output-on-failure -j "$(nproc)"
+      ;;
+    tsan)
+      say "TSan: loader, data and profiler-core tests (build-tsan)"
+      configure build-tsan thread
+      cmake --build "$repo/build-tsan" -j "$(nproc)" --target trainlab_loader_tests trainlab_data_tests trainlab_profiler_tests
+      ctest --test-dir "$repo/build-tsan" --output-on-failure -j "$(nproc)" -E NOT_BUILT  # only the three built
+      ;;
+    fuzz)
+      [ -x "$repo/build-asan/tests/fuzz/fuzz_settings" ] || {
+        configure build-asan address,undefined -DTRAINLAB_FUZZ=ON
+        cmake --build "$repo/build-asan" -j "$(nproc)" --target fuzz_trace_import fuzz_thresholds fuzz_records fuzz_settings
+      }
+      work="$repo/build-asan/fuzz-corpus"
+      findings="$repo/build-asan/fuzz-findings"
+      mkdir -p "$findings"
+      for target in trace_import thresholds records settings; do
+        mkdir -p "$work/$target"
+        cp -n "$repo/tests/fuzz/corpus/$target/"* "$work/$target/" 2>/dev/null || true
+      done
+      cp -n "$repo/configs/thresholds.json" "$work/thresholds/" 2>/dev/null || true
+      n=0
+      while IFS= read -r -d '' record; do
+        cp -n "$record" "$work/records/fixture-$n.json"
+        n=$((n + 1))
+      done < <(find "$repo/tests/fixtures" -name '*.json' -print0 | sort -z)
+      failed=0
+      for target in trace_import thresholds records settings; do
+        log="$repo/build-asan/fuzz_$target.log"
+        status=0
+        "$repo/build-asan/tests/fuzz/fuzz_$target" -max_total_time="$seconds" -max_len=65536 -print_final_stats=1 \
+          -artifact_prefix="$findings/$target-" "$work/$target" >"$log" 2>&1 || status=$?
+        execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")"
+        if [ "$status" -ne 0 ]; then
+          failed=1
+          echo "fuzz_$target: FAILED after ${execs:-?} runs (exit $status); input in $findings, log $log" >&2
+          grep -m 3 -E 'ERROR|runtime error|terminate' "$log" >&2 || true
+        else
+          echo "fuzz_$target: ${execs:-?} runs in ${seconds} s, 0 crashes (corpus $(ls "$work/$target" | wc -l) inputs)"
+        fi
+      done
+      [ "$failed" -eq 0 ] || exit 1
+      ;;
+    *) echo "usage: $0 [SECONDS] [asan|tsan|fuzz ...]" >&2; exit 2 ;;
+  esac
+done
+say "hardening checks passed: ${stages[*]}"
