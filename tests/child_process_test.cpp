@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <thread>
+#include <vector>
 
 namespace trainlab {
 namespace {
@@ -125,6 +126,24 @@ TEST(ChildProcessTest, ChildrenDieWithTheirParentEvenOnSigkill) {
   }
   EXPECT_TRUE(gone) << "child " << child << " outlived its SIGKILLed parent";
   if (!gone) ::kill(child, SIGKILL);
+}
+
+// Ranks: once one fails, a peer that is stalled (hung, SIGSTOPped) is killed after the grace
+// period, not waited on until the whole variant's timeout.
+TEST(ChildProcessTest, APeerStillRunningAfterAnotherFailedIsKilledAfterTheGrace) {
+  const std::string dir = ::testing::TempDir();
+  std::vector<ChildLaunch> launches = {
+      {{"--gtest_filter=ChildHelper.Behave"}, dir + "/peer_fail.log", {{"TRAINLAB_CHILD_MODE", "exit3"}}, {}},
+      {{"--gtest_filter=ChildHelper.Behave"}, dir + "/peer_hang.log", {{"TRAINLAB_CHILD_MODE", "hang"}}, {}}};
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<ChildOutcome> outcomes = run_self_as_children(launches, 60, /*peers_grace_s=*/1.0);
+  const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_EQ(outcomes[0].exit_status, 3);
+  EXPECT_TRUE(outcomes[1].outlived_peer);
+  EXPECT_FALSE(outcomes[1].timed_out);
+  EXPECT_LT(took_s, 30.0);  // not the 60 s deadline
+  EXPECT_NE(outcomes[1].describe().find("after a peer process failed"), std::string::npos);
 }
 
 }  // namespace

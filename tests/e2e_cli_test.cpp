@@ -120,5 +120,21 @@ TEST(CliE2E, AnInterruptedLabKeepsWhatFinishedAndMarksTheRest) {
   }
 }
 
+// Knobs in range can still ask for more memory than the machine has (recsys attention over 2048
+// positions wants 4 GiB blocks): the variant's memory limit turns that into a recorded out of
+// memory with the limit, in seconds, instead of the kernel's OOM killer taking the machine.
+TEST(CliE2E, AVariantOverItsMemoryLimitIsRecordedAsOutOfMemory) {
+  const std::string results = e2e::fresh_results_dir("memory_limit");
+  const auto r = run_trainlab("run --scenario recsys -k seq_len=2048 -k samples=256 --steps 3 --memory-limit-gb 1.5 "
+                              "--results " + results);
+  EXPECT_EQ(r.exit_status, 1) << r.err;
+  EXPECT_NE(r.err.find("out of memory: over the variant's memory limit of 1.5 GiB (--memory-limit-gb)"),
+            std::string::npos)
+      << r.err;
+  const RunRecord record = read_run_record(e2e::only_run_dir(results));
+  ASSERT_EQ(record.variants.size(), 1u);
+  EXPECT_EQ(record.variants[0].error_kind, "out_of_memory");
+}
+
 }  // namespace
 }  // namespace trainlab

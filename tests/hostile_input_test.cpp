@@ -216,6 +216,8 @@ TEST(HostileInputTest, RunOptionsAreCheckedTogetherBeforeAnyChildStarts) {
                   "must divide dim=32");
   expect_one_line(run({"run", "--scenario", "vision", "-k", "crop=128", "-k", "image_size=64", "--results", r}),
                   "vision: knob crop=128 must not exceed image_size=64");
+  expect_one_line(run({"run", "--memory-limit-gb", "-1", "--results", r}), "invalid --memory-limit-gb");
+  expect_one_line(run({"run", "--memory-limit-gb", "nan", "--results", r}), "invalid --memory-limit-gb");
   write(results / "a-file", "x");
   expect_one_line(run({"run", "--scenario", "vision", "--data-dir", (results / "a-file").string(), "--results", r}),
                   "is not a folder");

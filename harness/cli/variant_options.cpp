@@ -44,6 +44,9 @@ void add_variant_options(CLI::App* cmd, VariantOptions& o, CommandKind kind) {
   cmd->add_option("--knob,-k", o.knobs, "scenario knob NAME=VALUE (repeatable; see `trainlab list`)");
   cmd->add_option("--results", o.results_dir, "results folder (default ./results)");
   cmd->add_option("--timeout-s", o.timeout_s, "kill a variant that runs longer than this (default 1800)");
+  cmd->add_option("--memory-limit-gb", o.memory_limit_gb,
+                  "memory a variant's process may allocate on the CPU, in GiB (default: 3/4 of the machine's "
+                  "memory, shared by the ranks of a --nproc variant)");
   cmd->add_option("--repeat", o.repeat,
                   kind == CommandKind::kDoctor
                       ? "A/B repetitions a side (2 to 20; default 3)"
@@ -145,6 +148,10 @@ LabOptions build_lab_options(const VariantOptions& o, Thresholds* thresholds_sto
   lab.results_dir = o.results_dir;
   if (!(o.timeout_s > 0)) throw InputError("invalid --timeout-s (must be positive)");
   lab.variant_timeout_s = o.timeout_s;
+  if (!(o.memory_limit_gb >= 0) || o.memory_limit_gb > 1e6) {
+    throw InputError("invalid --memory-limit-gb (a number of GiB above 0; 0 or absent: the default)");
+  }
+  lab.memory_limit_bytes = static_cast<int64_t>(o.memory_limit_gb * 1073741824.0);
   if (o.repeat < 1 || o.repeat > 100) throw InputError("invalid --repeat (must be 1 to 100)");
   lab.repeat = o.repeat;
   if (!o.thresholds_path.empty()) {

@@ -26,6 +26,7 @@ struct VariantOptions {
   std::vector<std::string> settings;    // --set NAME=VALUE[,...], --ab's syntax, applied last
   std::string results_dir = "results";
   double timeout_s = 1800;
+  double memory_limit_gb = 0;           // 0: the default share of the machine (child_process.h)
   int repeat = 1;
   std::string thresholds_path;
   // Each run option's text as given ("" when not given); flags given read "on".

@@ -9,6 +9,7 @@
 // before it completes (the gradients are ready, the all-reduce can start) and when the work
 // reports completion, and resolve_comm_ns() hands the per-step figures over after the loop.
 #include "harness/dist/data_parallel.h"
+#include "harness/dist/watchdog.h"
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -229,6 +230,13 @@ DataParallel::DataParallel(const DistEnv& env, std::vector<at::Tensor> parameter
   s.mode = mode;
   s.bucket_bytes_cap = bucket_bytes;
   s.timeout = timeout;
+  // c10d's own timeout does not cover a store client whose peer never answers (MASTER_PORT is some
+  // other service): the whole rendezvous gets the timeout, plus a little for c10d's own message.
+  const Watchdog rendezvous_deadline(
+      timeout + std::chrono::seconds(5),
+      "data parallel rendezvous did not complete on rank " + std::to_string(env.rank) + " at " + env.master_addr +
+          ":" + std::to_string(env.master_port) + " within " + std::to_string(timeout.count() / 1000) +
+          " s (--dist-timeout-s): is that port the rendezvous of this job, and are all ranks started?");
   try {
     c10d::TCPStoreOptions store_options;
     store_options.port = static_cast<std::uint16_t>(env.master_port);

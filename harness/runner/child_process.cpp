@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@ namespace trainlab {
 std::string ChildOutcome::describe() const {
   if (timed_out) return "timed out after " + std::to_string(static_cast<int>(wall_s)) + " s and was killed";
   if (interrupted) return "stopped: the run was interrupted";
+  if (outlived_peer) return "killed: still running after a peer process failed (stalled past --dist-timeout-s)";
   if (signal != 0) {
     // SIGKILL is what the kernel's OOM killer sends, but so does `kill -9`: say both.
     std::string text = "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
@@ -31,6 +33,17 @@ std::string ChildOutcome::describe() const {
   }
   if (exited) return "exit status " + std::to_string(exit_status);
   return "unknown end";
+}
+
+int64_t default_memory_limit_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  while (meminfo >> key >> kib) {
+    if (key == "MemTotal:") return kib * 1024 / 4 * 3;
+    meminfo.ignore(256, '\n');
+  }
+  return 0;  // unknown: no limit
 }
 
 namespace {
@@ -61,6 +74,10 @@ pid_t spawn_self(const ChildLaunch& launch) {
     // Ctrl-C at the terminal goes to the parent, which stops the children itself (SIGTERM, then
     // SIGKILL) after it has recorded them; a child of its own process group does not see it.
     ::setpgid(0, 0);
+    if (launch.memory_limit_bytes > 0) {
+      const rlimit limit{static_cast<rlim_t>(launch.memory_limit_bytes), static_cast<rlim_t>(launch.memory_limit_bytes)};
+      ::setrlimit(RLIMIT_DATA, &limit);
+    }
     ::dup2(log_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
     for (const auto& [name, value] : launch.environment) ::setenv(name.c_str(), value.c_str(), 1);
@@ -137,7 +154,8 @@ ChildOutcome run_trainer_child(const std::vector<std::string>& args, const std::
   return run_self_as_children({ChildLaunch{args, log_path, {}, trainer_executable()}}, timeout_s).at(0);
 }
 
-std::vector<ChildOutcome> run_self_as_children(const std::vector<ChildLaunch>& children, double timeout_s) {
+std::vector<ChildOutcome> run_self_as_children(const std::vector<ChildLaunch>& children, double timeout_s,
+                                               double peers_grace_s) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<pid_t> pids;
   for (const ChildLaunch& launch : children) {
@@ -154,7 +172,8 @@ std::vector<ChildOutcome> run_self_as_children(const std::vector<ChildLaunch>& c
   std::vector<ChildOutcome> outcomes(children.size());
   std::vector<bool> done(children.size(), false);
   size_t remaining = children.size();
-  const auto deadline = start + std::chrono::duration<double>(timeout_s);
+  auto deadline = start + std::chrono::duration<double>(timeout_s);
+  bool peer_failed = false;
   while (remaining > 0) {
     for (size_t i = 0; i < pids.size(); ++i) {
       if (done[i]) continue;
@@ -165,6 +184,12 @@ std::vector<ChildOutcome> run_self_as_children(const std::vector<ChildLaunch>& c
         outcomes[i].wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         done[i] = true;
         --remaining;
+        const bool failed = outcomes[i].signal != 0 || (outcomes[i].exited && outcomes[i].exit_status != 0);
+        if (failed && peers_grace_s >= 0 && !peer_failed) {
+          peer_failed = true;
+          const auto grace_end = std::chrono::steady_clock::now() + std::chrono::duration<double>(peers_grace_s);
+          if (grace_end < deadline) deadline = grace_end;
+        }
       }
     }
     if (remaining == 0) break;
@@ -177,7 +202,8 @@ std::vector<ChildOutcome> run_self_as_children(const std::vector<ChildLaunch>& c
         if (done[i]) continue;
         ::kill(pids[i], SIGKILL);
         ::waitpid(pids[i], nullptr, 0);
-        outcomes[i].timed_out = true;
+        if (peer_failed) outcomes[i].outlived_peer = true;
+        else outcomes[i].timed_out = true;
         outcomes[i].wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       }
       break;

@@ -14,6 +14,7 @@ struct ChildOutcome {
   bool exited = false;
   bool timed_out = false;
   bool interrupted = false;  // stopped by the parent after Ctrl-C / SIGTERM (harness/runner/interrupt.h)
+  bool outlived_peer = false;  // still running peers_grace_s after a peer failed, and killed
   double wall_s = 0;
 
   std::string describe() const;  // "exit status 1", "killed by signal 9 (SIGKILL: ...)", ...
@@ -44,8 +45,17 @@ struct ChildLaunch {
   std::vector<std::pair<std::string, std::string>> environment;  // set in the child before exec
   std::string executable;  // the program to run; empty: /proc/self/exe
   std::string argv0;       // its argv[0]; empty: "trainlab" (a Python finds its environment by it)
+  int64_t memory_limit_bytes = 0;  // RLIMIT_DATA in the child (heap, mmap, stacks); 0: none
 };
-std::vector<ChildOutcome> run_self_as_children(const std::vector<ChildLaunch>& children, double timeout_s);
+
+// 3/4 of the machine's memory (MemTotal): the default limit of a variant's processes, so a
+// variant whose knobs ask for more than the machine has fails as out of memory instead of taking
+// the machine down with it.
+int64_t default_memory_limit_bytes();
+// peers_grace_s >= 0: once one child has failed (non-zero exit or a signal), the others get that
+// long to end (ranks whose peer died fail within their distributed timeout), then are killed.
+std::vector<ChildOutcome> run_self_as_children(const std::vector<ChildLaunch>& children, double timeout_s,
+                                               double peers_grace_s = -1);
 
 // The last non-empty line of a text file (a child's last words), or "".
 std::string last_line_of(const std::string& path);

@@ -159,6 +159,7 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
       VariantRunOptions run_options;
       run_options.run_dir = outcome.run_dir;
       run_options.timeout_s = options.variant_timeout_s;
+      run_options.memory_limit_bytes = options.memory_limit_bytes;
       const std::string stem = labels.empty() ? specs[i].name() : labels[i];
       if (max_rounds > 1 || !labels.empty()) run_options.file_stem = stem + ".rep" + std::to_string(rep + 1);
       record.variants.push_back(run_variant_isolated(specs[i], run_options));

@@ -16,6 +16,7 @@ struct LabOptions {
   VariantSpec base;                  // resolved; precision/compiled are set per variant
   std::string results_dir = "results";
   double variant_timeout_s = 1800;
+  int64_t memory_limit_bytes = 0;  // per variant process (its ranks share it); 0: default_memory_limit_bytes()
   int repeat = 1;  // each variant this many times, the variants interleaved (A B C A B C ...)
   // The baseline lab only: up to this many more rounds while a gain's interval holds its line, as
   // long as the lab's variants have run under rounds_budget_s seconds with room for one more round.

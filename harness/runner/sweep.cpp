@@ -433,6 +433,7 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
       VariantRunOptions run_options;
       run_options.run_dir = outcome.run_dir;
       run_options.timeout_s = options.lab.variant_timeout_s;
+      run_options.memory_limit_bytes = options.lab.memory_limit_bytes;
       run_options.file_stem =
           "point-" + std::to_string(point_number) + (repeat > 1 ? ".rep" + std::to_string(rep + 1) : "");
       const auto point_start = std::chrono::steady_clock::now();

@@ -2,6 +2,7 @@
 // into recorded errors; ranks' records merged into one.
 #include "harness/runner/variant_runner.h"
 
+#include <cstdio>
 #include <filesystem>
 
 #include "core/atomic_file.h"
@@ -9,6 +10,7 @@
 #include "core/json_text.h"
 #include "harness/dist/dist_env.h"
 #include "harness/runner/child_process.h"
+#include "harness/runner/cuda_check.h"
 
 namespace trainlab {
 namespace fs = std::filesystem;
@@ -23,9 +25,9 @@ std::string safe_stem(const VariantSpec& spec, const VariantRunOptions& options)
   return stem;
 }
 
-// The child's record, or one whose error says how the child ended and its last words.
-VariantRecord outcome_record(const VariantSpec& spec, const ChildOutcome& outcome, const std::string& record_path,
-                             const std::string& log_path) {
+// The child's record as it wrote it, or one whose error says how the child ended and its last words.
+VariantRecord outcome_record_as_written(const VariantSpec& spec, const ChildOutcome& outcome,
+                                        const std::string& record_path, const std::string& log_path) {
   if (!outcome.timed_out && !outcome.interrupted && fs::exists(record_path)) {
     try {
       return read_variant_record(record_path);
@@ -40,6 +42,39 @@ VariantRecord outcome_record(const VariantSpec& spec, const ChildOutcome& outcom
                  (last_words.empty() ? "" : ": " + last_words.substr(0, 300));
   if (outcome.interrupted) failed.error_kind = "interrupted";
   return failed;
+}
+
+// The memory limit of the variant's processes together: CPU runs only (a CUDA process maps large
+// address ranges of its own that are no measure of what it uses).
+int64_t memory_limit_of(const VariantSpec& spec, const VariantRunOptions& options) {
+  const bool on_cpu = spec.device == DeviceChoice::kCpu || (spec.device == DeviceChoice::kAuto && !cuda_device_present());
+  if (!on_cpu) return 0;
+  return options.memory_limit_bytes > 0 ? options.memory_limit_bytes : default_memory_limit_bytes();
+}
+
+// A failure that came from an allocation refused under the memory limit is out of memory: said
+// with the limit and the flag that changes it.
+void mark_out_of_memory(VariantRecord& record, const std::string& last_words, int64_t limit_bytes) {
+  if (limit_bytes <= 0 || record.ok()) return;
+  const std::string said = record.error + " " + last_words;
+  for (const char* sign : {"can't allocate memory", "Cannot allocate memory", "bad_alloc", "out of memory"}) {
+    if (said.find(sign) != std::string::npos) {
+      char limit[64];
+      std::snprintf(limit, sizeof limit, "%.1f GiB", static_cast<double>(limit_bytes) / 1073741824.0);
+      record.error = "out of memory: over the variant's memory limit of " + std::string(limit) +
+                     " (--memory-limit-gb): " + record.error;
+      record.error_kind = "out_of_memory";
+      return;
+    }
+  }
+}
+
+// The child's record, or one whose error says how the child ended and its last words.
+VariantRecord outcome_record(const VariantSpec& spec, const ChildOutcome& outcome, const std::string& record_path,
+                             const std::string& log_path, int64_t memory_limit_bytes) {
+  VariantRecord record = outcome_record_as_written(spec, outcome, record_path, log_path);
+  mark_out_of_memory(record, last_line_of(log_path), memory_limit_bytes);
+  return record;
 }
 
 // One line per rank for the merged record.
@@ -73,6 +108,7 @@ VariantRecord run_ranks(const VariantSpec& spec, const VariantRunOptions& option
   env.master_addr = "127.0.0.1";
   env.master_port = find_free_port();
   const std::string trainer = trainer_executable();
+  const int64_t memory_limit = memory_limit_of(spec, options);
   std::vector<ChildLaunch> launches;
   std::vector<std::string> record_paths, log_paths;
   for (int rank = 0; rank < spec.nproc; ++rank) {
@@ -86,15 +122,21 @@ VariantRecord run_ranks(const VariantSpec& spec, const VariantRunOptions& option
     launches.push_back({{"__variant", "--spec", spec_path, "--out", record_paths.back()},
                         log_paths.back(),
                         env.variables(),
-                        trainer});
+                        trainer,
+                        "",
+                        memory_limit / spec.nproc});
   }
   // A rank that dies makes its peers fail within the distributed timeout; the deadline leaves
   // room for that on top of the variant's own limit.
-  const std::vector<ChildOutcome> outcomes = run_self_as_children(launches, options.timeout_s + spec.dist_timeout_s);
+  // Once a rank has failed, the others get the distributed timeout (and a little) to fail in turn;
+  // a rank that is stalled (stopped, hung outside c10d) is then killed instead of waited on for
+  // the whole --timeout-s.
+  const std::vector<ChildOutcome> outcomes =
+      run_self_as_children(launches, options.timeout_s + spec.dist_timeout_s, spec.dist_timeout_s + 5);
 
   std::vector<VariantRecord> ranks;
   for (int rank = 0; rank < spec.nproc; ++rank) {
-    ranks.push_back(outcome_record(spec, outcomes[rank], record_paths[rank], log_paths[rank]));
+    ranks.push_back(outcome_record(spec, outcomes[rank], record_paths[rank], log_paths[rank], memory_limit / spec.nproc));
   }
   int first_ok = -1;
   for (int rank = 0; rank < spec.nproc && first_ok < 0; ++rank) {
@@ -152,9 +194,16 @@ VariantRecord run_variant_isolated(const VariantSpec& spec, const VariantRunOpti
   const std::string log_path = (dir / (stem + ".log")).string();
   std::error_code ec;
   fs::remove(record_path, ec);
-  const ChildOutcome outcome =
-      run_trainer_child({"__variant", "--spec", spec_path, "--out", record_path}, log_path, options.timeout_s);
-  return outcome_record(spec, outcome, record_path, log_path);
+  const int64_t memory_limit = memory_limit_of(spec, options);
+  const ChildOutcome outcome = run_self_as_children({ChildLaunch{{"__variant", "--spec", spec_path, "--out", record_path},
+                                                                 log_path,
+                                                                 {},
+                                                                 trainer_executable(),
+                                                                 "",
+                                                                 memory_limit}},
+                                                    options.timeout_s)
+                                   .at(0);
+  return outcome_record(spec, outcome, record_path, log_path, memory_limit);
 }
 
 }  // namespace trainlab

@@ -11,6 +11,9 @@ namespace trainlab {
 struct VariantRunOptions {
   std::string run_dir;        // the child's spec, record and log go under run_dir/variants/
   double timeout_s = 1800;    // a hung variant is killed and recorded as timed out
+  // What the variant's processes may allocate together (RLIMIT_DATA, split among ranks; CPU runs
+  // only: CUDA maps its own address ranges). 0: default_memory_limit_bytes().
+  int64_t memory_limit_bytes = 0;
   std::string file_stem;      // defaults to the variant name
 };
 
