@@ -282,6 +282,7 @@ nlohmann::json dataset_to_json(const DatasetInfo& d) {
     j["dir"] = d.dir;
     j["generated"] = d.generated;
     j["generate_s"] = d.generate_s;
+    if (!d.generated_because.empty()) j["generated_because"] = d.generated_because;
   }
   if (!d.decoded_cache.empty()) {
     j["decoded_cache"] = d.decoded_cache;
@@ -297,6 +298,7 @@ DatasetInfo dataset_from_json(const nlohmann::json& j) {
   d.dir = j.value("dir", "");
   d.generated = j.value("generated", false);
   d.generate_s = j.value("generate_s", 0.0);
+  d.generated_because = j.value("generated_because", "");
   d.decoded_cache = j.value("decoded_cache", "");
   d.decoded_cache_prepare_s = j.value("decoded_cache_prepare_s", 0.0);
   return d;

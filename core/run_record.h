@@ -177,6 +177,7 @@ struct DatasetInfo {
   std::string dir;                      // on-disk datasets: the folder; empty in memory
   bool generated = false;               // this run generated the files
   double generate_s = 0;
+  std::string generated_because;        // when generated: none was there, or why the one there was not used
   std::string decoded_cache;            // the decoded cache read instead of the encoded files; empty: none
   double decoded_cache_prepare_s = 0;
   bool empty() const { return source.empty() && dir.empty(); }

@@ -164,6 +164,7 @@ std::unique_ptr<Dataset> open_disk_dataset(const PreparedDataset& prepared, bool
   info.dir = prepared.dir;
   info.generated = prepared.generated;
   info.generate_s = prepared.generate_s;
+  info.generated_because = prepared.generated_because;
   if (!use_cache) return std::make_unique<HostDataset>(open_encoded(prepared.dir), allocate, info);
   const int64_t start_ns = monotonic_ns();
   info.decoded_cache = prepare_cache(prepared.dir);

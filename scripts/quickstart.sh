@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds trainlab, then runs the three-run lab ("lab") or the test
-# suite ("test"). For a fresh Debian 12 machine, run as root; safe to run again (idempotent).
+# suite and a short fuzz pass ("test"). For a fresh Debian 12 machine, run as root; safe to run again (idempotent).
 #   Debian packages: compiler, CMake, Ninja, ccache, CLI11, nlohmann/json, GoogleTest, Benchmark,
 #   zstd and libjpeg-turbo (the on-disk datasets), zlib (gzipped traces).
 #   PyTorch (pinned) from PyPI into a virtual environment outside the repository; its bundled
@@ -59,6 +59,12 @@ cmake --build "$build_dir" -j "$(nproc)"
 cd "$repo"
 case "$mode" in
   lab)  say "three-run baseline lab on the default scenario"; exec "$build_dir/trainlab" baseline --scenario recsys ;;
-  test) say "tests"; exec ctest --test-dir "$build_dir" --output-on-failure -j 2 ;;
+  test)
+    say "tests"
+    ctest --test-dir "$build_dir" --output-on-failure -j 2
+    # A short fuzz pass over the readers of untrusted input (ASan+UBSan, clang; the long one and
+    # the sanitizer runs of the unit tests: scripts/check_hardening.sh).
+    say "fuzz targets, 10 s each"
+    exec bash "$repo/scripts/check_hardening.sh" 10 fuzz ;;
   build) ;;
 esac

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
@@ -42,17 +43,30 @@ class FolderLock {
   int fd_;
 };
 
-bool manifest_matches(const std::string& dir, const std::string& kind, int format_version,
-                      const nlohmann::json& params) {
+// "" when the folder's manifest matches these parameters, else why the folder cannot be used.
+std::string manifest_mismatch(const std::string& dir, const std::string& kind, int format_version,
+                              const nlohmann::json& params) {
   std::error_code ec;
   const std::string path = dir + "/manifest.json";
-  if (!fs::exists(path, ec)) return false;
+  if (!fs::exists(dir, ec)) return "no dataset for these parameters yet";
+  if (!fs::exists(path, ec)) return "the folder there has no manifest.json (an unfinished generation)";
   try {
     const nlohmann::json manifest = nlohmann::json::parse(read_file(path));
-    return manifest.at("kind") == kind && manifest.at("format_version") == format_version &&
-           manifest.at("params") == params;
-  } catch (const std::exception&) {
-    return false;
+    const bool same = manifest.at("kind") == kind && manifest.at("format_version") == format_version &&
+                      manifest.at("params") == params;
+    return same ? "" : "its manifest.json names other parameters";
+  } catch (const std::exception& e) {
+    std::string why = e.what();
+    return "its manifest.json is unreadable (" + why.substr(0, why.find('\n')).substr(0, 200) + ")";
+  }
+}
+
+// Temporary folders or files `<prefix>*` in `dir` left by generators that died: removed while
+// the caller holds the lock (a live generator holds it while its temporary exists).
+void remove_stale_temporaries(const std::string& dir, const std::string& prefix) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().filename().string().rfind(prefix, 0) == 0) remove_tree(entry.path().string());
   }
 }
 
@@ -70,10 +84,15 @@ PreparedDataset prepare_dataset(const std::string& data_root, const std::string&
   const std::string identity = kind + "/" + std::to_string(format_version) + "/" + params.dump();
   PreparedDataset prepared;
   prepared.dir = data_root + "/" + kind + "-" + hex16(fnv1a(identity));
-  if (manifest_matches(prepared.dir, kind, format_version, params)) return prepared;
+  if (manifest_mismatch(prepared.dir, kind, format_version, params).empty()) return prepared;
 
   FolderLock lock(prepared.dir + ".lock");
-  if (manifest_matches(prepared.dir, kind, format_version, params)) return prepared;  // built meanwhile
+  prepared.generated_because = manifest_mismatch(prepared.dir, kind, format_version, params);
+  if (prepared.generated_because.empty()) return prepared;  // built meanwhile
+  remove_stale_temporaries(data_root, fs::path(prepared.dir).filename().string() + ".tmp-");
+  if (prepared.generated_because.rfind("no dataset", 0) != 0) {
+    std::cerr << "trainlab: dataset " << prepared.dir << ": " << prepared.generated_because << "; generating it again\n";
+  }
 
   const int64_t start_ns = monotonic_ns();
   const std::string tmp_dir = prepared.dir + ".tmp-" + std::to_string(::getpid());
@@ -104,6 +123,7 @@ std::string prepare_derived_file(const std::string& dataset_dir, const std::stri
   if (fs::exists(path, ec)) return path;
   FolderLock lock(dataset_dir + "/." + name + ".lock");
   if (fs::exists(path, ec)) return path;
+  remove_stale_temporaries(dataset_dir, "." + name + ".tmp-");
   const std::string tmp_path = dataset_dir + "/." + name + ".tmp-" + std::to_string(::getpid());
   try {
     build(tmp_path);

@@ -19,11 +19,14 @@ struct PreparedDataset {
   std::string dir;
   bool generated = false;  // false: reused from an earlier run
   double generate_s = 0;   // wall time spent generating, when generated
+  std::string generated_because;  // when generated: none yet, or why the one there was not used
 };
 
 // Returns the dataset folder for these parameters, calling generate(tmp_dir) to fill a temporary
 // folder first if none exists yet. generate may throw; the temporary folder is then removed.
-// The manifest gets {"kind", "format_version", "params"} and is written last.
+// The manifest gets {"kind", "format_version", "params"} and is written last. Under the lock,
+// temporary folders left by generators that died (`<dir>.tmp-PID`) are removed first; a folder
+// whose manifest is unreadable is generated again and the record says why.
 PreparedDataset prepare_dataset(const std::string& data_root, const std::string& kind, int format_version,
                                 const nlohmann::json& params,
                                 const std::function<void(const std::string& tmp_dir)>& generate);
