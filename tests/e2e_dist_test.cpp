@@ -5,7 +5,11 @@
 // splits and malformed rendezvous variables are bad input.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdlib.h>
 
 #include <chrono>
@@ -143,6 +147,36 @@ TEST(DistE2E, PeerThatNeverJoinsFailsTheRendezvousWithinTheTimeout) {
     if (run.variants.at(0).error.find("rendezvous failed on rank 0 of 2") != std::string::npos) found = true;
   }
   EXPECT_TRUE(found);
+}
+
+// MASTER_PORT is some other service that accepts the connection and never answers (the store
+// client would block in recv for ever): the rendezvous watchdog fails the rank within
+// --dist-timeout-s (+5 s) with a line saying what to check.
+TEST(DistE2E, AMasterPortThatNeverAnswersFailsWithinTheTimeout) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 8), 0);  // the kernel accepts; nobody ever reads or writes
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string results = e2e::fresh_results_dir("dp_silent_port");
+  const std::string cmd_env = "WORLD_SIZE=2 RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(ntohs(addr.sin_port)) + " ";
+  const auto start = std::chrono::steady_clock::now();
+  const int status = std::system((cmd_env + "'" + TRAINLAB_BINARY + "' run " + kSmallMlp +
+                                  " --steps 5 --dist-timeout-s 3 --results " + results + " > /dev/null 2>&1")
+                                     .c_str());
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ::close(listener);
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_LT(wall_s, 3 + 5 + 20);
+  const RunRecord run = read_run_record(e2e::only_run_dir(results));
+  const std::string& error = run.variants.at(0).error;
+  EXPECT_TRUE(error.find("rendezvous did not complete on rank 1") != std::string::npos ||
+              error.find("rendezvous failed on rank 1 of 2") != std::string::npos)
+      << error;
 }
 
 TEST(DistE2E, ImpossibleSplitsAndMalformedVariablesAreBadInput) {
