@@ -24,6 +24,7 @@ TEST(ChildHelper, Behave) {
   std::fprintf(stderr, "child says %s\n", mode);
   if (m == "exit3") std::_Exit(3);
   if (m == "segv") std::raise(SIGSEGV);
+  if (m == "sigkill") std::raise(SIGKILL);
   if (m == "hang") std::this_thread::sleep_for(std::chrono::seconds(60));
   if (m == "hang-and-say-pid") {  // writes its pid where the test looks, then hangs
     std::ofstream(std::getenv("TRAINLAB_CHILD_PID_FILE")) << ::getpid() << "\n";
@@ -62,6 +63,11 @@ TEST(ChildProcessTest, ReportsSignal) {
   EXPECT_FALSE(segv.exited);
   EXPECT_EQ(segv.signal, SIGSEGV);
   EXPECT_NE(segv.describe().find("signal 11"), std::string::npos);
+  // SIGKILL: the OOM killer's signal, but also `kill -9` from outside; the text says both.
+  ChildOutcome killed = run_helper("sigkill", 30, &log);
+  EXPECT_EQ(killed.signal, SIGKILL);
+  EXPECT_NE(killed.describe().find("out of memory (the kernel's OOM killer) or killed from outside"), std::string::npos)
+      << killed.describe();
 }
 
 TEST(ChildProcessTest, KillsOnTimeout) {
