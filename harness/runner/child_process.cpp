@@ -1,5 +1,6 @@
-// fork/exec of /proc/self/exe (one child or several, with extra environment), polling wait with a
-// deadline, SIGKILL on timeout.
+// fork/exec of /proc/self/exe or the training executable (one child or several, with extra
+// environment, a memory limit, death with the parent), polling wait with a deadline: SIGKILL on
+// timeout, after a peer failed and its grace ran out, or after an interrupt (SIGTERM first).
 #include "harness/runner/child_process.h"
 
 #include <filesystem>
