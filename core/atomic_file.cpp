@@ -77,19 +77,28 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   }
 }
 
+int open_for_reading(const std::string& path, struct stat* info) {
+  if (::stat(path.c_str(), info) != 0) return -1;
+  if (S_ISDIR(info->st_mode)) {
+    errno = EISDIR;
+    return -1;
+  }
+  // Opened without waiting for a writer, then switched back to blocking reads (a pipe whose
+  // writer has gone, or never came, reads as its end).
+  const bool fifo = S_ISFIFO(info->st_mode);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (fifo ? O_NONBLOCK : 0));
+  if (fd >= 0 && fifo) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
 std::string read_file(const std::string& path) {
   struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) {
+  const int fd = open_for_reading(path, &info);
+  if (fd < 0) {
     if (errno == ENOENT) throw InputError("no such file: " + path);
+    if (errno == EISDIR) throw InputError("expected a file, found a folder: " + path);
     throw InputError("cannot read " + path + ": " + std::strerror(errno));
   }
-  if (S_ISDIR(info.st_mode)) throw InputError("expected a file, found a folder: " + path);
-  // A FIFO nobody writes to would block open() for ever: open it without waiting, then read
-  // normally (no writer reads as an empty file).
-  const bool fifo = S_ISFIFO(info.st_mode);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (fifo ? O_NONBLOCK : 0));
-  if (fd < 0) throw InputError("cannot read " + path + ": " + std::strerror(errno));
-  if (fifo) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   std::string text;
   char chunk[1 << 16];
   for (;;) {

@@ -3,6 +3,8 @@
 // one. Whole-file reads and folder removal with clear errors.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <string>
 
 namespace trainlab {
@@ -12,6 +14,11 @@ void write_file_atomically(const std::string& path, const std::string& content);
 
 // Reads a whole file; throws InputError naming the path when it is missing or unreadable.
 std::string read_file(const std::string& path);
+
+// Opens `path` read-only (close-on-exec) without blocking on a FIFO that has no writer: it then
+// reads as empty, where open() would wait for ever. Returns the descriptor, or -1 with errno set
+// (EISDIR for a folder); *info gets the file's stat.
+int open_for_reading(const std::string& path, struct stat* info);
 
 // Creates the folder and its parents; throws InputError when that fails or it is not writable.
 void ensure_writable_dir(const std::string& path);

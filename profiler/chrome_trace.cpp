@@ -3,7 +3,6 @@
 // one trace event materialised at a time.
 #include "profiler/chrome_trace.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -149,20 +148,21 @@ constexpr int64_t kMaxUs = std::numeric_limits<int64_t>::max() / 1000;
 class TraceFileBuffer : public std::streambuf {
  public:
   explicit TraceFileBuffer(const std::string& path) : path_(path), chunk_(kChunkBytes) {
+    // A FIFO nobody writes to reads as empty instead of blocking open() for ever.
     struct stat info {};
-    if (::stat(path.c_str(), &info) != 0) throw InputError(path + ": cannot open trace: " + std::strerror(errno));
-    if (S_ISDIR(info.st_mode)) throw InputError(path + ": cannot open trace: it is a directory");
+    const int fd = open_for_reading(path, &info);
+    if (fd < 0) {
+      throw InputError(path + ": cannot open trace: " +
+                       (errno == EISDIR ? std::string("it is a directory") : std::strerror(errno)));
+    }
     from_pipe_ = S_ISFIFO(info.st_mode);
-    if (!S_ISREG(info.st_mode) && !from_pipe_ && !S_ISCHR(info.st_mode))
-      throw InputError(path + ": cannot open trace: not a regular file, pipe or device");
-    // A FIFO nobody writes to would block open() for ever: open it without waiting, then read
-    // normally (a pipe whose writer has gone reads as its end).
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (from_pipe_ ? O_NONBLOCK : 0));
-    if (fd < 0) throw InputError(path + ": cannot open trace: " + std::strerror(errno));
-    if (from_pipe_) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    if (::isatty(fd)) {
+    const char* refused = !S_ISREG(info.st_mode) && !from_pipe_ && !S_ISCHR(info.st_mode)
+                              ? "not a regular file, pipe or device"
+                          : ::isatty(fd) ? "it is a terminal; pipe the trace in or name its file"
+                                         : nullptr;
+    if (refused != nullptr) {
       ::close(fd);
-      throw InputError(path + ": cannot open trace: it is a terminal; pipe the trace in or name its file");
+      throw InputError(path + ": cannot open trace: " + refused);
     }
     // zlib reads gzip and plain bytes alike (plain ones pass through), so a pipe need not be
     // rewound after its first bytes were looked at.
