@@ -12,38 +12,23 @@
 #include <nlohmann/json.hpp>
 
 #include "diagnostics/diagnosis.h"
-#include "harness/cli/cli.h"
+#include "cli_in_process.h"
 
 namespace trainlab {
 namespace {
 
-struct CliResult {
-  int status = -1;
-  std::string out, err;
-};
+using test_cli::CliResult;
 
 // Splits on spaces (no quoting: the cases below need none) and runs the command line in-process.
 CliResult run(const std::string& command_line) {
-  std::vector<std::string> words = {"trainlab"};
+  std::vector<std::string> words;
   std::stringstream in(command_line);
   for (std::string w; in >> w;) words.push_back(w);
-  std::vector<const char*> argv;
-  for (const std::string& w : words) argv.push_back(w.c_str());
-  testing::internal::CaptureStdout();
-  testing::internal::CaptureStderr();
-  CliResult r;
-  r.status = run_cli(static_cast<int>(argv.size()), argv.data());
-  r.out = testing::internal::GetCapturedStdout();
-  r.err = testing::internal::GetCapturedStderr();
-  return r;
+  return test_cli::run(words);
 }
 
 void expect_bad_input(const std::string& command_line, const std::string& message_part) {
-  const CliResult r = run(command_line);
-  EXPECT_EQ(r.status, 2) << command_line << "\n" << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << command_line << "\n" << r.err;
-  EXPECT_EQ(r.err.rfind("trainlab: error: ", 0), 0u) << r.err;
-  EXPECT_NE(r.err.find(message_part), std::string::npos) << command_line << "\n" << r.err;
+  test_cli::expect_one_error_line(run(command_line), message_part, command_line);
 }
 
 std::string fresh_dir(const std::string& name) {

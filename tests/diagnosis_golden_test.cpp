@@ -14,6 +14,7 @@
 #include "diagnostics/summarise.h"
 #include "harness/runner/record_summary.h"
 #include "diagnostics/verdict.h"
+#include "host_span.h"
 
 namespace trainlab {
 namespace {
@@ -62,13 +63,7 @@ Diagnosis diagnose_record(const VariantRecord& r) {  // what `trainlab diagnose`
 Profile profiled_window(const std::vector<int64_t>& step_numbers, int ops) {
   Profile p;
   const auto span = [&](EventKind kind, const std::string& name, int64_t start, int64_t end, int64_t track) {
-    TraceEvent e;
-    e.kind = kind;
-    e.name = name;
-    e.start_ns = start;
-    e.end_ns = end;
-    e.track = track;
-    p.events.push_back(e);
+    p.events.push_back(test_profile::host_span(kind, name, start, end, track));
   };
   for (const int64_t n : step_numbers) {
     const int64_t t0 = n * 20'000'000;

@@ -15,10 +15,10 @@
 #include <thread>
 #include <vector>
 
+#include "cli_in_process.h"
 #include "core/errors.h"
 #include "core/run_record.h"
 #include "diagnostics/diagnosis.h"
-#include "harness/cli/cli.h"
 #include "harness/runner/history.h"
 
 namespace trainlab {
@@ -26,28 +26,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CliResult {
-  int status = -1;
-  std::string out, err;
-};
-
-CliResult run(const std::vector<std::string>& args) {
-  std::vector<const char*> argv = {"trainlab"};
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  testing::internal::CaptureStdout();
-  testing::internal::CaptureStderr();
-  CliResult r;
-  r.status = run_cli(static_cast<int>(argv.size()), argv.data());
-  r.out = testing::internal::GetCapturedStdout();
-  r.err = testing::internal::GetCapturedStderr();
-  return r;
-}
+using test_cli::CliResult;
+using test_cli::run;
 
 void expect_one_line(const CliResult& r, const std::string& message_part) {
-  EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_EQ(r.err.rfind("trainlab: error: ", 0), 0u) << r.err;
-  EXPECT_NE(r.err.find(message_part), std::string::npos) << r.err;
+  test_cli::expect_one_error_line(r, message_part);
 }
 
 fs::path fresh_dir(const std::string& name) {

@@ -19,6 +19,7 @@
 #include "profiler/op_capture.h"
 #include "profiler/session.h"
 #include "profiler/profile_summary.h"
+#include "host_span.h"
 
 namespace trainlab {
 namespace {
@@ -176,13 +177,7 @@ TEST(OpCaptureTest, RecordsEveryOpNestedAndNamedAndSamplesWhenAsked) {
 TEST(SpanSummaryTest, GroupsByNameAndCountsSameNameNestingOnce) {
   Profile profile;
   auto span = [&](EventKind kind, const char* name, int64_t start, int64_t end, int64_t track) {
-    TraceEvent e;
-    e.kind = kind;
-    e.name = name;
-    e.start_ns = start;
-    e.end_ns = end;
-    e.track = track;
-    profile.events.push_back(e);
+    profile.events.push_back(test_profile::host_span(kind, name, start, end, track));
   };
   span(EventKind::kStep, "ProfilerStep#0", 0, 1000, 1);
   span(EventKind::kStep, "ProfilerStep#1", 1000, 2000, 1);
