@@ -19,16 +19,8 @@ say() { printf '==> %s\n' "$*"; }
 
 packages=(clang libclang-rt-14-dev cmake ninja-build ccache pkg-config libcli11-dev nlohmann-json3-dev
           libgtest-dev libgmock-dev libzstd-dev libturbojpeg0-dev zlib1g-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  say "installing Debian packages: ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q
-  apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+source "$repo/scripts/debian_packages.sh"
+install_missing_debian_packages "${packages[@]}"
 
 configure() {  # build folder, sanitizers, extra cmake options...
   local dir="$1" sanitize="$2"

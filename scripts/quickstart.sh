@@ -21,16 +21,8 @@ say() { printf '==> %s\n' "$*"; }
 packages=(build-essential cmake ninja-build ccache git python3 python3-venv python3-pip
           libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
           libzstd-dev libturbojpeg0-dev pkg-config zlib1g-dev libgloo-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  say "installing Debian packages: ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q
-  apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+source "$repo/scripts/debian_packages.sh"
+install_missing_debian_packages "${packages[@]}"
 
 # 2. PyTorch wheel (LibTorch inside) in a virtual environment.
 if ! "$venv/bin/python" -c "import torch, sys; sys.exit(0 if torch.__version__.split('+')[0] == '$torch_version' else 1)" 2>/dev/null; then
