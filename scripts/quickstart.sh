@@ -33,19 +33,46 @@ if ! "$venv/bin/python" -c "import torch, sys; sys.exit(0 if torch.__version__.s
 fi
 torch_prefix="$("$venv/bin/python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null)"
 
-# The wheel is a CUDA build; its CMake config needs the CUDA toolkit's headers (present on the
-# project's machines; nothing CUDA has to run).
+# The wheel is a CUDA build: its CMake config needs a CUDA toolkit (nvcc, headers, cudart) even
+# where nothing CUDA runs. A system toolkit (nvcc on PATH, or /usr/local/cuda) is used when there is
+# one; otherwise the toolkit's parts come from PyPI into the same environment, at the CUDA version
+# the wheel was built with (cuda-toolkit[...]==the version torch depends on), and a folder of links
+# lays them out the way CMake's CUDA modules look for a toolkit (unversioned library names).
+cuda_args=()
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="/usr/local/cuda/bin:$PATH"
 fi
-command -v nvcc >/dev/null 2>&1 || { echo "trainlab: the CUDA toolkit (nvcc) is required to build against the CUDA LibTorch wheel" >&2; exit 2; }
+if ! command -v nvcc >/dev/null 2>&1; then
+  cuda_toolkit="$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("cuda-toolkit"))')"
+  site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  cuda_root="$site/nvidia/cu${cuda_toolkit%%.*}"
+  if [ ! -x "$cuda_root/bin/nvcc" ] || [ ! -d "$cuda_root/nvvm" ]; then
+    say "no CUDA toolkit here: installing its compiler and headers from PyPI (cuda-toolkit $cuda_toolkit) into $venv"
+    "$venv/bin/pip" install -q --progress-bar off "cuda-toolkit[nvcc,nvvm,crt,cudart,cupti,nvtx,cccl]==$cuda_toolkit"
+  fi
+  toolkit="$venv/cuda-toolkit"
+  rm -rf "$toolkit" && mkdir -p "$toolkit/bin" "$toolkit/lib64"
+  ln -s "$cuda_root/include" "$toolkit/include"
+  ln -s "$cuda_root/nvvm" "$toolkit/nvvm"
+  for f in "$cuda_root"/bin/*; do ln -s "$f" "$toolkit/bin/"; done
+  for f in "$cuda_root"/lib/*; do
+    name="$(basename "$f")"
+    ln -sf "$f" "$toolkit/lib64/$name"
+    case "$name" in *.so.*) ln -sf "$f" "$toolkit/lib64/${name%%.so.*}.so" ;; esac
+  done
+  cuda_args=(-DCUDAToolkit_ROOT="$toolkit" -DCUDA_TOOLKIT_ROOT_DIR="$toolkit" -DCMAKE_CUDA_COMPILER="$toolkit/bin/nvcc")
+  say "CUDA toolkit from PyPI: $toolkit (CUDA code compiles; it runs only where a GPU and driver are)"
+fi
 
 # 3. Build (ccache + a precompiled LibTorch header keep rebuilds short).
 export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
 say "configuring and building in $build_dir"
-cmake -S "$repo" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_prefix" >"$build_dir.configure.log" 2>&1 \
-  || { cat "$build_dir.configure.log" >&2; exit 1; }
-cmake --build "$build_dir" -j "$(nproc)"
+cmake -S "$repo" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_prefix" \
+  "${cuda_args[@]}" >"$build_dir.configure.log" 2>&1 || { cat "$build_dir.configure.log" >&2; exit 1; }
+# The lab needs the two programs only; the tests need everything.
+targets=()
+[ "$mode" = lab ] && targets=(--target trainlab trainlab-train)
+cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}"
 
 # 4. Run.
 cd "$repo"
