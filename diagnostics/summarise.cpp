@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <set>
@@ -492,8 +493,22 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
   std::map<int64_t, StepProfilerCost> profiler_cost;
   if (const auto event_cost_ns = trainlab_number(metadata, "profiler_event_cost_ns"); tl.has_phases && event_cost_ns) {
     const std::vector<StepProfilerCost> costs = locate_profiler_cost(profile, *event_cost_ns);
-    for (const StepProfilerCost& c : costs) profiler_cost[c.number] = c;
-    if (!costs.empty()) s.notes.push_back(profiler_cost_note(costs, *event_cost_ns));
+    // A calibration that was disturbed (another process on the core, a rank's peers) can claim more
+    // than the steps themselves took: then nothing is taken out, and the note says so.
+    double cost_ns = 0, steps_ns = 0;
+    for (const StepProfilerCost& c : costs) cost_ns += c.total_ns;
+    for (const Step& st : steps) steps_ns += static_cast<double>(st.end_ns - st.start_ns);
+    if (!costs.empty() && cost_ns > 0.5 * steps_ns) {
+      char note[200];
+      std::snprintf(note, sizeof note,
+                    "profiled window: the profiler's measured cost per event (%.0f ns) would be %.0f %% of the steps; "
+                    "not taken out (its calibration was disturbed)",
+                    *event_cost_ns, 100.0 * cost_ns / steps_ns);
+      s.notes.push_back(note);
+    } else {
+      for (const StepProfilerCost& c : costs) profiler_cost[c.number] = c;
+      if (!costs.empty()) s.notes.push_back(profiler_cost_note(costs, *event_cost_ns));
+    }
   }
   double total_ns = 0;
   StepTimes sum;
