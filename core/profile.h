@@ -57,6 +57,7 @@ struct Profile {
   std::vector<CounterTrack> counters;
   std::map<std::string, int64_t> dropped;  // source -> events or records lost (buffer full, missed ticks)
   std::vector<std::string> notes;          // e.g. "CUPTI unavailable: no CUDA driver"
+  std::map<int64_t, std::string> thread_names;  // host track (thread id) -> the thread's name, where known
 };
 
 }  // namespace trainlab

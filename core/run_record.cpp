@@ -644,4 +644,10 @@ Bf16ProbeTimings bf16_probe_from_json(const nlohmann::json& j) {
   return probe;
 }
 
+std::string trace_path_in_run(const std::string& run_dir, const VariantRecord& variant) {
+  const std::string& trace = variant.profile.trace;
+  if (trace.empty()) return "";
+  return run_dir + (trace.find('/') == std::string::npos ? "/variants/" : "/") + trace;
+}
+
 }  // namespace trainlab

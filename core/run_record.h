@@ -134,7 +134,8 @@ struct ProfileWindow {
   std::map<std::string, int64_t> counter_samples;  // counter track -> samples
   int64_t sample_interval_ms = 0;
   std::vector<std::string> notes;       // what the profiler could not capture and why
-  std::string trace;                    // the trace file, in the run folder's variants/
+  std::string trace;                    // the trace, relative to the run folder (traces/<variant>/rank0.pt.trace.json.gz;
+                                        // a bare file name in older runs: then in variants/)
   int64_t trace_bytes = 0;
   int64_t trace_bytes_per_step = 0;
   double op_sample = 1.0;               // share of ops recorded (1: every op)
@@ -349,5 +350,8 @@ void write_run_record(const std::string& path, const RunRecord& record);
 RunRecord read_run_record(const std::string& path_or_folder);
 void write_variant_record(const std::string& path, const VariantRecord& record);
 VariantRecord read_variant_record(const std::string& path);
+// The path of a variant's trace in run_dir ("" when it has none): profile.trace read relative to
+// the run folder, or to its variants/ when a bare file name (runs recorded before traces/).
+std::string trace_path_in_run(const std::string& run_dir, const VariantRecord& variant);
 
 }  // namespace trainlab

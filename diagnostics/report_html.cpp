@@ -526,6 +526,24 @@ void actions_section(std::ostringstream& o, const ReportInput& in) {
 
 // --- 3: run summary and environment ---------------------------------------------------------------
 
+// The traces behind the report and the tools that open them.
+void traces_block(std::ostringstream& o, const ReportInput& in) {
+  if (in.traces.empty()) return;
+  o << "<h3>Trace" << (in.traces.size() > 1 ? "s" : "") << "</h3>\n<ul>\n";
+  for (const std::string& trace : in.traces) {
+    o << "<li><a href=\"" << escape_html(trace) << "\"><code>" << escape_html(trace) << "</code></a></li>\n";
+  }
+  std::string folder = in.traces.front();
+  folder = folder.find('/') == std::string::npos ? "." : folder.substr(0, folder.find_last_of('/'));
+  o << "</ul>\n<p>Open a trace in <b>Perfetto</b> (ui.perfetto.dev, \"Open trace file\") or "
+       "<b>chrome://tracing</b> (\"Load\"); read a folder of rank traces with <b>Holistic Trace Analysis</b> "
+       "(<code>TraceAnalysis(trace_dir=\""
+    << escape_html(folder)
+    << "\")</code>) or <b>TensorBoard</b>'s profiler plugin (<code>tensorboard --logdir "
+    << escape_html(folder.find('/') == std::string::npos ? folder : folder.substr(0, folder.find_last_of('/')))
+    << "</code>, with torch-tb-profiler installed).</p>\n";
+}
+
 void run_section(std::ostringstream& o, const ReportInput& in) {
   const Summary& s = *in.summary;
   section_open(o, "run", "3 · Run summary");
@@ -596,6 +614,7 @@ void run_section(std::ostringstream& o, const ReportInput& in) {
     }
     o << "</tbody></table>\n";
   }
+  traces_block(o, in);
   o << "</section>\n";
 }
 

@@ -36,6 +36,9 @@ struct ReportInput {
   nlohmann::json environment;  // object: cpu, cores, threads, BLAS, LibTorch, CUDA, ...
   std::vector<std::pair<std::string, Summary>> ranks;  // optional per-rank summaries (rank table)
   std::optional<double> finalise_ms;                   // last step to process end, where known
+  // The traces the diagnosis read, as paths from the report's folder (or as the user gave them):
+  // named in the run summary with how to open them (Perfetto, chrome://tracing, HTA, TensorBoard).
+  std::vector<std::string> traces;
 };
 
 // Throws std::invalid_argument when input.summary is null.

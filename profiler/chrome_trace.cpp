@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <functional>
 #include <istream>
 #include <limits>
 #include <map>
@@ -80,38 +82,195 @@ const char* to_string(EventKind kind) {
   return "?";
 }
 
-nlohmann::json to_chrome_trace(const Profile& profile, const nlohmann::json& metadata, int64_t host_pid) {
-  int64_t origin_ns = std::numeric_limits<int64_t>::max();
-  for (const TraceEvent& e : profile.events) origin_ns = std::min(origin_ns, e.start_ns);
-  for (const CounterTrack& c : profile.counters) {
-    for (const CounterSample& s : c.samples) origin_ns = std::min(origin_ns, s.time_ns);
+int64_t steady_to_epoch_offset_ns() {
+  timespec real{}, steady{};
+  ::clock_gettime(CLOCK_REALTIME, &real);
+  ::clock_gettime(CLOCK_MONOTONIC, &steady);  // std::chrono::steady_clock's clock on Linux
+  return (static_cast<int64_t>(real.tv_sec) - static_cast<int64_t>(steady.tv_sec)) * 1000000000 +
+         (static_cast<int64_t>(real.tv_nsec) - static_cast<int64_t>(steady.tv_nsec));
+}
+
+namespace {
+
+// The host thread that runs the training loop: the one with the ProfilerStep# spans (or, without
+// any, the one with the most events).
+int64_t training_track(const Profile& profile) {
+  std::map<int64_t, int64_t> steps, events;
+  for (const TraceEvent& e : profile.events) {
+    if (e.on_device) continue;
+    ++events[e.track];
+    if (e.kind == EventKind::kStep) ++steps[e.track];
   }
-  if (origin_ns == std::numeric_limits<int64_t>::max()) origin_ns = 0;
+  const auto& counts = steps.empty() ? events : steps;
+  int64_t best = -1, most = -1;
+  for (const auto& [track, n] : counts) {
+    if (n > most) best = track, most = n;
+  }
+  return best;
+}
+
+// PyTorch tools' names for what trainlab records in its own words, as extra events beside the
+// originals (args.trainlab_alias_of says which; trainlab's importer skips them):
+//  - each data_wait phase also as the span PyTorch's DataLoader iterator records
+//    ("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"), which the TensorBoard plugin
+//    and HTA count as DataLoader time;
+//  - on a run without a device, the training thread's top-level operators (data waits left out)
+//    on a "CPU compute lane" shaped like a device stream, so tools that read device activity
+//    (HTA's temporal breakdown: busy vs idle) have the CPU's to read.
+void add_pytorch_aliases(const Profile& profile, const std::vector<TraceEvent>& sorted, const std::vector<int64_t>& ids,
+                         const nlohmann::json& metadata, int64_t host_pid,
+                         const std::function<double(int64_t)>& ts_us, nlohmann::json& events) {
+  const std::string iterator = metadata.is_object() && metadata.value("loader_workers", 0) > 0
+                                   ? "_MultiProcessingDataLoaderIter"
+                                   : "_SingleProcessDataLoaderIter";
+  const std::string data_loader_span = "enumerate(DataLoader)#" + iterator + ".__next__";
+  const int64_t loop_track = training_track(profile);
+  std::vector<std::pair<int64_t, int64_t>> data_waits;
+  bool has_device = false;
+  int64_t next_id = ids.empty() ? 1 : *std::max_element(ids.begin(), ids.end()) + 1;
+  for (const TraceEvent& e : sorted) {
+    has_device |= e.on_device;
+    if (e.kind != EventKind::kPhase || e.name != "data_wait") continue;
+    data_waits.emplace_back(e.start_ns, e.end_ns);
+    // An operator, as the TensorBoard plugin wants it (it ignores user annotations but steps and collectives).
+    events.push_back({{"ph", "X"}, {"cat", "cpu_op"}, {"name", data_loader_span}, {"pid", host_pid},
+                      {"tid", e.track}, {"ts", ts_us(e.start_ns)}, {"dur", to_us(e.end_ns - e.start_ns)},
+                      {"args", {{"External id", next_id++}, {"trainlab_alias_of", "data_wait"}}}});
+  }
+  if (has_device || loop_track < 0) return;
+  std::vector<size_t> ops;  // indices into sorted: by start, parents first
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    const TraceEvent& e = sorted[i];
+    if (e.kind == EventKind::kCpuOp && !e.on_device && e.track == loop_track) ops.push_back(i);
+  }
+  constexpr int64_t kLanePid = 0, kLaneStream = 0;
+  events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", kLanePid}, {"tid", 0},
+                    {"args", {{"name", "CPU compute lane (trainlab: the training thread's top-level ops)"}}}});
+  events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", kLanePid}, {"tid", kLaneStream},
+                    {"args", {{"name", "stream 0 (CPU)"}}}});
+  int64_t covered_until = std::numeric_limits<int64_t>::min();
+  size_t wait = 0;
+  for (const size_t i : ops) {
+    const TraceEvent* op = &sorted[i];
+    if (op->start_ns < covered_until) continue;  // nested in the op before
+    while (wait < data_waits.size() && data_waits[wait].second <= op->start_ns) ++wait;
+    if (wait < data_waits.size() && data_waits[wait].first <= op->start_ns) continue;  // building a batch
+    covered_until = op->end_ns;
+    events.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", op->name}, {"pid", kLanePid}, {"tid", kLaneStream},
+                      {"ts", ts_us(op->start_ns)}, {"dur", to_us(op->end_ns - op->start_ns)},
+                      {"args", {{"device", kLanePid}, {"stream", kLaneStream}, {"External id", ids[i]},
+                                {"trainlab_alias_of", "cpu_op"}}}});
+  }
+}
+
+// Kineto's "External id" for each event of `sorted` (by start, parents first): every host span gets
+// its own; a runtime call takes the id of the innermost operator around it on its thread, and a
+// device event the id of the runtime call that launched it (same correlation), so tools link
+// operators to their kernels. 0: none.
+std::vector<int64_t> external_ids(const std::vector<TraceEvent>& sorted) {
+  std::vector<int64_t> ids(sorted.size(), 0);
+  std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> open_ops;  // track -> (end, id) of enclosing ops
+  std::map<int64_t, int64_t> by_correlation;
+  int64_t next = 1;
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    const TraceEvent& e = sorted[i];
+    if (e.on_device) continue;
+    auto& stack = open_ops[e.track];
+    while (!stack.empty() && stack.back().first <= e.start_ns) stack.pop_back();
+    if (e.kind == EventKind::kRuntime) {
+      ids[i] = stack.empty() ? next++ : stack.back().second;
+      if (e.correlation >= 0) by_correlation[e.correlation] = ids[i];
+      continue;
+    }
+    ids[i] = next++;
+    if (e.kind == EventKind::kCpuOp) stack.emplace_back(e.end_ns, ids[i]);
+  }
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    const TraceEvent& e = sorted[i];
+    if (!e.on_device || e.correlation < 0) continue;
+    const auto it = by_correlation.find(e.correlation);
+    if (it != by_correlation.end()) ids[i] = it->second;
+  }
+  return ids;
+}
+
+// Process and thread names, as Kineto writes them, so viewers label the tracks.
+void add_track_names(const Profile& profile, const nlohmann::json& metadata, int64_t host_pid, nlohmann::json& events) {
+  std::string process = "trainlab";
+  if (metadata.is_object() && metadata.contains("distributedInfo") && metadata["distributedInfo"].is_object()) {
+    const nlohmann::json& info = metadata["distributedInfo"];
+    if (info.value("world_size", 1) > 1) process += " rank " + std::to_string(info.value("rank", 0));
+  }
+  events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", host_pid}, {"tid", 0}, {"args", {{"name", process}}}});
+  events.push_back({{"ph", "M"}, {"name", "process_labels"}, {"pid", host_pid}, {"tid", 0}, {"args", {{"labels", "CPU"}}}});
+  const int64_t loop_track = training_track(profile);
+  std::map<int64_t, bool> host_tracks;
+  std::map<int64_t, bool> devices;
+  for (const TraceEvent& e : profile.events) {
+    if (e.on_device) devices[e.device] = true;
+    else host_tracks[e.track] = true;
+  }
+  for (const auto& [tid, unused] : host_tracks) {
+    const auto named = profile.thread_names.find(tid);
+    const std::string role = tid == loop_track ? "training loop"
+                             : named != profile.thread_names.end() ? named->second
+                                                                    : std::string();
+    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", host_pid}, {"tid", tid},
+                      {"args", {{"name", "thread " + std::to_string(tid) + (role.empty() ? "" : " (" + role + ")")}}}});
+    events.push_back({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", host_pid}, {"tid", tid},
+                      {"args", {{"sort_index", tid == loop_track ? 0 : tid}}}});
+  }
+  for (const auto& [device, unused] : devices) {
+    events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", device}, {"tid", 0},
+                      {"args", {{"name", "GPU " + std::to_string(device)}}}});
+  }
+}
+
+}  // namespace
+
+nlohmann::json to_chrome_trace(const Profile& profile, const nlohmann::json& metadata, int64_t host_pid,
+                               const TraceClock* clock) {
+  // Time zero: the agreed base (every rank of a job on one axis), else the profile's first timestamp.
+  int64_t origin_ns = std::numeric_limits<int64_t>::max();
+  if (clock != nullptr) {
+    origin_ns = clock->base_epoch_ns - clock->steady_to_epoch_ns;
+  } else {
+    for (const TraceEvent& e : profile.events) origin_ns = std::min(origin_ns, e.start_ns);
+    for (const CounterTrack& c : profile.counters) {
+      for (const CounterSample& s : c.samples) origin_ns = std::min(origin_ns, s.time_ns);
+    }
+    if (origin_ns == std::numeric_limits<int64_t>::max()) origin_ns = 0;
+  }
+  const auto ts_us = [origin_ns](int64_t ns) { return to_us(ns - origin_ns); };
 
   nlohmann::json events = nlohmann::json::array();
-  events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", host_pid}, {"tid", 0}, {"args", {{"name", "trainlab host"}}}});
+  add_track_names(profile, metadata, host_pid, events);
   std::vector<TraceEvent> sorted = profile.events;
   // Parents before children at equal start times (longer first), so viewers nest them.
   std::stable_sort(sorted.begin(), sorted.end(), [](const TraceEvent& a, const TraceEvent& b) {
     return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
   });
-  for (const TraceEvent& e : sorted) {
-    nlohmann::json args = e.args;
+  const std::vector<int64_t> ids = external_ids(sorted);
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    const TraceEvent& e = sorted[i];
+    nlohmann::json args = e.args.is_object() ? e.args : nlohmann::json::object();
     if (e.correlation >= 0) args["correlation"] = e.correlation;
+    if (ids[i] > 0) args["External id"] = ids[i];
     args["trainlab_kind"] = to_string(e.kind);
     events.push_back({{"ph", "X"},
                       {"cat", category_of(e)},
                       {"name", e.name},
                       {"pid", e.on_device ? e.device : host_pid},
                       {"tid", e.track},
-                      {"ts", to_us(e.start_ns - origin_ns)},
+                      {"ts", ts_us(e.start_ns)},
                       {"dur", to_us(e.end_ns - e.start_ns)},
                       {"args", args}});
   }
+  add_pytorch_aliases(profile, sorted, ids, metadata, host_pid, ts_us, events);
   for (const CounterTrack& c : profile.counters) {
     for (const CounterSample& s : c.samples) {
       events.push_back({{"ph", "C"}, {"name", c.name}, {"pid", host_pid}, {"tid", 0},
-                        {"ts", to_us(s.time_ns - origin_ns)}, {"args", {{c.unit.empty() ? "value" : c.unit, s.value}}}});
+                        {"ts", ts_us(s.time_ns)}, {"args", {{c.unit.empty() ? "value" : c.unit, s.value}}}});
     }
   }
   nlohmann::json trace = {{"schemaVersion", 1},
@@ -121,14 +280,31 @@ nlohmann::json to_chrome_trace(const Profile& profile, const nlohmann::json& met
                           {"trainlabOriginNs", origin_ns},
                           {"trainlabDropped", profile.dropped},
                           {"trainlabNotes", profile.notes}};
-  // Kineto keeps the rank and world size at the top level; so do we, for trace readers.
+  if (clock != nullptr) trace["baseTimeNanoseconds"] = clock->base_epoch_ns;
+  // Kineto keeps the rank and world size, and the devices, at the top level; so do we, for trace readers.
   if (metadata.is_object() && metadata.contains("distributedInfo")) trace["distributedInfo"] = metadata["distributedInfo"];
+  if (metadata.is_object() && metadata.contains("deviceProperties")) trace["deviceProperties"] = metadata["deviceProperties"];
   return trace;
 }
 
+std::string chrome_trace_text(const nlohmann::json& trace) {
+  // distributedInfo first and spaced as Kineto writes it ("rank": 1): Holistic Trace Analysis finds
+  // a file's rank with the pattern "rank":\s+(\d+) on the raw text.
+  if (!trace.is_object() || !trace.contains("distributedInfo")) return json_text(trace);
+  nlohmann::json rest = trace;
+  const nlohmann::json info = rest["distributedInfo"];
+  rest.erase("distributedInfo");
+  std::string info_text;
+  for (const auto& [key, value] : info.items()) {
+    info_text += (info_text.empty() ? "" : ", ") + json_text(nlohmann::json(key)) + ": " + json_text(value);
+  }
+  const std::string rest_text = json_text(rest);  // "{...}"
+  return "{\"distributedInfo\": {" + info_text + "}" + (rest_text.size() > 2 ? ", " : "") + rest_text.substr(1);
+}
+
 int64_t write_chrome_trace(const std::string& path, const Profile& profile, const nlohmann::json& metadata,
-                           int64_t host_pid) {
-  std::string text = json_text(to_chrome_trace(profile, metadata, host_pid));
+                           int64_t host_pid, const TraceClock* clock) {
+  std::string text = chrome_trace_text(to_chrome_trace(profile, metadata, host_pid, clock));
   if (ends_with(path, ".gz")) text = gzip(text);
   write_file_atomically(path, text);
   return static_cast<int64_t>(text.size());
@@ -567,7 +743,8 @@ class TraceReader {
     const std::string& phase = ph->get_ref<const std::string&>();
     if (phase == "X") return take_complete_event(ev);
     if (phase == "C") take_counter(ev);
-    // "M" (process/thread names), flows ("s", "f"), instants ("i"), ...: nothing to keep.
+    if (phase == "M") take_thread_name(ev);
+    // Other metadata, flows ("s", "f"), instants ("i"), ...: nothing to keep.
     return true;
   }
 
@@ -588,12 +765,16 @@ class TraceReader {
     categories_2021_ += is_2021_category(cat);
     categories_current_ += is_current_category(cat);
     const auto args = ev.find("args");
-    if (args != ev.end() && args->is_object()) e.args = std::move(*args);
+    if (args != ev.end() && args->is_object()) {
+      if (args->contains("trainlab_alias_of")) return true;  // trainlab's copy in PyTorch's words
+      e.args = std::move(*args);
+    }
     EventKind trainlab_kind = EventKind::kAnnotation;
     const auto tk = e.args.is_object() ? e.args.find("trainlab_kind") : e.args.end();
     const bool has_trainlab_kind = e.args.is_object() && tk != e.args.end() && tk->is_string() &&
                                    kind_from_trainlab(tk->get_ref<const std::string&>(), &trainlab_kind);
     e.kind = has_trainlab_kind ? trainlab_kind : kind_from_category(cat_lower, e.name);
+    if (has_trainlab_kind) e.args.erase("External id");  // the writer's, derived from the events themselves
     e.on_device = e.kind == EventKind::kKernel || e.kind == EventKind::kMemcpy || e.kind == EventKind::kMemset ||
                   e.kind == EventKind::kSync || cat_lower == "gpu_user_annotation";
     int64_t dur_ns = 0;
@@ -624,6 +805,15 @@ class TraceReader {
     if (e.kind == EventKind::kStep) ++result_.steps;
     result_.profile.events.push_back(std::move(e));
     return true;
+  }
+
+  void take_thread_name(const json& ev) {
+    if (string_field(ev, "name") != "thread_name") return;
+    const auto args = ev.find("args");
+    const auto tid = ev.find("tid");
+    if (args == ev.end() || !args->is_object() || tid == ev.end()) return;
+    const std::string name = string_field(*args, "name");
+    if (!name.empty()) result_.profile.thread_names[id_of(*tid)] = name;
   }
 
   void take_counter(const json& ev) {

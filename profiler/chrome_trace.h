@@ -18,13 +18,30 @@
 
 namespace trainlab {
 
+// The trace's time axis: timestamps are microseconds after base_epoch_ns (written as Kineto's
+// baseTimeNanoseconds); the profile's steady-clock times become epoch times by adding
+// steady_to_epoch_ns. The ranks of one job agree on base_epoch_ns, so their traces line up.
+struct TraceClock {
+  int64_t base_epoch_ns = 0;
+  int64_t steady_to_epoch_ns = 0;
+};
+// This process's offset from the steady clock to the epoch clock, both read back to back.
+int64_t steady_to_epoch_offset_ns();
+
 // metadata lands under the trace's "trainlab" key (e.g. scenario, window); its "distributedInfo"
-// (rank, world_size, backend) is also copied to the top level, where Kineto keeps it.
-nlohmann::json to_chrome_trace(const Profile& profile, const nlohmann::json& metadata, int64_t host_pid);
+// (rank, world_size, backend) and "deviceProperties" are also copied to the top level, where
+// Kineto keeps them; its "loader_workers" names the DataLoader iterator. Beside trainlab's own
+// events the trace carries process and thread names and, for PyTorch tools, data waits as
+// DataLoader spans and, without a device, a CPU compute lane (see chrome_trace.cpp). Without a
+// clock, time zero is the profile's first timestamp.
+nlohmann::json to_chrome_trace(const Profile& profile, const nlohmann::json& metadata, int64_t host_pid,
+                               const TraceClock* clock = nullptr);
+// The trace as text: compact JSON, with distributedInfo spaced as Kineto writes it ("rank": 1).
+std::string chrome_trace_text(const nlohmann::json& trace);
 
 // Returns the bytes written (compressed size for .gz).
 int64_t write_chrome_trace(const std::string& path, const Profile& profile, const nlohmann::json& metadata,
-                           int64_t host_pid);
+                           int64_t host_pid, const TraceClock* clock = nullptr);
 
 struct TraceImport {
   Profile profile;

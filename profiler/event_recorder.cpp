@@ -2,6 +2,8 @@
 // thread's buffer leaves the list at the next collect()).
 #include "profiler/event_recorder.h"
 
+#include <pthread.h>
+
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -25,6 +27,7 @@ struct OpSpan {
 
 struct ThreadBuffer {
   int64_t thread_id = 0;
+  std::string thread_name;     // as the thread was named when it first recorded (pthread_getname_np)
   uint64_t generation = 0;     // the window this buffer's events belong to
   std::vector<TraceEvent> events;
   std::vector<OpSpan> ops;     // compact op spans; with events, at most max_events_per_thread
@@ -45,6 +48,8 @@ ThreadBuffer& this_thread_buffer() {
   thread_local std::shared_ptr<ThreadBuffer> buffer = [] {
     auto b = std::make_shared<ThreadBuffer>();
     b->thread_id = current_thread_id();
+    char name[64] = {};
+    if (::pthread_getname_np(::pthread_self(), name, sizeof name) == 0) b->thread_name = name;
     std::lock_guard<std::mutex> lock(registry_mutex());
     registry().push_back(b);
     return b;
@@ -182,6 +187,7 @@ void EventRecorder::collect(Profile& profile) {
   for (auto& b : registry()) {
     std::lock_guard<std::mutex> buffer_lock(b->mutex);
     if (b->generation != generation) continue;
+    if (!b->thread_name.empty() && (!b->events.empty() || !b->ops.empty())) profile.thread_names[b->thread_id] = b->thread_name;
     for (TraceEvent& e : b->events) profile.events.push_back(std::move(e));
     b->events.clear();
     b->events.shrink_to_fit();

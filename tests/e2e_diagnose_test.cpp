@@ -121,7 +121,7 @@ TEST(DiagnoseE2E, ProfileEndsWithADiagnosisAndGatesOnFindings) {
   expect_bad_input("diagnose " + run_dir + " --fail-on no_such_rule", "unknown --fail-on 'no_such_rule'");
 }
 
-// A folder of per-rank traces (a 2-rank data-parallel profile's variants/): one diagnosis per rank,
+// A folder of per-rank traces (a 2-rank data-parallel profile's traces/fp32/): one diagnosis per rank,
 // each knowing its rank, and the spread between the ranks.
 TEST(DiagnoseE2E, AFolderOfRankTracesIsDiagnosedPerRank) {
   const std::string results = fresh_results_dir("diagnose_ranks");
@@ -130,7 +130,7 @@ TEST(DiagnoseE2E, AFolderOfRankTracesIsDiagnosedPerRank) {
   ASSERT_EQ(r.exit_status, 0) << r.err;
   const std::string out = ::testing::TempDir() + "/trainlab_diagnose_ranks";
   fs::remove_all(out);
-  const CliResult d = run_trainlab("diagnose " + only_run_dir(results) + "/variants --out " + out);
+  const CliResult d = run_trainlab("diagnose " + only_run_dir(results) + "/traces/fp32 --out " + out);
   ASSERT_EQ(d.exit_status, 0) << d.err;
   const nlohmann::json doc = read_json(out + "/diagnosis.json");
   ASSERT_EQ(doc["diagnoses"].size(), 2u);

@@ -12,8 +12,10 @@
 #include <unistd.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <filesystem>
 #include <regex>
 #include <thread>
@@ -78,19 +80,43 @@ TEST(DistE2E, ProfiledRanksWriteTracesWithRankAndAllReduceSpans) {
   ASSERT_EQ(r.exit_status, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("Data parallel fp32: 2 ranks (gloo, overlap"), std::string::npos) << r.out;
   const std::string run_dir = e2e::only_run_dir(results);
+  // The traces folder holds traces only (HTA reads it whole), one per rank.
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(run_dir + "/traces/fp32")) files.push_back(entry.path().filename().string());
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"rank0.pt.trace.json", "rank1.pt.trace.json"}));
+  std::vector<int64_t> base_ns;
+  std::vector<std::map<std::string, double>> step_start_us(2);
   for (int rank : {0, 1}) {
-    const nlohmann::json trace =
-        nlohmann::json::parse(e2e::slurp(run_dir + "/variants/fp32.rank" + std::to_string(rank) + ".trace.json"));
+    const std::string text = e2e::slurp(run_dir + "/traces/fp32/rank" + std::to_string(rank) + ".pt.trace.json");
+    // HTA finds a file's rank with the pattern "rank":\s+(\d+) on the raw text.
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(text, m, std::regex("\"rank\":\\s+(\\d+)")));
+    EXPECT_EQ(m[1].str(), std::to_string(rank));
+    const nlohmann::json trace = nlohmann::json::parse(text);
     EXPECT_EQ(trace.at("distributedInfo").at("rank").get<int>(), rank);
     EXPECT_EQ(trace.at("distributedInfo").at("world_size").get<int>(), 2);
-    int all_reduces = 0, steps = 0;
+    base_ns.push_back(trace.at("baseTimeNanoseconds").get<int64_t>());
+    int all_reduces = 0, steps = 0, thread_names = 0;
     for (const nlohmann::json& e : trace.at("traceEvents")) {
       const std::string name = e.value("name", "");
       all_reduces += name == "gloo:all_reduce";
-      steps += name.rfind("ProfilerStep#", 0) == 0;
+      thread_names += name == "thread_name";
+      if (name.rfind("ProfilerStep#", 0) == 0) {
+        ++steps;
+        step_start_us[rank][name] = e.at("ts").get<double>();
+      }
     }
     EXPECT_EQ(steps, 3);
     EXPECT_GE(all_reduces, 3 * 2);  // at least two buckets in each of the 3 window steps
+    EXPECT_GE(thread_names, 1);
+  }
+  // One clock: the same time zero, and the same step starts on both ranks within the time one rank
+  // can run ahead of the other (it waits on the all-reduce of each step).
+  EXPECT_EQ(base_ns[0], base_ns[1]);
+  ASSERT_EQ(step_start_us[0].size(), step_start_us[1].size());
+  for (const auto& [step, start_us] : step_start_us[0]) {
+    EXPECT_NEAR(start_us, step_start_us[1].at(step), 100000.0) << step;  // within 0.1 s (not the 0.5 s of two process starts)
   }
 }
 
@@ -194,5 +220,41 @@ TEST(DistE2E, ImpossibleSplitsAndMalformedVariablesAreBadInput) {
   EXPECT_NE(e2e::slurp(results + "/err.txt").find("RANK='5'"), std::string::npos) << e2e::slurp(results + "/err.txt");
 }
 
+#ifdef TRAINLAB_TORCH_PYTHON
+// torchrun starts one trainlab per rank: the launch writes one merged run (as --nproc does), both
+// ranks' traces in it; rank 0 prints, rank 1 stays quiet.
+TEST(DistE2E, TorchrunRanksWriteOneMergedRunAndOnlyRankZeroPrints) {
+  const fs::path torchrun = fs::path(TRAINLAB_TORCH_PYTHON).parent_path() / "torchrun";
+  if (!fs::exists(torchrun)) GTEST_SKIP() << "no torchrun beside " << TRAINLAB_TORCH_PYTHON;
+  const std::string results = e2e::fresh_results_dir("torchrun");
+  const std::string out = e2e::run_command(torchrun.string() + " --standalone --nproc_per_node 2 --no-python " +
+                                           TRAINLAB_BINARY + " profile " + kSmallMlp +
+                                           " --steps 6 --window 1:3 --trace-format json --results " + results +
+                                           " 2>&1; echo \"exit status $?\"");
+  ASSERT_NE(out.find("exit status 0"), std::string::npos) << out;
+  const std::string run_dir = e2e::only_run_dir(results);
+  ASSERT_FALSE(run_dir.empty()) << "expected exactly one run folder in " << results << "\n" << out;
+  EXPECT_FALSE(fs::exists(results + "/.launches") && !fs::is_empty(results + "/.launches"));  // the pointer went
+  const VariantRecord merged = read_run_record(run_dir).variants.at(0);
+  EXPECT_EQ(merged.world_size, 2);
+  ASSERT_EQ(merged.distributed.ranks.size(), 2u);
+  EXPECT_TRUE(merged.distributed.ranks[0].ok);
+  EXPECT_TRUE(merged.distributed.ranks[1].ok);
+  EXPECT_EQ(read_variant_record(run_dir + "/variants/fp32.rank1.json").rank, 1);
+  for (int rank : {0, 1}) {
+    EXPECT_TRUE(fs::exists(run_dir + "/traces/fp32/rank" + std::to_string(rank) + ".pt.trace.json")) << rank;
+  }
+  const auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = out.find(what); at != std::string::npos; at = out.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("samples/s  step p50 ms"), 1u) << out;  // one variant table
+  EXPECT_EQ(count("Run record: "), 1u) << out;
+  EXPECT_EQ(count("results in "), 1u) << out;             // one banner
+}
+#endif
+
 }  // namespace
 }  // namespace trainlab
+

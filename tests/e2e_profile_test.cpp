@@ -33,7 +33,8 @@ TEST(ProfileE2E, TraceParsesBackWithOneStepSpanPerWindowStepAndNestedSpans) {
   EXPECT_EQ(v.profile.window_steps, 6);
   EXPECT_GT(v.profile.trace_bytes, 0);
   EXPECT_EQ(v.profile.dropped.at("events"), 0);
-  const std::string trace_path = run_dir + "/variants/" + v.profile.trace;
+  EXPECT_EQ(v.profile.trace.rfind("traces/fp32/rank0.pt.trace.json", 0), 0u) << v.profile.trace;  // traces only, PyTorch's names
+  const std::string trace_path = trace_path_in_run(run_dir, v);
 
   const Profile profile = read_chrome_trace(trace_path);
   std::vector<const TraceEvent*> steps;
@@ -107,7 +108,7 @@ TEST(ProfileE2E, GzippedTraceReadsBackAndBadWindowIsBadInput) {
   const VariantRecord& v = run.variants[0];
   const std::string trace = v.profile.trace;
   EXPECT_EQ(trace.substr(trace.size() - 3), ".gz");
-  const Profile profile = read_chrome_trace(e2e::only_run_dir(results) + "/variants/" + trace);
+  const Profile profile = read_chrome_trace(trace_path_in_run(e2e::only_run_dir(results), v));
   EXPECT_EQ(std::count_if(profile.events.begin(), profile.events.end(),
                           [](const TraceEvent& e) { return e.kind == EventKind::kStep; }),
             v.profile.window_steps);

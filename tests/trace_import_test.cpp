@@ -468,6 +468,149 @@ TEST(TraceImportFixtures, WriterRoundTripKeepsEveryKind) {
   EXPECT_EQ(trace.metadata.at("distributedInfo").at("world_size"), 2);
 }
 
+// A CPU window as the training child records it: two steps on the loop's thread (4242), each a
+// data wait (with a batch-building op inside), an op with a child op, and a loader worker's op.
+Profile cpu_window() {
+  Profile p;
+  const auto add = [&](EventKind kind, const std::string& name, int64_t start_ns, int64_t end_ns, int64_t track) {
+    TraceEvent e;
+    e.kind = kind;
+    e.name = name;
+    e.start_ns = start_ns;
+    e.end_ns = end_ns;
+    e.track = track;
+    p.events.push_back(e);
+  };
+  for (int step = 0; step < 2; ++step) {
+    const int64_t t = 1'000'000'000 + step * 10'000'000;
+    add(EventKind::kStep, "ProfilerStep#" + std::to_string(7 + step), t, t + 10'000'000, 4242);
+    add(EventKind::kPhase, "data_wait", t, t + 2'000'000, 4242);
+    add(EventKind::kCpuOp, "aten::cat", t + 500'000, t + 1'000'000, 4242);           // building the batch
+    add(EventKind::kPhase, "forward", t + 2'000'000, t + 9'000'000, 4242);
+    add(EventKind::kCpuOp, "aten::linear", t + 3'000'000, t + 8'000'000, 4242);
+    add(EventKind::kCpuOp, "aten::addmm", t + 3'500'000, t + 7'000'000, 4242);       // nested in linear
+    add(EventKind::kCpuOp, "aten::decode", t + 1'000'000, t + 6'000'000, 4343);      // a loader worker
+  }
+  p.thread_names[4242] = "trainlab-train";
+  p.thread_names[4343] = "loader worker 0";
+  return p;
+}
+
+TEST(TraceWriterForPyTorchTools, DataWaitsAreAlsoDataLoaderOperatorsAndTheImportSkipsThem) {
+  const Profile profile = cpu_window();
+  const json trace = to_chrome_trace(profile, {{"loader_workers", 2}}, 4242);
+  std::vector<std::pair<double, double>> data_waits, data_loader;
+  for (const json& e : trace.at("traceEvents")) {
+    if (e.value("ph", "") != "X") continue;
+    if (e.value("name", "") == "data_wait") data_waits.emplace_back(e.at("ts"), e.at("dur"));
+    if (e.value("name", "") == "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__") {
+      EXPECT_EQ(e.at("cat"), "cpu_op");  // the TensorBoard plugin reads DataLoader time from operators only
+      EXPECT_EQ(e.at("tid"), 4242);
+      data_loader.emplace_back(e.at("ts"), e.at("dur"));
+    }
+  }
+  EXPECT_EQ(data_waits.size(), 2u);
+  EXPECT_EQ(data_loader, data_waits);  // the same intervals, in PyTorch's words
+  const std::string path = temp_dir("aliases") + "/rank0.pt.trace.json";
+  write_chrome_trace(path, profile, {{"loader_workers", 0}}, 4242);
+  EXPECT_NE(read_bytes(path).find("_SingleProcessDataLoaderIter.__next__"), std::string::npos);
+  const TraceImport back = import_trace(path);
+  EXPECT_EQ(back.profile.events.size(), profile.events.size());  // the aliases and the CPU lane are not read back
+  EXPECT_EQ(back.profile.thread_names.at(4343), "thread 4343 (loader worker 0)");
+  EXPECT_EQ(back.profile.thread_names.at(4242), "thread 4242 (training loop)");
+}
+
+TEST(TraceWriterForPyTorchTools, ACpuRunHasAComputeLaneOfTheLoopsTopLevelOpsOutsideDataWaits) {
+  const json trace = to_chrome_trace(cpu_window(), json::object(), 4242);
+  std::vector<std::string> lane;
+  std::vector<int64_t> lane_ids, linear_ids;
+  for (const json& e : trace.at("traceEvents")) {
+    if (e.value("ph", "") != "X") continue;
+    if (e.at("pid") == 4242 && e.value("name", "") == "aten::linear") linear_ids.push_back(e.at("args").at("External id"));
+    if (e.value("cat", "") != "kernel") continue;
+    lane.push_back(e.at("name"));
+    lane_ids.push_back(e.at("args").at("External id"));  // the op it stands for
+    EXPECT_EQ(e.at("pid"), 0);
+    EXPECT_EQ(e.at("args").at("stream"), 0);  // HTA counts events with a stream as device activity
+  }
+  // linear only: addmm is nested in it, cat builds the batch inside a data wait, decode is a worker's.
+  EXPECT_EQ(lane, (std::vector<std::string>{"aten::linear", "aten::linear"}));
+  EXPECT_EQ(lane_ids, linear_ids);
+
+  Profile with_device = cpu_window();
+  TraceEvent kernel;
+  kernel.kind = EventKind::kKernel;
+  kernel.name = "gemm";
+  kernel.on_device = true;
+  kernel.start_ns = 1'000'004'000;
+  kernel.end_ns = 1'000'005'000;
+  with_device.events.push_back(kernel);
+  int kernels = 0;
+  const json device_trace = to_chrome_trace(with_device, json::object(), 4242);
+  for (const json& e : device_trace.at("traceEvents")) {
+    kernels += e.value("cat", "") == "kernel";
+  }
+  EXPECT_EQ(kernels, 1);  // a device of its own: no CPU lane
+}
+
+TEST(TraceWriterForPyTorchTools, KernelsCarryTheExternalIdOfTheOpThatLaunchedThem) {
+  Profile p;
+  const auto add = [&](EventKind kind, const char* name, int64_t start_ns, int64_t end_ns, bool device, int64_t correlation) {
+    TraceEvent e;
+    e.kind = kind;
+    e.name = name;
+    e.start_ns = start_ns;
+    e.end_ns = end_ns;
+    e.on_device = device;
+    e.track = device ? 7 : 11;
+    e.correlation = correlation;
+    p.events.push_back(e);
+  };
+  add(EventKind::kCpuOp, "aten::mm", 100, 900, false, -1);
+  add(EventKind::kRuntime, "cudaLaunchKernel", 200, 300, false, 55);
+  add(EventKind::kKernel, "gemm", 400, 1200, true, 55);
+  std::map<std::string, int64_t> ids;
+  const json trace = to_chrome_trace(p, json::object(), 11);
+  for (const json& e : trace.at("traceEvents")) {
+    if (e.value("ph", "") == "X") ids[e.at("name")] = e.at("args").at("External id");
+  }
+  EXPECT_GT(ids.at("aten::mm"), 0);
+  EXPECT_EQ(ids.at("cudaLaunchKernel"), ids.at("aten::mm"));
+  EXPECT_EQ(ids.at("gemm"), ids.at("aten::mm"));
+}
+
+TEST(TraceWriterForPyTorchTools, RanksShareTheAgreedTimeZeroAndHtaCanReadTheRank) {
+  const Profile profile = cpu_window();
+  // Two ranks whose steady clocks differ from the epoch by different offsets (two machines) and
+  // that agreed on one base: the same epoch instant lands on the same ts.
+  const TraceClock rank0{1'700'000'000'000'000'000, 1'699'999'999'000'000'000};
+  const TraceClock rank1{1'700'000'000'000'000'000, 1'699'999'999'500'000'000};
+  const json t0 = to_chrome_trace(profile, json::object(), 1, &rank0);
+  EXPECT_EQ(t0.at("baseTimeNanoseconds"), rank0.base_epoch_ns);
+  double first_ts = -1;
+  for (const json& e : t0.at("traceEvents")) {
+    if (e.value("name", "") == "ProfilerStep#7") first_ts = e.at("ts");
+  }
+  // steady 1.0 s + offset = epoch base + 0.0 s for rank 0.
+  EXPECT_DOUBLE_EQ(first_ts, 0.0);
+  Profile shifted = profile;  // rank 1's steady clock reads 0.5 s less for the same instant
+  for (TraceEvent& e : shifted.events) e.start_ns -= 500'000'000, e.end_ns -= 500'000'000;
+  const json t1 = to_chrome_trace(shifted, json::object(), 1, &rank1);
+  for (const json& e : t1.at("traceEvents")) {
+    if (e.value("name", "") == "ProfilerStep#7") EXPECT_DOUBLE_EQ(e.at("ts").get<double>(), first_ts);
+  }
+  const std::string text = chrome_trace_text(
+      to_chrome_trace(profile, {{"distributedInfo", {{"rank", 3}, {"world_size", 4}}}}, 1, &rank0));
+  EXPECT_EQ(text.rfind("{\"distributedInfo\": {", 0), 0u) << text.substr(0, 80);
+  EXPECT_NE(text.find("\"rank\": 3"), std::string::npos);  // HTA's pattern: "rank":\s+(\d+)
+  EXPECT_EQ(json::parse(text).at("distributedInfo").at("world_size"), 4);
+  // The importer takes trainlab's own time base back.
+  const std::string path = temp_dir("clock") + "/rank0.pt.trace.json";
+  write_chrome_trace(path, profile, json::object(), 1, &rank0);
+  const TraceImport back = import_trace(path);
+  EXPECT_EQ(back.profile.events.front().start_ns, profile.events.front().start_ns);
+}
+
 TEST(TraceImportFixtures, GzipIsToldByMagicBytesNotByName) {
   const std::string dir = temp_dir("magic");
   const std::string text =

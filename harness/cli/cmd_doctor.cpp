@@ -28,6 +28,7 @@ Subcommand add_doctor_command(CLI::App& app) {
   cmd->add_option("--max-changes", o->max_changes, "the top findings whose changes are tried (1 to 8; default 3)");
   cmd->add_option("--ab", o->ab)->group("");  // refused: doctor makes its own A/B runs
   doctor.run = [o, cmd] {
+    refuse_under_launcher("doctor");
     for (const char* own : {"profile", "window"}) {
       if (o->variant.was_given(own)) throw InputError(std::string("doctor chooses --") + own + " itself");
     }

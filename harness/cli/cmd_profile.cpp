@@ -26,7 +26,7 @@ Subcommand add_profile_command(CLI::App& app) {
     LabOptions lab = build_lab_options(o->variant, &o->thresholds);
     const LabOutcome outcome = run_single_variant(lab, std::cerr);
     const int status = report_run(outcome);
-    if (status != kExitOk) return status;
+    if (status != kExitOk || outcome.quiet) return status;
     DiagnoseOptions options;
     options.thresholds = lab.thresholds;
     options.fail_on = o->fail_on;

@@ -37,7 +37,7 @@ Subcommand add_run_command(CLI::App& app) {
     for (std::string item; std::getline(items, item, ',');) changes.push_back(split_setting(item, "--ab"));
     const LabOutcome outcome = run_ab(lab, changes, std::cerr);
     const int status = report_run(outcome);
-    if (status == kExitBadInput) return status;
+    if (status == kExitBadInput || outcome.quiet) return status;
     const CompareOptions options;
     std::cout << "\n" << render_compare_table(compare_ab(outcome.record, options), options);
     return status;

@@ -51,6 +51,7 @@ Subcommand add_sweep_command(CLI::App& app) {
       throw InputError("invalid --tolerance-pct (must be 0 to under 100)");
     }
     options.tolerance_pct = o->tolerance_pct;
+    refuse_under_launcher("sweep");
     options.lab = build_lab_options(o->variant, &o->thresholds);
     const VariantSpec& base = options.lab.base;
     if (!base.model.empty() && base.data.empty()) {

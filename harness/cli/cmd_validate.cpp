@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/variant_options.h"
 #include "harness/runner/validate.h"
 
 namespace trainlab {
@@ -26,6 +27,7 @@ Subcommand add_validate_command(CLI::App& app) {
   cmd->add_flag("--ci", o->validate.ci_subset, "only the fast subset marked ci");
   cmd->add_option("--results", o->validate.results_dir, "results folder (default ./results)");
   validate.run = [o] {
+    refuse_under_launcher("validate");
     std::stringstream names(o->only);
     for (std::string name; std::getline(names, name, ',');) {
       if (!name.empty()) o->validate.only.push_back(name);

@@ -18,7 +18,18 @@ const VariantRecord* bad_input_variant(const RunRecord& record) {
   return nullptr;
 }
 
+// The command's exit status for a run's variants: 2 for bad input, 1 when one failed (the lab's
+// compiled variant may be unavailable: its reading says so and the other variants stand).
+int run_status(const LabOutcome& outcome) {
+  if (bad_input_variant(outcome.record) != nullptr) return kExitBadInput;
+  for (const VariantRecord& v : outcome.record.variants) {
+    if (!v.ok() && !(outcome.record.kind == "baseline" && v.error_kind == "unavailable")) return kExitGateFailed;
+  }
+  return kExitOk;
+}
+
 int report_run(const LabOutcome& outcome) {
+  if (outcome.quiet) return run_status(outcome);  // a launch's peer rank: rank 0 reports the run
   if (const VariantRecord* bad = bad_input_variant(outcome.record)) {
     std::cerr << "trainlab: error: " << bad->error << "\n";
     return kExitBadInput;
@@ -67,9 +78,13 @@ int report_run(const LabOutcome& outcome) {
   for (const VariantRecord& v : outcome.record.variants) {
     const ProfileWindow& p = v.profile;
     if (p.empty()) continue;
-    std::cout << "\nProfile " << v.spec.name() << ": " << p.events << " events in steps " << p.window_start << ".."
-              << p.window_start + p.window_steps - 1 << " of the measured ones, trace " << outcome.run_dir
-              << "/variants/" << p.trace << " (" << p.trace_bytes_per_step / 1024 << " KiB per step)";
+    // Steps are numbered as the trace's ProfilerStep#N and the report number them: from 0, warm-up included.
+    const int64_t first_step = v.spec.warmup_steps + p.window_start;
+    std::cout << "\nProfile " << v.spec.name() << ": " << p.events << " events in steps " << first_step << ".."
+              << first_step + p.window_steps - 1 << " (ProfilerStep#" << first_step << "..#"
+              << first_step + p.window_steps - 1 << "; steps count from 0, the " << v.spec.warmup_steps
+              << " warm-up steps included), trace " << trace_path_in_run(outcome.run_dir, v) << " ("
+              << p.trace_bytes_per_step / 1024 << " KiB per step)";
     if (p.window_overhead_pct) {
       std::cout << ", window steps " << std::showpos << std::fixed << std::setprecision(1) << *p.window_overhead_pct
                 << std::noshowpos << " % vs outside";
@@ -84,14 +99,15 @@ int report_run(const LabOutcome& outcome) {
     }
     std::cout << "; " << fmt("%.0f", p.record_cost_ns) << " ns of it writing the buffer\n";
     for (const std::string& note : p.notes) std::cout << "  " << note << "\n";
+    const std::string trace = trace_path_in_run(outcome.run_dir, v);
+    const std::string folder = trace.substr(0, trace.find_last_of('/'));
+    std::cout << "  open it in Perfetto (ui.perfetto.dev) or chrome://tracing; the ranks' folder in Holistic Trace "
+                 "Analysis (TraceAnalysis(trace_dir=\""
+              << folder << "\")) or TensorBoard (tensorboard --logdir " << folder.substr(0, folder.find_last_of('/'))
+              << ", with torch-tb-profiler)\n";
   }
   std::cout << "\nRun record: " << outcome.run_dir << "/run.json\n";
-  for (const VariantRecord& v : outcome.record.variants) {
-    // The lab's compiled variant may be unavailable (no Python side): its reading says so and the
-    // other variants stand. Any other failure: results are kept, the status says so.
-    if (!v.ok() && !(outcome.record.kind == "baseline" && v.error_kind == "unavailable")) return kExitGateFailed;
-  }
-  return kExitOk;
+  return run_status(outcome);
 }
 
 int report_diagnosis(const DiagnoseOutcome& outcome) {

@@ -13,10 +13,11 @@
 int main(int argc, char** argv) {
   CLI::App app{"trainlab-train: the training child of trainlab (started by trainlab, not by hand)"};
   app.require_subcommand(1);
-  std::string spec_path, record_path;
+  std::string spec_path, record_path, trace_path;
   CLI::App* variant = app.add_subcommand("__variant", "run one variant from a spec file, write its record");
   variant->add_option("--spec", spec_path)->required();
   variant->add_option("--out", record_path)->required();
+  variant->add_option("--trace", trace_path);
   std::string probe_out, probe_device = "auto";
   int probe_threads = 0;
   CLI::App* probe = app.add_subcommand("__bf16-probe", "the lab's bf16 pre-flight");
@@ -33,7 +34,7 @@ int main(int argc, char** argv) {
     const int status = app.exit(e);
     return status == 0 ? 0 : trainlab::kExitBadInput;
   }
-  if (variant->parsed()) return trainlab::variant_child_main(spec_path, record_path);
+  if (variant->parsed()) return trainlab::variant_child_main(spec_path, record_path, trace_path);
   if (package->parsed()) return trainlab::prepare_package_child_main(package_model, package_precision);
   return trainlab::precision_probe_child_main(probe_out, probe_device, probe_threads);
 }

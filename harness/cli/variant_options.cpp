@@ -12,6 +12,7 @@
 #include "core/run_options.h"
 #include "harness/dist/dist_env.h"
 #include "harness/runner/cuda_check.h"
+#include "harness/runner/launch_group.h"
 
 namespace trainlab {
 
@@ -142,6 +143,14 @@ Thresholds load_thresholds(const std::string& path) {
   }
 }
 
+void refuse_under_launcher(const std::string& command) {
+  const DistEnv launched = dist_env_from_environment();
+  if (!launched.distributed()) return;
+  throw InputError("`trainlab " + command + "` does not run under a launcher (WORLD_SIZE=" +
+                   std::to_string(launched.world_size) + "): run it once, with --nproc " +
+                   std::to_string(launched.world_size) + " for data parallel variants; run, profile and baseline merge a launch's ranks");
+}
+
 LabOptions build_lab_options(const VariantOptions& o, Thresholds* thresholds_storage) {
   LabOptions lab;
   lab.base = build_spec(o);
@@ -162,6 +171,11 @@ LabOptions build_lab_options(const VariantOptions& o, Thresholds* thresholds_sto
   // before a results folder or a child exists.
   const DistEnv launched = dist_env_from_environment();
   if (launched.distributed()) check_master_addr(launched.master_addr, std::min(lab.base.dist_timeout_s, 10.0));
+  lab.launch = launcher_rank_from_environment();  // its ranks write one merged run (launch_group.h)
+  if (lab.launch && lab.base.nproc > 1) {
+    throw InputError("--nproc " + std::to_string(lab.base.nproc) + " under a launcher that already started " +
+                     std::to_string(lab.launch->world_size) + " ranks (WORLD_SIZE): use one or the other");
+  }
   ensure_writable_dir(lab.results_dir);
   return lab;
 }

@@ -54,6 +54,10 @@ VariantSpec build_spec(const VariantOptions& o);
 // A thresholds file laid over the defaults; InputError naming the file when it is malformed.
 Thresholds load_thresholds(const std::string& path);
 
+// Commands whose ranks cannot merge under an outside launcher (they decide what to run as they go):
+// InputError naming --nproc when WORLD_SIZE says this process is one rank of several.
+void refuse_under_launcher(const std::string& command);
+
 // The lab's options (spec, results folder, timeout, repetitions, thresholds kept in *thresholds_storage).
 LabOptions build_lab_options(const VariantOptions& o, Thresholds* thresholds_storage);
 

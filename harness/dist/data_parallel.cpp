@@ -412,6 +412,20 @@ void DataParallel::barrier() {
   if (!work->wait(state_->timeout)) throw std::runtime_error("barrier timed out on " + state_->who());
 }
 
+int64_t DataParallel::agree_clock_base_epoch_ns(int64_t own_start_epoch_ns) {
+  State& s = *state_;
+  const std::string prefix = "trainlab/clock_start_epoch_ns/";
+  const std::string mine = std::to_string(own_start_epoch_ns);
+  s.store->set(prefix + std::to_string(s.env.rank), std::vector<uint8_t>(mine.begin(), mine.end()));
+  int64_t earliest = own_start_epoch_ns;
+  for (int rank = 0; rank < s.env.world_size; ++rank) {
+    const std::vector<uint8_t> value = s.store->get(prefix + std::to_string(rank));  // waits for that rank
+    earliest = std::min(earliest, static_cast<int64_t>(std::stoll(std::string(value.begin(), value.end()))));
+  }
+  constexpr int64_t kNsPerS = 1000000000;
+  return earliest - earliest % kNsPerS;
+}
+
 DistributedRun DataParallel::describe() const {
   DistributedRun group;
   for (const at::Tensor& p : state_->params) group.gradient_bytes += p.numel() * p.element_size();

@@ -51,6 +51,9 @@ class DataParallel {
   bool comm_resolved_later() const;
   std::vector<int64_t> resolve_comm_ns();
   void barrier();
+  // The job's time zero for traces: every rank offers its own start (epoch ns) through the store
+  // and all take the earliest, rounded down to a whole second, so the ranks' traces share one axis.
+  int64_t agree_clock_base_epoch_ns(int64_t own_start_epoch_ns);
   // The process group: backend, world size, rank, mode, bucket cap, buckets, gradient bytes.
   DistributedRun describe() const;
 

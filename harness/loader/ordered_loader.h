@@ -8,6 +8,10 @@
 // over the batch type).
 #pragma once
 
+#include <pthread.h>
+
+#include <string>
+
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -111,7 +115,12 @@ class OrderedLoader {
     stopping_ = false;
     share_one_malloc_arena();  // the workers allocate as the main thread does (malloc_arena.h)
     for (int w = 0; w < options_.workers; ++w) {
-      threads_.emplace_back([this, w, first] { worker_loop(w, first); });
+      threads_.emplace_back([this, w, first] {
+        // Named for traces and top(1): "loader worker 3" is at most 15 characters, the kernel's limit.
+        const std::string name = "loader worker " + std::to_string(w);
+        ::pthread_setname_np(::pthread_self(), name.substr(0, 15).c_str());
+        worker_loop(w, first);
+      });
     }
     std::lock_guard<std::mutex> lock(mutex_);
     counters_.worker_starts += options_.workers;

@@ -73,7 +73,8 @@ std::vector<std::pair<double, double>> step_marks_of(const Summary& s, const Var
 }
 
 void write_outputs(DiagnoseOutcome& outcome, const std::string& input, const nlohmann::json& environment,
-                   const std::vector<const Profile*>& profiles, const VariantRecord* first_record = nullptr) {
+                   const std::vector<const Profile*>& profiles, const VariantRecord* first_record,
+                   const std::vector<std::string>& traces) {
   ensure_writable_dir(outcome.out_dir);
   write_file_atomically(outcome.out_dir + "/diagnosis.json",
                         json_text(diagnosis_document(outcome.diagnoses, input, utc_now("%Y-%m-%dT%H:%M:%SZ"),
@@ -93,6 +94,7 @@ void write_outputs(DiagnoseOutcome& outcome, const std::string& input, const nlo
   report.timelines = timelines_of(profiles.empty() ? nullptr : profiles.front());
   report.step_marks = step_marks_of(main.summary, first_record);
   report.environment = environment;
+  report.traces = traces;
   if (outcome.diagnoses.size() > 1 && main.summary.source == "kineto") {
     for (const Diagnosis& d : outcome.diagnoses) report.ranks.push_back({d.summary.label, d.summary});
   }
@@ -119,10 +121,12 @@ DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir
   std::vector<Profile> profiles;
   profiles.reserve(record.variants.size());
   std::vector<const Profile*> profile_ptrs;
+  std::vector<std::string> traces;  // as the report (in the run folder) links them
   for (const VariantRecord& v : record.variants) {
     const Profile* profile = nullptr;
     if (!v.profile.trace.empty()) {
-      const std::string trace = run_dir + "/variants/" + v.profile.trace;
+      const std::string trace = trace_path_in_run(run_dir, v);
+      traces.push_back(trace.substr(run_dir.size() + 1));
       std::error_code ec;
       if (fs::exists(trace, ec)) {
         profiles.push_back(import_trace(trace).profile);
@@ -137,7 +141,7 @@ DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir
   outcome.gate_reasons = gate_reasons(outcome.diagnoses, options.fail_on);
   outcome.gate_failed = !outcome.gate_reasons.empty();
   write_outputs(outcome, run_dir, environment_of(record.environment, record.variants.front()), profile_ptrs,
-                &record.variants.front());
+                &record.variants.front(), options.out_dir.empty() ? traces : std::vector<std::string>{});
   return outcome;
 }
 
@@ -155,7 +159,7 @@ DiagnoseOutcome diagnose_path(const std::string& path, const DiagnoseOptions& op
   }
   std::vector<fs::path> traces;
   if (is_folder) {
-    // Per-rank traces: PyTorch's handler writes *.pt.trace.json[.gz], trainlab *.rankK.trace.json.gz;
+    // Per-rank traces: PyTorch's handler and trainlab write *.pt.trace.json[.gz] (older trainlab runs *.rankK.trace.json.gz);
     // other JSON files beside them (records, specs) are left alone when such names exist.
     std::vector<fs::path> json_files;
     // Entries that cannot be followed (a symlink loop, a dangling link) are skipped.
@@ -204,10 +208,12 @@ DiagnoseOutcome diagnose_path(const std::string& path, const DiagnoseOptions& op
   }
   std::vector<const Profile*> profiles;
   for (const TraceImport& t : imports) profiles.push_back(&t.profile);
+  std::vector<std::string> trace_names;
+  for (const fs::path& trace : traces) trace_names.push_back(fs::absolute(trace, ec).string());
   write_outputs(
       outcome, path,
       nlohmann::json::object({{"input", path}, {"device", outcome.diagnoses.front().summary.device}}),
-      profiles);
+      profiles, nullptr, trace_names);
   return outcome;
 }
 

@@ -68,14 +68,35 @@ void report_progress(std::ostream& progress, size_t k, size_t n, const VariantRe
   progress << fmt(", %.1f s", wall_s) << std::endl;
 }
 
-// A run's record and folder, before any variant ran.
+// A run's record and folder, before any variant ran. Under a launcher rank 0 makes the folder and
+// names it to its peers, which wait for it (as long as a rendezvous would).
 LabOutcome start_run(const LabOptions& options, const std::string& kind) {
   LabOutcome outcome;
   outcome.record.kind = kind;
   outcome.record.scenario = options.base.scenario;
   outcome.record.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  if (options.launch && options.launch->rank != 0) {
+    outcome.run_dir = wait_for_run_dir(*options.launch, options.results_dir, options.base.dist_timeout_s);
+    outcome.record.run_id = fs::path(outcome.run_dir).filename().string();
+    outcome.quiet = true;
+    return outcome;
+  }
   outcome.run_dir = make_run_dir(options.results_dir, options.base.scenario, kind, &outcome.record.run_id);
+  if (options.launch) publish_run_dir(*options.launch, options.results_dir, outcome.run_dir);
   return outcome;
+}
+
+// The run's record in its folder (rank 0's job under a launcher); the launch's pointer goes.
+void finish_run(const LabOptions& options, const LabOutcome& outcome) {
+  if (outcome.quiet) return;
+  write_run_record((fs::path(outcome.run_dir) / "run.json").string(), outcome.record);
+  if (options.launch) withdraw_run_dir(*options.launch, options.results_dir);
+}
+
+// Where a quiet rank's progress goes: nowhere.
+std::ostream& null_stream() {
+  static std::ostream sink(nullptr);
+  return sink;
 }
 
 // The variants a run planned but has not run yet (the rest of round `rep` after index `next`, and
@@ -100,6 +121,7 @@ std::vector<VariantRecord> not_run_variants(const std::vector<VariantSpec>& spec
 // run.json as it stands after each variant: what finished and what has not run yet, so a lab that
 // is killed (even by SIGKILL) leaves a record history, compare and diagnose read.
 void write_progress_record(const LabOutcome& outcome, std::vector<VariantRecord> pending) {
+  if (outcome.quiet) return;
   RunRecord record = outcome.record;
   for (VariantRecord& v : pending) record.variants.push_back(std::move(v));
   for (const VariantRecord& v : record.variants) {
@@ -116,8 +138,9 @@ void write_progress_record(const LabOutcome& outcome, std::vector<VariantRecord>
 // and the next round (as long as the longest so far) fits in options.rounds_budget_s.
 // labels: one per spec ("A", "B") or empty; a label also names the variant's files.
 LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& specs, const LabOptions& options,
-                           std::ostream& progress, const std::vector<std::string>& labels = {},
+                           std::ostream& shown_progress, const std::vector<std::string>& labels = {},
                            const std::function<bool(const RunRecord&)>& undecided = nullptr) {
+  std::ostream& progress = outcome.quiet ? null_stream() : shown_progress;
   RunRecord& record = outcome.record;
   const std::string& kind = record.kind;
   const size_t repeat = static_cast<size_t>(std::max(1, options.repeat));
@@ -160,6 +183,7 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
       run_options.run_dir = outcome.run_dir;
       run_options.timeout_s = options.variant_timeout_s;
       run_options.memory_limit_bytes = options.memory_limit_bytes;
+      run_options.launch = options.launch ? &*options.launch : nullptr;
       const std::string stem = labels.empty() ? specs[i].name() : labels[i];
       if (max_rounds > 1 || !labels.empty()) run_options.file_stem = stem + ".rep" + std::to_string(rep + 1);
       record.variants.push_back(run_variant_isolated(specs[i], run_options));
@@ -297,7 +321,9 @@ std::vector<VariantSpec> baseline_variants(const LabOptions& options) {
 LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress) {
   std::vector<VariantSpec> specs = baseline_variants(options);
   LabOutcome outcome = start_run(options, "baseline");
-  std::optional<Bf16Probe> probe = probe_bf16(options, outcome, progress);
+  // Under a launcher every rank must run the same variants: no probe decides, no extra rounds.
+  std::optional<Bf16Probe> probe;
+  if (!options.launch) probe = probe_bf16(options, outcome, progress);
   if (probe && options.run_emulated_bf16) probe->bf16_left_out = false;
   if (probe && probe->bf16_left_out) {  // fp32 and fp32+compiled: what compiling does for the model that runs
     specs.erase(specs.begin() + 1);
@@ -310,7 +336,7 @@ LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress) {
   };
   // Another round only helps a gain whose interval holds its line; a failed variant ends the rounds
   // (one that could not be built is simply not part of them).
-  auto undecided = [&](const RunRecord& record) {
+  std::function<bool(const RunRecord&)> undecided = [&](const RunRecord& record) {
     for (const VariantRecord& v : record.variants) {
       if (!v.ok() && v.error_kind != "unavailable") return false;
     }
@@ -320,16 +346,17 @@ LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress) {
     }
     return false;
   };
-  outcome = run_variants_in(std::move(outcome), specs, options, progress, {}, undecided);
+  outcome = run_variants_in(std::move(outcome), specs, options, progress, {},
+                            options.launch ? nullptr : undecided);
   const LabReading reading = read_lab(outcome.record);
   outcome.record.reading = reading.lines;
-  write_run_record((fs::path(outcome.run_dir) / "run.json").string(), outcome.record);
+  finish_run(options, outcome);
   return outcome;
 }
 
 LabOutcome run_single_variant(const LabOptions& options, std::ostream& progress) {
-  LabOutcome outcome = run_variants({options.base}, options, "run", progress);
-  write_run_record((fs::path(outcome.run_dir) / "run.json").string(), outcome.record);
+  LabOutcome outcome = run_variants({options.base}, options, options.base.profile ? "profile" : "run", progress);
+  finish_run(options, outcome);
   return outcome;
 }
 
@@ -343,7 +370,7 @@ LabOutcome run_ab(const LabOptions& options, const std::vector<std::pair<std::st
   std::string described;
   for (const auto& [key, value] : changes) described += (described.empty() ? "" : ", ") + key + "=" + value;
   outcome.record.details.ab_changes = described;
-  write_run_record((fs::path(outcome.run_dir) / "run.json").string(), outcome.record);
+  finish_run(options, outcome);
   return outcome;
 }
 

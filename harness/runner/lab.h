@@ -3,12 +3,14 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "diagnostics/thresholds.h"
 #include "core/run_record.h"
+#include "harness/runner/launch_group.h"
 
 namespace trainlab {
 
@@ -28,11 +30,17 @@ struct LabOptions {
   // The baseline lab first probes bf16 on the CPU (one GEMM, fp32 vs bf16) and leaves its bf16
   // variants out where bf16 is emulated (lab.bf16_probe_skip_below_pct); true runs them anyway.
   bool run_emulated_bf16 = false;
+  // Under an outside launcher (torchrun): this process's rank of the launch (launch_group.h). The
+  // ranks share rank 0's run folder; variants run the same on every rank (no bf16 probe decides,
+  // no extra rounds).
+  std::optional<LauncherRank> launch;
 };
 
 struct LabOutcome {
   RunRecord record;
   std::string run_dir;
+  // A launch's rank other than 0: it printed nothing and wrote no run.json (rank 0 reports the run).
+  bool quiet = false;
 };
 
 // The lab's three variant specs, overrides applied and validated (throws InputError).

@@ -2,8 +2,10 @@
 // into recorded errors; ranks' records merged into one.
 #include "harness/runner/variant_runner.h"
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
@@ -11,6 +13,8 @@
 #include "harness/dist/dist_env.h"
 #include "harness/runner/child_process.h"
 #include "harness/runner/cuda_check.h"
+#include "harness/runner/interrupt.h"
+#include "harness/runner/launch_group.h"
 
 namespace trainlab {
 namespace fs = std::filesystem;
@@ -23,6 +27,18 @@ std::string safe_stem(const VariantSpec& spec, const VariantRunOptions& options)
     if (c == '+' || c == '/' || c == ' ') c = '_';
   }
   return stem;
+}
+
+// Where a rank's trace goes: run_dir/traces/<stem>/rank<N>.pt.trace.json[.gz], a folder of traces
+// only, named as PyTorch's trace handler names them (HTA and the TensorBoard plugin read it whole).
+std::string trace_in_run(const VariantSpec& spec, const std::string& stem, int rank) {
+  return "traces/" + stem + "/rank" + std::to_string(rank) + (spec.trace_gzip ? ".pt.trace.json.gz" : ".pt.trace.json");
+}
+
+// The child's arguments: spec, record, trace.
+std::vector<std::string> child_args(const std::string& spec_path, const std::string& record_path,
+                                    const fs::path& run_dir, const std::string& trace) {
+  return {"__variant", "--spec", spec_path, "--out", record_path, "--trace", (run_dir / trace).string()};
 }
 
 // The child's record as it wrote it, or one whose error says how the child ended and its last words.
@@ -99,6 +115,53 @@ RankSummary rank_summary(const VariantRecord& r, int rank, const ChildOutcome& o
   return summary;
 }
 
+// The ranks' records merged into rank 0's (or the first that finished): every rank's summary,
+// their spread, and, when one failed, the failure of the rank that caused it.
+VariantRecord merge_ranks(const VariantSpec& spec, const std::vector<VariantRecord>& ranks,
+                          const std::vector<ChildOutcome>& outcomes, const std::vector<bool>& record_written) {
+  const int nproc = static_cast<int>(ranks.size());
+  int first_ok = -1;
+  for (int rank = 0; rank < nproc && first_ok < 0; ++rank) {
+    if (ranks[rank].ok()) first_ok = rank;
+  }
+  VariantRecord merged = ranks[first_ok >= 0 ? first_ok : 0];
+  std::vector<RankSummary>& summaries = merged.distributed.ranks;
+  summaries.clear();
+  int slowest = -1, fastest = -1;
+  for (int rank = 0; rank < nproc; ++rank) {
+    summaries.push_back(rank_summary(ranks[rank], rank, outcomes[rank]));
+    if (!ranks[rank].ok()) continue;
+    const double busy = summaries.back().busy_ms_mean;
+    if (slowest < 0 || busy > summaries[slowest].busy_ms_mean) slowest = rank;
+    if (fastest < 0 || busy < summaries[fastest].busy_ms_mean) fastest = rank;
+  }
+  if (slowest >= 0 && summaries[fastest].busy_ms_mean > 0) {
+    merged.distributed.slowest_rank = slowest;  // the straggler: the most own work per step
+    merged.distributed.busy_spread_pct = 100.0 * (summaries[slowest].busy_ms_mean / summaries[fastest].busy_ms_mean - 1.0);
+  }
+  // A failed rank fails the variant. The cause is the first rank that died on its own (a signal,
+  // a timeout, no record); its peers' communication errors are the consequence.
+  int cause = -1;
+  for (int rank = 0; rank < nproc && cause < 0; ++rank) {
+    const bool died = outcomes[rank].signal != 0 || outcomes[rank].timed_out || !record_written[rank];
+    if (!ranks[rank].ok() && died) cause = rank;
+  }
+  for (int rank = 0; rank < nproc && cause < 0; ++rank) {
+    if (!ranks[rank].ok()) cause = rank;
+  }
+  if (cause >= 0) {
+    merged.error = "rank " + std::to_string(cause) + " of " + std::to_string(nproc) + ": " + ranks[cause].error;
+    merged.error_kind = ranks[cause].error_kind;
+    int finished = 0;
+    for (const VariantRecord& r : ranks) finished += r.ok() ? 1 : 0;
+    merged.distributed.ranks_finished = finished;
+    merged.steps.clear();  // a failed variant has no figures; each finished rank's record stays in variants/
+  }
+  merged.rank = 0;
+  merged.world_size = nproc;
+  return merged;
+}
+
 // Several ranks: a free loopback port, one child per rank with the torchrun-style variables,
 // one deadline; the records merge into rank 0's, with every rank's summary and their spread.
 VariantRecord run_ranks(const VariantSpec& spec, const VariantRunOptions& options, const fs::path& dir,
@@ -119,7 +182,7 @@ VariantRecord run_ranks(const VariantSpec& spec, const VariantRunOptions& option
     fs::remove(record_paths.back(), ec);
     env.rank = rank;
     env.local_rank = rank;
-    launches.push_back({{"__variant", "--spec", spec_path, "--out", record_paths.back()},
+    launches.push_back({child_args(spec_path, record_paths.back(), options.run_dir, trace_in_run(spec, stem, rank)),
                         log_paths.back(),
                         env.variables(),
                         trainer,
@@ -135,49 +198,91 @@ VariantRecord run_ranks(const VariantSpec& spec, const VariantRunOptions& option
       run_self_as_children(launches, options.timeout_s + spec.dist_timeout_s, spec.dist_timeout_s + 5);
 
   std::vector<VariantRecord> ranks;
+  std::vector<bool> written;
   for (int rank = 0; rank < spec.nproc; ++rank) {
+    written.push_back(fs::exists(record_paths[rank]));
     ranks.push_back(outcome_record(spec, outcomes[rank], record_paths[rank], log_paths[rank], memory_limit / spec.nproc));
   }
-  int first_ok = -1;
-  for (int rank = 0; rank < spec.nproc && first_ok < 0; ++rank) {
-    if (ranks[rank].ok()) first_ok = rank;
+  return merge_ranks(spec, ranks, outcomes, written);
+}
+
+// Under an outside launcher: this process's rank in one child (the launcher's variables pass
+// through), its record in the shared run folder. A peer returns its own record (written for it
+// when the child wrote none, so rank 0 learns why); rank 0 waits for the peers' records, then merges.
+VariantRecord run_launched_rank(const VariantSpec& spec, const VariantRunOptions& options, const fs::path& dir,
+                                const std::string& stem, const std::string& spec_path) {
+  const LauncherRank& launch = *options.launch;
+  const auto record_path_of = [&](int rank) { return (dir / (stem + ".rank" + std::to_string(rank) + ".json")).string(); };
+  const std::string record_path = record_path_of(launch.rank);
+  const std::string log_path = (dir / (stem + ".rank" + std::to_string(launch.rank) + ".log")).string();
+  std::error_code ec;
+  fs::remove(record_path, ec);
+  const int64_t memory_limit = memory_limit_of(spec, options) / launch.world_size;  // the machine's share per rank
+  const ChildOutcome outcome =
+      run_self_as_children({ChildLaunch{child_args(spec_path, record_path, options.run_dir, trace_in_run(spec, stem, launch.rank)),
+                                        log_path, {}, trainer_executable(), "", memory_limit}},
+                           options.timeout_s + spec.dist_timeout_s)
+          .at(0);
+  const bool own_written = fs::exists(record_path);
+  VariantRecord own = outcome_record(spec, outcome, record_path, log_path, memory_limit);
+  if (launch.rank != 0) {
+    if (!own_written) write_variant_record(record_path, own);
+    return own;
   }
-  VariantRecord merged = ranks[first_ok >= 0 ? first_ok : 0];
-  std::vector<RankSummary>& summaries = merged.distributed.ranks;
-  summaries.clear();
-  int slowest = -1, fastest = -1;
-  for (int rank = 0; rank < spec.nproc; ++rank) {
-    summaries.push_back(rank_summary(ranks[rank], rank, outcomes[rank]));
-    if (!ranks[rank].ok()) continue;
-    const double busy = summaries.back().busy_ms_mean;
-    if (slowest < 0 || busy > summaries[slowest].busy_ms_mean) slowest = rank;
-    if (fastest < 0 || busy < summaries[fastest].busy_ms_mean) fastest = rank;
+  // Rank 0: the peers finish with it (their collectives end together); a peer that died without a
+  // word is waited for no longer than the distributed timeout.
+  std::vector<VariantRecord> ranks = {own};
+  std::vector<ChildOutcome> outcomes = {outcome};
+  std::vector<bool> written = {own_written};
+  const auto give_up = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(static_cast<int64_t>((spec.dist_timeout_s + 10) * 1000));
+  for (int rank = 1; rank < launch.world_size; ++rank) {
+    const std::string path = record_path_of(rank);
+    while (!fs::exists(path, ec) && std::chrono::steady_clock::now() < give_up && !interrupted()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ChildOutcome peer;
+    peer.exited = true;
+    VariantRecord record;
+    record.spec = spec;
+    bool read = false;
+    try {
+      if (fs::exists(path, ec)) {
+        record = read_variant_record(path);
+        read = true;
+      }
+    } catch (const InputError&) {
+    }
+    if (!read) {
+      record.error = "rank " + std::to_string(rank) + " wrote no record within the distributed timeout (" +
+                     std::to_string(static_cast<int>(spec.dist_timeout_s + 10)) + " s)";
+    }
+    peer.exit_status = record.ok() ? 0 : 1;
+    ranks.push_back(record);
+    outcomes.push_back(peer);
+    written.push_back(read);
   }
-  if (slowest >= 0 && summaries[fastest].busy_ms_mean > 0) {
-    merged.distributed.slowest_rank = slowest;  // the straggler: the most own work per step
-    merged.distributed.busy_spread_pct = 100.0 * (summaries[slowest].busy_ms_mean / summaries[fastest].busy_ms_mean - 1.0);
-  }
-  // A failed rank fails the variant. The cause is the first rank that died on its own (a signal,
-  // a timeout, no record); its peers' communication errors are the consequence.
-  int cause = -1;
-  for (int rank = 0; rank < spec.nproc && cause < 0; ++rank) {
-    const bool died = outcomes[rank].signal != 0 || outcomes[rank].timed_out || !fs::exists(record_paths[rank]);
-    if (!ranks[rank].ok() && died) cause = rank;
-  }
-  for (int rank = 0; rank < spec.nproc && cause < 0; ++rank) {
-    if (!ranks[rank].ok()) cause = rank;
-  }
-  if (cause >= 0) {
-    merged.error = "rank " + std::to_string(cause) + " of " + std::to_string(spec.nproc) + ": " + ranks[cause].error;
-    merged.error_kind = ranks[cause].error_kind;
-    int finished = 0;
-    for (const VariantRecord& r : ranks) finished += r.ok() ? 1 : 0;
-    merged.distributed.ranks_finished = finished;
-    merged.steps.clear();  // a failed variant has no figures; each finished rank's record stays in variants/
-  }
-  merged.rank = 0;
-  merged.world_size = spec.nproc;
-  return merged;
+  return merge_ranks(spec, ranks, outcomes, written);
+}
+
+// One process: the variant's child, its record.
+VariantRecord run_single(const VariantSpec& spec, const VariantRunOptions& options, const fs::path& dir,
+                         const std::string& stem, const std::string& spec_path) {
+  const std::string record_path = (dir / (stem + ".json")).string();
+  const std::string log_path = (dir / (stem + ".log")).string();
+  std::error_code ec;
+  fs::remove(record_path, ec);
+  const int64_t memory_limit = memory_limit_of(spec, options);
+  const ChildOutcome outcome = run_self_as_children({ChildLaunch{child_args(spec_path, record_path, options.run_dir,
+                                                                            trace_in_run(spec, stem, 0)),
+                                                                 log_path,
+                                                                 {},
+                                                                 trainer_executable(),
+                                                                 "",
+                                                                 memory_limit}},
+                                                    options.timeout_s)
+                                   .at(0);
+  return outcome_record(spec, outcome, record_path, log_path, memory_limit);
 }
 
 }  // namespace
@@ -188,22 +293,18 @@ VariantRecord run_variant_isolated(const VariantSpec& spec, const VariantRunOpti
   const std::string stem = safe_stem(spec, options);
   const std::string spec_path = (dir / (stem + ".spec.json")).string();
   write_file_atomically(spec_path, json_text(nlohmann::json(spec), 1) + "\n");
-  if (spec.nproc > 1) return run_ranks(spec, options, dir, stem, spec_path);
-
-  const std::string record_path = (dir / (stem + ".json")).string();
-  const std::string log_path = (dir / (stem + ".log")).string();
-  std::error_code ec;
-  fs::remove(record_path, ec);
-  const int64_t memory_limit = memory_limit_of(spec, options);
-  const ChildOutcome outcome = run_self_as_children({ChildLaunch{{"__variant", "--spec", spec_path, "--out", record_path},
-                                                                 log_path,
-                                                                 {},
-                                                                 trainer_executable(),
-                                                                 "",
-                                                                 memory_limit}},
-                                                    options.timeout_s)
-                                   .at(0);
-  return outcome_record(spec, outcome, record_path, log_path, memory_limit);
+  if (spec.profile) ensure_writable_dir((fs::path(options.run_dir) / "traces" / stem).string());
+  VariantRecord record;
+  if (options.launch != nullptr) {
+    record = run_launched_rank(spec, options, dir, stem, spec_path);
+  } else if (spec.nproc > 1) {
+    record = run_ranks(spec, options, dir, stem, spec_path);
+  } else {
+    record = run_single(spec, options, dir, stem, spec_path);
+  }
+  // The trace's place in the run folder (the child knows only its file).
+  if (!record.profile.trace.empty()) record.profile.trace = trace_in_run(spec, stem, 0);
+  return record;
 }
 
 }  // namespace trainlab

@@ -7,6 +7,7 @@
 
 #include <ATen/autocast_mode.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <torch/torch.h>
 
@@ -213,6 +214,7 @@ struct TrainingSetup {
   std::unique_ptr<CompiledForward> compiled;  // the compiled variant under --compiler torchscript: the traced forward
   std::unique_ptr<InductorStep> inductor;     // the compiled variant: Inductor's forward+backward package
   CompileInfo inductor_info;                  // what building the package did
+  TraceClock trace_clock;                     // the trace's time zero (agreed by the ranks) and epoch offset
 
   // Forward and loss under autocast when bf16 (compiled graphs get their casts from the JIT's
   // autocast pass, which runs when eager autocast is on). With Inductor the package runs forward
@@ -568,6 +570,20 @@ void record_system_metrics(const VariantSpec& spec, Profile& profile, const Sess
                                    (static_cast<double>(spec.sample_interval_ms) * kNsPerMs);
 }
 
+// Kineto's deviceProperties entry for the CUDA device the variant ran on.
+nlohmann::json device_properties(c10::DeviceIndex index) {
+  const cudaDeviceProp* p = at::cuda::getDeviceProperties(index);
+  return nlohmann::json::array({{{"id", index}, {"name", p->name}, {"totalGlobalMem", p->totalGlobalMem},
+                                 {"computeMajor", p->major}, {"computeMinor", p->minor},
+                                 {"maxThreadsPerBlock", p->maxThreadsPerBlock},
+                                 {"maxThreadsPerMultiprocessor", p->maxThreadsPerMultiProcessor},
+                                 {"regsPerBlock", p->regsPerBlock}, {"regsPerMultiprocessor", p->regsPerMultiprocessor},
+                                 {"warpSize", p->warpSize}, {"sharedMemPerBlock", p->sharedMemPerBlock},
+                                 {"sharedMemPerMultiprocessor", p->sharedMemPerMultiprocessor},
+                                 {"numSms", p->multiProcessorCount},
+                                 {"sharedMemPerBlockOptin", p->sharedMemPerBlockOptin}}});
+}
+
 // --profile: the window's Chrome trace, and in the record its events, drops, annotations and the
 // window's measured overhead.
 void write_capture_window(const VariantSpec& spec, const SessionOptions& profiler_options, const Profile& profile,
@@ -584,7 +600,10 @@ void write_capture_window(const VariantSpec& spec, const SessionOptions& profile
   // Kineto's field, so trace readers tell ranks apart.
   metadata["distributedInfo"] = {{"backend", t.data_parallel ? record.distributed.backend : "none"},
                                  {"rank", t.dist.rank}, {"world_size", t.dist.world_size}};
-  const int64_t trace_bytes = write_chrome_trace(trace_path, profile, metadata, static_cast<int64_t>(::getpid()));
+  metadata["loader_workers"] = spec.workers;
+  if (t.use_cuda) metadata["deviceProperties"] = device_properties(t.device.index());
+  const int64_t trace_bytes =
+      write_chrome_trace(trace_path, profile, metadata, static_cast<int64_t>(::getpid()), &t.trace_clock);
   // Overhead: the mean measured step inside the window against the measured steps outside it.
   const int64_t window_first = profiler_options.window_start_step;
   const int64_t window_last = window_first + profiler_options.window_steps - 1;
@@ -652,6 +671,11 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
   const SessionOptions profiler_options = profiler_options_for(spec, use_cuda);
   Session profiler(profiler_options);
   TrainingSetup setup = set_up(spec, use_cuda, record);
+  // The trace's time zero: this process's start, or the earliest of the ranks' (one axis for all).
+  setup.trace_clock.steady_to_epoch_ns = steady_to_epoch_offset_ns();
+  const int64_t start_epoch_ns = process_start_ns + setup.trace_clock.steady_to_epoch_ns;
+  setup.trace_clock.base_epoch_ns = setup.data_parallel ? setup.data_parallel->agree_clock_base_epoch_ns(start_epoch_ns)
+                                                        : start_epoch_ns - start_epoch_ns % 1000000000;
   record.init_ns = now_ns() - process_start_ns;
 
   const LoopLeftovers loop = run_loop(spec, setup, profiler, record);
@@ -666,16 +690,17 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
   return record;
 }
 
-int variant_child_main(const std::string& spec_path, const std::string& record_path) {
+int variant_child_main(const std::string& spec_path, const std::string& record_path, std::string trace_path) {
   const int64_t start_ns = now_ns();
   VariantRecord record;
   try {
     const nlohmann::json spec_json = nlohmann::json::parse(read_file(spec_path));
     record.spec = spec_json.get<VariantSpec>();
-    // The trace goes next to the record: <stem>.json -> <stem>.trace.json[.gz].
-    std::string trace_path = record_path;
-    if (trace_path.size() > 5 && ends_with(trace_path, ".json")) trace_path.resize(trace_path.size() - 5);
-    trace_path += record.spec.trace_gzip ? ".trace.json.gz" : ".trace.json";
+    if (trace_path.empty()) {  // none given: next to the record, <stem>.json -> <stem>.pt.trace.json[.gz]
+      trace_path = record_path;
+      if (trace_path.size() > 5 && ends_with(trace_path, ".json")) trace_path.resize(trace_path.size() - 5);
+      trace_path += record.spec.trace_gzip ? ".pt.trace.json.gz" : ".pt.trace.json";
+    }
     record = run_variant(record.spec, start_ns, trace_path);
   } catch (const c10::Error& e) {
     record.error = e.what_without_backtrace();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "core/run_record.h"
 
@@ -15,8 +16,9 @@ namespace trainlab {
 VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, const std::string& trace_path);
 
 // Entry point of a variant child process: reads the spec JSON, runs, writes the record JSON
-// atomically (with `error` set on failure). Returns the process exit status.
-int variant_child_main(const std::string& spec_path, const std::string& record_path);
+// atomically (with `error` set on failure) and, when the spec profiles, the trace to trace_path
+// (default: beside the record, <stem>.pt.trace.json[.gz]). Returns the process exit status.
+int variant_child_main(const std::string& spec_path, const std::string& record_path, std::string trace_path = "");
 
 // Entry point of `trainlab model add`'s last step: builds (or finds) the compiled variant's
 // Inductor package of a model bundle at its example batch, in the bundle, and binds it to the

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Checks that PyTorch's own trace tools read a 2-rank trainlab profile whole: Holistic Trace
+# Analysis (every rank, a temporal breakdown) and the TensorBoard profiler plugin (every rank, its
+# DataLoader share = trainlab's data-wait share within 1 point). The tools go into a side virtual
+# environment (they are cross-checks, never trainlab's dependencies); trainlab must be built
+# (scripts/quickstart.sh build).
+#   bash scripts/check_trace_compat.sh [RESULTS_DIR]
+# Environment: TRAINLAB_BUILD_DIR (default build), TRAINLAB_COMPAT_VENV (default /tmp/trainlab-compat-venv).
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build_dir="${TRAINLAB_BUILD_DIR:-$repo/build}"
+side_venv="${TRAINLAB_COMPAT_VENV:-/tmp/trainlab-compat-venv}"
+results="${1:-$(mktemp -d /tmp/trainlab-compat.XXXXXX)}"
+mkdir -p "$results"
+say() { printf '==> %s\n' "$*"; }
+
+[ -x "$build_dir/trainlab" ] || { echo "trainlab: no $build_dir/trainlab: run scripts/quickstart.sh build first" >&2; exit 2; }
+
+if ! "$side_venv/bin/python" -c "import hta, torch_tb_profiler" 2>/dev/null; then
+  say "installing Holistic Trace Analysis and the TensorBoard profiler plugin into $side_venv"
+  python3 -m venv "$side_venv"
+  "$side_venv/bin/pip" install -q --progress-bar off "holistictraceanalysis==0.5.0" "torch-tb-profiler==0.4.3"
+fi
+
+# A data-bound loop over two ranks, so the data-wait share being compared is not a rounding error.
+say "2-rank profile (recsys, data-bound preset) into $results"
+"$build_dir/trainlab" profile --scenario recsys --preset data-bound --nproc 2 --steps 30 --window 5:20 \
+  --results "$results" >"$results/profile.log" 2>&1 || { cat "$results/profile.log" >&2; exit 1; }
+run_dir="$(ls -d "$results"/*-recsys-profile | head -n 1)"
+trace_dir="$run_dir/traces/fp32"
+ls "$trace_dir"
+
+# trainlab's own reading of the same traces (the shares the tools are compared with).
+"$build_dir/trainlab" diagnose "$trace_dir" --results "$results" >"$results/diagnose.log" 2>&1 \
+  || { cat "$results/diagnose.log" >&2; exit 1; }
+diagnosis="$(ls -d "$results"/*-fp32-diagnose | head -n 1)/diagnosis.json"
+
+say "reading $trace_dir with HTA and the TensorBoard plugin"
+"$side_venv/bin/python" "$repo/scripts/trace_compat_check.py" "$trace_dir" "$diagnosis"
