@@ -14,7 +14,7 @@ Subcommand add_baseline_command(CLI::App& app) {
   struct Options {
     VariantOptions variant;
     std::vector<std::string> overrides;
-    std::string emulated_bf16 = "skip";
+    std::string emulated_bf16 = "skip", format = "table";
     Thresholds thresholds;
   };
   auto o = std::make_shared<Options>();
@@ -25,8 +25,10 @@ Subcommand add_baseline_command(CLI::App& app) {
   baseline.app->add_option("--emulated-bf16", o->emulated_bf16,
                            "skip (default): where a GEMM probe finds bf16 over 5x slower than fp32 on this CPU "
                            "(emulated), leave the bf16 runs out and compile the fp32 model; run: run them anyway");
+  add_format_option(baseline.app, o->format);
   CLI::App* cmd = baseline.app;
   baseline.run = [o, cmd] {
+    const OutputFormat format = parse_output_format(o->format);
     LabOptions lab = build_lab_options(o->variant, &o->thresholds);
     for (const std::string& text : o->overrides) {
       const auto colon = text.find(':');
@@ -55,7 +57,9 @@ Subcommand add_baseline_command(CLI::App& app) {
     }
     lab.run_emulated_bf16 = o->emulated_bf16 == "run";
     baseline_variants(lab);  // validates overrides before anything runs
-    return report_run(run_baseline_lab(lab, std::cerr));
+    const LabOutcome outcome = run_baseline_lab(lab, std::cerr);
+    const int status = report_run(outcome, format);
+    return status;
   };
   return baseline;
 }

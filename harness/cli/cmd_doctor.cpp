@@ -16,7 +16,7 @@ Subcommand add_doctor_command(CLI::App& app) {
   struct Options {
     VariantOptions variant;
     int max_changes = 3;
-    std::string ab;
+    std::string ab, format = "table";
     Thresholds thresholds;
   };
   auto o = std::make_shared<Options>();
@@ -27,7 +27,9 @@ Subcommand add_doctor_command(CLI::App& app) {
   add_variant_options(cmd, o->variant, CommandKind::kDoctor);
   cmd->add_option("--max-changes", o->max_changes, "the top findings whose changes are tried (1 to 8; default 3)");
   cmd->add_option("--ab", o->ab)->group("");  // refused: doctor makes its own A/B runs
+  add_format_option(cmd, o->format);
   doctor.run = [o, cmd] {
+    const OutputFormat format = parse_output_format(o->format);
     for (const char* own : {"profile", "window"}) {
       if (o->variant.was_given(own)) throw InputError(std::string("doctor chooses --") + own + " itself");
     }
@@ -44,7 +46,7 @@ Subcommand add_doctor_command(CLI::App& app) {
       options.thresholds_path = o->variant.thresholds_path;
     }
     const DoctorOutcome outcome = run_doctor(options, std::cerr);
-    std::cout << "\n" << render_doctor(outcome);
+    std::cout << (format == OutputFormat::kJson ? "" : "\n") << render_doctor(outcome, format);
     return kExitOk;
   };
   return doctor;
