@@ -5,6 +5,7 @@
 
 #include "core/errors.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/next_step.h"
 #include "harness/cli/run_report.h"
 #include "harness/cli/variant_options.h"
 
@@ -59,6 +60,7 @@ Subcommand add_baseline_command(CLI::App& app) {
     baseline_variants(lab);  // validates overrides before anything runs
     const LabOutcome outcome = run_baseline_lab(lab, std::cerr);
     const int status = report_run(outcome, format);
+    if (status != kExitBadInput) print_next_step(std::cerr, next_after_run(outcome.run_dir));
     return status;
   };
   return baseline;

@@ -7,6 +7,7 @@
 #include "core/errors.h"
 #include "core/json_text.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/next_step.h"
 #include "harness/runner/compare.h"
 
 namespace trainlab {
@@ -45,6 +46,8 @@ Subcommand add_compare_command(CLI::App& app) {
     } else {
       std::cout << render_compare_table(outcome, options);
     }
+    print_next_step(std::cerr, next_after_compare(o->before, o->after, outcome.gate_failed,
+                                                  !outcome.ungated_regressions.empty()));
     return outcome.gate_failed ? kExitGateFailed : kExitOk;
   };
   return compare;

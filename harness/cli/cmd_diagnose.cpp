@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/next_step.h"
 #include "harness/cli/run_report.h"
 #include "harness/cli/variant_options.h"
 
@@ -42,6 +43,7 @@ Subcommand add_diagnose_command(CLI::App& app) {
     options.results_dir = o->results_dir;
     const DiagnoseOutcome outcome = diagnose_path(o->input, options);
     const int status = report_diagnosis(outcome, format);
+    print_next_step(std::cerr, next_after_diagnose(outcome));
     return status;
   };
   return diagnose;

@@ -7,6 +7,7 @@
 
 #include "core/errors.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/next_step.h"
 #include "harness/cli/variant_options.h"
 #include "harness/runner/doctor.h"
 
@@ -47,6 +48,7 @@ Subcommand add_doctor_command(CLI::App& app) {
     }
     const DoctorOutcome outcome = run_doctor(options, std::cerr);
     std::cout << (format == OutputFormat::kJson ? "" : "\n") << render_doctor(outcome, format);
+    print_next_step(std::cerr, next_after_doctor(outcome));
     return kExitOk;
   };
   return doctor;

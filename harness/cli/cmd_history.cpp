@@ -6,6 +6,7 @@
 #include "core/errors.h"
 #include "core/json_text.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/next_step.h"
 #include "harness/runner/history.h"
 
 namespace trainlab {
@@ -30,6 +31,7 @@ Subcommand add_history_command(CLI::App& app) {
     } else {
       std::cout << render_table_text(history_table(entries, kHistoryWidthChars));
     }
+    print_next_step(std::cerr, next_after_history(entries));
     return kExitOk;
   };
   return history;

@@ -7,6 +7,7 @@
 #include "core/errors.h"
 #include "core/json_text.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/next_step.h"
 #include "scenarios/registry.h"
 
 namespace trainlab {
@@ -108,6 +109,8 @@ Subcommand add_list_command(CLI::App& app) {
       }
       std::cout << kOwnModel << "\n";
     }
+    const std::vector<const ScenarioInfo*> scenarios = all_scenarios();
+    if (!scenarios.empty()) print_next_step(std::cerr, next_after_list(scenarios.front()->name));
     return kExitOk;
   };
   return list;

@@ -5,6 +5,7 @@
 
 #include "core/errors.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/next_step.h"
 #include "harness/cli/run_report.h"
 #include "harness/cli/variant_options.h"
 
@@ -42,6 +43,11 @@ Subcommand add_profile_command(CLI::App& app) {
       std::cout << "\n";
       status = report_diagnosis(diagnosis, format);
     }
+    std::string trace;
+    for (const VariantRecord& v : outcome.record.variants) {
+      if (trace.empty() && !v.profile.trace.empty()) trace = outcome.run_dir + "/variants/" + v.profile.trace;
+    }
+    print_next_step(std::cerr, next_after_profile(trace, outcome.record.variants.front().spec));
     return status;
   };
   return profile;

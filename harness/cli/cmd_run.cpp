@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/next_step.h"
 #include "harness/cli/run_report.h"
 #include "harness/cli/variant_options.h"
 #include "harness/runner/compare.h"
@@ -35,6 +36,7 @@ Subcommand add_run_command(CLI::App& app) {
     if (o->ab_changes.empty()) {
       const LabOutcome outcome = run_single_variant(lab, std::cerr);
       const int status = report_run(outcome, format);
+      if (status != kExitBadInput) print_next_step(std::cerr, next_after_run(outcome.run_dir));
       return status;
     }
     if (cmd->count("--repeat") == 0) lab.repeat = 3;  // the fewest repetitions a side that compare gates on
@@ -55,6 +57,7 @@ Subcommand add_run_command(CLI::App& app) {
                 << (format == OutputFormat::kMarkdown ? render_compare_markdown(compared, options)
                                                       : render_compare_table(compared, options));
     }
+    print_next_step(std::cerr, next_after_run(outcome.run_dir));
     return status;
   };
   return run;

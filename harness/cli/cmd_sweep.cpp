@@ -8,6 +8,7 @@
 
 #include "core/errors.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/next_step.h"
 #include "harness/cli/run_report.h"
 #include "harness/cli/variant_options.h"
 #include "harness/runner/cuda_check.h"
@@ -82,6 +83,7 @@ Subcommand add_sweep_command(CLI::App& app) {
       return kExitBadInput;
     }
     std::cout << render_sweep_report(outcome, format);
+    print_next_step(std::cerr, next_after_run(outcome.run_dir));
     for (const VariantRecord& v : outcome.record.variants) {
       if (!v.ok()) return kExitGateFailed;
     }

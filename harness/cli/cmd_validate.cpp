@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/next_step.h"
 #include "harness/runner/validate.h"
 
 namespace trainlab {
@@ -34,6 +35,7 @@ Subcommand add_validate_command(CLI::App& app) {
     }
     const ValidateOutcome outcome = run_validation(o->validate, std::cerr);
     std::cout << (format == OutputFormat::kJson ? "" : "\n") << render_validation(outcome, format);
+    print_next_step(std::cerr, next_after_validate(outcome, o->validate.results_dir));
     return outcome.all_correct ? kExitOk : kExitGateFailed;
   };
   return validate;
