@@ -126,7 +126,8 @@ TEST(CliCompareTest, AnABRunComparesInProcessAndBadOptionsAreOneLine) {
   EXPECT_EQ(json.status, 0) << json.err;
   EXPECT_FALSE(nlohmann::json::parse(json.out, nullptr, false).is_discarded()) << json.out;
   const std::string missing = fresh_dir("compare");
-  expect_bad_input("compare " + missing + "/a " + missing + "/b --format xml", "invalid --format 'xml'");
+  expect_bad_input("compare " + missing + "/a " + missing + "/b --format xml",
+                   "invalid --format 'xml' (table, json or markdown)");
   expect_bad_input("compare " + missing + "/a --threshold -1", "must be 0 or more");
   expect_bad_input("compare " + missing + "/a", "a");
 }
@@ -169,6 +170,69 @@ TEST(CliListTest, HelpAndListAnswerWithoutRunningAnything) {
   EXPECT_EQ(list.status, 0);
   EXPECT_NE(list.out.find("recsys (default)"), std::string::npos) << list.out;
   EXPECT_NE(list.out.find("preset data-bound: dim=32 layers=1"), std::string::npos) << list.out;
+}
+
+// Every command that prints a table takes --format; a bad value is one line naming the allowed
+// ones, exit 2, before anything runs.
+TEST(CliFormatTest, EveryTableCommandRefusesAnUnknownFormatInOneLine) {
+  const std::string results = fresh_dir("format");
+  for (const std::string command : {"run", "profile", "baseline", "sweep", "validate", "doctor"}) {
+    expect_bad_input(command + " --format xml --results " + results, "invalid --format 'xml' (table, json or markdown)");
+  }
+  expect_bad_input("diagnose " + kPrevious + "/20261124-014025-mlp-run --format xml --out " + results,
+                   "invalid --format 'xml' (table, json or markdown)");
+  expect_bad_input("history --results " + kPrevious + " --format xml", "invalid --format 'xml' (table, json or markdown)");
+  expect_bad_input("list --format xml", "invalid --format 'xml' (table, json or markdown)");
+  expect_nothing_ran(results);
+}
+
+// JSON: stdout is one document and nothing else; markdown: a header row and a |---| row.
+TEST(CliFormatTest, HistoryDiagnoseCompareAndListPrintJsonAndMarkdownInProcess) {
+  const auto json_of = [](const CliResult& r) {
+    EXPECT_EQ(r.status, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.out;
+    return j;
+  };
+  const auto expect_markdown_table = [](const CliResult& r, const std::string& header) {
+    EXPECT_EQ(r.status, 0) << r.err;
+    const size_t at = r.out.find(header + "\n");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    EXPECT_EQ(r.out.compare(at + header.size() + 1, 7, "| --- |"), 0) << r.out;
+  };
+
+  const nlohmann::json history = json_of(run("history --results " + kPrevious + " --format json"));
+  ASSERT_EQ(history["runs"].size(), 4u);
+  EXPECT_EQ(history["runs"][2]["best"], "workers=0 pin=off batch=64");
+  EXPECT_NEAR(history["runs"][2]["samples_per_s"].get<double>(), 422.4, 0.05);
+  expect_markdown_table(run("history --results " + kPrevious + " --format markdown"),
+                        "| run | kind | best | samples/s | verdict |");
+
+  const std::string out = fresh_dir("diagnose_formats");
+  const nlohmann::json diagnosis =
+      json_of(run("diagnose " + kPrevious + "/20261124-014025-mlp-run --out " + out + " --format json"));
+  EXPECT_EQ(diagnosis["kind"], "diagnosis");
+  EXPECT_EQ(diagnosis["diagnosis_json"], out + "/diagnosis.json");
+  ASSERT_FALSE(diagnosis["diagnoses"].empty());
+  EXPECT_FALSE(diagnosis["diagnoses"][0]["summary"]["step_ms"].empty());
+  const CliResult md = run("diagnose " + kPrevious + "/20261124-014025-mlp-run --out " + out + " --format markdown");
+  expect_markdown_table(md, "| suspect | share % | low % | high % |");
+  EXPECT_NE(md.out.find("**Verdict: "), std::string::npos) << md.out;
+
+  const nlohmann::json compare = json_of(run("compare " + kPrevious + "/20261124-014015-mlp-ab --format json"));
+  EXPECT_FALSE(compare["rows"].empty());
+  expect_markdown_table(run("compare " + kPrevious + "/20261124-014015-mlp-ab --format markdown"),
+                        "| variant | metric | before | after | change | 95 % interval | U p | verdict |");
+
+  const nlohmann::json list = json_of(run("list --format json"));
+  bool recsys_default = false;
+  for (const nlohmann::json& s : list["scenarios"]) {
+    if (s["scenario"] == "recsys") recsys_default = s["default"].get<bool>() && !s["knobs"].empty();
+  }
+  EXPECT_TRUE(recsys_default) << list.dump();
+  expect_markdown_table(run("list --format markdown"), "| scenario | batch | presets | description |");
+  // table stays what it was.
+  EXPECT_NE(run("list --format table").out.find("preset data-bound: dim=32 layers=1"), std::string::npos);
 }
 
 }  // namespace

@@ -7,6 +7,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
@@ -80,15 +83,52 @@ TEST(HistoryTest, OneLinePerFolderWithMediansAndDoctorAndDiagnosis) {
   std::istringstream in(table);
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   ASSERT_EQ(lines.size(), 2u + 5u) << table;  // header, rule, five folders (not-a-run is skipped)
-  EXPECT_NE(lines[2].find("fp32 512.0 samples/s (median of 3 repetitions)"), std::string::npos) << lines[2];
-  EXPECT_NE(lines[3].find("A 640.0 -> B 320.0 samples/s (median of 2 repetitions), B: workers=1"), std::string::npos)
-      << lines[3];
-  EXPECT_NE(lines[4].find("workers=2 prefetch=2 pin=off batch=64 1280.0 samples/s"), std::string::npos) << lines[4];
-  EXPECT_NE(lines[5].find("2026-11-23T10:03:00Z"), std::string::npos) << lines[5];
+  for (const std::string& line : lines) EXPECT_LE(line.size(), kHistoryWidthChars) << line;
+  EXPECT_EQ(lines[0].rfind("run ", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[2].rfind("20261123-100000-mlp-run ", 0), 0u) << lines[2];
+  EXPECT_NE(lines[2].find("  run  "), std::string::npos) << lines[2];
+  EXPECT_NE(lines[2].find(" fp32 "), std::string::npos) << lines[2];
+  EXPECT_NE(lines[2].find(" 512.0 "), std::string::npos) << lines[2];  // the median of 640, 512, 320
+  EXPECT_NE(lines[3].find("B: workers=1"), std::string::npos) << lines[3];
+  EXPECT_NE(lines[3].find(" 320.0  B/A 0.50x"), std::string::npos) << lines[3];
+  EXPECT_NE(lines[4].find(" 1280.0 "), std::string::npos) << lines[4];
   EXPECT_NE(lines[5].find(" doctor "), std::string::npos) << lines[5];
-  EXPECT_NE(lines[5].find(" mlp "), std::string::npos) << lines[5];
-  EXPECT_NE(lines[5].find("best cache=1: 1.98x samples/s"), std::string::npos) << lines[5];
-  EXPECT_NE(lines[6].find("rank0.json  data pipeline: 40 %"), std::string::npos) << lines[6];
+  EXPECT_NE(lines[5].find(" cache=1 "), std::string::npos) << lines[5];
+  EXPECT_NE(lines[5].find(" 1.98x "), std::string::npos) << lines[5];
+  EXPECT_NE(lines[6].find(" diagnose "), std::string::npos) << lines[6];
+
+  // Every field, unshortened, in the JSON.
+  const std::vector<HistoryEntry> entries = read_history(root.string());
+  const nlohmann::json j = history_json(root.string(), entries);
+  ASSERT_EQ(j["runs"].size(), 5u);
+  const nlohmann::json& run = j["runs"][0];
+  EXPECT_EQ(run["path"], (root / "20261123-100000-mlp-run").string());
+  EXPECT_EQ(run["created_utc"], "2026-11-23T10:00:00Z");
+  EXPECT_EQ(run["scenario"], "mlp");
+  EXPECT_NEAR(run["samples_per_s"].get<double>(), 512.0, 1e-6);
+  EXPECT_EQ(run["repetitions"], 3);
+  EXPECT_EQ(run["headline"], "fp32 512.0 samples/s (median of 3 repetitions)");
+  EXPECT_NEAR(j["runs"][1]["a_samples_per_s"].get<double>(), 640.0, 1e-6);
+  EXPECT_EQ(j["runs"][1]["headline"], "A 640.0 -> B 320.0 samples/s (median of 2 repetitions), B: workers=1");
+  EXPECT_EQ(j["runs"][2]["best"], "workers=2 prefetch=2 pin=off batch=64");
+  EXPECT_EQ(j["runs"][3]["kind"], "doctor");
+  EXPECT_EQ(j["runs"][3]["scenario"], "mlp");
+  EXPECT_EQ(j["runs"][3]["created_utc"], "2026-11-23T10:03:00Z");
+  EXPECT_EQ(j["runs"][3]["headline"], "best cache=1: 1.98x samples/s");
+  EXPECT_NEAR(j["runs"][3]["gain_x"].get<double>(), 1.983, 1e-9);
+  EXPECT_EQ(j["runs"][4]["scenario"], "rank0.json");
+  EXPECT_EQ(j["runs"][4]["headline"], "data pipeline: 40 %");
+  EXPECT_FALSE(j["runs"][4]["has_run_record"].get<bool>());
+
+  // Markdown: header row, separator row, a row per folder, nothing shortened.
+  const std::string md = render_table_markdown(history_table(entries, 0));
+  std::vector<std::string> md_lines;
+  std::istringstream md_in(md);
+  for (std::string line; std::getline(md_in, line);) md_lines.push_back(line);
+  ASSERT_EQ(md_lines.size(), 2u + 5u) << md;
+  EXPECT_EQ(md_lines[0], "| run | kind | best | samples/s | verdict |");
+  EXPECT_EQ(md_lines[1], "| --- | --- | --- | ---: | --- |");
+  EXPECT_NE(md_lines[4].find("| workers=2 prefetch=2 pin=off batch=64 | 1280.0 |"), std::string::npos) << md_lines[4];
 
   EXPECT_THROW(render_history((root / "missing").string()), InputError);
   std::error_code ec;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -83,14 +84,23 @@ TEST(PreviousResultsTest, CompareAndHistoryOpenThem) {
   EXPECT_EQ(o.after_label, "B (workers=1)");
   EXPECT_FALSE(o.rows.empty());
 
-  // The lines the previous version printed for this folder (its own `trainlab history`).
+  // The headlines the previous version printed for this folder (its own `trainlab history`), now
+  // in the JSON; the table, within 100 columns, shows the same figures.
+  const std::vector<HistoryEntry> entries = read_history(kPrevious.string());
+  ASSERT_EQ(entries.size(), 4u);
+  EXPECT_EQ(entries[0].headline, "fp32+compiled 74277.7 samples/s");
+  EXPECT_EQ(entries[1].headline, "A 94934.0 -> B 57349.2 samples/s (median of 2 repetitions), B: workers=1");
+  EXPECT_EQ(entries[2].headline, "workers=0 pin=off batch=64 422.4 samples/s");
+  EXPECT_EQ(entries[3].headline, "fp32 16407.6 samples/s");
   const std::string table = render_history(kPrevious.string());
-  for (const char* line : {"20261124-014008-mlp-baseline  2026-11-24T01:40:08Z  baseline               mlp  fp32+compiled 74277.7 samples/s",
-                           "20261124-014015-mlp-ab        2026-11-24T01:40:15Z        ab               mlp  A 94934.0 -> B 57349.2 samples/s (median of 2 repetitions), B: workers=1",
-                           "20261124-014018-vision-sweep  2026-11-24T01:40:18Z     sweep            vision  workers=0 pin=off batch=64 422.4 samples/s",
-                           "20261124-014025-mlp-run       2026-11-24T01:40:25Z       run               mlp  fp32 16407.6 samples/s"}) {
+  for (const char* line : {"20261124-014008-mlp-baseline  baseline  fp32+compiled                 74277.7  model compute (low)",
+                           "20261124-014015-mlp-ab        ab        B: workers=1                  57349.2  B/A 0.60x",
+                           "20261124-014018-vision-sweep  sweep     workers=0 pin=off batch=64      422.4  -",
+                           "20261124-014025-mlp-run       run       fp32                          16407.6  -"}) {
     EXPECT_NE(table.find(line), std::string::npos) << line << "\nin\n" << table;
   }
+  std::istringstream in(table);
+  for (std::string line; std::getline(in, line);) EXPECT_LE(line.size(), 100u) << line;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "core/errors.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/next_step.h"
 #include "harness/cli/run_report.h"
 #include "harness/cli/variant_options.h"
 
@@ -14,7 +15,7 @@ Subcommand add_baseline_command(CLI::App& app) {
   struct Options {
     VariantOptions variant;
     std::vector<std::string> overrides;
-    std::string emulated_bf16 = "skip";
+    std::string emulated_bf16 = "skip", format = "table";
     Thresholds thresholds;
   };
   auto o = std::make_shared<Options>();
@@ -25,8 +26,10 @@ Subcommand add_baseline_command(CLI::App& app) {
   baseline.app->add_option("--emulated-bf16", o->emulated_bf16,
                            "skip (default): where a GEMM probe finds bf16 over 5x slower than fp32 on this CPU "
                            "(emulated), leave the bf16 runs out and compile the fp32 model; run: run them anyway");
+  add_format_option(baseline.app, o->format);
   CLI::App* cmd = baseline.app;
   baseline.run = [o, cmd] {
+    const OutputFormat format = parse_output_format(o->format);
     LabOptions lab = build_lab_options(o->variant, &o->thresholds);
     for (const std::string& text : o->overrides) {
       const auto colon = text.find(':');
@@ -55,7 +58,11 @@ Subcommand add_baseline_command(CLI::App& app) {
     }
     lab.run_emulated_bf16 = o->emulated_bf16 == "run";
     baseline_variants(lab);  // validates overrides before anything runs
-    return report_run(run_baseline_lab(lab, std::cerr));
+    const LabOutcome outcome = run_baseline_lab(lab, std::cerr);
+    if (outcome.quiet) return run_status(outcome);  // a launch's peer rank: rank 0 reports
+    const int status = report_run(outcome, format);
+    if (status != kExitBadInput) print_next_step(std::cerr, next_after_run(outcome.run_dir));
+    return status;
   };
   return baseline;
 }

@@ -7,6 +7,7 @@
 #include "core/errors.h"
 #include "core/json_text.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/next_step.h"
 #include "harness/runner/compare.h"
 
 namespace trainlab {
@@ -25,28 +26,28 @@ Subcommand add_compare_command(CLI::App& app) {
   cmd->add_option("--threshold", o->compare.threshold_pct, "changes under this % are unchanged (default 5)");
   cmd->add_option("--max-regression", o->compare.max_regression_pct,
                   "exit 1 when something regressed by more than this % (default 10)");
-  cmd->add_option("--format", o->format, "table (default), markdown or json");
+  add_format_option(cmd, o->format);
   cmd->add_option("--out", o->out, "also write the JSON result to this file");
   compare.run = [o] {
     const CompareOptions& options = o->compare;
+    const OutputFormat format = parse_output_format(o->format);
     if (!(options.threshold_pct >= 0) || !(options.max_regression_pct >= 0)) {
       throw InputError("--threshold and --max-regression must be 0 or more");
-    }
-    if (o->format != "table" && o->format != "markdown" && o->format != "json") {
-      throw InputError("invalid --format '" + o->format + "' (table, markdown or json)");
     }
     const CompareOutcome outcome =
         o->after.empty() ? compare_ab(read_run_record(o->before), options)
                          : compare_runs(read_run_record(o->before), read_run_record(o->after), options);
     const nlohmann::json result = to_json(outcome, options);
     if (!o->out.empty()) write_file_atomically(o->out, json_text(result, 2) + "\n");
-    if (o->format == "json") {
+    if (format == OutputFormat::kJson) {
       std::cout << json_text(result, 2) << "\n";
-    } else if (o->format == "markdown") {
+    } else if (format == OutputFormat::kMarkdown) {
       std::cout << render_compare_markdown(outcome, options);
     } else {
       std::cout << render_compare_table(outcome, options);
     }
+    print_next_step(std::cerr, next_after_compare(o->before, o->after, outcome.gate_failed,
+                                                  !outcome.ungated_regressions.empty()));
     return outcome.gate_failed ? kExitGateFailed : kExitOk;
   };
   return compare;

@@ -1,8 +1,10 @@
 // `trainlab diagnose`: the bottleneck of a run folder, a PyTorch profiler trace or a folder of rank
 // traces; --fail-on turns a finding into exit status 1.
+#include <iostream>
 #include <memory>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/next_step.h"
 #include "harness/cli/run_report.h"
 #include "harness/cli/variant_options.h"
 
@@ -10,7 +12,7 @@ namespace trainlab {
 
 Subcommand add_diagnose_command(CLI::App& app) {
   struct Options {
-    std::string input, fail_on, out, thresholds_path;
+    std::string input, fail_on, out, thresholds_path, format = "table";
     std::string results_dir = "results";
     Thresholds thresholds;
   };
@@ -27,7 +29,9 @@ Subcommand add_diagnose_command(CLI::App& app) {
   cmd->add_option("--thresholds", o->thresholds_path, "rule thresholds file replacing configs/thresholds.json");
   cmd->add_option("--results", o->results_dir, "where a trace's diagnosis folder is made when --out is not given")
       ->capture_default_str();
+  add_format_option(cmd, o->format);
   diagnose.run = [o] {
+    const OutputFormat format = parse_output_format(o->format);
     check_fail_on(o->fail_on);
     DiagnoseOptions options;
     if (!o->thresholds_path.empty()) {
@@ -37,7 +41,10 @@ Subcommand add_diagnose_command(CLI::App& app) {
     options.fail_on = o->fail_on;
     options.out_dir = o->out;
     options.results_dir = o->results_dir;
-    return report_diagnosis(diagnose_path(o->input, options));
+    const DiagnoseOutcome outcome = diagnose_path(o->input, options);
+    const int status = report_diagnosis(outcome, format);
+    print_next_step(std::cerr, next_after_diagnose(outcome));
+    return status;
   };
   return diagnose;
 }

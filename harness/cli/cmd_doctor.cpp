@@ -7,6 +7,7 @@
 
 #include "core/errors.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/next_step.h"
 #include "harness/cli/variant_options.h"
 #include "harness/runner/doctor.h"
 
@@ -16,7 +17,7 @@ Subcommand add_doctor_command(CLI::App& app) {
   struct Options {
     VariantOptions variant;
     int max_changes = 3;
-    std::string ab;
+    std::string ab, format = "table";
     Thresholds thresholds;
   };
   auto o = std::make_shared<Options>();
@@ -27,8 +28,10 @@ Subcommand add_doctor_command(CLI::App& app) {
   add_variant_options(cmd, o->variant, CommandKind::kDoctor);
   cmd->add_option("--max-changes", o->max_changes, "the top findings whose changes are tried (1 to 8; default 3)");
   cmd->add_option("--ab", o->ab)->group("");  // refused: doctor makes its own A/B runs
+  add_format_option(cmd, o->format);
   doctor.run = [o, cmd] {
     refuse_under_launcher("doctor");
+    const OutputFormat format = parse_output_format(o->format);
     for (const char* own : {"profile", "window"}) {
       if (o->variant.was_given(own)) throw InputError(std::string("doctor chooses --") + own + " itself");
     }
@@ -45,7 +48,8 @@ Subcommand add_doctor_command(CLI::App& app) {
       options.thresholds_path = o->variant.thresholds_path;
     }
     const DoctorOutcome outcome = run_doctor(options, std::cerr);
-    std::cout << "\n" << render_doctor(outcome);
+    std::cout << (format == OutputFormat::kJson ? "" : "\n") << render_doctor(outcome, format);
+    print_next_step(std::cerr, next_after_doctor(outcome));
     return kExitOk;
   };
   return doctor;

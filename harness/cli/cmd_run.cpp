@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/next_step.h"
 #include "harness/cli/run_report.h"
 #include "harness/cli/variant_options.h"
 #include "harness/runner/compare.h"
@@ -15,7 +16,7 @@ namespace trainlab {
 Subcommand add_run_command(CLI::App& app) {
   struct Options {
     VariantOptions variant;
-    std::string ab_changes;
+    std::string ab_changes, format = "table";
     Thresholds thresholds;
   };
   auto o = std::make_shared<Options>();
@@ -24,22 +25,41 @@ Subcommand add_run_command(CLI::App& app) {
   run.app->add_option("--ab", o->ab_changes,
                       "A/B: also run the variant with these changes (NAME=VALUE,...; e.g. workers=2), "
                       "alternately A B A B --repeat times (default 3), then compare them");
+  add_format_option(run.app, o->format);
   CLI::App* cmd = run.app;
   run.run = [o, cmd] {
+    const OutputFormat format = parse_output_format(o->format);
     if (cmd->count("--ab") > 0 && o->ab_changes.find_first_not_of(" ,") == std::string::npos) {
       throw InputError("--ab needs at least one change (NAME=VALUE,...; e.g. workers=2)");
     }
     LabOptions lab = build_lab_options(o->variant, &o->thresholds);
-    if (o->ab_changes.empty()) return report_run(run_single_variant(lab, std::cerr));
+    if (o->ab_changes.empty()) {
+      const LabOutcome outcome = run_single_variant(lab, std::cerr);
+      if (outcome.quiet) return run_status(outcome);  // a launch's peer rank: rank 0 reports
+      const int status = report_run(outcome, format);
+      if (status != kExitBadInput) print_next_step(std::cerr, next_after_run(outcome.run_dir));
+      return status;
+    }
     if (cmd->count("--repeat") == 0) lab.repeat = 3;  // the fewest repetitions a side that compare gates on
     std::vector<std::pair<std::string, std::string>> changes;
     std::stringstream items(o->ab_changes);
     for (std::string item; std::getline(items, item, ',');) changes.push_back(split_setting(item, "--ab"));
     const LabOutcome outcome = run_ab(lab, changes, std::cerr);
-    const int status = report_run(outcome);
-    if (status == kExitBadInput || outcome.quiet) return status;
+    if (outcome.quiet) return run_status(outcome);  // a launch's peer rank: rank 0 reports
     const CompareOptions options;
-    std::cout << "\n" << render_compare_table(compare_ab(outcome.record, options), options);
+    int status = kExitOk;
+    if (format == OutputFormat::kJson) {  // one document: the run and its comparison
+      if (run_status(outcome) == kExitBadInput) return report_run(outcome, format);
+      status = report_run(outcome, format, {{"compare", to_json(compare_ab(outcome.record, options), options)}});
+    } else {
+      status = report_run(outcome, format);
+      if (status == kExitBadInput) return status;
+      const CompareOutcome compared = compare_ab(outcome.record, options);
+      std::cout << "\n"
+                << (format == OutputFormat::kMarkdown ? render_compare_markdown(compared, options)
+                                                      : render_compare_table(compared, options));
+    }
+    print_next_step(std::cerr, next_after_run(outcome.run_dir));
     return status;
   };
   return run;

@@ -8,6 +8,7 @@
 
 #include "core/errors.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/next_step.h"
 #include "harness/cli/run_report.h"
 #include "harness/cli/variant_options.h"
 #include "harness/runner/cuda_check.h"
@@ -18,7 +19,7 @@ namespace trainlab {
 Subcommand add_sweep_command(CLI::App& app) {
   struct Options {
     VariantOptions variant;
-    std::string workers = "0,1,2,4", prefetch = "2", pin = "off", batch;
+    std::string workers = "0,1,2,4", prefetch = "2", pin = "off", batch, format = "table";
     double tolerance_pct = 5.0;
     Thresholds thresholds;
   };
@@ -34,7 +35,9 @@ Subcommand add_sweep_command(CLI::App& app) {
   cmd->add_option("--batch,-b", o->batch, "batch sizes, e.g. 32,64 (default: the scenario's)");
   cmd->add_option("--tolerance-pct", o->tolerance_pct,
                   "recommend the cheapest point within this % of the best (default 5)");
+  add_format_option(cmd, o->format);
   sweep.run = [o, cmd] {
+    const OutputFormat format = parse_output_format(o->format);
     SweepOptions options;
     options.grid.workers.clear();
     for (int64_t w : parse_int_list("--workers", o->workers, 0, kMaxLoaderWorkers)) {
@@ -80,13 +83,8 @@ Subcommand add_sweep_command(CLI::App& app) {
       std::cerr << "trainlab: error: " << bad->error << "\n";
       return kExitBadInput;
     }
-    std::cout << "\n" << outcome.table;
-    std::cout << "\nReading:\n";
-    for (const std::string& line : outcome.record.reading) std::cout << "  - " << line << "\n";
-    if (outcome.record.details.sweep && !outcome.record.details.sweep->chart.empty()) {
-      std::cout << "\nChart: " << outcome.run_dir << "/" << outcome.record.details.sweep->chart << "\n";
-    }
-    std::cout << "Run record: " << outcome.run_dir << "/run.json\n";
+    std::cout << render_sweep_report(outcome, format);
+    print_next_step(std::cerr, next_after_run(outcome.run_dir));
     for (const VariantRecord& v : outcome.record.variants) {
       if (!v.ok()) return kExitGateFailed;
     }

@@ -7,6 +7,7 @@
 #include "core/errors.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/variant_options.h"
+#include "harness/cli/next_step.h"
 #include "harness/runner/validate.h"
 
 namespace trainlab {
@@ -14,7 +15,7 @@ namespace trainlab {
 Subcommand add_validate_command(CLI::App& app) {
   struct Options {
     ValidateOptions validate;
-    std::string only;
+    std::string only, format = "table";
   };
   auto o = std::make_shared<Options>();
   Subcommand validate{
@@ -26,14 +27,17 @@ Subcommand add_validate_command(CLI::App& app) {
   cmd->add_option("--only", o->only, "comma-separated case names to run");
   cmd->add_flag("--ci", o->validate.ci_subset, "only the fast subset marked ci");
   cmd->add_option("--results", o->validate.results_dir, "results folder (default ./results)");
+  add_format_option(cmd, o->format);
   validate.run = [o] {
     refuse_under_launcher("validate");
+    const OutputFormat format = parse_output_format(o->format);
     std::stringstream names(o->only);
     for (std::string name; std::getline(names, name, ',');) {
       if (!name.empty()) o->validate.only.push_back(name);
     }
     const ValidateOutcome outcome = run_validation(o->validate, std::cerr);
-    std::cout << "\n" << render_validation(outcome);
+    std::cout << (format == OutputFormat::kJson ? "" : "\n") << render_validation(outcome, format);
+    print_next_step(std::cerr, next_after_validate(outcome, o->validate.results_dir));
     return outcome.all_correct ? kExitOk : kExitGateFailed;
   };
   return validate;

@@ -9,12 +9,20 @@
 #include <string>
 #include <vector>
 
+#include "harness/runner/output_format.h"
+
 namespace trainlab {
 
 struct Subcommand {
   CLI::App* app = nullptr;
   std::function<int()> run;  // the command's exit status; InputError for bad input
 };
+
+// --format table|json|markdown into `format` (parse_output_format checks it when the command runs,
+// before anything else).
+inline CLI::Option* add_format_option(CLI::App* cmd, std::string& format) {
+  return cmd->add_option("--format", format, kFormatHelp);
+}
 
 Subcommand add_list_command(CLI::App& app);
 Subcommand add_run_command(CLI::App& app);

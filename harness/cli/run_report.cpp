@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "core/errors.h"
+#include "core/json_text.h"
 #include "diagnostics/text_format.h"
 #include "harness/runner/text_table.h"
 #include "core/units.h"
@@ -18,21 +19,55 @@ const VariantRecord* bad_input_variant(const RunRecord& record) {
   return nullptr;
 }
 
-// The command's exit status for a run's variants: 2 for bad input, 1 when one failed (the lab's
-// compiled variant may be unavailable: its reading says so and the other variants stand).
 int run_status(const LabOutcome& outcome) {
   if (bad_input_variant(outcome.record) != nullptr) return kExitBadInput;
   for (const VariantRecord& v : outcome.record.variants) {
+    // The lab's compiled variant may be unavailable (no Python side): its reading says so and the
+    // other variants stand. Any other failure: results are kept, the status says so.
     if (!v.ok() && !(outcome.record.kind == "baseline" && v.error_kind == "unavailable")) return kExitGateFailed;
   }
   return kExitOk;
 }
 
-int report_run(const LabOutcome& outcome) {
+nlohmann::json run_json(const LabOutcome& outcome) {
+  const RunRecord& r = outcome.record;
+  const Table variants = variant_table(r);
+  return {{"schema_version", 1},
+          {"tool", "trainlab"},
+          {"kind", r.kind},
+          {"run_id", r.run_id},
+          {"scenario", r.scenario},
+          {"run_dir", outcome.run_dir},
+          {"run_record", outcome.run_dir + "/run.json"},
+          {"variants", table_rows_json(variants)},
+          {"notes", variants.notes},
+          {"reading", r.reading}};
+}
+
+std::string render_run_markdown(const LabOutcome& outcome) {
+  const RunRecord& r = outcome.record;
+  std::string out = "**trainlab " + r.kind + "** `" + r.run_id + "` (" + r.scenario + ")\n\n" +
+                    render_table_markdown(variant_table(r));
+  if (!r.reading.empty()) out += "\n**Reading**\n\n";
+  for (const std::string& line : r.reading) out += "- " + line + "\n";
+  return out + "\nRun record: " + outcome.run_dir + "/run.json\n";
+}
+
+int report_run(const LabOutcome& outcome, OutputFormat format, const nlohmann::json& extra) {
   if (outcome.quiet) return run_status(outcome);  // a launch's peer rank: rank 0 reports the run
   if (const VariantRecord* bad = bad_input_variant(outcome.record)) {
     std::cerr << "trainlab: error: " << bad->error << "\n";
     return kExitBadInput;
+  }
+  if (format == OutputFormat::kJson) {
+    nlohmann::json document = run_json(outcome);
+    document.update(extra);
+    std::cout << json_text(document, 2) << "\n";
+    return run_status(outcome);
+  }
+  if (format == OutputFormat::kMarkdown) {
+    std::cout << render_run_markdown(outcome);
+    return run_status(outcome);
   }
   std::cout << "\n" << render_variant_table(outcome.record);
   if (!outcome.record.reading.empty()) {
@@ -110,14 +145,42 @@ int report_run(const LabOutcome& outcome) {
   return run_status(outcome);
 }
 
-int report_diagnosis(const DiagnoseOutcome& outcome) {
-  for (const Diagnosis& d : outcome.diagnoses) std::cout << render_diagnosis_text(d) << "\n";
-  std::cout << "Diagnosis: " << outcome.out_dir << "/diagnosis.json, report " << outcome.out_dir << "/report.html\n";
+int report_diagnosis(const DiagnoseOutcome& outcome, OutputFormat format) {
+  std::cout << render_diagnoses(outcome, format);
   if (outcome.gate_failed) {
     for (const std::string& reason : outcome.gate_reasons) std::cerr << "trainlab: gate: " << reason << "\n";
     return kExitGateFailed;
   }
   return kExitOk;
+}
+
+std::string render_sweep_report(const SweepOutcome& outcome, OutputFormat format) {
+  const RunRecord& r = outcome.record;
+  const std::string chart = r.details.sweep && !r.details.sweep->chart.empty()
+                                ? outcome.run_dir + "/" + r.details.sweep->chart
+                                : std::string();
+  if (format == OutputFormat::kJson) {
+    return json_text({{"schema_version", 1},
+                      {"tool", "trainlab"},
+                      {"kind", "sweep"},
+                      {"run_id", r.run_id},
+                      {"scenario", r.scenario},
+                      {"run_dir", outcome.run_dir},
+                      {"run_record", outcome.run_dir + "/run.json"},
+                      {"points", table_rows_json(outcome.table)},
+                      {"notes", outcome.table.notes},
+                      {"reading", r.reading},
+                      {"chart", chart.empty() ? nlohmann::json(nullptr) : nlohmann::json(chart)}},
+                     2) +
+           "\n";
+  }
+  const bool markdown = format == OutputFormat::kMarkdown;
+  std::string out = markdown ? "**trainlab sweep** `" + r.run_id + "` (" + r.scenario + ")\n\n" +
+                                   render_table_markdown(outcome.table) + "\n**Reading**\n\n"
+                             : "\n" + render_table_text(outcome.table) + "\nReading:\n";
+  for (const std::string& line : r.reading) out += (markdown ? "- " : "  - ") + line + "\n";
+  if (!chart.empty()) out += "\nChart: " + chart + "\n";
+  return out + (markdown ? "\n" : "") + "Run record: " + outcome.run_dir + "/run.json\n";
 }
 
 }  // namespace trainlab

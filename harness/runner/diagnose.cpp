@@ -117,6 +117,9 @@ nlohmann::json environment_of(const Environment& env, const VariantRecord& v) {
 DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir,
                              const DiagnoseOptions& options) {
   DiagnoseOutcome outcome;
+  outcome.input = run_dir;
+  outcome.from_run_record = true;
+  if (!record.variants.empty()) outcome.spec = record.variants.front().spec;
   outcome.out_dir = options.out_dir.empty() ? run_dir : options.out_dir;
   std::vector<Profile> profiles;
   profiles.reserve(record.variants.size());
@@ -155,7 +158,9 @@ DiagnoseOutcome diagnose_path(const std::string& path, const DiagnoseOptions& op
   const bool run_folder = is_folder && fs::exists(p / "run.json", ec);
   if (run_folder || p.filename() == "run.json") {
     const std::string dir = run_folder ? p.string() : p.parent_path().string();
-    return diagnose_run(read_run_record(dir), dir, options);
+    DiagnoseOutcome outcome = diagnose_run(read_run_record(dir), dir, options);
+    outcome.input = path;
+    return outcome;
   }
   std::vector<fs::path> traces;
   if (is_folder) {
@@ -177,6 +182,7 @@ DiagnoseOutcome diagnose_path(const std::string& path, const DiagnoseOptions& op
     traces.push_back(p);
   }
   DiagnoseOutcome outcome;
+  outcome.input = path;
   std::vector<TraceImport> imports;
   imports.reserve(traces.size());
   for (const fs::path& trace : traces) {
@@ -215,6 +221,83 @@ DiagnoseOutcome diagnose_path(const std::string& path, const DiagnoseOptions& op
       nlohmann::json::object({{"input", path}, {"device", outcome.diagnoses.front().summary.device}}),
       profiles, nullptr, trace_names);
   return outcome;
+}
+
+Table attribution_table(const Diagnosis& d) {
+  Table table;
+  table.columns = {{"suspect", "suspect"}, {"share %", "share_pct"}, {"low %", "low_pct"}, {"high %", "high_pct"}};
+  for (const SuspectShare& a : d.verdict.attribution) {
+    table.rows.push_back({{suspect_words(a.suspect), to_string(a.suspect)}, number_cell(a.share_pct, "%.1f"),
+                          number_cell(a.low_pct, "%.1f"), number_cell(a.high_pct, "%.1f")});
+  }
+  return table;
+}
+
+Table findings_table(const Diagnosis& d) {
+  Table table;
+  table.left_align_last = true;
+  table.columns = {{"severity", "severity"}, {"rule", "rule", /*left=*/true}, {"fired", "times_fired"},
+                   {"of", "data_points"},    {"finding", "title"}};
+  for (const Finding& f : d.findings) {
+    table.rows.push_back({text_cell(to_string(f.severity)), text_cell(f.rule_id),
+                          number_cell(static_cast<double>(f.times_fired), "%.0f"),
+                          number_cell(static_cast<double>(f.data_points), "%.0f"), text_cell(f.title)});
+  }
+  return table;
+}
+
+Table actions_table(const Diagnosis& d) {
+  Table table;
+  table.left_align_last = true;
+  table.columns = {{"#", "rank"}, {"saves %", "saving_pct"}, {"speed-up", "speedup_x"}, {"action", "action"}};
+  int n = 0;
+  for (const RankedAction& a : d.verdict.actions) {
+    ++n;
+    table.rows.push_back({number_cell(n, "%.0f"), number_cell(a.saving_pct, "%.1f"), number_cell(a.speedup, "%.1fx"),
+                          text_cell(a.action)});
+  }
+  return table;
+}
+
+nlohmann::json diagnoses_json(const DiagnoseOutcome& outcome) {
+  nlohmann::json document =
+      diagnosis_document(outcome.diagnoses, outcome.input, utc_now("%Y-%m-%dT%H:%M:%SZ"), outcome.gate_reasons);
+  document["diagnosis_json"] = outcome.out_dir + "/diagnosis.json";
+  document["report_html"] = outcome.out_dir + "/report.html";
+  return document;
+}
+
+std::string render_diagnoses(const DiagnoseOutcome& outcome, OutputFormat format) {
+  const std::string diagnosis_json = outcome.out_dir + "/diagnosis.json";
+  const std::string report_html = outcome.out_dir + "/report.html";
+  if (format == OutputFormat::kJson) return json_text(diagnoses_json(outcome), 2) + "\n";
+  std::string out;
+  for (const Diagnosis& d : outcome.diagnoses) {
+    if (format == OutputFormat::kTable) {
+      out += render_diagnosis_text(d) + "\n";
+      continue;
+    }
+    const Summary& s = d.summary;
+    out += "### Diagnosis " + s.label +
+           (s.world_size > 1 ? " (rank " + std::to_string(s.rank) + " of " + std::to_string(s.world_size) + ")" : "") +
+           "\n\n" + std::to_string(s.step_ms.size()) + (s.step_ms.size() == 1 ? " step" : " steps") + ", step p50 " +
+           fmt("%.1f", s.step.p50) + " ms (p95 " + fmt("%.1f", s.step.p95) + " ms), " + s.device + "\n\n";
+    if (d.verdict.inconclusive) {
+      out += "**Verdict: inconclusive**\n\n";
+      for (const std::string& reason : d.verdict.inconclusive_reasons) out += "- " + reason + "\n";
+    } else {
+      out += "**Verdict: " + suspect_words(d.verdict.primary) + "** (confidence " + d.verdict.confidence + ") — " +
+             d.verdict.headline + "\n\n";
+      for (const std::string& reason : d.verdict.confidence_reasons) out += "- confidence: " + reason + "\n";
+      for (const std::string& secondary : d.verdict.secondary) out += "- secondary: " + secondary + "\n";
+    }
+    out += "\nStep time by suspect:\n\n" + render_table_markdown(attribution_table(d));
+    if (!d.findings.empty()) out += "\nFindings:\n\n" + render_table_markdown(findings_table(d));
+    if (!d.verdict.actions.empty()) out += "\nActions, by the time they could save:\n\n" + render_table_markdown(actions_table(d));
+    for (const std::string& note : s.notes) out += "\n> note: " + note + "\n";
+    out += "\n";
+  }
+  return out + "Diagnosis: " + diagnosis_json + ", report " + report_html + "\n";
 }
 
 }  // namespace trainlab

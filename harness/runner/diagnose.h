@@ -13,6 +13,7 @@
 #include "core/run_record.h"
 #include "diagnostics/diagnosis.h"
 #include "diagnostics/thresholds.h"
+#include "harness/runner/output_format.h"
 
 namespace trainlab {
 
@@ -25,6 +26,9 @@ struct DiagnoseOptions {
 
 struct DiagnoseOutcome {
   std::vector<Diagnosis> diagnoses;  // one per variant (runs) or per rank trace
+  std::string input;                 // the run folder or trace(s) as given
+  bool from_run_record = false;      // a run folder, not traces
+  VariantSpec spec;                  // a run folder's first variant: what to profile or doctor next
   std::string out_dir;
   bool gate_failed = false;
   std::vector<std::string> gate_reasons;
@@ -35,5 +39,15 @@ struct DiagnoseOutcome {
 DiagnoseOutcome diagnose_path(const std::string& path, const DiagnoseOptions& options);
 // A run just recorded (trainlab profile): diagnoses its variants, writes into run_dir.
 DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir, const DiagnoseOptions& options);
+
+// One diagnosis's step time by suspect (share with its 95 % interval), its findings and its
+// actions ranked by the time they could save.
+Table attribution_table(const Diagnosis& diagnosis);
+Table findings_table(const Diagnosis& diagnosis);
+Table actions_table(const Diagnosis& diagnosis);
+// What diagnose prints: table, the terminal summary of each diagnosis; markdown, the same with
+// the three tables; json, diagnosis.json's document with where the files are. Then where they are.
+std::string render_diagnoses(const DiagnoseOutcome& outcome, OutputFormat format);
+nlohmann::json diagnoses_json(const DiagnoseOutcome& outcome);
 
 }  // namespace trainlab

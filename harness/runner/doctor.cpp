@@ -307,16 +307,46 @@ DoctorOutcome read_doctor_file(const std::string& path) {
   }
 }
 
-std::string render_doctor(const DoctorOutcome& outcome) {
-  std::string out = "Diagnosis: " + outcome.diagnosis_headline + "\n\n";
-  std::vector<std::vector<std::string>> rows;
+Table doctor_trials_table(const DoctorOutcome& outcome) {
+  Table table;
+  table.left_align_last = true;
+  table.columns = {{"change", "change"},
+                   {"settings", "settings"},
+                   {"samples/s", "gain_pct"},
+                   {"95 % interval", "interval_pct"},
+                   {"verdict", "verdict"}};
   for (const DoctorTrial& t : outcome.trials) {
-    rows.push_back({t.change, t.settings, fmt("%+.1f %%", t.gain_pct),
-                    "[" + fmt("%+.1f", t.low_pct) + ", " + fmt("%+.1f", t.high_pct) + "]", t.verdict});
+    table.rows.push_back({text_cell(t.change), text_cell(t.settings), number_cell(t.gain_pct, "%+.1f %%"),
+                          {"[" + fmt("%+.1f", t.low_pct) + ", " + fmt("%+.1f", t.high_pct) + "]",
+                           nlohmann::json::array({t.low_pct, t.high_pct})},
+                          text_cell(t.verdict)});
   }
-  out += rows.empty()
-             ? "No finding came with a change to try.\n"
-             : render_text_table({"change", "settings", "samples/s", "95 % interval", "verdict"}, rows, true);
+  return table;
+}
+
+nlohmann::json doctor_json(const DoctorOutcome& outcome) {
+  return {{"schema_version", 1},
+          {"tool", "trainlab"},
+          {"kind", "doctor"},
+          {"doctor", outcome.out_dir + "/doctor.json"},
+          {"report", outcome.out_dir + "/report.html"},
+          {"configuration", outcome.configuration},
+          {"diagnosis", outcome.diagnosis_headline},
+          {"trials", table_rows_json(doctor_trials_table(outcome))},
+          {"best_settings", outcome.best_settings},
+          {"best_gain_pct", outcome.best_gain_pct},
+          {"after", {{"headline", outcome.after_headline}, {"findings", outcome.after_findings}}},
+          {"unaddressed_findings", outcome.unaddressed_findings}};
+}
+
+std::string render_doctor(const DoctorOutcome& outcome, OutputFormat format) {
+  if (format == OutputFormat::kJson) return json_text(doctor_json(outcome), 2) + "\n";
+  const bool markdown = format == OutputFormat::kMarkdown;
+  const std::string item = markdown ? "- " : "  - ";
+  std::string out = "Diagnosis: " + outcome.diagnosis_headline + "\n\n";
+  out += outcome.trials.empty() ? "No finding came with a change to try.\n"
+         : markdown             ? render_table_markdown(doctor_trials_table(outcome))
+                                : render_table_text(doctor_trials_table(outcome));
   out += "\nBest measured configuration: " +
          (outcome.best_settings.empty()
               ? std::string("the one given (no change measurably helped)")
@@ -325,11 +355,11 @@ std::string render_doctor(const DoctorOutcome& outcome) {
          "\n";
   if (!outcome.after_headline.empty()) {
     out += "With it: " + outcome.after_headline + "\n";
-    for (const std::string& f : outcome.after_findings) out += "  - " + f + "\n";
+    for (const std::string& f : outcome.after_findings) out += item + f + "\n";
   }
   if (!outcome.unaddressed_findings.empty()) {
     out += "Findings no trial addressed:\n";
-    for (const std::string& f : outcome.unaddressed_findings) out += "  - " + f + "\n";
+    for (const std::string& f : outcome.unaddressed_findings) out += item + f + "\n";
   }
   return out + "Doctor: " + outcome.out_dir + "/doctor.json, report " + outcome.out_dir + "/report.html\n";
 }

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/variant.h"
+#include "harness/runner/output_format.h"
 
 namespace trainlab {
 
@@ -60,7 +61,11 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress);
 // doctor.json read back (history): what the outcome holds, the folder aside. Throws InputError on
 // a missing or malformed file.
 DoctorOutcome read_doctor_file(const std::string& path);
-std::string render_doctor(const DoctorOutcome& outcome);
+// The trials (change, settings, samples/s gain with its interval, verdict); the report around them
+// in a format; the outcome as one JSON document (its trials as the table's rows).
+Table doctor_trials_table(const DoctorOutcome& outcome);
+nlohmann::json doctor_json(const DoctorOutcome& outcome);
+std::string render_doctor(const DoctorOutcome& outcome, OutputFormat format = OutputFormat::kTable);
 // The folder's report.html: the diagnosis, each trial's gain with its interval drawn, the best
 // configuration and what remains, with links to the profiles' own reports. Self-contained.
 std::string render_doctor_html(const DoctorOutcome& outcome);

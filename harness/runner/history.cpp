@@ -1,11 +1,11 @@
-// history: one line per run folder (run.json), per diagnosis folder (diagnosis.json alone) or per
-// doctor folder (doctor.json).
+// history: one entry per run folder (run.json, with its diagnosis.json where there is one), per
+// diagnosis folder (diagnosis.json alone) or per doctor folder (doctor.json); the table fitted to
+// a width, and the JSON.
 #include "harness/runner/history.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "core/atomic_file.h"
@@ -22,9 +22,9 @@ namespace trainlab {
 
 namespace {
 
-// A run's headline: the best variant's samples/s, the median over its repetitions (a sweep's
-// variants are its points; an A/B run says A -> B).
-std::string run_headline(const RunRecord& r) {
+// A run's best variant (the median samples/s over its repetitions; a sweep's variants are its
+// points; an A/B run's B with its A) and the headline line.
+void read_run(const RunRecord& r, HistoryEntry& e) {
   std::vector<std::string> order;
   std::map<std::string, std::vector<double>> samples_per_s;  // by variant, one value per repetition
   for (const VariantRecord& v : r.variants) {
@@ -35,54 +35,77 @@ std::string run_headline(const RunRecord& r) {
     if (samples_per_s.count(key) == 0) order.push_back(key);
     samples_per_s[key].push_back(aggregate(v).samples_per_s);
   }
-  const auto figure = [&](const std::string& key) { return fmt("%.1f", stats::median(samples_per_s.at(key))); };
-  size_t repetitions = 1;
-  for (const auto& [key, values] : samples_per_s) repetitions = std::max(repetitions, values.size());
+  const auto median = [&](const std::string& key) { return stats::median(samples_per_s.at(key)); };
+  const auto figure = [&](const std::string& key) { return fmt("%.1f", median(key)); };
+  for (const auto& [key, values] : samples_per_s) e.repetitions = std::max(e.repetitions, static_cast<int>(values.size()));
   const std::string of_repetitions =
-      repetitions > 1 ? " (median of " + std::to_string(repetitions) + " repetitions)" : "";
-  std::string headline = "no variant completed";
+      e.repetitions > 1 ? " (median of " + std::to_string(e.repetitions) + " repetitions)" : "";
+  e.headline = "no variant completed";
   if (r.kind == "ab" && samples_per_s.count("A") > 0 && samples_per_s.count("B") > 0) {
-    headline = "A " + figure("A") + " -> B " + figure("B") + " samples/s" + of_repetitions +
-               ", B: " + (r.details.ab_changes.empty() ? std::string("changed") : r.details.ab_changes);
+    e.samples_per_s = median("B");
+    e.a_samples_per_s = median("A");
+    e.headline = "A " + figure("A") + " -> B " + figure("B") + " samples/s" + of_repetitions +
+                 ", B: " + (r.details.ab_changes.empty() ? std::string("changed") : r.details.ab_changes);
+    e.best = "B: " + (r.details.ab_changes.empty() ? std::string("changed") : r.details.ab_changes);
   } else if (!order.empty()) {
-    const auto best = std::max_element(order.begin(), order.end(), [&](const std::string& a, const std::string& b) {
-      return stats::median(samples_per_s.at(a)) < stats::median(samples_per_s.at(b));
-    });
-    headline = *best + " " + figure(*best) + " samples/s" + of_repetitions;
+    const auto best = std::max_element(order.begin(), order.end(),
+                                       [&](const std::string& a, const std::string& b) { return median(a) < median(b); });
+    e.best = *best;
+    e.samples_per_s = median(*best);
+    e.headline = *best + " " + figure(*best) + " samples/s" + of_repetitions;
   }
-  const auto count = [&](bool interrupted) {
-    return static_cast<int>(std::count_if(r.variants.begin(), r.variants.end(), [&](const VariantRecord& v) {
-      return !v.ok() && (v.error_kind == "interrupted") == interrupted;
-    }));
-  };
-  const int failed = count(false), not_run = count(true);
-  if (failed > 0) headline += " (" + std::to_string(failed) + " failed)";
-  if (not_run > 0) headline += " (" + std::to_string(not_run) + " interrupted)";
-  return headline;
+  for (const VariantRecord& v : r.variants) {
+    if (v.ok()) continue;
+    ++(v.error_kind == "interrupted" ? e.interrupted : e.failed);
+  }
+  if (e.failed > 0) e.headline += " (" + std::to_string(e.failed) + " failed)";
+  if (e.interrupted > 0) e.headline += " (" + std::to_string(e.interrupted) + " interrupted)";
 }
 
-// A doctor folder's line: the best measured change and its factor.
-std::vector<std::string> doctor_row(const fs::path& dir) {
-  const std::string id = dir.filename().string();
+// The first diagnosis's verdict in a few words: "model compute (low)" or "inconclusive".
+std::string verdict_words(const DiagnosisLine& d) {
+  if (d.inconclusive || d.primary.empty()) return "inconclusive";
+  std::string words = d.primary;
+  std::replace(words.begin(), words.end(), '_', ' ');
+  return words + (d.confidence.empty() ? "" : " (" + d.confidence + ")");
+}
+
+// A doctor folder: the best measured change and its factor.
+void read_doctor(const fs::path& dir, HistoryEntry& e) {
+  e.kind = "doctor";
   DoctorOutcome d;
   try {
     d = read_doctor_file((dir / "doctor.json").string());
   } catch (const InputError&) {
-    return {id, "-", "doctor", "-", "unreadable doctor.json"};
+    e.problem = "unreadable doctor.json";
+    e.headline = e.problem;
+    return;
   }
-  std::string scenario = "-";
   for (size_t i = 0; i + 1 < d.configuration.size(); ++i) {
-    if (d.configuration[i] == "--scenario" || d.configuration[i] == "-s") scenario = d.configuration[i + 1];
+    if (d.configuration[i] == "--scenario" || d.configuration[i] == "-s") e.scenario = d.configuration[i + 1];
   }
-  const std::string headline =
-      d.best_settings.empty() ? "no change measurably helped (" + std::to_string(d.trials.size()) + " tried)"
-                              : "best " + d.best_settings + ": " + fmt("%.2fx", 1.0 + d.best_gain_pct / 100.0) + " samples/s";
-  return {id, d.created_utc.empty() ? "-" : d.created_utc, "doctor", scenario, headline};
+  if (!d.created_utc.empty()) e.created_utc = d.created_utc;
+  e.verdict = d.diagnosis_headline;
+  if (d.best_settings.empty()) {
+    e.headline = "no change measurably helped (" + std::to_string(d.trials.size()) + " tried)";
+  } else {
+    e.best = d.best_settings;
+    e.gain_x = 1.0 + d.best_gain_pct / 100.0;
+    e.headline = "best " + d.best_settings + ": " + fmt("%.2fx", *e.gain_x) + " samples/s";
+  }
+}
+
+// "abc..xyz" / "abcdef.." within width chars (ASCII, so the columns stay aligned).
+std::string shorten(const std::string& text, size_t width, bool keep_end) {
+  if (text.size() <= width || width < 4) return text;
+  if (!keep_end) return text.substr(0, width - 2) + "..";
+  const size_t head = (width - 2) / 2;
+  return text.substr(0, head) + ".." + text.substr(text.size() - (width - 2 - head));
 }
 
 }  // namespace
 
-std::string render_history(const std::string& results_dir) {
+std::vector<HistoryEntry> read_history(const std::string& results_dir) {
   std::error_code ec;
   if (!fs::is_directory(results_dir, ec)) throw InputError(results_dir + ": no such results folder");
   std::vector<fs::path> dirs;
@@ -95,32 +118,131 @@ std::string render_history(const std::string& results_dir) {
     }
   }
   std::sort(dirs.begin(), dirs.end());  // ids start with the UTC time: oldest first
-  std::vector<std::vector<std::string>> rows;
+  std::vector<HistoryEntry> entries;
   for (const fs::path& dir : dirs) {
-    const std::string id = dir.filename().string();
+    HistoryEntry e;
+    e.id = dir.filename().string();
+    e.path = (fs::path(results_dir) / e.id).string();
+    e.created_utc = e.kind = e.scenario = "-";
     if (fs::exists(dir / "doctor.json", ec)) {
-      rows.push_back(doctor_row(dir));
+      read_doctor(dir, e);
+      entries.push_back(e);
       continue;
     }
-    if (!fs::exists(dir / "run.json", ec)) {
+    if (fs::exists(dir / "run.json", ec)) {
+      e.has_run_record = true;
+      try {
+        const RunRecord r = read_run_record(dir.string());
+        e.created_utc = r.created_utc;
+        e.kind = r.kind;
+        e.scenario = r.scenario;
+        read_run(r, e);
+      } catch (const InputError& err) {
+        e.problem = std::string("unreadable: ") + err.what();
+        e.headline = e.problem;
+        entries.push_back(e);
+        continue;
+      }
+    } else {
+      e.kind = "diagnose";
+    }
+    if (fs::exists(dir / "diagnosis.json", ec)) {
       try {
         const DiagnosisFile d = read_diagnosis_file((dir / "diagnosis.json").string());
-        rows.push_back({id, d.created_utc.empty() ? "-" : d.created_utc, "diagnose", d.input.empty() ? "-" : d.input,
-                        d.diagnoses.front().headline.empty() ? "-" : d.diagnoses.front().headline});
+        e.verdict = verdict_words(d.diagnoses.front());
+        if (!e.has_run_record) {
+          if (!d.created_utc.empty()) e.created_utc = d.created_utc;
+          if (!d.input.empty()) e.scenario = d.input;
+          e.headline = d.diagnoses.front().headline.empty() ? "-" : d.diagnoses.front().headline;
+        }
       } catch (const InputError&) {
-        rows.push_back({id, "-", "diagnose", "-", "unreadable diagnosis.json"});
+        if (!e.has_run_record) {
+          e.problem = "unreadable diagnosis.json";
+          e.headline = e.problem;
+        }
       }
-      continue;
     }
-    try {
-      const RunRecord r = read_run_record(dir.string());
-      rows.push_back({id, r.created_utc, r.kind, r.scenario, run_headline(r)});
-    } catch (const InputError& e) {
-      rows.push_back({id, "-", "-", "-", std::string("unreadable: ") + e.what()});
-    }
+    entries.push_back(e);
   }
-  if (rows.empty()) return "no runs in " + results_dir + "\n";
-  return render_text_table({"id", "created (UTC)", "kind", "scenario / input", "headline"}, rows, true);
+  return entries;
+}
+
+Table history_table(const std::vector<HistoryEntry>& entries, size_t max_width_chars) {
+  Table table;
+  table.left_align_last = true;
+  table.columns = {{"run", "run"},
+                   {"kind", "kind", /*left=*/true},
+                   {"best", "best", /*left=*/true},
+                   {"samples/s", "samples_per_s"},
+                   {"verdict", "verdict"}};
+  for (const HistoryEntry& e : entries) {
+    std::string best = e.best.empty() ? "-" : e.best;
+    std::string samples_per_s = e.samples_per_s ? fmt("%.1f", *e.samples_per_s) : "-";
+    if (e.gain_x) samples_per_s = fmt("%.2fx", *e.gain_x);
+    std::string verdict = e.verdict.empty() ? "-" : e.verdict;
+    if (e.verdict.empty() && e.a_samples_per_s && e.samples_per_s && *e.a_samples_per_s > 0) {
+      verdict = "B/A " + fmt("%.2fx", *e.samples_per_s / *e.a_samples_per_s);
+    }
+    if (!e.problem.empty()) verdict = e.problem;
+    if (e.failed > 0) verdict += ", " + std::to_string(e.failed) + " failed";
+    if (e.interrupted > 0) verdict += ", " + std::to_string(e.interrupted) + " interrupted";
+    table.rows.push_back({text_cell(e.id), text_cell(e.kind), text_cell(best),
+                          {samples_per_s, e.samples_per_s ? nlohmann::json(*e.samples_per_s) : nlohmann::json(nullptr)},
+                          text_cell(verdict)});
+  }
+  if (max_width_chars == 0) return table;
+  // Too wide: shorten the verdict, then the best variant, then the run id (its middle), each down
+  // to a floor, until the lines fit.
+  const auto width_of = [&](size_t column) {
+    size_t w = table.columns[column].title.size();
+    for (const auto& row : table.rows) w = std::max(w, row[column].text.size());
+    return w;
+  };
+  const auto total = [&] {
+    size_t sum = 2 * (table.columns.size() - 1);
+    for (size_t c = 0; c < table.columns.size(); ++c) sum += width_of(c);
+    return sum;
+  };
+  const std::pair<size_t, size_t> order[] = {{4, 16}, {2, 14}, {0, 24}, {4, 8}, {2, 8}};  // (column, floor)
+  for (const auto& [column, floor] : order) {
+    const size_t now = total();
+    if (now <= max_width_chars) break;
+    const size_t w = width_of(column);
+    const size_t target = std::max(floor, w > now - max_width_chars ? w - (now - max_width_chars) : size_t{0});
+    for (auto& row : table.rows) row[column].text = shorten(row[column].text, target, /*keep_end=*/column == 0);
+  }
+  return table;
+}
+
+nlohmann::json history_json(const std::string& results_dir, const std::vector<HistoryEntry>& entries) {
+  nlohmann::json runs = nlohmann::json::array();
+  const auto optional = [](const std::optional<double>& x) { return x ? nlohmann::json(*x) : nlohmann::json(nullptr); };
+  const auto or_null = [](const std::string& s) { return s.empty() || s == "-" ? nlohmann::json(nullptr) : nlohmann::json(s); };
+  for (const HistoryEntry& e : entries) {
+    runs.push_back({{"run", e.id},
+                    {"path", e.path},
+                    {"created_utc", or_null(e.created_utc)},
+                    {"kind", or_null(e.kind)},
+                    {"scenario", or_null(e.scenario)},
+                    {"has_run_record", e.has_run_record},
+                    {"best", or_null(e.best)},
+                    {"samples_per_s", optional(e.samples_per_s)},
+                    {"a_samples_per_s", optional(e.a_samples_per_s)},
+                    {"gain_x", optional(e.gain_x)},
+                    {"repetitions", e.repetitions},
+                    {"failed", e.failed},
+                    {"interrupted", e.interrupted},
+                    {"verdict", or_null(e.verdict)},
+                    {"headline", or_null(e.headline)},
+                    {"problem", or_null(e.problem)}});
+  }
+  return {{"schema_version", 1}, {"tool", "trainlab"}, {"kind", "history"}, {"results", results_dir}, {"runs", runs}};
+}
+
+std::string render_history(const std::string& results_dir) {
+  const std::vector<HistoryEntry> entries = read_history(results_dir);
+  if (entries.empty()) return "no runs in " + results_dir + "\n";
+  return render_table_text(history_table(entries, kHistoryWidthChars));
 }
 
 }  // namespace trainlab

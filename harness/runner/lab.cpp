@@ -382,18 +382,20 @@ std::string run_folder_in(const std::string& parent) {
   return "";
 }
 
-std::string render_variant_table(const RunRecord& record) {
-  const std::vector<std::string> header = {"variant", "samples/s", "step p50 ms", "step p95 ms",
-                                           "peak MiB", "ops/step", "data wait", "vs fp32"};
-  std::vector<std::vector<std::string>> rows;
+Table variant_table(const RunRecord& record) {
+  Table table;
+  table.columns = {{"variant", "variant"},         {"samples/s", "samples_per_s"}, {"step p50 ms", "step_p50_ms"},
+                   {"step p95 ms", "step_p95_ms"}, {"peak MiB", "peak_mib"},       {"ops/step", "ops_per_step"},
+                   {"data wait", "data_wait_pct"}, {"vs fp32", "vs_fp32_x"}};
   const VariantRecord* fp32 = find_variant(record, "fp32");
   const double fp32_sps = (fp32 && fp32->ok()) ? aggregate(*fp32).samples_per_s : 0;
-  std::vector<std::string> errors;
   for (const VariantRecord& v : record.variants) {
     if (!v.ok()) {
       const bool unavailable = v.error_kind == "unavailable";
-      rows.push_back({v.spec.name(), unavailable ? "not measured" : "error", "-", "-", "-", "-", "-", "-"});
-      errors.push_back((unavailable ? "not measured: " : "error in ") + v.spec.name() + ": " + v.error);
+      table.rows.push_back({text_cell(v.spec.name()), missing_cell(unavailable ? "not measured" : "error"),
+                            missing_cell(), missing_cell(), missing_cell(), missing_cell(), missing_cell(),
+                            missing_cell()});
+      table.notes.push_back((unavailable ? "not measured: " : "error in ") + v.spec.name() + ": " + v.error);
       continue;
     }
     const VariantAggregate agg = aggregate(v);
@@ -401,16 +403,16 @@ std::string render_variant_table(const RunRecord& record) {
                                       [](const VariantRecord& r) { return r.repetition > 0; });
     const std::string label = (v.label.empty() ? "" : v.label + " ") + v.spec.name() +
                               (repeated ? " #" + std::to_string(v.repetition + 1) : "");
-    rows.push_back({label, fmt("%.1f", agg.samples_per_s), fmt("%.2f", agg.step_ms_p50),
-                    fmt("%.2f", agg.step_ms_p95), fmt("%.0f", bytes_to_mib(v.peak_memory_bytes)),
-                    fmt("%.0f", v.ops_per_step),
-                    fmt("%.1f %%", agg.phase_pct[static_cast<size_t>(Phase::kDataWait)]),
-                    fp32_sps > 0 ? fmt("%.2fx", agg.samples_per_s / fp32_sps) : "-"});
+    const double data_wait_pct = agg.phase_pct[static_cast<size_t>(Phase::kDataWait)];
+    table.rows.push_back({text_cell(label), number_cell(agg.samples_per_s, "%.1f"),
+                          number_cell(agg.step_ms_p50, "%.2f"), number_cell(agg.step_ms_p95, "%.2f"),
+                          number_cell(bytes_to_mib(v.peak_memory_bytes), "%.0f"), number_cell(v.ops_per_step, "%.0f"),
+                          {fmt("%.1f %%", data_wait_pct), data_wait_pct},
+                          fp32_sps > 0 ? number_cell(agg.samples_per_s / fp32_sps, "%.2fx") : missing_cell()});
   }
-  std::ostringstream out;
-  out << render_text_table(header, rows, /*left_align_last=*/false);
-  for (const std::string& e : errors) out << e << "\n";
-  return out.str();
+  return table;
 }
+
+std::string render_variant_table(const RunRecord& record) { return render_table_text(variant_table(record)); }
 
 }  // namespace trainlab

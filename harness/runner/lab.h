@@ -11,6 +11,7 @@
 #include "diagnostics/thresholds.h"
 #include "core/run_record.h"
 #include "harness/runner/launch_group.h"
+#include "harness/runner/output_format.h"
 
 namespace trainlab {
 
@@ -64,7 +65,9 @@ std::string make_run_dir(const std::string& results_dir, const std::string& scen
 // or "" when there is none (each child run makes exactly one).
 std::string run_folder_in(const std::string& parent);
 
-// Terminal table: variant, samples/s, step p50/p95, peak memory, ops/step, data wait, speed-up.
+// The variant table: variant, samples/s, step p50/p95, peak memory, ops/step, data wait, speed-up
+// (rows for failed variants, their errors as notes); render_variant_table is its terminal text.
+Table variant_table(const RunRecord& record);
 std::string render_variant_table(const RunRecord& record);
 
 }  // namespace trainlab

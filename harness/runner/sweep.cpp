@@ -513,59 +513,111 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   record.details.sweep = details;
   write_run_record((fs::path(outcome.run_dir) / "run.json").string(), record);
 
-  // The table: measured points in run order, then the not-applicable ones. With rounds, each figure
-  // is the median of the point's rounds and samples/s shows their range.
-  std::vector<std::string> header = {"point", "samples/s", "data wait", "CPU util", "peak MiB", "step p50 ms", ""};
-  if (repeat > 1) header.insert(header.begin() + 2, "range (" + std::to_string(repeat) + " rounds)");
-  std::vector<std::vector<std::string>> rows;
+  // The table: the grid's points in order, the not-applicable ones where they fall.
+  std::vector<SweepTableRow> layout;
   for (size_t i = 0; i < points.size(); ++i) {
-    const std::string label = point_label(points[i].spec, with_batch);
-    std::vector<std::string> row;
-    if (!points[i].not_applicable.empty()) {
-      row = {label, "n/a", "-", "-", "-", "-", "not applicable"};
-    } else if (records_of_point[i].empty()) {
-      row = {label, "-", "-", "-", "-", "-", "not run"};
-    } else if (!figures[static_cast<size_t>(figure_of_point[i])].ok) {
-      row = {label, "error", "-", "-", "-", "-", ""};
+    layout.push_back({point_label(points[i].spec, with_batch), points[i].not_applicable, records_of_point[i]});
+  }
+  outcome.table = sweep_table(record, layout);
+  return outcome;
+}
+
+std::vector<SweepTableRow> sweep_layout(const RunRecord& record) {
+  std::set<int64_t> batches;
+  for (const VariantRecord& v : record.variants) batches.insert(v.spec.batch_size);
+  const bool with_batch = batches.size() > 1;
+  std::vector<SweepTableRow> layout;
+  std::map<std::string, size_t> row_of_label;
+  for (size_t i = 0; i < record.variants.size(); ++i) {
+    const std::string label = point_label(record.variants[i].spec, with_batch);
+    const auto [it, added] = row_of_label.emplace(label, layout.size());
+    if (added) layout.push_back({label, "", {}});
+    layout[it->second].records.push_back(i);
+  }
+  if (record.details.sweep) {
+    for (const SweepNotApplicable& entry : record.details.sweep->not_applicable) {
+      layout.push_back({entry.point, entry.why, {}});
+    }
+  }
+  return layout;
+}
+
+Table sweep_table(const RunRecord& record, const std::vector<SweepTableRow>& layout) {
+  const size_t repeat =
+      record.details.sweep ? static_cast<size_t>(std::max(1, record.details.sweep->repeat)) : size_t{1};
+  const std::optional<RecommendedPoint> rec =
+      record.details.sweep ? record.details.sweep->recommendation : std::nullopt;
+  // With rounds, each figure is the median of the point's rounds and samples/s shows their range.
+  Table table;
+  table.left_align_last = true;
+  table.columns = {{"point", "point"},         {"samples/s", "samples_per_s"}, {"data wait", "data_wait_pct"},
+                   {"CPU util", "cpu_util_pct"}, {"peak MiB", "peak_mib"},       {"step p50 ms", "step_p50_ms"},
+                   {"", "remark"}};
+  if (repeat > 1) {
+    table.columns.insert(table.columns.begin() + 2,
+                         {"range (" + std::to_string(repeat) + " rounds)", "samples_per_s_range"});
+  }
+  std::map<size_t, std::string> label_of_record;
+  for (const SweepTableRow& point : layout) {
+    for (size_t index : point.records) label_of_record[index] = point.point;
+  }
+  for (const SweepTableRow& point : layout) {
+    std::vector<TableCell> row;
+    const auto unmeasured = [&](const std::string& samples_per_s, const std::string& remark) {
+      return std::vector<TableCell>{text_cell(point.point), missing_cell(samples_per_s), missing_cell(), missing_cell(),
+                                    missing_cell(), missing_cell(), text_cell(remark)};
+    };
+    std::vector<SweepFigures> rounds;
+    for (size_t index : point.records) rounds.push_back(figures_of(record.variants.at(index)));
+    if (!point.not_applicable.empty()) {
+      row = unmeasured("n/a", "not applicable");
+    } else if (point.records.empty()) {
+      row = unmeasured("-", "not run");
+    } else if (const SweepFigures f = median_of_rounds(rounds); !f.ok) {
+      row = unmeasured("error", "");
     } else {
-      const size_t f = static_cast<size_t>(figure_of_point[i]);
       std::vector<double> step_p50_ms;
       double peak_bytes = 0;
-      for (size_t index : records_of_point[i]) {
+      for (size_t index : point.records) {
         const VariantRecord& v = record.variants[index];
         if (!v.ok()) continue;
         step_p50_ms.push_back(aggregate(v).step_ms_p50);
         peak_bytes = std::max(peak_bytes, static_cast<double>(v.peak_memory_bytes));
       }
       std::string mark;
-      if (rec && f == rec->index) mark = "<- recommended";
-      else if (rec && f == rec->best_index) mark = "best";
-      row = {label, fmt("%.1f", figures[f].samples_per_s), fmt("%.1f %%", figures[f].data_wait_pct),
-             fmt("%.0f %%", figures[f].cpu_util_pct), fmt("%.0f", bytes_to_mib(peak_bytes)),
-             fmt("%.2f", stats::median(step_p50_ms)), mark};
+      if (rec && static_cast<int64_t>(point.records.front()) == rec->variant_index) mark = "<- recommended";
+      else if (rec && static_cast<int64_t>(point.records.front()) == rec->best_index) mark = "best";
+      row = {text_cell(point.point),
+             number_cell(f.samples_per_s, "%.1f"),
+             {fmt("%.1f %%", f.data_wait_pct), f.data_wait_pct},
+             {fmt("%.0f %%", f.cpu_util_pct), f.cpu_util_pct},
+             number_cell(bytes_to_mib(peak_bytes), "%.0f"),
+             number_cell(stats::median(step_p50_ms), "%.2f"),
+             text_cell(mark)};
       if (repeat > 1) {
-        row.insert(row.begin() + 2,
-                   fmt("%.1f", figures[f].samples_per_s_min) + " - " + fmt("%.1f", figures[f].samples_per_s_max));
+        row.insert(row.begin() + 2, {fmt("%.1f", f.samples_per_s_min) + " - " + fmt("%.1f", f.samples_per_s_max),
+                                     nlohmann::json::array({f.samples_per_s_min, f.samples_per_s_max})});
       }
     }
-    if (repeat > 1 && row.size() == 7) row.insert(row.begin() + 2, "-");
-    rows.push_back(row);
+    if (repeat > 1 && row.size() == 7) row.insert(row.begin() + 2, missing_cell());
+    table.rows.push_back(row);
   }
-  std::ostringstream table;
-  table << render_text_table(header, rows, /*left_align_last=*/true);
-  for (const VariantRecord& v : record.variants) {
+  for (size_t i = 0; i < record.variants.size(); ++i) {
+    const VariantRecord& v = record.variants[i];
     if (!v.ok()) {
-      table << "error in " << point_label(v.spec, with_batch)
-            << (repeat > 1 ? " #" + std::to_string(v.repetition + 1) : std::string()) << ": " << v.error << "\n";
+      table.notes.push_back("error in " + label_of_record[i] +
+                            (repeat > 1 ? " #" + std::to_string(v.repetition + 1) : std::string()) + ": " + v.error);
     }
   }
   std::map<std::string, int> na_reasons;
-  for (const SweepNotApplicable& entry : details.not_applicable) ++na_reasons[entry.why];
-  for (const auto& [why, count] : na_reasons) {
-    table << "not applicable (" << count << " point" << (count == 1 ? "" : "s") << "): " << why << "\n";
+  if (record.details.sweep) {
+    for (const SweepNotApplicable& entry : record.details.sweep->not_applicable) ++na_reasons[entry.why];
   }
-  outcome.table = table.str();
-  return outcome;
+  for (const auto& [why, count] : na_reasons) {
+    table.notes.push_back("not applicable (" + std::to_string(count) + " point" + (count == 1 ? "" : "s") +
+                          "): " + why);
+  }
+  return table;
 }
 
 }  // namespace trainlab

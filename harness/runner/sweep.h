@@ -75,10 +75,24 @@ std::string render_sweep_svg(const std::string& title, const std::vector<SweepFi
 struct SweepOutcome {
   RunRecord record;
   std::string run_dir;
-  std::string table;              // the terminal table with the not-applicable rows
+  Table table;                    // the points, the not-applicable ones included; errors as notes
   bool bad_input = false;         // a point failed on bad input (e.g. a corrupt data file)
 };
 
 SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress);
+
+// One row of the sweep's table: a grid point's label, why it cannot apply here ("" when it can),
+// and its records in the run's variants (one a round; none when it did not run).
+struct SweepTableRow {
+  std::string point;
+  std::string not_applicable;
+  std::vector<size_t> records;
+};
+// The table over a sweep's record: per row its figures (the median of its rounds, their range
+// with --repeat), the recommended and the best point marked, failed points' errors and the
+// not-applicable reasons as notes.
+Table sweep_table(const RunRecord& record, const std::vector<SweepTableRow>& layout);
+// The rows of a recorded sweep (run.json): its points in run order, then the not-applicable ones.
+std::vector<SweepTableRow> sweep_layout(const RunRecord& record);
 
 }  // namespace trainlab

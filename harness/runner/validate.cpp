@@ -139,6 +139,11 @@ ValidateOutcome run_validation(const ValidateOptions& options, std::ostream& pro
   outcome.all_correct =
       std::all_of(outcome.cases.begin(), outcome.cases.end(), [](const CaseResult& r) { return r.correct; });
 
+  write_file_atomically(outcome.out_dir + "/validate.json", json_text(validation_json(outcome), 2) + "\n");
+  return outcome;
+}
+
+nlohmann::json validation_json(const ValidateOutcome& outcome) {
   nlohmann::json cases = nlohmann::json::array();
   for (const CaseResult& r : outcome.cases) {
     cases.push_back({{"name", r.seeded.name},
@@ -153,33 +158,34 @@ ValidateOutcome run_validation(const ValidateOptions& options, std::ostream& pro
                      {"run_dir", r.run_dir},
                      {"args", r.seeded.args}});
   }
-  write_file_atomically(outcome.out_dir + "/validate.json",
-                        json_text(nlohmann::json({{"schema_version", 1},
-                                        {"tool", "trainlab"},
-                                        {"kind", "validate"},
-                                        {"all_correct", outcome.all_correct},
-                                        {"cases", cases}})
-                                , 2) +
-                            "\n");
-  return outcome;
+  return {{"schema_version", 1},
+          {"tool", "trainlab"},
+          {"kind", "validate"},
+          {"all_correct", outcome.all_correct},
+          {"cases", cases}};
 }
 
-std::string render_validation(const ValidateOutcome& outcome) {
-  std::ostringstream out;
-  std::vector<std::vector<std::string>> rows;
+Table validation_cases_table(const ValidateOutcome& outcome) {
+  Table table;
+  table.left_align_last = true;
+  table.columns = {{"case", "case"},           {"expected", "expected"},
+                   {"named", "named"},         {"confidence", "confidence"},
+                   {"secondary findings", "secondary_findings"}, {"result", "result"}};
   for (const CaseResult& r : outcome.cases) {
     std::string secondary;
     for (const std::string& id : r.seeded.expect_findings) {
       const bool fired = std::find(r.fired.begin(), r.fired.end(), id) != r.fired.end();
       secondary += (secondary.empty() ? "" : ", ") + id + (fired ? " fired" : " MISSING");
     }
-    rows.push_back({r.seeded.name, r.seeded.expect, r.named, r.confidence,
-                    secondary.empty() ? "-" : secondary, r.correct ? "ok" : "WRONG"});
+    table.rows.push_back({text_cell(r.seeded.name), text_cell(r.seeded.expect), text_cell(r.named),
+                          text_cell(r.confidence), text_cell(secondary.empty() ? "-" : secondary),
+                          text_cell(r.correct ? "ok" : "WRONG")});
   }
-  out << render_text_table({"case", "expected", "named", "confidence", "secondary findings", "result"}, rows,
-                           true);
+  return table;
+}
 
-  // Confusion matrix: rows expected, columns named (the four suspects, inconclusive, error).
+Table confusion_matrix_table(const ValidateOutcome& outcome) {
+  // Rows expected, columns named (the four suspects, inconclusive, error).
   std::vector<std::string> columns = kSuspects;
   columns.push_back("inconclusive");
   columns.push_back("error");
@@ -188,22 +194,36 @@ std::string render_validation(const ValidateOutcome& outcome) {
     const std::string named = r.named.rfind("error", 0) == 0 ? "error" : r.named;
     ++matrix[r.seeded.expect][named];
   }
-  std::vector<std::string> header = {"expected \\ named"};
-  header.insert(header.end(), columns.begin(), columns.end());
-  std::vector<std::vector<std::string>> matrix_rows;
+  Table table;
+  table.columns.push_back({"expected \\ named", "expected"});
+  for (const std::string& c : columns) table.columns.push_back({c, c});
   for (const std::string& expected : kSuspects) {
     if (matrix.count(expected) == 0) continue;
-    std::vector<std::string> row = {expected};
-    for (const std::string& c : columns) row.push_back(std::to_string(matrix[expected][c]));
-    matrix_rows.push_back(row);
+    std::vector<TableCell> row = {text_cell(expected)};
+    for (const std::string& c : columns) row.push_back(number_cell(matrix[expected][c], "%.0f"));
+    table.rows.push_back(row);
   }
-  out << "\nConfusion matrix (seeded cases):\n" << render_text_table(header, matrix_rows, false);
+  return table;
+}
+
+std::string render_validation(const ValidateOutcome& outcome, OutputFormat format) {
+  if (format == OutputFormat::kJson) {
+    nlohmann::json document = validation_json(outcome);
+    document["results"] = outcome.out_dir + "/validate.json";
+    document["confusion_matrix"] = table_rows_json(confusion_matrix_table(outcome));
+    return json_text(document, 2) + "\n";
+  }
   int correct = 0;
   for (const CaseResult& r : outcome.cases) correct += r.correct ? 1 : 0;
-  out << "\n"
-      << correct << " of " << outcome.cases.size() << " cases named correctly"
-      << " (with their expected secondary findings). Results: " << outcome.out_dir << "/validate.json\n";
-  return out.str();
+  const std::string closing = std::to_string(correct) + " of " + std::to_string(outcome.cases.size()) +
+                              " cases named correctly (with their expected secondary findings). Results: " +
+                              outcome.out_dir + "/validate.json\n";
+  if (format == OutputFormat::kMarkdown) {
+    return render_table_markdown(validation_cases_table(outcome)) + "\n**Confusion matrix (seeded cases)**\n\n" +
+           render_table_markdown(confusion_matrix_table(outcome)) + "\n" + closing;
+  }
+  return render_table_text(validation_cases_table(outcome)) + "\nConfusion matrix (seeded cases):\n" +
+         render_table_text(confusion_matrix_table(outcome)) + "\n" + closing;
 }
 
 }  // namespace trainlab

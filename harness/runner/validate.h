@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/runner/output_format.h"
+
 namespace trainlab {
 
 struct SeededCase {
@@ -53,7 +55,12 @@ struct ValidateOutcome {
 
 ValidateOutcome run_validation(const ValidateOptions& options, std::ostream& progress);
 
-// The per-case table and the confusion matrix (rows: expected, columns: named).
-std::string render_validation(const ValidateOutcome& outcome);
+// The per-case table and the confusion matrix (rows: expected, columns: named), and what
+// validate.json holds.
+Table validation_cases_table(const ValidateOutcome& outcome);
+Table confusion_matrix_table(const ValidateOutcome& outcome);
+nlohmann::json validation_json(const ValidateOutcome& outcome);
+// Both tables and the count of correct cases; JSON: validation_json with the matrix's rows.
+std::string render_validation(const ValidateOutcome& outcome, OutputFormat format = OutputFormat::kTable);
 
 }  // namespace trainlab

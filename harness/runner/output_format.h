@@ -1,0 +1,54 @@
+// The commands' output formats (--format table|json|markdown): the one enum, its one parser and
+// error line, and a table that renders in all three from the same rows: the terminal's fixed-width
+// text, GitHub markdown, and JSON objects keyed by field names that carry their units. Torch-free.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace trainlab {
+
+enum class OutputFormat { kTable, kJson, kMarkdown };
+
+// The --format option's help text, naming the values.
+inline constexpr const char* kFormatHelp = "table (default), json (one document on stdout) or markdown";
+
+// "table", "json" or "markdown"; InputError "invalid --format 'xml' (table, json or markdown)" otherwise.
+OutputFormat parse_output_format(const std::string& text);
+
+// One cell: what the terminal and markdown show, and what JSON holds (a number without its unit,
+// null where the text says there is no value).
+struct TableCell {
+  std::string text;
+  nlohmann::json value;
+};
+
+TableCell text_cell(const std::string& text);                 // the same text in JSON ("" and "-" -> null)
+TableCell number_cell(double value, const char* format);      // fmt(format, value) and the number
+TableCell missing_cell(const std::string& text = "-");        // text on the terminal, null in JSON
+
+struct TableColumn {
+  std::string title;  // the terminal's and markdown's header, e.g. "step p50 ms"
+  std::string key;    // the JSON field, with its unit, e.g. "step_p50_ms"
+  bool left = false;  // left-aligned words (the first column always is; numbers are right-aligned)
+};
+
+struct Table {
+  std::vector<TableColumn> columns;
+  std::vector<std::vector<TableCell>> rows;  // each as many cells as columns
+  bool left_align_last = false;              // the last column is free text
+  std::vector<std::string> notes;            // lines printed under the table (errors, remarks)
+};
+
+// The fixed-width table (as render_text_table, with the columns' own alignment), then the notes,
+// one a line.
+std::string render_table_text(const Table& table);
+// A GitHub markdown table: header row, |---| row (numbers right-aligned), rows ('|' escaped), then
+// the notes as a list.
+std::string render_table_markdown(const Table& table);
+// The rows as JSON objects {key: value}.
+nlohmann::json table_rows_json(const Table& table);
+
+}  // namespace trainlab
