@@ -74,6 +74,23 @@ TEST(CliE2E, TheFrontBinaryLinksNoLibTorchAndItsTrainingChildDoes) {
 // stopped, exit status 130, and run.json holds the finished variant and marks the rest interrupted;
 // history and diagnose read it. SIGKILL to the parent leaves the run.json written after the last
 // finished variant, the rest marked not run.
+// On a terminal (a pseudo-terminal from script(1)) run rewrites one progress line with the step
+// and the time left; with stderr in a file it prints no such line.
+TEST(CliE2E, AProgressLineOnATerminalOnly) {
+  const std::string args = "run --scenario mlp --batch 32 -k in_features=64 -k hidden=256 -k classes=10 --threads 1 "
+                           "--warmup 2 --steps 60 --callback-every 1 --callback-ms 50 --sampler off --results " +
+                           e2e::fresh_results_dir("progress");
+  const std::string on_terminal =
+      e2e::run_command("script -qec \"'" + std::string(TRAINLAB_BINARY) + "' " + args + "\" /dev/null 2>&1");
+  EXPECT_NE(on_terminal.find("[1/1] fp32  step "), std::string::npos) << on_terminal;
+  EXPECT_NE(on_terminal.find("/62  elapsed "), std::string::npos) << on_terminal;  // 2 warm-up + 60 steps
+  EXPECT_NE(on_terminal.find(" s left"), std::string::npos) << on_terminal;
+  const e2e::CliResult piped = e2e::run_trainlab(args);
+  ASSERT_EQ(piped.exit_status, 0) << piped.err;
+  EXPECT_EQ(piped.err.find('\r'), std::string::npos) << piped.err;
+  EXPECT_EQ(piped.err.find(" step "), std::string::npos) << piped.err;
+}
+
 TEST(CliE2E, AnInterruptedLabKeepsWhatFinishedAndMarksTheRest) {
   for (const int signo : {SIGINT, SIGKILL}) {
     const std::string results = e2e::fresh_results_dir("interrupt" + std::to_string(signo));

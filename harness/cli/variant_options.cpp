@@ -172,6 +172,7 @@ LabOptions build_lab_options(const VariantOptions& o, Thresholds* thresholds_sto
   const DistEnv launched = dist_env_from_environment();
   if (launched.distributed()) check_master_addr(launched.master_addr, std::min(lab.base.dist_timeout_s, 10.0));
   lab.launch = launcher_rank_from_environment();  // its ranks write one merged run (launch_group.h)
+  lab.live_progress = ::isatty(STDERR_FILENO) == 1;
   if (lab.launch && lab.base.nproc > 1) {
     throw InputError("--nproc " + std::to_string(lab.base.nproc) + " under a launcher that already started " +
                      std::to_string(lab.launch->world_size) + " ranks (WORLD_SIZE): use one or the other");

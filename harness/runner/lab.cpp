@@ -17,6 +17,7 @@
 #include "core/errors.h"
 #include "harness/runner/child_process.h"
 #include "harness/runner/interrupt.h"
+#include "harness/runner/progress_ticker.h"
 #include "harness/runner/text_table.h"
 #include "harness/runner/variant_runner.h"
 #include "scenarios/registry.h"
@@ -154,6 +155,9 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
            << ", results in " << outcome.run_dir << std::endl;
   // Repetitions interleave the variants (A B A B ...), so drift on a shared machine hits each alike.
   const auto lab_start = std::chrono::steady_clock::now();
+  ProgressTicker ticker(progress, options.live_progress && !outcome.quiet);
+  double variants_s = 0;
+  size_t variants_done = 0;
   double longest_round_s = 0;
   bool bad_input = false;
   bool stopped = false;
@@ -186,10 +190,20 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
       run_options.launch = options.launch ? &*options.launch : nullptr;
       const std::string stem = labels.empty() ? specs[i].name() : labels[i];
       if (max_rounds > 1 || !labels.empty()) run_options.file_stem = stem + ".rep" + std::to_string(rep + 1);
+      if (ticker.live()) {
+        run_options.progress_file = (fs::path(outcome.run_dir) / ".progress").string();
+        ticker.start(rep * specs.size() + i + 1, total, (labels.empty() ? "" : labels[i] + " ") + specs[i].name(),
+                     run_options.progress_file,
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - lab_start).count(),
+                     variants_done > 0 ? variants_s / static_cast<double>(variants_done) : -1.0);
+      }
       record.variants.push_back(run_variant_isolated(specs[i], run_options));
+      ticker.stop();
       record.variants.back().repetition = static_cast<int>(rep);
       if (!labels.empty()) record.variants.back().label = labels[i];
       const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      variants_s += wall_s;
+      ++variants_done;
       report_progress(progress, rep * specs.size() + i + 1, total, record.variants.back(), wall_s);
       write_progress_record(outcome, not_run_variants(specs, labels, rep, i + 1, repeat,
                                                       "not run: the run ended before this variant (killed?)"));

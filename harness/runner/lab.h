@@ -35,6 +35,9 @@ struct LabOptions {
   // ranks share rank 0's run folder; variants run the same on every rank (no bf16 probe decides,
   // no extra rounds).
   std::optional<LauncherRank> launch;
+  // Rewrite one progress line while each variant runs (stderr is a terminal): variant, step,
+  // elapsed, time left. Off: one line per finished variant only.
+  bool live_progress = false;
 };
 
 struct LabOutcome {

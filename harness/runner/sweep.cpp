@@ -1,6 +1,7 @@
 // Sweep expansion and validation, the run loop with its live progress line, the recommendation,
 // the table and the SVG chart.
 #include "harness/runner/interrupt.h"
+#include "harness/runner/progress_ticker.h"
 #include "harness/runner/sweep.h"
 
 #include <algorithm>
@@ -93,50 +94,6 @@ std::string figures_label(const SweepFigures& f, bool with_batch) {
   if (with_batch) label += " batch=" + std::to_string(f.batch_size);
   return label;
 }
-
-// Rewrites one terminal line every second while a point runs: point k of n, elapsed, estimate.
-class ProgressTicker {
- public:
-  ProgressTicker(std::ostream& out, bool live) : out_(out), live_(live) {}
-  ~ProgressTicker() { stop(); }
-
-  void start_point(size_t k, size_t n, const std::string& label, double elapsed_s, double estimate_left_s) {
-    stop();
-    if (!live_) return;
-    running_ = true;
-    thread_ = std::thread([=] {
-      const auto point_start = std::chrono::steady_clock::now();
-      std::unique_lock<std::mutex> lock(mutex_);
-      do {
-        const double in_point_s =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - point_start).count();
-        std::string line = "[" + std::to_string(k) + "/" + std::to_string(n) + "] " + label + "  elapsed " +
-                           fmt("%.0f s", elapsed_s + in_point_s);
-        if (estimate_left_s >= 0) line += ", about " + fmt("%.0f s", std::max(0.0, estimate_left_s - in_point_s)) + " left";
-        out_ << "\r\033[K" << line << std::flush;
-      } while (!wake_.wait_for(lock, std::chrono::seconds(1), [&] { return !running_; }));
-    });
-  }
-
-  void stop() {
-    if (!thread_.joinable()) return;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      running_ = false;
-    }
-    wake_.notify_all();
-    thread_.join();
-    out_ << "\r\033[K" << std::flush;
-  }
-
- private:
-  std::ostream& out_;
-  bool live_;
-  bool running_ = false;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::thread thread_;
-};
 
 }  // namespace
 
@@ -427,10 +384,12 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
       const std::string label =
           point_label(points[i].spec, with_batch) + (repeat > 1 ? " #" + std::to_string(rep + 1) : "");
       const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - sweep_start).count();
-      const double estimate_left_s =
-          done == 0 ? -1.0 : elapsed_s / static_cast<double>(done) * static_cast<double>(total - done);
-      ticker.start_point(done + 1, total, label, elapsed_s, estimate_left_s);
       VariantRunOptions run_options;
+      if (ticker.live()) {
+        run_options.progress_file = (fs::path(outcome.run_dir) / ".progress").string();
+        ticker.start(done + 1, total, label, run_options.progress_file, elapsed_s,
+                     done == 0 ? -1.0 : elapsed_s / static_cast<double>(done));
+      }
       run_options.run_dir = outcome.run_dir;
       run_options.timeout_s = options.lab.variant_timeout_s;
       run_options.memory_limit_bytes = options.lab.memory_limit_bytes;

@@ -10,6 +10,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/json_text.h"
+#include "core/step_progress.h"
 #include "harness/dist/dist_env.h"
 #include "harness/runner/child_process.h"
 #include "harness/runner/cuda_check.h"
@@ -33,6 +34,12 @@ std::string safe_stem(const VariantSpec& spec, const VariantRunOptions& options)
 // only, named as PyTorch's trace handler names them (HTA and the TensorBoard plugin read it whole).
 std::string trace_in_run(const VariantSpec& spec, const std::string& stem, int rank) {
   return "traces/" + stem + "/rank" + std::to_string(rank) + (spec.trace_gzip ? ".pt.trace.json.gz" : ".pt.trace.json");
+}
+
+// The variable that has the child report its steps, when the caller shows them.
+std::vector<std::pair<std::string, std::string>> progress_variables(const VariantRunOptions& options) {
+  if (options.progress_file.empty()) return {};
+  return {{kProgressFileVariable, options.progress_file}};
 }
 
 // The child's arguments: spec, record, trace.
@@ -182,9 +189,13 @@ VariantRecord run_ranks(const VariantSpec& spec, const VariantRunOptions& option
     fs::remove(record_paths.back(), ec);
     env.rank = rank;
     env.local_rank = rank;
+    std::vector<std::pair<std::string, std::string>> variables = env.variables();
+    if (rank == 0) {
+      for (auto& v : progress_variables(options)) variables.push_back(v);
+    }
     launches.push_back({child_args(spec_path, record_paths.back(), options.run_dir, trace_in_run(spec, stem, rank)),
                         log_paths.back(),
-                        env.variables(),
+                        variables,
                         trainer,
                         "",
                         memory_limit / spec.nproc});
@@ -276,7 +287,7 @@ VariantRecord run_single(const VariantSpec& spec, const VariantRunOptions& optio
   const ChildOutcome outcome = run_self_as_children({ChildLaunch{child_args(spec_path, record_path, options.run_dir,
                                                                             trace_in_run(spec, stem, 0)),
                                                                  log_path,
-                                                                 {},
+                                                                 progress_variables(options),
                                                                  trainer_executable(),
                                                                  "",
                                                                  memory_limit}},
@@ -301,6 +312,10 @@ VariantRecord run_variant_isolated(const VariantSpec& spec, const VariantRunOpti
     record = run_ranks(spec, options, dir, stem, spec_path);
   } else {
     record = run_single(spec, options, dir, stem, spec_path);
+  }
+  if (!options.progress_file.empty()) {
+    std::error_code ec;
+    fs::remove(options.progress_file, ec);
   }
   // The trace's place in the run folder (the child knows only its file).
   if (!record.profile.trace.empty()) record.profile.trace = trace_in_run(spec, stem, 0);

@@ -23,6 +23,8 @@ struct VariantRunOptions {
   // Under an outside launcher (launch_group.h): this process runs its own rank only; rank 0 then
   // waits for the peers' records and merges them, a peer returns its own.
   const LauncherRank* launch = nullptr;
+  // Where the (rank 0) child writes its step progress for a live line (core/step_progress.h); "" none.
+  std::string progress_file;
 };
 
 VariantRecord run_variant_isolated(const VariantSpec& spec, const VariantRunOptions& options);

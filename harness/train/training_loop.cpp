@@ -20,6 +20,7 @@
 #include "core/errors.h"
 #include "core/text.h"
 #include "core/hash.h"
+#include "core/step_progress.h"
 #include "harness/dist/data_parallel.h"
 #include "harness/dist/dist_env.h"
 #include "harness/train/autocast_scope.h"
@@ -370,6 +371,7 @@ LoopLeftovers run_loop(const VariantSpec& spec, TrainingSetup& t, Session& profi
   const int64_t budget_ns = s_to_ns(spec.max_loop_s);
   const int64_t loop_start_ns = now_ns();
   int64_t warmup_steps = spec.warmup_steps;
+  StepProgressWriter progress;  // for the parent's live line, when it shows one
   // Ends the phase `done` on the clock and moves the NVTX phase range on to `next`.
   auto next_phase = [&](Phase done, Phase next) {
     clock.end_phase(done);
@@ -458,6 +460,7 @@ LoopLeftovers run_loop(const VariantSpec& spec, TrainingSetup& t, Session& profi
     }
     profiler.end_step();
     record.steps.push_back(step);
+    progress.step_done(i + 1, warmup_steps + spec.steps, now_ns());
   }
   clock.finalize(record.steps);  // CUDA: one synchronisation, after the timed loop
   if (t.data_parallel && t.data_parallel->comm_resolved_later()) {
