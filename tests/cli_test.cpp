@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -158,6 +159,25 @@ TEST(CliDoctorTest, ItsOwnOptionsAreCheckedAndHelpNamesThem) {
   EXPECT_NE(help.out.find("--max-changes"), std::string::npos);
 }
 
+TEST(CliVersionTest, VersionSaysTrainlabGitLibTorchAndCudaAndExitsZero) {
+  const CliResult r = run("--version");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  std::vector<std::string> lines;
+  std::stringstream in(r.out);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 4u) << r.out;
+  EXPECT_EQ(lines[0], std::string("trainlab ") + TRAINLAB_EXPECTED_VERSION);
+  // cmake/GitRevision.cmake: 12 hex digits, "-dirty" with uncommitted changes; "unknown" outside git.
+  EXPECT_TRUE(std::regex_match(lines[1], std::regex("git revision: ([0-9a-f]{12}(-dirty)?|unknown)"))) << lines[1];
+  EXPECT_EQ(lines[2], std::string("LibTorch: ") + TRAINLAB_EXPECTED_LIBTORCH_VERSION);
+  EXPECT_EQ(lines[3], std::string("CUDA toolkit: ") + TRAINLAB_EXPECTED_CUDA_TOOLKIT_VERSION);
+  // The configured values themselves: a version number, or "none" where the build has no LibTorch.
+  EXPECT_TRUE(std::regex_match(lines[2], std::regex(R"(LibTorch: (\d+\.\d+.*|none \(torch-free build\)))")))
+      << lines[2];
+  EXPECT_TRUE(std::regex_match(lines[3], std::regex(R"(CUDA toolkit: (\d+\.\d+.*|none))"))) << lines[3];
+}
+
 TEST(CliListTest, HelpAndListAnswerWithoutRunningAnything) {
   const CliResult help = run("--help");
   EXPECT_EQ(help.status, 0);
@@ -165,6 +185,7 @@ TEST(CliListTest, HelpAndListAnswerWithoutRunningAnything) {
                               "history", "doctor"}) {
     EXPECT_NE(help.out.find(command), std::string::npos) << command;
   }
+  EXPECT_NE(help.out.find("--version"), std::string::npos) << help.out;
   const CliResult list = run("list");
   EXPECT_EQ(list.status, 0);
   EXPECT_NE(list.out.find("recsys (default)"), std::string::npos) << list.out;
