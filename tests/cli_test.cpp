@@ -58,8 +58,8 @@ TEST(CliRunTest, BadSettingsAreOneLineAndExitTwoBeforeAnythingRuns) {
   expect_bad_input("run --scenario nope" + r, "unknown scenario 'nope'");
   expect_bad_input("run --precision fp8" + r, "invalid precision 'fp8'");
   expect_bad_input("run --compiled maybe" + r, "expected on or off");
-  expect_bad_input("run --batch -5" + r, "impossible batch size");
-  expect_bad_input("run --batch 99999999999" + r, "impossible batch size");
+  expect_bad_input("run --batch -5" + r, "invalid --batch -5 (must be 1 to 2147483647)");
+  expect_bad_input("run --batch 99999999999" + r, "invalid --batch 99999999999 (must be 1 to 2147483647)");
   expect_bad_input("run --steps 0" + r, "--steps");
   expect_bad_input("run -k nope=3" + r, "unknown knob 'nope'");
   expect_bad_input("run -k hidden=0 --scenario mlp" + r, "out of range");
@@ -128,7 +128,7 @@ TEST(CliCompareTest, AnABRunComparesInProcessAndBadOptionsAreOneLine) {
   EXPECT_FALSE(nlohmann::json::parse(json.out, nullptr, false).is_discarded()) << json.out;
   const std::string missing = fresh_dir("compare");
   expect_bad_input("compare " + missing + "/a " + missing + "/b --format xml", "invalid --format 'xml'");
-  expect_bad_input("compare " + missing + "/a --threshold -1", "must be 0 or more");
+  expect_bad_input("compare " + missing + "/a --threshold -1", "invalid --threshold -1 (must be 0 to 1000)");
   expect_bad_input("compare " + missing + "/a", "a");
 }
 

@@ -16,6 +16,12 @@
 
 namespace trainlab {
 
+// Ranges of the commands' own numbers (the run options' are check_spec's, core/variant.h).
+inline constexpr double kMaxVariantTimeoutS = 7 * 86400;  // --timeout-s: a week
+inline constexpr double kMaxMemoryLimitGb = 1'000'000;    // --memory-limit-gb: a petabyte
+inline constexpr int kMaxRepeat = 100;                    // --repeat
+inline constexpr int kMinDoctorRepeat = 2, kMaxDoctorRepeat = 20;  // doctor's --repeat (A/B a side)
+
 // Options shared by every command that runs variants: the run options (core/run_options.h) as
 // given, by name, and the command's own (scenario, preset, knobs, --set, results, timeout, repeat,
 // thresholds).
@@ -50,6 +56,10 @@ std::pair<std::string, std::string> split_setting(const std::string& text, const
 // The options as a resolved spec: the given run options applied in the table's order, then the
 // preset and knobs, then --set (scenario defaults filled, every value checked); InputError otherwise.
 VariantSpec build_spec(const VariantOptions& o);
+
+// --timeout-s, --memory-limit-gb and --repeat within their ranges (CLI11 checks them as given;
+// this also holds for options filled in code); InputError naming the option otherwise.
+void check_command_bounds(const VariantOptions& o);
 
 // A thresholds file laid over the defaults; InputError naming the file when it is malformed.
 Thresholds load_thresholds(const std::string& path);

@@ -174,6 +174,13 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options, std::vector<st
   }
   std::vector<int64_t> batches = grid.batch_sizes;
   if (batches.empty()) batches.push_back(options.lab.base.batch_size);
+  size_t planned_per_setting = 0;  // per (batch, pin): workers=0 runs once, other counts once per prefetch
+  for (int workers : grid.workers) planned_per_setting += workers == 0 ? 1 : grid.prefetch.size();
+  const size_t planned = planned_per_setting * batches.size() * grid.pin_memory.size();
+  if (planned > kMaxSweepPoints) {
+    throw InputError("invalid sweep grid of " + std::to_string(planned) + " points (must be 1 to " +
+                     std::to_string(kMaxSweepPoints) + ": fewer --workers, --prefetch, --pin-memory or --batch values)");
+  }
   std::vector<SweepPoint> points;
   bool prefetch_collapsed = false;
   for (int64_t batch : batches) {
