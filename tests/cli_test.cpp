@@ -14,6 +14,7 @@
 
 #include "diagnostics/diagnosis.h"
 #include "cli_in_process.h"
+#include "harness/runner/cuda_check.h"
 
 namespace trainlab {
 namespace {
@@ -157,6 +158,24 @@ TEST(CliDoctorTest, ItsOwnOptionsAreCheckedAndHelpNamesThem) {
   const CliResult help = run("doctor --help");
   EXPECT_EQ(help.status, 0);
   EXPECT_NE(help.out.find("--max-changes"), std::string::npos);
+}
+
+// Where the driver finds no CUDA device, --device cuda (as a flag, a --set or --ab setting or a lab
+// override) is one line with the driver's reason, before anything runs or any folder is made.
+TEST(CliDeviceTest, CudaWithoutAUsableDeviceIsOneLineUpFront) {
+  if (cuda_device_present()) GTEST_SKIP() << "a CUDA device is usable here: --device cuda is valid";
+  EXPECT_FALSE(cuda_absent_reason().empty());
+  const std::string results = fresh_dir("device_cuda");
+  std::filesystem::create_directories(results);
+  const std::string r = " --scenario mlp --results " + results;
+  const std::string message = "--device cuda: no CUDA device is usable here (" + cuda_absent_reason() +
+                              "); use --device cpu or auto";
+  for (const std::string command_line :
+       {"run --device cuda", "profile --set device=cuda", "run --ab device=cuda", "baseline --device cuda",
+        "baseline --override bf16:device=cuda", "sweep --device cuda", "doctor --device cuda"}) {
+    expect_bad_input(command_line + r, message);
+  }
+  expect_nothing_ran(results);
 }
 
 TEST(CliVersionTest, VersionSaysTrainlabGitLibTorchAndCudaAndExitsZero) {

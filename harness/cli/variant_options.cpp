@@ -134,10 +134,15 @@ VariantSpec build_spec(const VariantOptions& o) {
     }
     resolve(spec, info);
   }
-  if (spec.device == DeviceChoice::kCuda && !cuda_device_present()) {
-    throw InputError("--device cuda requested but no CUDA device is usable here");
-  }
+  check_device_usable(spec);
   return spec;
+}
+
+void check_device_usable(const VariantSpec& spec) {
+  if (spec.device == DeviceChoice::kCuda && !cuda_device_present()) {
+    throw InputError("--device cuda: no CUDA device is usable here (" + cuda_absent_reason() +
+                     "); use --device cpu or auto");
+  }
 }
 
 void check_command_bounds(const VariantOptions& o) {

@@ -54,8 +54,14 @@ void add_variant_options(CLI::App* cmd, VariantOptions& o, CommandKind kind);
 std::pair<std::string, std::string> split_setting(const std::string& text, const std::string& option);
 
 // The options as a resolved spec: the given run options applied in the table's order, then the
-// preset and knobs, then --set (scenario defaults filled, every value checked); InputError otherwise.
+// preset and knobs, then --set (scenario defaults filled, every value checked, --device cuda only
+// where a device is usable); InputError otherwise.
 VariantSpec build_spec(const VariantOptions& o);
+
+// A spec that asks for --device cuda where the driver finds no device: InputError, one line with
+// the driver's reason, before a run folder or a child exists (the child would fall back to saying
+// "running on CPU" and then fail).
+void check_device_usable(const VariantSpec& spec);
 
 // --timeout-s, --memory-limit-gb and --repeat within their ranges (CLI11 checks them as given;
 // this also holds for options filled in code); InputError naming the option otherwise.

@@ -234,7 +234,8 @@ struct TrainingSetup {
 // one device); the record learns it, the environment and the rank.
 torch::Device choose_device(const VariantSpec& spec, bool use_cuda, const DistEnv& dist, VariantRecord& record) {
   if (spec.device == DeviceChoice::kCuda && !use_cuda) {
-    throw InputError("--device cuda requested but no CUDA device is usable");
+    throw InputError("--device cuda: no CUDA device is usable here (LibTorch finds none, though the driver "
+                     "counted one); use --device cpu or auto");
   }
   const int cuda_index = use_cuda && dist.distributed() ? dist.local_rank : 0;
   if (use_cuda) {
