@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -14,6 +15,8 @@
 
 #include "diagnostics/diagnosis.h"
 #include "cli_in_process.h"
+#include "core/run_record.h"
+#include "harness/runner/child_process.h"
 #include "harness/runner/cuda_check.h"
 
 namespace trainlab {
@@ -176,6 +179,35 @@ TEST(CliDeviceTest, CudaWithoutAUsableDeviceIsOneLineUpFront) {
     expect_bad_input(command_line + r, message);
   }
   expect_nothing_ran(results);
+}
+
+// `trainlab profile` names its run "profile" (banner, folder suffix, run.json's kind, history), not
+// "run". Its child is a stand-in trainer that fails at once: the run is recorded without LibTorch.
+TEST(CliProfileTest, TheBannerTheFolderAndTheRecordSayProfile) {
+  const std::filesystem::path results = fresh_dir("profile_kind");
+  std::filesystem::create_directories(results);
+  const std::filesystem::path trainer = results.parent_path() / "trainlab_cli_test_failing_trainer.sh";
+  std::ofstream(trainer) << "#!/bin/sh\nexit 1\n";
+  std::filesystem::permissions(trainer, std::filesystem::perms::owner_all);
+  set_trainer_executable(trainer.string());
+  const CliResult r = run("profile --scenario mlp --steps 3 --warmup 0 --results " + results.string());
+  set_trainer_executable("");
+  EXPECT_NE(r.status, 0) << r.err;  // the stand-in trainer failed the variant
+  EXPECT_EQ(r.err.rfind("trainlab profile: scenario mlp, 1 variant", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.find("trainlab run:"), std::string::npos) << r.err;
+  std::vector<std::filesystem::path> runs;
+  for (const auto& entry : std::filesystem::directory_iterator(results)) runs.push_back(entry.path());
+  ASSERT_EQ(runs.size(), 1u);
+  const std::string id = runs.front().filename().string();
+  EXPECT_EQ(id.substr(id.size() - std::string("-mlp-profile").size()), "-mlp-profile") << id;
+  const RunRecord record = read_run_record(runs.front().string());
+  EXPECT_EQ(record.kind, "profile");
+  EXPECT_EQ(record.run_id, id);
+  const CliResult history = run("history --results " + results.string());
+  EXPECT_EQ(history.status, 0) << history.err;
+  EXPECT_NE(history.out.find(id), std::string::npos) << history.out;
+  EXPECT_NE(history.out.find(" profile "), std::string::npos) << history.out;
+  std::filesystem::remove(trainer);
 }
 
 TEST(CliVersionTest, VersionSaysTrainlabGitLibTorchAndCudaAndExitsZero) {

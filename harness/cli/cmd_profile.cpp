@@ -24,7 +24,7 @@ Subcommand add_profile_command(CLI::App& app) {
     check_fail_on(o->fail_on);
     o->variant.flags["profile"] = true;
     LabOptions lab = build_lab_options(o->variant, &o->thresholds);
-    const LabOutcome outcome = run_single_variant(lab, std::cerr);
+    const LabOutcome outcome = run_single_variant(lab, std::cerr, "profile");
     const int status = report_run(outcome);
     if (status != kExitOk) return status;
     DiagnoseOptions options;

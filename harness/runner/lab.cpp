@@ -327,8 +327,8 @@ LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress) {
   return outcome;
 }
 
-LabOutcome run_single_variant(const LabOptions& options, std::ostream& progress) {
-  LabOutcome outcome = run_variants({options.base}, options, "run", progress);
+LabOutcome run_single_variant(const LabOptions& options, std::ostream& progress, const std::string& kind) {
+  LabOutcome outcome = run_variants({options.base}, options, kind, progress);
   write_run_record((fs::path(outcome.run_dir) / "run.json").string(), outcome.record);
   return outcome;
 }
