@@ -10,6 +10,7 @@
 
 #include "core/errors.h"
 #include "core/run_options.h"
+#include "core/text.h"
 
 namespace trainlab {
 
@@ -141,7 +142,7 @@ void check_spec(VariantSpec& spec) {
     if (spec.window_steps < 0) spec.window_steps = std::min<int64_t>(10, spec.steps - spec.window_start);
     require(spec.window_steps >= 1 && spec.window_start + spec.window_steps <= spec.steps,
             "impossible --window " + std::to_string(spec.window_start) + ":" + std::to_string(spec.window_steps) +
-                " (the window must lie within the " + std::to_string(spec.steps) + " measured steps)");
+                " (the window must lie within the " + count_noun(spec.steps, "measured step") + ")");
   }
   require_in(spec.sample_interval_ms, kMinSampleIntervalMs, kMaxSampleIntervalMs, "interval-ms");
   require_in(spec.nproc, 1, kMaxLocalRanks, "nproc");

@@ -65,6 +65,7 @@ TEST(CliRunTest, BadSettingsAreOneLineAndExitTwoBeforeAnythingRuns) {
   expect_bad_input("run --batch -5" + r, "invalid --batch -5 (must be 1 to 2147483647)");
   expect_bad_input("run --batch 99999999999" + r, "invalid --batch 99999999999 (must be 1 to 2147483647)");
   expect_bad_input("run --steps 0" + r, "--steps");
+  expect_bad_input("run --steps 1 --window 0:2" + r, "the window must lie within the 1 measured step)");
   expect_bad_input("run -k nope=3" + r, "unknown knob 'nope'");
   expect_bad_input("run -k hidden=0 --scenario mlp" + r, "out of range");
   expect_bad_input("run --device tpu" + r, "invalid device");
@@ -193,7 +194,7 @@ TEST(CliProfileTest, TheBannerTheFolderAndTheRecordSayProfile) {
   const CliResult r = run("profile --scenario mlp --steps 3 --warmup 0 --results " + results.string());
   set_trainer_executable("");
   EXPECT_NE(r.status, 0) << r.err;  // the stand-in trainer failed the variant
-  EXPECT_EQ(r.err.rfind("trainlab profile: scenario mlp, 1 variant", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.rfind("trainlab profile: scenario mlp, 1 variant, results in ", 0), 0u) << r.err;  // not "1 variant(s)"
   EXPECT_EQ(r.err.find("trainlab run:"), std::string::npos) << r.err;
   std::vector<std::filesystem::path> runs;
   for (const auto& entry : std::filesystem::directory_iterator(results)) runs.push_back(entry.path());

@@ -7,6 +7,7 @@
 #include "core/errors.h"
 #include "diagnostics/text_format.h"
 #include "harness/runner/text_table.h"
+#include "core/text.h"
 #include "core/units.h"
 
 namespace trainlab {
@@ -33,8 +34,8 @@ int report_run(const LabOutcome& outcome) {
     if (v.world_size <= 1 || !v.ok() || v.distributed.backend.empty()) continue;
     const VariantAggregate agg = aggregate(v);
     const DistributedRun& d = v.distributed;
-    std::cout << "\nData parallel " << v.spec.name() << ": " << v.world_size << " ranks (" << d.backend << ", "
-              << d.comm_mode << ", " << d.buckets << " buckets, "
+    std::cout << "\nData parallel " << v.spec.name() << ": " << count_noun(v.world_size, "rank") << " (" << d.backend << ", "
+              << d.comm_mode << ", " << count_noun(d.buckets, "bucket") << ", "
               << fmt("%.1f", bytes_to_mib(d.gradient_bytes)) << " MiB of gradients): all-reduce "
               << fmt("%.1f", agg.comm_pct) << " % of the step, exposed (the step waiting on it) "
               << fmt("%.1f", agg.phase_pct[static_cast<size_t>(Phase::kCommunication)]) << " %";
@@ -59,7 +60,7 @@ int report_run(const LabOutcome& outcome) {
               << " %), machine CPU p95 " << stat("cpu.total_pct", &MetricSummary::p95) << " %, IO wait p95 "
               << stat("cpu.iowait_pct", &MetricSummary::p95, "%.1f") << " %, RSS max "
               << stat("mem.rss_bytes", &MetricSummary::max, "%.0f", 1.0 / kBytesPerMiB) << " MiB ("
-              << (rss != nullptr ? rss->samples : 0) << " samples every " << v.system.interval_ms << " ms, "
+              << count_noun(rss != nullptr ? rss->samples : 0, "sample") << " every " << v.system.interval_ms << " ms, "
               << v.system.missed_ticks << " missed; the sampler took " << fmt("%.2f", v.system.cost_pct_of_core)
               << " % of a core)\n";
     first_system_line = false;
@@ -67,7 +68,7 @@ int report_run(const LabOutcome& outcome) {
   for (const VariantRecord& v : outcome.record.variants) {
     const ProfileWindow& p = v.profile;
     if (p.empty()) continue;
-    std::cout << "\nProfile " << v.spec.name() << ": " << p.events << " events in steps " << p.window_start << ".."
+    std::cout << "\nProfile " << v.spec.name() << ": " << count_noun(p.events, "event") << " in steps " << p.window_start << ".."
               << p.window_start + p.window_steps - 1 << " of the measured ones, trace " << outcome.run_dir
               << "/variants/" << p.trace << " (" << p.trace_bytes_per_step / 1024 << " KiB per step)";
     if (p.window_overhead_pct) {

@@ -20,6 +20,7 @@
 #include "harness/runner/text_table.h"
 #include "harness/runner/variant_runner.h"
 #include "scenarios/registry.h"
+#include "core/text.h"
 #include "core/units.h"
 
 namespace trainlab {
@@ -122,7 +123,7 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
   const std::string& kind = record.kind;
   const size_t repeat = static_cast<size_t>(std::max(1, options.repeat));
   const size_t max_rounds = repeat + static_cast<size_t>(undecided ? std::max(0, options.extra_rounds) : 0);
-  progress << "trainlab " << kind << ": scenario " << record.scenario << ", " << specs.size() << " variant(s)"
+  progress << "trainlab " << kind << ": scenario " << record.scenario << ", " << count_noun(specs.size(), "variant")
            << (repeat > 1 ? " x " + std::to_string(repeat) + " repetitions, interleaved" : std::string())
            << (max_rounds > repeat ? fmt(" (up to %.0f while a gain holds its line, within ",
                                          static_cast<double>(max_rounds)) +

@@ -24,6 +24,7 @@
 #include "harness/runner/text_table.h"
 #include "harness/runner/variant_runner.h"
 #include "scenarios/registry.h"
+#include "core/text.h"
 #include "core/units.h"
 
 namespace trainlab {
@@ -409,7 +410,7 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   const bool with_batch = batches.size() > 1;
   const size_t runnable = static_cast<size_t>(
       std::count_if(points.begin(), points.end(), [](const SweepPoint& p) { return p.not_applicable.empty(); }));
-  progress << "trainlab sweep: scenario " << record.scenario << ", " << runnable << " point(s) to run"
+  progress << "trainlab sweep: scenario " << record.scenario << ", " << count_noun(runnable, "point") << " to run"
            << (runnable < points.size() ? " (" + std::to_string(points.size() - runnable) + " not applicable)" : "")
            << ", results in " << outcome.run_dir << std::endl;
 
@@ -502,8 +503,8 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
     const int cores = v.environment.logical_cores, threads = v.environment.intra_op_threads;
     if (v.ok() && v.device == "cpu" && cores > 0 && v.spec.workers + threads > cores) {
       notes.push_back("from workers=" + std::to_string(v.spec.workers) + " on, loader workers plus the step's " +
-                      std::to_string(threads) + " intra-op threads exceed the " + std::to_string(cores) +
-                      " cores: they compete with the training step (--threads sets the step's share)");
+                      count_noun(threads, "intra-op thread") + " exceed the " + count_noun(cores, "core") +
+                      ": they compete with the training step (--threads sets the step's share)");
       break;
     }
   }

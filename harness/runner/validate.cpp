@@ -12,6 +12,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/json_text.h"
+#include "core/text.h"
 #include "diagnostics/diagnosis.h"
 #include "harness/runner/child_process.h"
 #include "harness/runner/lab.h"
@@ -126,7 +127,7 @@ ValidateOutcome run_validation(const ValidateOptions& options, std::ostream& pro
   ensure_writable_dir(options.results_dir);
   std::string run_id;
   outcome.out_dir = make_run_dir(options.results_dir, "seeded", "validate", &run_id);
-  progress << "trainlab validate: " << chosen.size() << " seeded case(s), results in " << outcome.out_dir
+  progress << "trainlab validate: " << count_noun(chosen.size(), "seeded case") << ", results in " << outcome.out_dir
            << std::endl;
   for (size_t i = 0; i < chosen.size(); ++i) {
     progress << "  [" << i + 1 << "/" << chosen.size() << "] " << chosen[i].name << " (expect "
@@ -201,7 +202,7 @@ std::string render_validation(const ValidateOutcome& outcome) {
   int correct = 0;
   for (const CaseResult& r : outcome.cases) correct += r.correct ? 1 : 0;
   out << "\n"
-      << correct << " of " << outcome.cases.size() << " cases named correctly"
+      << correct << " of " << count_noun(outcome.cases.size(), "case") << " named correctly"
       << " (with their expected secondary findings). Results: " << outcome.out_dir << "/validate.json\n";
   return out.str();
 }

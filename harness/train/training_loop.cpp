@@ -294,10 +294,11 @@ std::unique_ptr<InductorStep> build_inductor_step(const VariantSpec& spec, Train
   info.compile_s = package.export_s + package.compile_s;
   info.cache_hit = package.cache_hit;
   std::cout << "trainlab: " << spec.name() << ": Inductor package " << (package.cache_hit ? "found" : "built")
-            << " (export + compile " << info.compile_s << " s, " << package.fused_kernels << " fused kernels"
+            << " (export + compile " << info.compile_s << " s, " << count_noun(package.fused_kernels, "fused kernel")
             << (package.gradient_check.empty() ? "" : "; gradients vs eager autograd: " + package.gradient_check)
-            << (package.no_gradient.empty() ? "" : "; " + std::to_string(package.no_gradient.size()) +
-                                                       " parameter name(s) get no gradient")
+            << (package.no_gradient.empty() ? "" : "; " + count_noun(package.no_gradient.size(), "parameter") +
+                                                       (package.no_gradient.size() == 1 ? " gets" : " get") +
+                                                       " no gradient")
             << ")" << std::endl;
   return step;
 }
