@@ -23,7 +23,7 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/trainlabConfig.cmake.i
                               ${PROJECT_BINARY_DIR}/trainlabConfig.cmake
                               INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/trainlab)
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/trainlabConfigVersion.cmake
-                                 VERSION 0.1.0 COMPATIBILITY SameMinorVersion)
+                                 VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/trainlabConfig.cmake ${PROJECT_BINARY_DIR}/trainlabConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/trainlab COMPONENT profiler)
 

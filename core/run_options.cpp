@@ -45,19 +45,23 @@ RunOption optional_path(const std::string& name, const std::string& value_name, 
   return o;
 }
 
-// A whole-number field. The value must fit the field's type; its range is check_spec's.
+// "(must be MIN to MAX)" for a range message.
+std::string range_text(const std::string& min, const std::string& max) { return " (must be " + min + " to " + max + ")"; }
+
+// A whole-number field from min to max (within the field's type), checked as it is set, so that
+// --set, --ab and --override name the range too; check_spec checks the same range on whole specs.
 template <typename T>
 RunOption whole_number(const std::string& name, const std::string& key, T VariantSpec::*field, bool required,
-                       std::string help) {
+                       int64_t min, int64_t max, std::string help) {
   RunOption o;
   o.name = name;
   o.value_name = "INT";
   o.help = std::move(help);
-  o.apply = [name, field](VariantSpec& spec, const std::string& text) {
+  o.apply = [name, field, min, max](VariantSpec& spec, const std::string& text) {
+    static_assert(sizeof(T) <= sizeof(int64_t), "whole-number fields fit int64_t");
     const int64_t value = parse_int("--" + name, text);
-    if (value < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
-        (value > 0 && static_cast<uint64_t>(value) > static_cast<uint64_t>(std::numeric_limits<T>::max()))) {
-      throw InputError("invalid --" + name + " '" + text + "' (out of range)");
+    if (value < min || value > max) {
+      throw InputError("invalid --" + name + " " + text + range_text(std::to_string(min), std::to_string(max)));
     }
     spec.*field = static_cast<T>(value);
   };
@@ -69,13 +73,22 @@ RunOption whole_number(const std::string& name, const std::string& key, T Varian
   return o;
 }
 
+// A real-number field from min (above it, with min_exclusive) to max, checked as it is set.
 RunOption real_number(const std::string& name, const std::string& key, double VariantSpec::*field, bool required,
-                      std::string help) {
+                      double min, double max, bool min_exclusive, std::string help) {
   RunOption o;
   o.name = name;
   o.value_name = "FLOAT";
   o.help = std::move(help);
-  o.apply = [name, field](VariantSpec& spec, const std::string& text) { spec.*field = parse_double("--" + name, text); };
+  o.apply = [name, field, min, max, min_exclusive](VariantSpec& spec, const std::string& text) {
+    const double value = parse_double("--" + name, text);
+    if (value < min || value > max || (min_exclusive && value == min)) {
+      throw InputError("invalid --" + name + " " + text +
+                       (min_exclusive ? " (must be above " + show_number(min) + " and at most " + show_number(max) + ")"
+                                      : range_text(show_number(min), show_number(max))));
+    }
+    spec.*field = value;
+  };
   o.show = [field](const VariantSpec& spec) { return show_number(spec.*field); };
   o.write_json = [key, field](const VariantSpec& spec, nlohmann::json& j) { j[key] = spec.*field; };
   o.read_json = [key, field, required](const nlohmann::json& j, VariantSpec& spec) {
@@ -140,20 +153,15 @@ std::vector<RunOption> make_table() {
     if (spec.compiler != Compiler::kInductor) j["compiler"] = to_string(spec.compiler);
   };
 
-  RunOption batch = whole_number("batch", "batch_size", &VariantSpec::batch_size, true,
+  RunOption batch = whole_number("batch", "batch_size", &VariantSpec::batch_size, true, 1, kMaxBatchSize - 1,
                                  "batch size (default: the scenario's)");
-  const auto parse_batch = batch.apply;
-  batch.apply = [parse_batch](VariantSpec& spec, const std::string& text) {
-    parse_batch(spec, text);
-    if (spec.batch_size < 1 || spec.batch_size >= kMaxBatchSize) throw InputError("impossible batch size " + text);
-  };
   batch.short_flag = "-b";
   batch.commands = kOnRun | kOnLab;
   t.push_back(batch);
-  t.push_back(whole_number("workers", "workers", &VariantSpec::workers, false,
+  t.push_back(whole_number("workers", "workers", &VariantSpec::workers, false, 0, kMaxLoaderWorkers,
                            "data loader worker threads (0 = build batches in the training thread)"));
   t.back().commands = kOnRun | kOnLab;
-  t.push_back(whole_number("prefetch", "prefetch", &VariantSpec::prefetch, false,
+  t.push_back(whole_number("prefetch", "prefetch", &VariantSpec::prefetch, false, 1, kMaxPrefetch,
                            "batches in flight per loader worker (default 2)"));
   t.back().commands = kOnRun | kOnLab;
   t.push_back(on_off_option("pin-memory", "pin_memory", &VariantSpec::pin_memory, false,
@@ -191,19 +199,15 @@ std::vector<RunOption> make_table() {
   };
   t.push_back(window);
   t.push_back(whole_number("interval-ms", "sample_interval_ms", &VariantSpec::sample_interval_ms, false,
+                           kMinSampleIntervalMs, kMaxSampleIntervalMs,
                            "system sampler period (default 500)"));
   RunOption shapes = on_off_option("record-shapes", "record_shapes", &VariantSpec::record_shapes, false,
                                    "record ops' input shapes in the trace");
   shapes.is_flag = true;
   t.push_back(shapes);
-  RunOption sample = real_number("op-sample", "op_sample", &VariantSpec::op_sample, false,
+  RunOption sample = real_number("op-sample", "op_sample", &VariantSpec::op_sample, false, 0, 1, true,
                                  "share of ops the window records, each op sampled independently (default 1 = "
                                  "every op; e.g. 0.1 costs a fraction of a full capture, op times are then estimates)");
-  sample.apply = [](VariantSpec& spec, const std::string& text) {
-    const double fraction = parse_double("--op-sample", text);
-    if (!(fraction > 0 && fraction <= 1)) throw InputError("invalid --op-sample " + text + " (a fraction in (0, 1])");
-    spec.op_sample = fraction;
-  };
   // Only when sampling: a record of every op reads as the records written before this option.
   sample.write_json = [](const VariantSpec& spec, nlohmann::json& j) {
     if (spec.op_sample != 1.0) j["op_sample"] = spec.op_sample;
@@ -238,49 +242,41 @@ std::vector<RunOption> make_table() {
   data_dir.read_json = [](const nlohmann::json& j, VariantSpec& spec) { spec.data_dir = j.value("data_dir", std::string()); };
   t.push_back(data_dir);
 
-  t.push_back(whole_number("threads", "threads", &VariantSpec::threads, true, "intra-op threads (default: LibTorch's)"));
-  t.push_back(whole_number("steps", "steps", &VariantSpec::steps, true, "measured steps (default 50)"));
-  t.push_back(whole_number("warmup", "warmup_steps", &VariantSpec::warmup_steps, true,
+  t.push_back(whole_number("threads", "threads", &VariantSpec::threads, true, 0, kMaxThreads, "intra-op threads (default: LibTorch's)"));
+  t.push_back(whole_number("steps", "steps", &VariantSpec::steps, true, 1, kMaxSteps, "measured steps (default 50)"));
+  t.push_back(whole_number("warmup", "warmup_steps", &VariantSpec::warmup_steps, true, 0, kMaxSteps,
                            "warm-up steps, never timed (default 5)"));
-  RunOption budget = real_number("max-loop-s", "max_loop_s", &VariantSpec::max_loop_s, false,
+  RunOption budget = real_number("max-loop-s", "max_loop_s", &VariantSpec::max_loop_s, false, 0, kMaxLoopBudgetS, false,
                                  "wall-time budget of the loop in seconds (warm-up ends early after a third, "
                                  "measurement after all of it, at least 2 measured steps); default 0 = none");
   budget.lab_help =
       "wall-time budget of each variant's loop in seconds: warm-up ends early after a third, measurement after "
       "all of it (at least 2 measured steps); default 5 for the lab, 0 = none";
-  budget.apply = [](VariantSpec& spec, const std::string& text) {
-    const double seconds = parse_double("--max-loop-s", text);
-    if (seconds < 0 || seconds > 86400) throw InputError("invalid max-loop-s " + text + " (seconds, 0 to 86400)");
-    spec.max_loop_s = seconds;
-  };
   t.push_back(budget);
-  RunOption seed = whole_number("seed", "seed", &VariantSpec::seed, true, "seed for model init and the data slice (default 1234)");
-  seed.apply = [](VariantSpec& spec, const std::string& text) {
-    const int64_t value = parse_int("--seed", text);
-    if (value < 0) throw InputError("invalid seed " + text + " (must be 0 or more)");
-    spec.seed = static_cast<uint64_t>(value);
-  };
-  t.push_back(seed);
-  t.push_back(whole_number("sync-every", "sync_every_steps", &VariantSpec::sync_every_steps, true,
+  t.push_back(whole_number("seed", "seed", &VariantSpec::seed, true, 0, std::numeric_limits<int64_t>::max(),
+                           "seed for model init and the data slice (default 1234)"));
+  t.push_back(whole_number("sync-every", "sync_every_steps", &VariantSpec::sync_every_steps, true, 0, kMaxSteps,
                            "read the loss as a number every N steps (1 = each step, 0 = never; default 10)"));
-  t.push_back(whole_number("callback-every", "callback_every_steps", &VariantSpec::callback_every_steps, true,
+  t.push_back(whole_number("callback-every", "callback_every_steps", &VariantSpec::callback_every_steps, true, 0, kMaxSteps,
                            "run a host-side callback every N steps (default 0 = never)"));
-  t.push_back(real_number("callback-ms", "callback_ms", &VariantSpec::callback_ms, true, "cost of that callback in ms"));
-  t.push_back(whole_number("grad-norm-every", "grad_norm_every_steps", &VariantSpec::grad_norm_every_steps, false,
+  t.push_back(real_number("callback-ms", "callback_ms", &VariantSpec::callback_ms, true, 0, kMaxCallbackMs, false, "cost of that callback in ms"));
+  t.push_back(whole_number("grad-norm-every", "grad_norm_every_steps", &VariantSpec::grad_norm_every_steps, false, 0,
+                           kMaxSteps,
                            "measure the global gradient norm every N steps (0 = never; default 10)"));
   t.push_back(on_off_option("keep-loss-graphs", "keep_loss_graphs", &VariantSpec::keep_loss_graphs, false,
                             "on: keep every step's loss with its autograd graph (a seeded memory leak; default off)"));
   t.push_back(text_option("device", "device", &VariantSpec::device, true, parse_device, show_device, "auto, cpu or cuda"));
   t.back().value_name = "auto|cpu|cuda";
-  t.push_back(whole_number("nproc", "nproc", &VariantSpec::nproc, false,
+  t.push_back(whole_number("nproc", "nproc", &VariantSpec::nproc, false, 1, kMaxLocalRanks,
                            "data parallel: launch N local ranks (c10d Gloo over loopback; default 1)"));
   t.push_back(text_option("comm-mode", "comm_mode", &VariantSpec::comm_mode, false, parse_comm_mode, show_comm_mode,
                           "data parallel all-reduce: overlap (from gradient hooks during backward, default) or "
                           "serial (after backward)"));
   t.back().value_name = "overlap|serial";
-  t.push_back(real_number("bucket-mb", "bucket_mb", &VariantSpec::bucket_mb, false,
+  t.push_back(real_number("bucket-mb", "bucket_mb", &VariantSpec::bucket_mb, false, 0, kMaxBucketMb, true,
                           "data parallel: gradient bucket cap in MiB (default 25)"));
-  t.push_back(real_number("dist-timeout-s", "dist_timeout_s", &VariantSpec::dist_timeout_s, false,
+  t.push_back(real_number("dist-timeout-s", "dist_timeout_s", &VariantSpec::dist_timeout_s, false, 1,
+                          kMaxDistTimeoutS, false,
                           "data parallel: how long a rank waits for its peers before failing (default 60)"));
   return t;
 }

@@ -328,7 +328,7 @@ struct RunDetails {
 struct RunRecord {
   int schema_version = kRunSchemaVersion;
   std::string run_id;
-  std::string kind;                    // "baseline" | "run" | "sweep"
+  std::string kind;                    // "baseline" | "run" | "profile" | "ab" | "sweep"
   std::string created_utc;             // ISO 8601
   std::string scenario;
   Environment environment;

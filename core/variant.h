@@ -38,6 +38,11 @@ inline constexpr int kMaxThreads = 4096;
 inline constexpr int kMaxLoaderWorkers = 256;
 inline constexpr int kMaxLocalRanks = 64;
 inline constexpr int kMaxPrefetch = 64;
+inline constexpr int64_t kMinSampleIntervalMs = 10, kMaxSampleIntervalMs = 60'000;
+inline constexpr double kMaxCallbackMs = 60'000;
+inline constexpr double kMaxLoopBudgetS = 86'400;
+inline constexpr double kMaxBucketMb = 65'536;
+inline constexpr double kMaxDistTimeoutS = 86'400;  // at least 1
 
 inline constexpr int64_t kMinBudgetedSteps = 2;  // measured steps a loop budget never cuts below
 

@@ -10,6 +10,7 @@
 #include "diagnostics/text_format.h"
 #include "core/comparison_stats.h"
 #include "core/statistics.h"
+#include "core/text.h"
 
 namespace trainlab {
 namespace {
@@ -88,8 +89,8 @@ std::string compile_changes(const LabVariantFigures& base, const LabVariantFigur
   const bool inductor = compiled.compile_method == "inductor-aot";
   if (compiled.fused_groups) {
     out += *compiled.fused_groups == 0 ? " fused nothing (0 fusion groups)"
-           : inductor ? format_text(" generated %lld fused kernels", static_cast<long long>(*compiled.fused_groups))
-                      : format_text(" made %lld fusion groups", static_cast<long long>(*compiled.fused_groups));
+           : inductor ? " generated " + count_noun(*compiled.fused_groups, "fused kernel")
+                      : " made " + count_noun(*compiled.fused_groups, "fusion group");
   } else {
     out += " (fusion not recorded)";
   }

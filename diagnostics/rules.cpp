@@ -786,8 +786,8 @@ std::optional<Finding> non_finite_loss(const Summary& s, const Thresholds&) {
   f.evidence.push_back({"non_finite_losses", static_cast<double>(bad), 0, "count"});
   const int64_t first_step =
       s.step_numbers.size() == s.losses.size() ? s.step_numbers[first] : static_cast<int64_t>(first);
-  f.title = format_text("the loss is NaN/Inf at %lld of %zu steps, first at step %lld",
-                        static_cast<long long>(bad), s.losses.size(), static_cast<long long>(first_step));
+  f.title = format_text("the loss is NaN/Inf at %lld of ", static_cast<long long>(bad)) +
+            count_noun(s.losses.size(), "step") + format_text(", first at step %lld", static_cast<long long>(first_step));
   f.recommendation =
       "Training diverged: lower the learning rate or clip gradients; under fp16 use a gradient "
       "scaler (bf16 has fp32's range); check the inputs for NaN.";
@@ -824,9 +824,9 @@ std::optional<Finding> gradient_norm(const Summary& s, const Thresholds& t) {
       f.evidence.push_back(
           {"non_finite_grad_norms", static_cast<double>(s.grad_norms.size() - finite.size()), 0, "count"});
     }
-    f.title = format_text(
-        "the gradient norm explodes at %lld of %zu steps (above %.0fx its median %.3g, or non-finite)",
-        static_cast<long long>(spikes), s.grad_norms.size(), factor, median);
+    f.title = format_text("the gradient norm explodes at %lld of ", static_cast<long long>(spikes)) +
+              count_noun(s.grad_norms.size(), "step") +
+              format_text(" (above %.0fx its median %.3g, or non-finite)", factor, median);
     f.recommendation =
         "Clip the gradient norm, lower the learning rate or add warm-up; look at the batches of the "
         "spiking steps.";

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "diagnostics/text_format.h"
+#include "core/text.h"
 #include "core/units.h"
 
 namespace trainlab {
@@ -274,7 +275,7 @@ bool from_optimizer(const Events& loop, const Window& w, const DeviceCompletion&
   if (cut.steps.empty()) return false;
   out->steps = std::move(cut.steps);
   out->found_by = "optimizer step";
-  out->note = "no ProfilerStep# spans: " + std::to_string(out->steps.size()) + " iterations found between " +
+  out->note = "no ProfilerStep# spans: " + count_noun(out->steps.size(), "iteration") + " found between " +
               mark + " on the loop's thread" + left_out_text(cut.left_out_ns);
   return true;
 }
@@ -296,9 +297,9 @@ bool from_repeated_op(const Events& loop, const Window& w, const DeviceCompletio
     if (cut.steps.size() < 2 || !similar_lengths(cut.steps)) continue;
     out->steps = std::move(cut.steps);
     out->found_by = "repeated op";
-    out->note = "no ProfilerStep# or optimizer spans: " + std::to_string(out->steps.size()) +
-                " iterations found where the top-level '" + name.substr(0, 80) + "' recurs (" +
-                std::to_string(s.size()) + " times) on the loop's thread" + left_out_text(cut.left_out_ns);
+    out->note = "no ProfilerStep# or optimizer spans: " + count_noun(out->steps.size(), "iteration") +
+                " found where the top-level '" + name.substr(0, 80) + "' recurs (" +
+                count_noun(s.size(), "time") + ") on the loop's thread" + left_out_text(cut.left_out_ns);
     return true;
   }
   return false;
@@ -339,7 +340,7 @@ TraceSteps find_trace_steps(const Profile& profile) {
   out.steps = profiler_steps(profile, &out.main_track);
   if (!out.steps.empty()) {
     out.found_by = "ProfilerStep";
-    out.note = std::to_string(out.steps.size()) + " steps from the trace's ProfilerStep# spans";
+    out.note = count_noun(out.steps.size(), "step") + " from the trace's ProfilerStep# spans";
     return out;
   }
   const std::map<int64_t, Events> tracks = host_tracks(profile);

@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "core/errors.h"
+#include "core/text.h"
 #include "scenarios/model_bundle.h"
 #include "scenarios/workload.h"
 
@@ -195,8 +196,8 @@ class UserModelWorkload : public Workload {
         throw InputError("--data " + config_.data_path + " holds " + std::to_string(samples) +
                          " samples, fewer than one batch of " + std::to_string(config_.batch_size));
       }
-      info.source = config_.data_path + ": " + std::to_string(samples) + " samples in " + std::to_string(files.size()) +
-                    " file(s), held in memory";
+      info.source = config_.data_path + ": " + count_noun(samples, "sample") + " in " + count_noun(files.size(), "file") +
+                    ", held in memory";
     }
     torch::Tensor targets = tensors.back();
     tensors.pop_back();

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -13,6 +15,9 @@
 
 #include "diagnostics/diagnosis.h"
 #include "cli_in_process.h"
+#include "core/run_record.h"
+#include "harness/runner/child_process.h"
+#include "harness/runner/cuda_check.h"
 
 namespace trainlab {
 namespace {
@@ -57,9 +62,10 @@ TEST(CliRunTest, BadSettingsAreOneLineAndExitTwoBeforeAnythingRuns) {
   expect_bad_input("run --scenario nope" + r, "unknown scenario 'nope'");
   expect_bad_input("run --precision fp8" + r, "invalid precision 'fp8'");
   expect_bad_input("run --compiled maybe" + r, "expected on or off");
-  expect_bad_input("run --batch -5" + r, "impossible batch size");
-  expect_bad_input("run --batch 99999999999" + r, "impossible batch size");
+  expect_bad_input("run --batch -5" + r, "invalid --batch -5 (must be 1 to 2147483647)");
+  expect_bad_input("run --batch 99999999999" + r, "invalid --batch 99999999999 (must be 1 to 2147483647)");
   expect_bad_input("run --steps 0" + r, "--steps");
+  expect_bad_input("run --steps 1 --window 0:2" + r, "the window must lie within the 1 measured step)");
   expect_bad_input("run -k nope=3" + r, "unknown knob 'nope'");
   expect_bad_input("run -k hidden=0 --scenario mlp" + r, "out of range");
   expect_bad_input("run --device tpu" + r, "invalid device");
@@ -128,7 +134,7 @@ TEST(CliCompareTest, AnABRunComparesInProcessAndBadOptionsAreOneLine) {
   const std::string missing = fresh_dir("compare");
   expect_bad_input("compare " + missing + "/a " + missing + "/b --format xml",
                    "invalid --format 'xml' (table, json or markdown)");
-  expect_bad_input("compare " + missing + "/a --threshold -1", "must be 0 or more");
+  expect_bad_input("compare " + missing + "/a --threshold -1", "invalid --threshold -1 (must be 0 to 1000)");
   expect_bad_input("compare " + missing + "/a", "a");
 }
 
@@ -159,6 +165,72 @@ TEST(CliDoctorTest, ItsOwnOptionsAreCheckedAndHelpNamesThem) {
   EXPECT_NE(help.out.find("--max-changes"), std::string::npos);
 }
 
+// Where the driver finds no CUDA device, --device cuda (as a flag, a --set or --ab setting or a lab
+// override) is one line with the driver's reason, before anything runs or any folder is made.
+TEST(CliDeviceTest, CudaWithoutAUsableDeviceIsOneLineUpFront) {
+  if (cuda_device_present()) GTEST_SKIP() << "a CUDA device is usable here: --device cuda is valid";
+  EXPECT_FALSE(cuda_absent_reason().empty());
+  const std::string results = fresh_dir("device_cuda");
+  std::filesystem::create_directories(results);
+  const std::string r = " --scenario mlp --results " + results;
+  const std::string message = "--device cuda: no CUDA device is usable here (" + cuda_absent_reason() +
+                              "); use --device cpu or auto";
+  for (const std::string command_line :
+       {"run --device cuda", "profile --set device=cuda", "run --ab device=cuda", "baseline --device cuda",
+        "baseline --override bf16:device=cuda", "sweep --device cuda", "doctor --device cuda"}) {
+    expect_bad_input(command_line + r, message);
+  }
+  expect_nothing_ran(results);
+}
+
+// `trainlab profile` names its run "profile" (banner, folder suffix, run.json's kind, history), not
+// "run". Its child is a stand-in trainer that fails at once: the run is recorded without LibTorch.
+TEST(CliProfileTest, TheBannerTheFolderAndTheRecordSayProfile) {
+  const std::filesystem::path results = fresh_dir("profile_kind");
+  std::filesystem::create_directories(results);
+  const std::filesystem::path trainer = results.parent_path() / "trainlab_cli_test_failing_trainer.sh";
+  std::ofstream(trainer) << "#!/bin/sh\nexit 1\n";
+  std::filesystem::permissions(trainer, std::filesystem::perms::owner_all);
+  set_trainer_executable(trainer.string());
+  const CliResult r = run("profile --scenario mlp --steps 3 --warmup 0 --results " + results.string());
+  set_trainer_executable("");
+  EXPECT_NE(r.status, 0) << r.err;  // the stand-in trainer failed the variant
+  EXPECT_EQ(r.err.rfind("trainlab profile: scenario mlp, 1 variant, results in ", 0), 0u) << r.err;  // not "1 variant(s)"
+  EXPECT_EQ(r.err.find("trainlab run:"), std::string::npos) << r.err;
+  std::vector<std::filesystem::path> runs;
+  for (const auto& entry : std::filesystem::directory_iterator(results)) runs.push_back(entry.path());
+  ASSERT_EQ(runs.size(), 1u);
+  const std::string id = runs.front().filename().string();
+  EXPECT_EQ(id.substr(id.size() - std::string("-mlp-profile").size()), "-mlp-profile") << id;
+  const RunRecord record = read_run_record(runs.front().string());
+  EXPECT_EQ(record.kind, "profile");
+  EXPECT_EQ(record.run_id, id);
+  const CliResult history = run("history --results " + results.string());
+  EXPECT_EQ(history.status, 0) << history.err;
+  EXPECT_NE(history.out.find(id), std::string::npos) << history.out;
+  EXPECT_NE(history.out.find(" profile "), std::string::npos) << history.out;
+  std::filesystem::remove(trainer);
+}
+
+TEST(CliVersionTest, VersionSaysTrainlabGitLibTorchAndCudaAndExitsZero) {
+  const CliResult r = run("--version");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  std::vector<std::string> lines;
+  std::stringstream in(r.out);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 4u) << r.out;
+  EXPECT_EQ(lines[0], std::string("trainlab ") + TRAINLAB_EXPECTED_VERSION);
+  // cmake/GitRevision.cmake: 12 hex digits, "-dirty" with uncommitted changes; "unknown" outside git.
+  EXPECT_TRUE(std::regex_match(lines[1], std::regex("git revision: ([0-9a-f]{12}(-dirty)?|unknown)"))) << lines[1];
+  EXPECT_EQ(lines[2], std::string("LibTorch: ") + TRAINLAB_EXPECTED_LIBTORCH_VERSION);
+  EXPECT_EQ(lines[3], std::string("CUDA toolkit: ") + TRAINLAB_EXPECTED_CUDA_TOOLKIT_VERSION);
+  // The configured values themselves: a version number, or "none" where the build has no LibTorch.
+  EXPECT_TRUE(std::regex_match(lines[2], std::regex(R"(LibTorch: (\d+\.\d+.*|none \(torch-free build\)))")))
+      << lines[2];
+  EXPECT_TRUE(std::regex_match(lines[3], std::regex(R"(CUDA toolkit: (\d+\.\d+.*|none))"))) << lines[3];
+}
+
 TEST(CliListTest, HelpAndListAnswerWithoutRunningAnything) {
   const CliResult help = run("--help");
   EXPECT_EQ(help.status, 0);
@@ -166,6 +238,7 @@ TEST(CliListTest, HelpAndListAnswerWithoutRunningAnything) {
                               "history", "doctor"}) {
     EXPECT_NE(help.out.find(command), std::string::npos) << command;
   }
+  EXPECT_NE(help.out.find("--version"), std::string::npos) << help.out;
   const CliResult list = run("list");
   EXPECT_EQ(list.status, 0);
   EXPECT_NE(list.out.find("recsys (default)"), std::string::npos) << list.out;

@@ -8,6 +8,7 @@
 
 #include "core/errors.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/version.h"
 #include "harness/runner/interrupt.h"
 
 namespace trainlab {
@@ -17,6 +18,9 @@ int parse_and_run(int argc, const char* const* argv) {
   CLI::App app{"trainlab: find out why training is slow, then verify the fix by measurement"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all");
+  app.set_version_flag("--version", version_text,
+                       "print trainlab's version, git revision, and the LibTorch and CUDA toolkit versions it was "
+                       "built against");
   const std::vector<Subcommand> commands = {
       add_list_command(app),     add_run_command(app),      add_profile_command(app), add_baseline_command(app),
       add_sweep_command(app),    add_diagnose_command(app), add_validate_command(app), add_compare_command(app),
@@ -37,6 +41,9 @@ int parse_and_run(int argc, const char* const* argv) {
     return kExitOk;
   } catch (const CLI::CallForAllHelp&) {
     std::cout << app.help("", CLI::AppFormatMode::All);
+    return kExitOk;
+  } catch (const CLI::CallForVersion& e) {
+    std::cout << e.what();
     return kExitOk;
   } catch (const CLI::ParseError& e) {
     throw InputError(e.what());

@@ -57,7 +57,8 @@ Subcommand add_baseline_command(CLI::App& app) {
       throw InputError("invalid --emulated-bf16 '" + o->emulated_bf16 + "' (skip or run)");
     }
     lab.run_emulated_bf16 = o->emulated_bf16 == "run";
-    baseline_variants(lab);  // validates overrides before anything runs
+    // Validates the overrides before anything runs, a variant's --device cuda included.
+    for (const VariantSpec& spec : baseline_variants(lab)) check_device_usable(spec);
     const LabOutcome outcome = run_baseline_lab(lab, std::cerr);
     if (outcome.quiet) return run_status(outcome);  // a launch's peer rank: rank 0 reports
     const int status = report_run(outcome, format);

@@ -8,9 +8,13 @@
 #include "core/json_text.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/next_step.h"
+#include "harness/cli/option_bounds.h"
 #include "harness/runner/compare.h"
 
 namespace trainlab {
+namespace {
+constexpr double kMaxComparePct = 1000;  // --threshold, --max-regression: a change of 10x
+}  // namespace
 
 Subcommand add_compare_command(CLI::App& app) {
   struct Options {
@@ -23,9 +27,11 @@ Subcommand add_compare_command(CLI::App& app) {
   CLI::App* cmd = compare.app;
   cmd->add_option("before", o->before, "run folder or run.json")->required();
   cmd->add_option("after", o->after, "run folder or run.json (leave out to compare an A/B run's A with its B)");
-  cmd->add_option("--threshold", o->compare.threshold_pct, "changes under this % are unchanged (default 5)");
-  cmd->add_option("--max-regression", o->compare.max_regression_pct,
-                  "exit 1 when something regressed by more than this % (default 10)");
+  real_number_in(cmd->add_option("--threshold", o->compare.threshold_pct, "changes under this % are unchanged (default 5)"),
+                 0, kMaxComparePct);
+  real_number_in(cmd->add_option("--max-regression", o->compare.max_regression_pct,
+                                 "exit 1 when something regressed by more than this % (default 10)"),
+                 0, kMaxComparePct);
   add_format_option(cmd, o->format);
   cmd->add_option("--out", o->out, "also write the JSON result to this file");
   compare.run = [o] {

@@ -8,6 +8,7 @@
 #include "core/errors.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/next_step.h"
+#include "harness/cli/option_bounds.h"
 #include "harness/cli/variant_options.h"
 #include "harness/runner/doctor.h"
 
@@ -26,7 +27,9 @@ Subcommand add_doctor_command(CLI::App& app) {
       nullptr};
   CLI::App* cmd = doctor.app;
   add_variant_options(cmd, o->variant, CommandKind::kDoctor);
-  cmd->add_option("--max-changes", o->max_changes, "the top findings whose changes are tried (1 to 8; default 3)");
+  whole_number_in(
+      cmd->add_option("--max-changes", o->max_changes, "the top findings whose changes are tried (1 to 8; default 3)"),
+      1, 8);
   cmd->add_option("--ab", o->ab)->group("");  // refused: doctor makes its own A/B runs
   add_format_option(cmd, o->format);
   doctor.run = [o, cmd] {
@@ -41,8 +44,9 @@ Subcommand add_doctor_command(CLI::App& app) {
     options.repeat = cmd->count("--repeat") > 0 ? o->variant.repeat : 3;
     options.max_changes = o->max_changes;
     options.results_dir = o->variant.results_dir;
-    if (!(o->variant.timeout_s > 0)) throw InputError("invalid --timeout-s (must be positive)");
+    check_command_bounds(o->variant);
     options.timeout_s = o->variant.timeout_s;
+    options.memory_limit_gb = o->variant.memory_limit_gb;
     if (!o->variant.thresholds_path.empty()) {
       o->thresholds = load_thresholds(o->variant.thresholds_path);  // checked here, read again by the children
       options.thresholds_path = o->variant.thresholds_path;

@@ -7,11 +7,13 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/option_bounds.h"
 #include "harness/runner/child_process.h"
 #include "harness/runner/python_side.h"
 
@@ -20,6 +22,7 @@ namespace {
 
 constexpr double kBundleTimeoutS = 1800;   // the user's factory, one step, the trace, the checks
 constexpr double kPackageTimeoutS = 3600;  // export + Inductor compile
+constexpr double kMaxLearningRate = 100;   // --lr: above any optimiser's useful range
 
 struct ModelAddOptions {
   std::string source, target, example, loss = "cross_entropy", optimizer = "adamw", name, out;
@@ -124,10 +127,13 @@ Subcommand add_model_command(CLI::App& app) {
   add->add_option("--arg", o->factory_args, "NAME=VALUE passed to the factory (a Python literal); repeatable");
   add->add_option("--optimizer", o->optimizer, "sgd (momentum 0.9), adam or adamw (default; weight decay 0.01)")
       ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
-  add->add_option("--lr", o->lr, "learning rate (default 1e-3)");
+  real_number_in(add->add_option("--lr", o->lr, "learning rate (default 1e-3)"), 0, kMaxLearningRate,
+                 /*min_exclusive=*/true);
   add->add_option("--name", o->name, "the model's name in results (default: the factory's)");
   add->add_option("--out", o->out, "the bundle folder (default models/NAME)");
-  add->add_option("--seed", o->seed, "seed of the initial parameters and the synthesized example (default 1234)");
+  whole_number_in(
+      add->add_option("--seed", o->seed, "seed of the initial parameters and the synthesized example (default 1234)"),
+      0, std::numeric_limits<int64_t>::max());
   add->add_flag("--force", o->force, "replace an existing bundle");
   add->add_flag("--no-package", o->no_package, "skip building the compiled variant's package now (built on first use)");
   model.run = [o] { return add_model(*o); };

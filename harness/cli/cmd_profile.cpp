@@ -27,7 +27,7 @@ Subcommand add_profile_command(CLI::App& app) {
     check_fail_on(o->fail_on);
     o->variant.flags["profile"] = true;
     LabOptions lab = build_lab_options(o->variant, &o->thresholds);
-    const LabOutcome outcome = run_single_variant(lab, std::cerr);
+    const LabOutcome outcome = run_single_variant(lab, std::cerr, "profile");
     if (outcome.quiet) return run_status(outcome);  // a launch's peer rank: rank 0 reports
     if (run_status(outcome) != kExitOk) return report_run(outcome, format);
     DiagnoseOptions options;

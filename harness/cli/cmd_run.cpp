@@ -44,6 +44,9 @@ Subcommand add_run_command(CLI::App& app) {
     std::vector<std::pair<std::string, std::string>> changes;
     std::stringstream items(o->ab_changes);
     for (std::string item; std::getline(items, item, ',');) changes.push_back(split_setting(item, "--ab"));
+    VariantSpec b = lab.base;  // B's device asked up front, like A's (run_ab checks the rest of B)
+    for (const auto& [key, value] : changes) apply_setting(b, key, value);
+    check_device_usable(b);
     const LabOutcome outcome = run_ab(lab, changes, std::cerr);
     if (outcome.quiet) return run_status(outcome);  // a launch's peer rank: rank 0 reports
     const CompareOptions options;

@@ -8,6 +8,7 @@
 #include "core/json_text.h"
 #include "diagnostics/text_format.h"
 #include "harness/runner/text_table.h"
+#include "core/text.h"
 #include "core/units.h"
 
 namespace trainlab {
@@ -79,8 +80,8 @@ int report_run(const LabOutcome& outcome, OutputFormat format, const nlohmann::j
     if (v.world_size <= 1 || !v.ok() || v.distributed.backend.empty()) continue;
     const VariantAggregate agg = aggregate(v);
     const DistributedRun& d = v.distributed;
-    std::cout << "\nData parallel " << v.spec.name() << ": " << v.world_size << " ranks (" << d.backend << ", "
-              << d.comm_mode << ", " << d.buckets << " buckets, "
+    std::cout << "\nData parallel " << v.spec.name() << ": " << count_noun(v.world_size, "rank") << " (" << d.backend << ", "
+              << d.comm_mode << ", " << count_noun(d.buckets, "bucket") << ", "
               << fmt("%.1f", bytes_to_mib(d.gradient_bytes)) << " MiB of gradients): all-reduce "
               << fmt("%.1f", agg.comm_pct) << " % of the step, exposed (the step waiting on it) "
               << fmt("%.1f", agg.phase_pct[static_cast<size_t>(Phase::kCommunication)]) << " %";
@@ -105,7 +106,7 @@ int report_run(const LabOutcome& outcome, OutputFormat format, const nlohmann::j
               << " %), machine CPU p95 " << stat("cpu.total_pct", &MetricSummary::p95) << " %, IO wait p95 "
               << stat("cpu.iowait_pct", &MetricSummary::p95, "%.1f") << " %, RSS max "
               << stat("mem.rss_bytes", &MetricSummary::max, "%.0f", 1.0 / kBytesPerMiB) << " MiB ("
-              << (rss != nullptr ? rss->samples : 0) << " samples every " << v.system.interval_ms << " ms, "
+              << count_noun(rss != nullptr ? rss->samples : 0, "sample") << " every " << v.system.interval_ms << " ms, "
               << v.system.missed_ticks << " missed; the sampler took " << fmt("%.2f", v.system.cost_pct_of_core)
               << " % of a core)\n";
     first_system_line = false;
@@ -115,7 +116,7 @@ int report_run(const LabOutcome& outcome, OutputFormat format, const nlohmann::j
     if (p.empty()) continue;
     // Steps are numbered as the trace's ProfilerStep#N and the report number them: from 0, warm-up included.
     const int64_t first_step = v.spec.warmup_steps + p.window_start;
-    std::cout << "\nProfile " << v.spec.name() << ": " << p.events << " events in steps " << first_step << ".."
+    std::cout << "\nProfile " << v.spec.name() << ": " << count_noun(p.events, "event") << " in steps " << first_step << ".."
               << first_step + p.window_steps - 1 << " (ProfilerStep#" << first_step << "..#"
               << first_step + p.window_steps - 1 << "; steps count from 0, the " << v.spec.warmup_steps
               << " warm-up steps included), trace " << trace_path_in_run(outcome.run_dir, v) << " ("

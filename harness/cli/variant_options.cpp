@@ -10,6 +10,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/run_options.h"
+#include "harness/cli/option_bounds.h"
 #include "harness/dist/dist_env.h"
 #include "harness/runner/cuda_check.h"
 #include "harness/runner/launch_group.h"
@@ -44,18 +45,23 @@ void add_variant_options(CLI::App* cmd, VariantOptions& o, CommandKind kind) {
   cmd->add_option("--preset", o.preset, "the scenario's named knob setting, e.g. recsys data-bound (see `trainlab list`; -k wins)");
   cmd->add_option("--knob,-k", o.knobs, "scenario knob NAME=VALUE (repeatable; see `trainlab list`)");
   cmd->add_option("--results", o.results_dir, "results folder (default ./results)");
-  cmd->add_option("--timeout-s", o.timeout_s, "kill a variant that runs longer than this (default 1800)");
-  cmd->add_option("--memory-limit-gb", o.memory_limit_gb,
-                  "memory a variant's process may allocate on the CPU, in GiB (default: 3/4 of the machine's "
-                  "memory, shared by the ranks of a --nproc variant)");
-  cmd->add_option("--repeat", o.repeat,
-                  kind == CommandKind::kDoctor
-                      ? "A/B repetitions a side (2 to 20; default 3)"
-                  : kind == CommandKind::kSweep
-                      ? "run the grid this many rounds (each point once a round); figures are the rounds' median"
-                  : kind == CommandKind::kLab
-                      ? "run the three variants this many times, interleaved (default 3: the gains' intervals)"
-                      : "run each variant this many times, interleaved (default 1; compare uses them)");
+  real_number_in(cmd->add_option("--timeout-s", o.timeout_s, "kill a variant that runs longer than this (default 1800)"),
+                 0, kMaxVariantTimeoutS, /*min_exclusive=*/true);
+  real_number_in(cmd->add_option("--memory-limit-gb", o.memory_limit_gb,
+                                 "memory a variant's process may allocate on the CPU, in GiB (default: 3/4 of the "
+                                 "machine's memory, shared by the ranks of a --nproc variant)"),
+                 0, kMaxMemoryLimitGb, /*min_exclusive=*/false, "0: the default");
+  const bool doctor = kind == CommandKind::kDoctor;
+  whole_number_in(cmd->add_option("--repeat", o.repeat,
+                                  doctor ? "A/B repetitions a side (2 to 20; default 3)"
+                                  : kind == CommandKind::kSweep
+                                      ? "run the grid this many rounds (each point once a round); figures are the "
+                                        "rounds' median"
+                                  : kind == CommandKind::kLab
+                                      ? "run the three variants this many times, interleaved (default 3: the gains' "
+                                        "intervals)"
+                                      : "run each variant this many times, interleaved (default 1; compare uses them)"),
+                  doctor ? kMinDoctorRepeat : 1, doctor ? kMaxDoctorRepeat : kMaxRepeat);
   cmd->add_option("--thresholds", o.thresholds_path, "thresholds JSON replacing configs/thresholds.json");
 }
 
@@ -129,10 +135,29 @@ VariantSpec build_spec(const VariantOptions& o) {
     }
     resolve(spec, info);
   }
-  if (spec.device == DeviceChoice::kCuda && !cuda_device_present()) {
-    throw InputError("--device cuda requested but no CUDA device is usable here");
-  }
+  check_device_usable(spec);
   return spec;
+}
+
+void check_device_usable(const VariantSpec& spec) {
+  if (spec.device == DeviceChoice::kCuda && !cuda_device_present()) {
+    throw InputError("--device cuda: no CUDA device is usable here (" + cuda_absent_reason() +
+                     "); use --device cpu or auto");
+  }
+}
+
+void check_command_bounds(const VariantOptions& o) {
+  if (!(o.timeout_s > 0 && o.timeout_s <= kMaxVariantTimeoutS)) {
+    throw InputError("invalid --timeout-s (must be above 0 and at most " + std::to_string(int64_t{kMaxVariantTimeoutS}) +
+                     ")");
+  }
+  if (!(o.memory_limit_gb >= 0 && o.memory_limit_gb <= kMaxMemoryLimitGb)) {
+    throw InputError("invalid --memory-limit-gb (must be 0 to " + std::to_string(int64_t{kMaxMemoryLimitGb}) +
+                     "; 0: the default)");
+  }
+  if (o.repeat < 1 || o.repeat > kMaxRepeat) {
+    throw InputError("invalid --repeat (must be 1 to " + std::to_string(kMaxRepeat) + ")");
+  }
 }
 
 Thresholds load_thresholds(const std::string& path) {
@@ -155,13 +180,9 @@ LabOptions build_lab_options(const VariantOptions& o, Thresholds* thresholds_sto
   LabOptions lab;
   lab.base = build_spec(o);
   lab.results_dir = o.results_dir;
-  if (!(o.timeout_s > 0)) throw InputError("invalid --timeout-s (must be positive)");
+  check_command_bounds(o);
   lab.variant_timeout_s = o.timeout_s;
-  if (!(o.memory_limit_gb >= 0) || o.memory_limit_gb > 1e6) {
-    throw InputError("invalid --memory-limit-gb (a number of GiB above 0; 0 or absent: the default)");
-  }
   lab.memory_limit_bytes = static_cast<int64_t>(o.memory_limit_gb * 1073741824.0);
-  if (o.repeat < 1 || o.repeat > 100) throw InputError("invalid --repeat (must be 1 to 100)");
   lab.repeat = o.repeat;
   if (!o.thresholds_path.empty()) {
     *thresholds_storage = load_thresholds(o.thresholds_path);

@@ -16,6 +16,12 @@
 
 namespace trainlab {
 
+// Ranges of the commands' own numbers (the run options' are check_spec's, core/variant.h).
+inline constexpr double kMaxVariantTimeoutS = 7 * 86400;  // --timeout-s: a week
+inline constexpr double kMaxMemoryLimitGb = 1'000'000;    // --memory-limit-gb: a petabyte
+inline constexpr int kMaxRepeat = 100;                    // --repeat
+inline constexpr int kMinDoctorRepeat = 2, kMaxDoctorRepeat = 20;  // doctor's --repeat (A/B a side)
+
 // Options shared by every command that runs variants: the run options (core/run_options.h) as
 // given, by name, and the command's own (scenario, preset, knobs, --set, results, timeout, repeat,
 // thresholds).
@@ -48,8 +54,18 @@ void add_variant_options(CLI::App* cmd, VariantOptions& o, CommandKind kind);
 std::pair<std::string, std::string> split_setting(const std::string& text, const std::string& option);
 
 // The options as a resolved spec: the given run options applied in the table's order, then the
-// preset and knobs, then --set (scenario defaults filled, every value checked); InputError otherwise.
+// preset and knobs, then --set (scenario defaults filled, every value checked, --device cuda only
+// where a device is usable); InputError otherwise.
 VariantSpec build_spec(const VariantOptions& o);
+
+// A spec that asks for --device cuda where the driver finds no device: InputError, one line with
+// the driver's reason, before a run folder or a child exists (the child would fall back to saying
+// "running on CPU" and then fail).
+void check_device_usable(const VariantSpec& spec);
+
+// --timeout-s, --memory-limit-gb and --repeat within their ranges (CLI11 checks them as given;
+// this also holds for options filled in code); InputError naming the option otherwise.
+void check_command_bounds(const VariantOptions& o);
 
 // A thresholds file laid over the defaults; InputError naming the file when it is malformed.
 Thresholds load_thresholds(const std::string& path);

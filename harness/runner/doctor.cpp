@@ -27,6 +27,7 @@ namespace {
 std::string run_child(std::vector<std::string> args, const std::string& dir, const DoctorOptions& options) {
   ensure_writable_dir(dir);
   args.insert(args.end(), {"--results", dir});
+  if (options.memory_limit_gb > 0) args.insert(args.end(), {"--memory-limit-gb", fmt("%.17g", options.memory_limit_gb)});
   const ChildOutcome outcome = run_self_as_child(args, dir + "/trainlab.log", options.timeout_s);
   const std::string folder = run_folder_in(dir);
   if (outcome.exited && outcome.exit_status == kExitBadInput) {

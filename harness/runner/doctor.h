@@ -25,6 +25,7 @@ struct DoctorOptions {
   int max_changes = 3;                    // the top findings tried
   std::string results_dir = "results";
   double timeout_s = 1800;                // per child
+  double memory_limit_gb = 0;             // passed on to the children (--memory-limit-gb); 0: their default
 };
 
 struct DoctorTrial {

@@ -21,6 +21,7 @@
 #include "harness/runner/text_table.h"
 #include "harness/runner/variant_runner.h"
 #include "scenarios/registry.h"
+#include "core/text.h"
 #include "core/units.h"
 
 namespace trainlab {
@@ -146,7 +147,7 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
   const std::string& kind = record.kind;
   const size_t repeat = static_cast<size_t>(std::max(1, options.repeat));
   const size_t max_rounds = repeat + static_cast<size_t>(undecided ? std::max(0, options.extra_rounds) : 0);
-  progress << "trainlab " << kind << ": scenario " << record.scenario << ", " << specs.size() << " variant(s)"
+  progress << "trainlab " << kind << ": scenario " << record.scenario << ", " << count_noun(specs.size(), "variant")
            << (repeat > 1 ? " x " + std::to_string(repeat) + " repetitions, interleaved" : std::string())
            << (max_rounds > repeat ? fmt(" (up to %.0f while a gain holds its line, within ",
                                          static_cast<double>(max_rounds)) +
@@ -368,8 +369,8 @@ LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress) {
   return outcome;
 }
 
-LabOutcome run_single_variant(const LabOptions& options, std::ostream& progress) {
-  LabOutcome outcome = run_variants({options.base}, options, options.base.profile ? "profile" : "run", progress);
+LabOutcome run_single_variant(const LabOptions& options, std::ostream& progress, const std::string& kind) {
+  LabOutcome outcome = run_variants({options.base}, options, kind, progress);
   finish_run(options, outcome);
   return outcome;
 }

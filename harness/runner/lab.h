@@ -51,7 +51,9 @@ struct LabOutcome {
 std::vector<VariantSpec> baseline_variants(const LabOptions& options);
 
 LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress);
-LabOutcome run_single_variant(const LabOptions& options, std::ostream& progress);
+// One variant; `kind` names the run (its record's kind, the banner, the folder's suffix): "run", or
+// "profile" for `trainlab profile`.
+LabOutcome run_single_variant(const LabOptions& options, std::ostream& progress, const std::string& kind = "run");
 // A/B: the base configuration (A) and the base with `changes` applied (B, apply_setting keys), run
 // alternately A B A B ... options.repeat times each in one invocation, so drift on a shared machine
 // hits both alike. Records are labelled "A" / "B"; the run's kind is "ab". Throws InputError on a

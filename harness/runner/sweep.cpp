@@ -25,6 +25,7 @@
 #include "harness/runner/text_table.h"
 #include "harness/runner/variant_runner.h"
 #include "scenarios/registry.h"
+#include "core/text.h"
 #include "core/units.h"
 
 namespace trainlab {
@@ -131,6 +132,13 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options, std::vector<st
   }
   std::vector<int64_t> batches = grid.batch_sizes;
   if (batches.empty()) batches.push_back(options.lab.base.batch_size);
+  size_t planned_per_setting = 0;  // per (batch, pin): workers=0 runs once, other counts once per prefetch
+  for (int workers : grid.workers) planned_per_setting += workers == 0 ? 1 : grid.prefetch.size();
+  const size_t planned = planned_per_setting * batches.size() * grid.pin_memory.size();
+  if (planned > kMaxSweepPoints) {
+    throw InputError("invalid sweep grid of " + std::to_string(planned) + " points (must be 1 to " +
+                     std::to_string(kMaxSweepPoints) + ": fewer --workers, --prefetch, --pin-memory or --batch values)");
+  }
   std::vector<SweepPoint> points;
   bool prefetch_collapsed = false;
   for (int64_t batch : batches) {
@@ -359,7 +367,7 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   const bool with_batch = batches.size() > 1;
   const size_t runnable = static_cast<size_t>(
       std::count_if(points.begin(), points.end(), [](const SweepPoint& p) { return p.not_applicable.empty(); }));
-  progress << "trainlab sweep: scenario " << record.scenario << ", " << runnable << " point(s) to run"
+  progress << "trainlab sweep: scenario " << record.scenario << ", " << count_noun(runnable, "point") << " to run"
            << (runnable < points.size() ? " (" + std::to_string(points.size() - runnable) + " not applicable)" : "")
            << ", results in " << outcome.run_dir << std::endl;
 
@@ -454,8 +462,8 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
     const int cores = v.environment.logical_cores, threads = v.environment.intra_op_threads;
     if (v.ok() && v.device == "cpu" && cores > 0 && v.spec.workers + threads > cores) {
       notes.push_back("from workers=" + std::to_string(v.spec.workers) + " on, loader workers plus the step's " +
-                      std::to_string(threads) + " intra-op threads exceed the " + std::to_string(cores) +
-                      " cores: they compete with the training step (--threads sets the step's share)");
+                      count_noun(threads, "intra-op thread") + " exceed the " + count_noun(cores, "core") +
+                      ": they compete with the training step (--threads sets the step's share)");
       break;
     }
   }

@@ -5,6 +5,7 @@
 // reported as such, never silently dropped or run as something else.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <ostream>
@@ -21,6 +22,9 @@ struct SweepGrid {
   std::vector<bool> pin_memory;
   std::vector<int64_t> batch_sizes;  // empty: the base spec's batch size
 };
+
+// The most points a grid may have (each runs in its own child, --repeat times).
+inline constexpr size_t kMaxSweepPoints = 256;
 
 // Parses "0,1,2,4" style lists; throws InputError naming the option on an empty list, an empty
 // or negative element, or a value out of range.
@@ -41,7 +45,8 @@ struct SweepPoint {
   std::string not_applicable;     // non-empty: not run, and why
 };
 
-// The grid expanded in run order (validated; throws InputError when no point can run).
+// The grid expanded in run order (validated; throws InputError when no point can run or the grid
+// has more than kMaxSweepPoints points).
 std::vector<SweepPoint> expand_sweep(const SweepOptions& options, std::vector<std::string>* notes);
 
 // One measured point as the recommendation sees it.

@@ -12,6 +12,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/json_text.h"
+#include "core/text.h"
 #include "diagnostics/diagnosis.h"
 #include "harness/runner/child_process.h"
 #include "harness/runner/lab.h"
@@ -126,7 +127,7 @@ ValidateOutcome run_validation(const ValidateOptions& options, std::ostream& pro
   ensure_writable_dir(options.results_dir);
   std::string run_id;
   outcome.out_dir = make_run_dir(options.results_dir, "seeded", "validate", &run_id);
-  progress << "trainlab validate: " << chosen.size() << " seeded case(s), results in " << outcome.out_dir
+  progress << "trainlab validate: " << count_noun(chosen.size(), "seeded case") << ", results in " << outcome.out_dir
            << std::endl;
   for (size_t i = 0; i < chosen.size(); ++i) {
     progress << "  [" << i + 1 << "/" << chosen.size() << "] " << chosen[i].name << " (expect "
@@ -215,8 +216,8 @@ std::string render_validation(const ValidateOutcome& outcome, OutputFormat forma
   }
   int correct = 0;
   for (const CaseResult& r : outcome.cases) correct += r.correct ? 1 : 0;
-  const std::string closing = std::to_string(correct) + " of " + std::to_string(outcome.cases.size()) +
-                              " cases named correctly (with their expected secondary findings). Results: " +
+  const std::string closing = std::to_string(correct) + " of " + count_noun(outcome.cases.size(), "case") +
+                              " named correctly (with their expected secondary findings). Results: " +
                               outcome.out_dir + "/validate.json\n";
   if (format == OutputFormat::kMarkdown) {
     return render_table_markdown(validation_cases_table(outcome)) + "\n**Confusion matrix (seeded cases)**\n\n" +

@@ -237,7 +237,8 @@ struct TrainingSetup {
 // one device); the record learns it, the environment and the rank.
 torch::Device choose_device(const VariantSpec& spec, bool use_cuda, const DistEnv& dist, VariantRecord& record) {
   if (spec.device == DeviceChoice::kCuda && !use_cuda) {
-    throw InputError("--device cuda requested but no CUDA device is usable");
+    throw InputError("--device cuda: no CUDA device is usable here (LibTorch finds none, though the driver "
+                     "counted one); use --device cpu or auto");
   }
   const int cuda_index = use_cuda && dist.distributed() ? dist.local_rank : 0;
   if (use_cuda) {
@@ -296,10 +297,11 @@ std::unique_ptr<InductorStep> build_inductor_step(const VariantSpec& spec, Train
   info.compile_s = package.export_s + package.compile_s;
   info.cache_hit = package.cache_hit;
   std::cout << "trainlab: " << spec.name() << ": Inductor package " << (package.cache_hit ? "found" : "built")
-            << " (export + compile " << info.compile_s << " s, " << package.fused_kernels << " fused kernels"
+            << " (export + compile " << info.compile_s << " s, " << count_noun(package.fused_kernels, "fused kernel")
             << (package.gradient_check.empty() ? "" : "; gradients vs eager autograd: " + package.gradient_check)
-            << (package.no_gradient.empty() ? "" : "; " + std::to_string(package.no_gradient.size()) +
-                                                       " parameter name(s) get no gradient")
+            << (package.no_gradient.empty() ? "" : "; " + count_noun(package.no_gradient.size(), "parameter") +
+                                                       (package.no_gradient.size() == 1 ? " gets" : " get") +
+                                                       " no gradient")
             << ")" << std::endl;
   return step;
 }
