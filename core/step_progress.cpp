@@ -43,7 +43,7 @@ std::optional<StepProgress> read_step_progress(const std::string& path) {
 std::string progress_line(size_t k, size_t n, const std::string& label, const std::optional<StepProgress>& steps,
                           double elapsed_s, double estimate_left_s) {
   char text[160];
-  std::string line = "[" + std::to_string(k) + "/" + std::to_string(n) + "] " + label;
+  std::string line = "[" + std::to_string(k) + (n > 0 ? "/" + std::to_string(n) : std::string()) + "] " + label;
   if (steps) line += "  step " + std::to_string(steps->done) + "/" + std::to_string(steps->planned);
   std::snprintf(text, sizeof text, "  elapsed %.0f s", elapsed_s);
   line += text;

@@ -34,8 +34,8 @@ struct StepProgress {
 // What the file says, or nullopt (no file yet, a torn or odd write).
 std::optional<StepProgress> read_step_progress(const std::string& path);
 
-// One live line: "[k/n] label  step s/t  elapsed 12 s, about 30 s left" (the step part when known,
-// the estimate when >= 0).
+// One live line: "[k/n] label  step s/t  elapsed 12 s, about 30 s left" (n = 0: "[k]", the total
+// unknown; the step part when known, the estimate when >= 0).
 std::string progress_line(size_t k, size_t n, const std::string& label, const std::optional<StepProgress>& steps,
                           double elapsed_s, double estimate_left_s);
 

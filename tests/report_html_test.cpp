@@ -253,6 +253,18 @@ TEST(ReportHtml, VerdictHeadlineAndPrimarySuspect) {
   EXPECT_NE(html.find("1.61×"), std::string::npos);
 }
 
+TEST(ReportHtml, NamesItsTracesAndHowToOpenThem) {
+  Sample x = make_sample();
+  EXPECT_EQ(render_report_html(x.bound()).find("TraceAnalysis("), std::string::npos);  // no trace: nothing said
+  x.input.traces = {"traces/fp32/rank0.pt.trace.json.gz"};
+  const std::string html = render_report_html(x.bound());
+  EXPECT_NE(html.find("<a href=\"traces/fp32/rank0.pt.trace.json.gz\">"), std::string::npos);
+  EXPECT_NE(html.find("Perfetto"), std::string::npos);
+  EXPECT_NE(html.find("chrome://tracing"), std::string::npos);
+  EXPECT_NE(html.find("TraceAnalysis(trace_dir=\"traces/fp32\")"), std::string::npos);  // the ranks' folder
+  EXPECT_NE(html.find("tensorboard --logdir traces<"), std::string::npos);  // the variants' parent folder
+}
+
 TEST(ReportHtml, InconclusiveShowsReasons) {
   Sample x = make_sample();
   x.verdict.inconclusive = true;

@@ -2,6 +2,8 @@
 // try each top finding's change as an interleaved A/B run, then the helpful ones together, and report
 // what each measurably bought. The run options are parsed and checked like `run`'s into a typed spec;
 // the children get that spec back as arguments (core/run_options.h).
+#include <unistd.h>
+
 #include <iostream>
 #include <memory>
 
@@ -51,6 +53,7 @@ Subcommand add_doctor_command(CLI::App& app) {
       o->thresholds = load_thresholds(o->variant.thresholds_path);  // checked here, read again by the children
       options.thresholds_path = o->variant.thresholds_path;
     }
+    options.live_progress = ::isatty(STDERR_FILENO) == 1;
     const DoctorOutcome outcome = run_doctor(options, std::cerr);
     std::cout << (format == OutputFormat::kJson ? "" : "\n") << render_doctor(outcome, format);
     print_next_step(std::cerr, next_after_doctor(outcome));

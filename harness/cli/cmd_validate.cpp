@@ -1,5 +1,7 @@
 // `trainlab validate`: the seeded bottleneck cases and the confusion matrix of expected against
 // named suspect; exit status 1 unless every case is named correctly.
+#include <unistd.h>
+
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -35,6 +37,7 @@ Subcommand add_validate_command(CLI::App& app) {
     for (std::string name; std::getline(names, name, ',');) {
       if (!name.empty()) o->validate.only.push_back(name);
     }
+    o->validate.live_progress = ::isatty(STDERR_FILENO) == 1;
     const ValidateOutcome outcome = run_validation(o->validate, std::cerr);
     std::cout << (format == OutputFormat::kJson ? "" : "\n") << render_validation(outcome, format);
     print_next_step(std::cerr, next_after_validate(outcome, o->validate.results_dir));

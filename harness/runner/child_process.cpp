@@ -3,8 +3,6 @@
 // timeout, after a peer failed and its grace ran out, or after an interrupt (SIGTERM first).
 #include "harness/runner/child_process.h"
 
-#include <filesystem>
-
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -14,11 +12,14 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include "core/errors.h"
+#include "core/step_progress.h"
 #include "harness/runner/interrupt.h"
+#include "harness/runner/progress_ticker.h"
 
 namespace trainlab {
 
@@ -221,6 +222,22 @@ std::string last_line_of(const std::string& path) {
     if (!line.empty()) last = line;
   }
   return last;
+}
+
+ChildOutcome run_self_as_watched_child(const std::vector<std::string>& args, const std::string& log_path,
+                                       double timeout_s, ProgressTicker& ticker, size_t k, size_t n,
+                                       const std::string& label, const std::string& progress_file, double elapsed_s) {
+  if (!ticker.live()) return run_self_as_child(args, log_path, timeout_s);
+  ChildLaunch launch;
+  launch.args = args;
+  launch.log_path = log_path;
+  launch.environment = {{kProgressFileVariable, progress_file}};
+  ticker.start(k, n, label, progress_file, elapsed_s, -1.0);
+  const ChildOutcome outcome = run_self_as_children({launch}, timeout_s).at(0);
+  ticker.stop();
+  std::error_code ec;
+  std::filesystem::remove(progress_file, ec);
+  return outcome;
 }
 
 }  // namespace trainlab

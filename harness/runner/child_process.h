@@ -57,6 +57,14 @@ int64_t default_memory_limit_bytes();
 std::vector<ChildOutcome> run_self_as_children(const std::vector<ChildLaunch>& children, double timeout_s,
                                                double peers_grace_s = -1);
 
+// run_self_as_child, with the child's steps reported to progress_file (core/step_progress.h; the
+// variable passes on to the training child a `trainlab` child starts) and shown live by ticker
+// as item k of n (n = 0: unknown) while it runs.
+class ProgressTicker;
+ChildOutcome run_self_as_watched_child(const std::vector<std::string>& args, const std::string& log_path,
+                                       double timeout_s, ProgressTicker& ticker, size_t k, size_t n,
+                                       const std::string& label, const std::string& progress_file, double elapsed_s);
+
 // The last non-empty line of a text file (a child's last words), or "".
 std::string last_line_of(const std::string& path);
 

@@ -3,6 +3,7 @@
 #include "harness/runner/doctor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <set>
 
@@ -13,6 +14,7 @@
 #include "core/json_text.h"
 #include "diagnostics/diagnosis.h"
 #include "harness/runner/child_process.h"
+#include "harness/runner/progress_ticker.h"
 #include "harness/runner/compare.h"
 #include "harness/runner/lab.h"
 #include "harness/runner/text_table.h"
@@ -22,13 +24,24 @@ namespace fs = std::filesystem;
 namespace trainlab {
 namespace {
 
+// The live line while a child runs (a terminal only): the doctor's step and what it does.
+struct ChildWatch {
+  ProgressTicker& ticker;
+  size_t step;
+  std::string label;
+  std::chrono::steady_clock::time_point start;
+};
+
 // Runs `trainlab <args> --results <dir>` and returns the run folder it made; a child that failed on
 // bad input becomes this command's InputError (its last line), any other failure a runtime_error.
-std::string run_child(std::vector<std::string> args, const std::string& dir, const DoctorOptions& options) {
+std::string run_child(std::vector<std::string> args, const std::string& dir, const DoctorOptions& options,
+                      const ChildWatch& watch) {
   ensure_writable_dir(dir);
   args.insert(args.end(), {"--results", dir});
   if (options.memory_limit_gb > 0) args.insert(args.end(), {"--memory-limit-gb", fmt("%.17g", options.memory_limit_gb)});
-  const ChildOutcome outcome = run_self_as_child(args, dir + "/trainlab.log", options.timeout_s);
+  const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - watch.start).count();
+  const ChildOutcome outcome = run_self_as_watched_child(args, dir + "/trainlab.log", options.timeout_s, watch.ticker,
+                                                         watch.step, 0, watch.label, dir + "/.progress", elapsed_s);
   const std::string folder = run_folder_in(dir);
   if (outcome.exited && outcome.exit_status == kExitBadInput) {
     std::string line = last_line_of(dir + "/trainlab.log");
@@ -54,13 +67,14 @@ DiagnosisLine first_diagnosis(const std::string& run_folder) {
 
 // An A/B trial of `settings` against the configuration as given.
 DoctorTrial measure(const std::string& change, const std::string& settings, const std::string& rule,
-                    const std::vector<std::string>& variant_args, const std::string& dir, const DoctorOptions& options) {
+                    const std::vector<std::string>& variant_args, const std::string& dir, const DoctorOptions& options,
+                    const ChildWatch& watch) {
   DoctorTrial trial{change, settings, rule};
   std::vector<std::string> args = {"run"};
   args.insert(args.end(), variant_args.begin(), variant_args.end());
   args.insert(args.end(), {"--ab", settings, "--repeat", std::to_string(options.repeat)});
   try {
-    trial.run_dir = run_child(args, dir, options);
+    trial.run_dir = run_child(args, dir, options, watch);
     const CompareOutcome compared = compare_ab(read_run_record(trial.run_dir), CompareOptions{});
     for (const CompareRow& row : compared.rows) {
       if (row.metric != "samples/s") continue;
@@ -172,11 +186,14 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
   outcome.created_utc = created_utc;
   progress << "trainlab doctor: results in " << outcome.out_dir
            << "\n[1] profile and diagnose the configuration as given" << std::endl;
+  ProgressTicker ticker(progress, options.live_progress);
+  const auto start = std::chrono::steady_clock::now();
 
   // 1. The diagnosis.
   std::vector<std::string> profile_args = {"profile"};
   profile_args.insert(profile_args.end(), variant_args.begin(), variant_args.end());
-  const std::string profiled = run_child(profile_args, outcome.out_dir + "/profile", options);
+  const std::string profiled =
+      run_child(profile_args, outcome.out_dir + "/profile", options, ChildWatch{ticker, 1, "profile", start});
   const DiagnosisLine d = first_diagnosis(profiled);
   outcome.configuration = variant_args;
   outcome.diagnosis_headline = d.headline;
@@ -218,7 +235,8 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
     const std::string settings = settings_for_change(change, spec, on_gpu);
     progress << "[" << step++ << "] A/B: " << settings << " (" << change << ", from " << rule << "), "
              << options.repeat << " repetitions a side" << std::endl;
-    outcome.trials.push_back(measure(change, settings, rule, variant_args, outcome.out_dir + "/trial-" + change, options));
+    outcome.trials.push_back(measure(change, settings, rule, variant_args, outcome.out_dir + "/trial-" + change, options,
+                                     ChildWatch{ticker, static_cast<size_t>(step - 1), "A/B " + settings, start}));
     const DoctorTrial& t = outcome.trials.back();
     progress << "    samples/s " << fmt("%+.1f %%", t.gain_pct) << " [" << fmt("%+.1f", t.low_pct) << ", "
              << fmt("%+.1f", t.high_pct) << "]: " << t.verdict << std::endl;
@@ -229,7 +247,8 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
     for (const std::string& s : helpful) combined += (combined.empty() ? "" : ",") + s;
     progress << "[" << step++ << "] A/B: the helpful changes together: " << combined << std::endl;
     outcome.trials.push_back(
-        measure("combined", combined, "-", variant_args, outcome.out_dir + "/trial-combined", options));
+        measure("combined", combined, "-", variant_args, outcome.out_dir + "/trial-combined", options,
+                ChildWatch{ticker, static_cast<size_t>(step - 1), "A/B " + combined, start}));
   }
   for (const DoctorTrial& t : outcome.trials) {
     if (t.verdict == "improved" && t.gain_pct > outcome.best_gain_pct) {
@@ -245,7 +264,8 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
     std::vector<std::string> after_args = profile_args;
     after_args.insert(after_args.end(), {"--set", outcome.best_settings});
     try {
-      const std::string after = run_child(after_args, outcome.out_dir + "/after", options);
+      const std::string after = run_child(after_args, outcome.out_dir + "/after", options,
+                                          ChildWatch{ticker, static_cast<size_t>(step - 1), "profile " + outcome.best_settings, start});
       const DiagnosisLine a = first_diagnosis(after);
       outcome.after_headline = a.headline;
       outcome.after_report = after + "/report.html";

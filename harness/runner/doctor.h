@@ -26,6 +26,7 @@ struct DoctorOptions {
   std::string results_dir = "results";
   double timeout_s = 1800;                // per child
   double memory_limit_gb = 0;             // passed on to the children (--memory-limit-gb); 0: their default
+  bool live_progress = false;             // a terminal: one live line while a child runs
 };
 
 struct DoctorTrial {

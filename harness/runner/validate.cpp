@@ -12,6 +12,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/json_text.h"
+#include "harness/runner/progress_ticker.h"
 #include "core/text.h"
 #include "diagnostics/diagnosis.h"
 #include "harness/runner/child_process.h"
@@ -28,7 +29,8 @@ namespace {
 const std::vector<std::string> kSuspects = {"data_pipeline", "model_compute", "communication",
                                             "framework_overhead"};
 
-CaseResult run_case(const SeededCase& seeded, const std::string& cases_dir, const ValidateOptions& options) {
+CaseResult run_case(const SeededCase& seeded, const std::string& cases_dir, const ValidateOptions& options,
+                    ProgressTicker& ticker, size_t k, size_t n, double elapsed_s) {
   CaseResult result;
   result.seeded = seeded;
   const std::string case_dir = cases_dir + "/" + seeded.name;
@@ -36,7 +38,8 @@ CaseResult run_case(const SeededCase& seeded, const std::string& cases_dir, cons
   std::vector<std::string> args = {"profile"};
   args.insert(args.end(), seeded.args.begin(), seeded.args.end());
   args.insert(args.end(), {"--results", case_dir});
-  const ChildOutcome outcome = run_self_as_child(args, case_dir + "/profile.log", options.case_timeout_s);
+  const ChildOutcome outcome = run_self_as_watched_child(args, case_dir + "/profile.log", options.case_timeout_s, ticker,
+                                                         k, n, seeded.name, case_dir + "/.progress", elapsed_s);
   result.wall_s = outcome.wall_s;
   result.run_dir = run_folder_in(case_dir);
   const std::string diagnosis_path = result.run_dir.empty() ? "" : result.run_dir + "/diagnosis.json";
@@ -129,11 +132,16 @@ ValidateOutcome run_validation(const ValidateOptions& options, std::ostream& pro
   outcome.out_dir = make_run_dir(options.results_dir, "seeded", "validate", &run_id);
   progress << "trainlab validate: " << count_noun(chosen.size(), "seeded case") << ", results in " << outcome.out_dir
            << std::endl;
+  ProgressTicker ticker(progress, options.live_progress);
+  const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < chosen.size(); ++i) {
-    progress << "  [" << i + 1 << "/" << chosen.size() << "] " << chosen[i].name << " (expect "
-             << chosen[i].expect << ") ..." << std::flush;
-    outcome.cases.push_back(run_case(chosen[i], outcome.out_dir + "/cases", options));
+    const std::string line = "  [" + std::to_string(i + 1) + "/" + std::to_string(chosen.size()) + "] " +
+                             chosen[i].name + " (expect " + chosen[i].expect + ") ...";
+    if (!ticker.live()) progress << line << std::flush;  // live: the ticker's line stands in until the case ends
+    const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    outcome.cases.push_back(run_case(chosen[i], outcome.out_dir + "/cases", options, ticker, i + 1, chosen.size(), elapsed_s));
     const CaseResult& r = outcome.cases.back();
+    if (ticker.live()) progress << line;
     progress << " named " << r.named << (r.correct ? "" : "  <-- WRONG") << " (" << fmt("%.0f", r.wall_s)
              << " s)" << std::endl;
   }

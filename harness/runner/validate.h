@@ -34,6 +34,7 @@ struct ValidateOptions {
   bool ci_subset = false;
   std::string results_dir = "results";
   double case_timeout_s = 900;
+  bool live_progress = false;               // a terminal: one live line while a case runs
 };
 
 struct CaseResult {
