@@ -24,6 +24,7 @@
 
 #include "core/errors.h"
 #include "profiler/chrome_trace.h"
+#include "host_span.h"
 #include "sanitizer_build.h"
 
 namespace trainlab {
@@ -473,13 +474,7 @@ TEST(TraceImportFixtures, WriterRoundTripKeepsEveryKind) {
 Profile cpu_window() {
   Profile p;
   const auto add = [&](EventKind kind, const std::string& name, int64_t start_ns, int64_t end_ns, int64_t track) {
-    TraceEvent e;
-    e.kind = kind;
-    e.name = name;
-    e.start_ns = start_ns;
-    e.end_ns = end_ns;
-    e.track = track;
-    p.events.push_back(e);
+    p.events.push_back(test_profile::host_span(kind, name, start_ns, end_ns, track));
   };
   for (int step = 0; step < 2; ++step) {
     const int64_t t = 1'000'000'000 + step * 10'000'000;
@@ -556,13 +551,8 @@ TEST(TraceWriterForPyTorchTools, ACpuRunHasAComputeLaneOfTheLoopsTopLevelOpsOuts
 TEST(TraceWriterForPyTorchTools, KernelsCarryTheExternalIdOfTheOpThatLaunchedThem) {
   Profile p;
   const auto add = [&](EventKind kind, const char* name, int64_t start_ns, int64_t end_ns, bool device, int64_t correlation) {
-    TraceEvent e;
-    e.kind = kind;
-    e.name = name;
-    e.start_ns = start_ns;
-    e.end_ns = end_ns;
+    TraceEvent e = test_profile::host_span(kind, name, start_ns, end_ns, device ? 7 : 11);
     e.on_device = device;
-    e.track = device ? 7 : 11;
     e.correlation = correlation;
     p.events.push_back(e);
   };
