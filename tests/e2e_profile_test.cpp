@@ -48,6 +48,10 @@ TEST(ProfileE2E, TraceParsesBackWithOneStepSpanPerWindowStepAndNestedSpans) {
   std::sort(steps.begin(), steps.end(), [](auto* a, auto* b) { return a->start_ns < b->start_ns; });
   EXPECT_EQ(steps.front()->name, "ProfilerStep#5");  // warm-up 2 + window start 3
   EXPECT_EQ(steps.back()->name, "ProfilerStep#10");
+  // The terminal numbers the window's steps as the trace does (and the report, by step index).
+  EXPECT_NE(r.out.find("in steps 5..10 (ProfilerStep#5..#10; steps count from 0, the 2 warm-up steps included)"),
+            std::string::npos)
+      << r.out;
   EXPECT_GT(ops, 6 * 20);      // forward, backward and optimizer ops in every step
   EXPECT_GE(phases, 6 * 4);    // data wait, host-to-device, forward, backward, optimizer, other
 
