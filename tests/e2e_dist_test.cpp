@@ -189,7 +189,10 @@ TEST(DistE2E, AMasterPortThatNeverAnswersFailsWithinTheTimeout) {
   ASSERT_EQ(::listen(listener, 8), 0);  // the kernel accepts; nobody ever reads or writes
   ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
   const std::string results = e2e::fresh_results_dir("dp_silent_port");
-  const std::string cmd_env = "WORLD_SIZE=2 RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(ntohs(addr.sin_port)) + " ";
+  // LOCAL_WORLD_SIZE=1: rank 0 is on another machine, so this rank keeps its own run folder and
+  // goes straight to the rendezvous (on one machine it would first wait for rank 0's folder).
+  const std::string cmd_env = "WORLD_SIZE=2 RANK=1 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                              std::to_string(ntohs(addr.sin_port)) + " ";
   const auto start = std::chrono::steady_clock::now();
   const int status = std::system((cmd_env + "'" + TRAINLAB_BINARY + "' run " + kSmallMlp +
                                   " --steps 5 --dist-timeout-s 3 --results " + results + " > /dev/null 2>&1")

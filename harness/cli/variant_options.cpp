@@ -148,11 +148,11 @@ void check_device_usable(const VariantSpec& spec) {
 
 void check_command_bounds(const VariantOptions& o) {
   if (!(o.timeout_s > 0 && o.timeout_s <= kMaxVariantTimeoutS)) {
-    throw InputError("invalid --timeout-s (must be above 0 and at most " + std::to_string(int64_t{kMaxVariantTimeoutS}) +
+    throw InputError("invalid --timeout-s (must be above 0 and at most " + std::to_string(static_cast<int64_t>(kMaxVariantTimeoutS)) +
                      ")");
   }
   if (!(o.memory_limit_gb >= 0 && o.memory_limit_gb <= kMaxMemoryLimitGb)) {
-    throw InputError("invalid --memory-limit-gb (must be 0 to " + std::to_string(int64_t{kMaxMemoryLimitGb}) +
+    throw InputError("invalid --memory-limit-gb (must be 0 to " + std::to_string(static_cast<int64_t>(kMaxMemoryLimitGb)) +
                      "; 0: the default)");
   }
   if (o.repeat < 1 || o.repeat > kMaxRepeat) {
