@@ -446,7 +446,10 @@ bool integer_us_to_ns(int64_t us, int64_t* ns) {
 // pid/tid: an integer, or a string whose first integer counts ("GPU 0", "stream 7", "5555").
 int64_t id_of(const json& value) {
   if (value.is_number_integer()) return value.get<int64_t>();  // (an unsigned beyond int64 wraps)
-  if (value.is_number_float()) return static_cast<int64_t>(value.get<double>());
+  if (value.is_number_float()) {  // beyond int64 (or NaN): no usable id
+    const double id = value.get<double>();
+    return std::isfinite(id) && std::fabs(id) < 9.0e18 ? static_cast<int64_t>(id) : 0;
+  }
   if (!value.is_string()) return 0;
   const std::string& text = value.get_ref<const std::string&>();
   const size_t digit = text.find_first_of("0123456789");

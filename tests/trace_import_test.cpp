@@ -615,6 +615,23 @@ TEST(TraceImportFixtures, GzipIsToldByMagicBytesNotByName) {
 
 // ---- malformed input -------------------------------------------------------------------------
 
+// Found by the 10^6-run fuzz pass (UBSan: a float beyond int64 converted): a pid or tid that is a
+// number out of any id's range, or not finite, reads as id 0.
+TEST(TraceImportFixtures, PidsAndTidsBeyondInt64ReadAsZero) {
+  const std::string path = write_text(temp_dir("huge_ids") + "/t.json",
+                                      R"({"traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 5.97918e+27, "tid": -1e300, "ts": 1, "dur": 2},
+      {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 12.0, "tid": 7.9, "ts": 3, "dur": 1},
+      {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1e30, "args": {"name": "far"}}]})");
+  const TraceImport trace = import_trace(path);
+  ASSERT_EQ(trace.profile.events.size(), 2u);
+  EXPECT_EQ(trace.profile.events[0].device, 0);
+  EXPECT_EQ(trace.profile.events[0].track, 0);
+  EXPECT_EQ(trace.profile.events[1].device, 12);
+  EXPECT_EQ(trace.profile.events[1].track, 7);
+  EXPECT_EQ(trace.profile.thread_names.at(0), "far");
+}
+
 TEST(TraceImportErrors, MalformedFilesAreOneLineInputErrorsNamingTheFile) {
   const std::string dir = temp_dir("bad");
   const std::string valid = R"({"traceEvents": [)" + [] {
