@@ -118,11 +118,16 @@ int64_t loop_thread_of(const std::map<int64_t, Events>& tracks) {
     bool runs_ops = false;
     for (const TraceEvent* e : events) {
       runs_ops |= e->kind == EventKind::kCpuOp || e->kind == EventKind::kRuntime;
-      if (e->kind == EventKind::kCpuOp) op_ns += e->duration_ns();
+      // Saturating: a hostile trace's spans can add up past int64 nanoseconds.
+      if (e->kind == EventKind::kCpuOp && __builtin_add_overflow(op_ns, e->duration_ns(), &op_ns)) {
+        op_ns = std::numeric_limits<int64_t>::max();
+      }
       first = std::min(first, e->start_ns);
       last = std::max(last, e->end_ns);
     }
-    if (runs_ops && !is_autograd_worker(events)) candidates.push_back({id, last - first, op_ns});
+    int64_t extent_ns = 0;
+    if (__builtin_sub_overflow(last, first, &extent_ns)) extent_ns = std::numeric_limits<int64_t>::max();
+    if (runs_ops && !is_autograd_worker(events)) candidates.push_back({id, extent_ns, op_ns});
   }
   if (candidates.empty()) return tracks.empty() ? 0 : tracks.begin()->first;
   const int64_t longest =
@@ -131,7 +136,7 @@ int64_t loop_thread_of(const std::map<int64_t, Events>& tracks) {
       })->extent_ns;
   const Candidate* best = nullptr;
   for (const Candidate& c : candidates) {  // within 5 % of the longest: the one with most operator time
-    if (c.extent_ns * 20 < longest * 19) continue;
+    if (static_cast<double>(c.extent_ns) * 20 < static_cast<double>(longest) * 19) continue;
     if (best == nullptr || c.op_ns > best->op_ns) best = &c;
   }
   return best->track;
