@@ -51,10 +51,9 @@ for stage in "${stages[@]}"; do
       ctest --test-dir "$repo/build-tsan" --output-on-failure -j "$(nproc)" -E NOT_BUILT  # only the three built
       ;;
     fuzz)
-      [ -x "$repo/build-asan/tests/fuzz/fuzz_settings" ] || {
-        configure build-asan address,undefined -DTRAINLAB_FUZZ=ON
-        cmake --build "$repo/build-asan" -j "$(nproc)" --target fuzz_trace_import fuzz_thresholds fuzz_records fuzz_settings
-      }
+      # Always through the build (incremental): a target left from an older checkout would fuzz old code.
+      configure build-asan address,undefined -DTRAINLAB_FUZZ=ON
+      cmake --build "$repo/build-asan" -j "$(nproc)" --target fuzz_trace_import fuzz_thresholds fuzz_records fuzz_settings
       work="$repo/build-asan/fuzz-corpus"
       findings="$repo/build-asan/fuzz-findings"
       mkdir -p "$findings"
