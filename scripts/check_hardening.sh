@@ -32,6 +32,46 @@ configure() {  # build folder, sanitizers, extra cmake options...
     >"$repo/$dir.configure.log" 2>&1 || { cat "$repo/$dir.configure.log" >&2; exit 1; }
 }
 
+# The four fuzz targets in build folder $1 with sanitizers $2, each run under the libFuzzer limit $3
+# (-max_total_time=S or -runs=N) from the seed corpus, the default thresholds and the test fixtures.
+# Always through the build (incremental): a target left from an older checkout would fuzz old code.
+# A crash fails the script; its input is left in $1/fuzz-findings/.
+fuzz_targets() {
+  local dir="$1" sanitize="$2" limit="$3"
+  local targets=(trace_import thresholds records settings)
+  configure "$dir" "$sanitize" -DTRAINLAB_FUZZ=ON
+  cmake --build "$repo/$dir" -j "$(nproc)" --target "${targets[@]/#/fuzz_}"
+  local work="$repo/$dir/fuzz-corpus" findings="$repo/$dir/fuzz-findings"
+  mkdir -p "$findings"
+  for target in "${targets[@]}"; do
+    mkdir -p "$work/$target"
+    cp -n "$repo/tests/fuzz/corpus/$target/"* "$work/$target/" 2>/dev/null || true
+  done
+  cp -n "$repo/configs/thresholds.json" "$work/thresholds/" 2>/dev/null || true
+  local n=0
+  while IFS= read -r -d '' record; do
+    cp -n "$record" "$work/records/fixture-$n.json"
+    n=$((n + 1))
+  done < <(find "$repo/tests/fixtures" -name '*.json' -print0 | sort -z)
+  local failed=0
+  for target in "${targets[@]}"; do
+    local log="$repo/$dir/fuzz_$target.log" status=0 start
+    start=$(date +%s)
+    "$repo/$dir/tests/fuzz/fuzz_$target" "$limit" -max_len=65536 -print_final_stats=1 \
+      -artifact_prefix="$findings/$target-" "$work/$target" >"$log" 2>&1 || status=$?
+    local execs
+    execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")"
+    if [ "$status" -ne 0 ]; then
+      failed=1
+      echo "fuzz_$target: FAILED after ${execs:-?} runs (exit $status); input in $findings, log $log" >&2
+      grep -m 3 -E 'ERROR|runtime error|terminate' "$log" >&2 || true
+    else
+      echo "fuzz_$target: ${execs:-?} runs in $(( $(date +%s) - start )) s, 0 crashes (corpus $(ls "$work/$target" | wc -l) inputs)"
+    fi
+  done
+  [ "$failed" -eq 0 ] || exit 1
+}
+
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
@@ -51,69 +91,13 @@ for stage in "${stages[@]}"; do
       ctest --test-dir "$repo/build-tsan" --output-on-failure -j "$(nproc)" -E NOT_BUILT  # only the three built
       ;;
     fuzz)
-      # Always through the build (incremental): a target left from an older checkout would fuzz old code.
-      configure build-asan address,undefined -DTRAINLAB_FUZZ=ON
-      cmake --build "$repo/build-asan" -j "$(nproc)" --target fuzz_trace_import fuzz_thresholds fuzz_records fuzz_settings
-      work="$repo/build-asan/fuzz-corpus"
-      findings="$repo/build-asan/fuzz-findings"
-      mkdir -p "$findings"
-      for target in trace_import thresholds records settings; do
-        mkdir -p "$work/$target"
-        cp -n "$repo/tests/fuzz/corpus/$target/"* "$work/$target/" 2>/dev/null || true
-      done
-      cp -n "$repo/configs/thresholds.json" "$work/thresholds/" 2>/dev/null || true
-      n=0
-      while IFS= read -r -d '' record; do
-        cp -n "$record" "$work/records/fixture-$n.json"
-        n=$((n + 1))
-      done < <(find "$repo/tests/fixtures" -name '*.json' -print0 | sort -z)
-      failed=0
-      for target in trace_import thresholds records settings; do
-        log="$repo/build-asan/fuzz_$target.log"
-        status=0
-        "$repo/build-asan/tests/fuzz/fuzz_$target" -max_total_time="$seconds" -max_len=65536 -print_final_stats=1 \
-          -artifact_prefix="$findings/$target-" "$work/$target" >"$log" 2>&1 || status=$?
-        execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")"
-        if [ "$status" -ne 0 ]; then
-          failed=1
-          echo "fuzz_$target: FAILED after ${execs:-?} runs (exit $status); input in $findings, log $log" >&2
-          grep -m 3 -E 'ERROR|runtime error|terminate' "$log" >&2 || true
-        else
-          echo "fuzz_$target: ${execs:-?} runs in ${seconds} s, 0 crashes (corpus $(ls "$work/$target" | wc -l) inputs)"
-        fi
-      done
-      [ "$failed" -eq 0 ] || exit 1
+      fuzz_targets build-asan address,undefined -max_total_time="$seconds"
       ;;
     million)
       # The long pass: each target until 10^6 inputs (UBSan only: ASan's shadow memory makes the
       # trace and record targets ~5x slower; the asan and fuzz stages cover ASan).
       say "fuzz targets, 10^6 runs each (UBSan, build-fuzz)"
-      configure build-fuzz undefined -DTRAINLAB_FUZZ=ON
-      cmake --build "$repo/build-fuzz" -j "$(nproc)" --target fuzz_trace_import fuzz_thresholds fuzz_records fuzz_settings
-      work="$repo/build-fuzz/fuzz-corpus"
-      findings="$repo/build-fuzz/fuzz-findings"
-      mkdir -p "$findings"
-      for target in trace_import thresholds records settings; do
-        mkdir -p "$work/$target"
-        cp -n "$repo/tests/fuzz/corpus/$target/"* "$work/$target/" 2>/dev/null || true
-      done
-      failed=0
-      for target in trace_import thresholds records settings; do
-        log="$repo/build-fuzz/fuzz_$target.log"
-        status=0
-        start=$(date +%s)
-        "$repo/build-fuzz/tests/fuzz/fuzz_$target" -runs=1000000 -max_len=65536 -print_final_stats=1 \
-          -artifact_prefix="$findings/$target-" "$work/$target" >"$log" 2>&1 || status=$?
-        execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")"
-        if [ "$status" -ne 0 ]; then
-          failed=1
-          echo "fuzz_$target: FAILED after ${execs:-?} runs (exit $status); input in $findings, log $log" >&2
-          grep -m 3 -E 'ERROR|runtime error|terminate' "$log" >&2 || true
-        else
-          echo "fuzz_$target: ${execs:-?} runs in $(( $(date +%s) - start )) s, 0 crashes"
-        fi
-      done
-      [ "$failed" -eq 0 ] || exit 1
+      fuzz_targets build-fuzz undefined -runs=1000000
       ;;
     *) echo "usage: $0 [SECONDS] [asan|tsan|fuzz|million ...]" >&2; exit 2 ;;
   esac
