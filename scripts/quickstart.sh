@@ -66,6 +66,8 @@ fi
 
 # 3. Build (ccache + a precompiled LibTorch header keep rebuilds short).
 export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
+# Paths inside the checkout hashed as relative ones: clones in other folders share the cache.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$repo}"
 say "configuring and building in $build_dir"
 cmake -S "$repo" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_prefix" \
   "${cuda_args[@]}" >"$build_dir.configure.log" 2>&1 || { cat "$build_dir.configure.log" >&2; exit 1; }
