@@ -1,13 +1,20 @@
 // End to end: on-disk data and the loader through the real binary. A corrupt shard and a
 // truncated JPEG each stop the run with one error naming the file and exit status 2 (never a hang:
 // the child has a timeout, and so has the test); the sweep validates its lists, runs its points,
-// reports the not-applicable ones, writes its chart and recommends a point. A stale dataset folder
-// is rebuilt.
+// reports the not-applicable ones, writes its chart and recommends a point, and one stopped
+// midway (Ctrl-C, SIGKILL) keeps its measured points. A stale dataset folder is rebuilt.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "e2e_support.h"
 #include "core/run_record.h"
@@ -188,6 +195,62 @@ TEST(DataE2E, SweepWithRepeatRunsTheGridInRoundsAndReportsTheirMedian) {
   std::snprintf(median_text, sizeof median_text, "%.1f", median);
   EXPECT_NE(r.out.find(median_text), std::string::npos) << r.out << " median " << median;
   EXPECT_NE(r.err.find("[4/4]"), std::string::npos) << r.err;
+}
+
+// A sweep stopped after its first point, by Ctrl-C or by SIGKILL of the parent alone, leaves a
+// run.json with that point measured and the rest marked interrupted (run.json is rewritten after
+// every point), which history and diagnose read; Ctrl-C also prints the table and exits 130.
+TEST(DataE2E, AnInterruptedSweepKeepsItsMeasuredPointsAndMarksTheRest) {
+  for (const int signo : {SIGINT, SIGKILL}) {
+    const std::string results = e2e::fresh_results_dir("sweep-interrupt" + std::to_string(signo));
+    const std::string out_path = results + "/../sweep-interrupt" + std::to_string(signo) + ".out";
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      std::freopen(out_path.c_str(), "w", stdout);
+      std::freopen("/dev/null", "w", stderr);
+      ::execl(TRAINLAB_BINARY, "trainlab", "sweep", "--scenario", "vision", "--device", "cpu", "--batch", "16", "-k",
+              "samples=128", "-k", "image_size=48", "-k", "crop=32", "-k", "width=4", "--steps", "400", "--warmup",
+              "1", "--workers", "0,1,2", "--results", results.c_str(), static_cast<char*>(nullptr));
+      std::_Exit(127);
+    }
+    std::string run_dir;  // run.json appears after the first point
+    for (int i = 0; i < 1200 && run_dir.empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const std::string dir = e2e::only_run_dir(results);
+      if (!dir.empty() && fs::exists(dir + "/run.json")) run_dir = dir;
+    }
+    ASSERT_FALSE(run_dir.empty()) << "no run.json after the first point";
+    ::kill(pid, signo);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (signo == SIGINT) {
+      ASSERT_TRUE(WIFEXITED(status));
+      EXPECT_EQ(WEXITSTATUS(status), 130);
+      const std::string out = e2e::slurp(out_path);
+      EXPECT_NE(out.find("not run (interrupted)"), std::string::npos) << out;
+      EXPECT_NE(out.find("2 points not run"), std::string::npos) << out;
+    }
+    const RunRecord record = read_run_record(run_dir);
+    EXPECT_EQ(record.kind, "sweep");
+    ASSERT_EQ(record.variants.size(), 3u);  // workers 0, 1, 2: all accounted for
+    EXPECT_TRUE(record.variants[0].ok()) << record.variants[0].error;
+    EXPECT_EQ(record.variants[0].spec.workers, 0);
+    for (size_t i = 1; i < 3; ++i) {
+      EXPECT_EQ(record.variants[i].error_kind, "interrupted") << record.variants[i].error;
+      EXPECT_EQ(record.variants[i].spec.workers, static_cast<int>(i));
+    }
+    ASSERT_TRUE(record.details.sweep.has_value());
+    if (signo == SIGINT) {
+      EXPECT_TRUE(std::any_of(record.reading.begin(), record.reading.end(), [](const std::string& line) {
+        return line.find("interrupted with 2 points of 3 not run") != std::string::npos;
+      }));
+    }
+    const auto history = run_trainlab("history --results " + results);
+    EXPECT_EQ(history.exit_status, 0) << history.err;
+    EXPECT_NE(history.out.find("2 interrupted"), std::string::npos) << history.out;
+    EXPECT_EQ(run_trainlab("diagnose " + run_dir).exit_status, 0);
+  }
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Sweep expansion and validation, the run loop with its live progress line, the recommendation,
-// the table and the SVG chart.
+// Sweep expansion and validation, the run loop with its live progress line (run.json rewritten
+// after every point), the recommendation, the table and the SVG chart.
 #include "harness/runner/interrupt.h"
 #include "harness/runner/progress_ticker.h"
 #include "harness/runner/sweep.h"
@@ -378,13 +378,56 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   const size_t repeat = static_cast<size_t>(std::max(1, options.lab.repeat));
   const size_t total = runnable * repeat;
   std::vector<std::vector<size_t>> records_of_point(points.size());
+  SweepDetails details;
+  details.tolerance_pct = options.tolerance_pct;
+  details.repeat = repeat;
+  for (const SweepPoint& p : points) {
+    if (!p.not_applicable.empty()) details.not_applicable.push_back({point_label(p.spec, with_batch), p.not_applicable});
+  }
+  record.details.sweep = details;
+  // The runnable points not measured yet: the rest of round `rep` from point `next`, and the later
+  // rounds; each (point, record saying why it has no figures).
+  const auto not_run_points = [&](size_t rep, size_t next, const std::string& why) {
+    std::vector<std::pair<size_t, VariantRecord>> rest;
+    for (size_t r = rep; r < repeat; ++r) {
+      for (size_t i = (r == rep ? next : 0); i < points.size(); ++i) {
+        if (!points[i].not_applicable.empty()) continue;
+        VariantRecord v;
+        v.spec = points[i].spec;
+        v.repetition = static_cast<int>(r);
+        v.error = why;
+        v.error_kind = "interrupted";
+        rest.emplace_back(i, std::move(v));
+      }
+    }
+    return rest;
+  };
+  // run.json as it stands after each point (the points not run yet marked so), so a sweep that is
+  // killed, even by SIGKILL, leaves a record that history, compare and diagnose read.
+  const auto write_progress_record = [&](size_t rep, size_t next) {
+    RunRecord partial = record;
+    for (auto& [point, v] : not_run_points(rep, next, "not run: the sweep ended before this point (killed?)")) {
+      partial.variants.push_back(std::move(v));
+    }
+    for (const VariantRecord& v : partial.variants) {
+      if (v.ok()) {
+        partial.environment = v.environment;
+        break;
+      }
+    }
+    write_run_record((fs::path(outcome.run_dir) / "run.json").string(), partial);
+  };
   size_t done = 0;
   bool stopped = false;  // Ctrl-C / SIGTERM: the points measured so far are recorded and read
   for (size_t rep = 0; rep < repeat && !outcome.bad_input && !stopped; ++rep) {
     size_t point_number = 0;
     for (size_t i = 0; i < points.size(); ++i) {
       if (!points[i].not_applicable.empty()) continue;
-      if (interrupted()) {
+      if (interrupted()) {  // what is left is recorded as not run
+        for (auto& [point, v] : not_run_points(rep, i, "not run: the sweep was interrupted")) {
+          record.variants.push_back(std::move(v));
+          records_of_point[point].push_back(record.variants.size() - 1);
+        }
         stopped = true;
         break;
       }
@@ -414,6 +457,7 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
       progress << "[" << done << "/" << total << "] " << label << ": "
                << (v.ok() ? fmt("%.1f samples/s", aggregate(v).samples_per_s) : "FAILED (" + v.error + ")")
                << fmt(", %.1f s", point_s) << std::endl;
+      write_progress_record(rep, i + 1);
       if (v.error_kind == "input") {  // e.g. a corrupt data file: every other point would fail the same way
         outcome.bad_input = true;
         break;
@@ -425,6 +469,12 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
       record.environment = v.environment;
       break;
     }
+  }
+  if (stopped) {
+    const size_t not_run = static_cast<size_t>(std::count_if(
+        record.variants.begin(), record.variants.end(), [](const VariantRecord& v) { return v.error_kind == "interrupted"; }));
+    notes.push_back("the sweep was interrupted with " + count_noun(not_run, repeat > 1 ? "point round" : "point") +
+                    " of " + std::to_string(total) + " not run; the recommendation weighs the measured ones only");
   }
 
   // Recommendation and chart over the measured points (a point's rounds folded into one).
@@ -439,11 +489,6 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   }
   const double data_bound_pct = options.lab.thresholds->value("input_bound.high_pct");
   const auto rec = recommend_sweep_point(figures, options.tolerance_pct, data_bound_pct);
-  SweepDetails details;
-  details.tolerance_pct = options.tolerance_pct;
-  for (const SweepPoint& p : points) {
-    if (!p.not_applicable.empty()) details.not_applicable.push_back({point_label(p.spec, with_batch), p.not_applicable});
-  }
   if (rec) {
     size_t recommended_record = 0, best_record = 0;
     for (size_t i = 0; i < points.size(); ++i) {
@@ -476,7 +521,6 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
     details.chart = chart_name;
   }
   details.notes = notes;
-  details.repeat = repeat;
   record.details.sweep = details;
   write_run_record((fs::path(outcome.run_dir) / "run.json").string(), record);
 
@@ -540,6 +584,10 @@ Table sweep_table(const RunRecord& record, const std::vector<SweepTableRow>& lay
       row = unmeasured("n/a", "not applicable");
     } else if (point.records.empty()) {
       row = unmeasured("-", "not run");
+    } else if (std::all_of(point.records.begin(), point.records.end(), [&](size_t index) {
+                 return record.variants.at(index).error_kind == "interrupted";
+               })) {
+      row = unmeasured("-", "not run (interrupted)");
     } else if (const SweepFigures f = median_of_rounds(rounds); !f.ok) {
       row = unmeasured("error", "");
     } else {
@@ -569,12 +617,19 @@ Table sweep_table(const RunRecord& record, const std::vector<SweepTableRow>& lay
     if (repeat > 1 && row.size() == 7) row.insert(row.begin() + 2, missing_cell());
     table.rows.push_back(row);
   }
+  size_t not_run = 0;
   for (size_t i = 0; i < record.variants.size(); ++i) {
     const VariantRecord& v = record.variants[i];
-    if (!v.ok()) {
+    if (v.error_kind == "interrupted") {
+      ++not_run;
+    } else if (!v.ok()) {
       table.notes.push_back("error in " + label_of_record[i] +
                             (repeat > 1 ? " #" + std::to_string(v.repetition + 1) : std::string()) + ": " + v.error);
     }
+  }
+  if (not_run > 0) {
+    table.notes.push_back(count_noun(not_run, repeat > 1 ? "point round" : "point") +
+                          " not run: the sweep was interrupted or killed before them");
   }
   std::map<std::string, int> na_reasons;
   if (record.details.sweep) {
