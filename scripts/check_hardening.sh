@@ -2,14 +2,15 @@
 # Sanitizer builds and fuzzing of the torch-free modules (the readers of untrusted input, the
 # loader, the event recorder, the sampler), with clang from Debian:
 #   1. ASan+UBSan: the torch-free unit tests (ctest -L unit) and the libFuzzer targets, in build-asan/;
-#   2. TSan: the threaded parts' tests (loader, data, profiler core) in build-tsan/;
+#   2. TSan: the threaded parts' tests (loader, data, profiler core, the data-parallel gradient
+#      schedule that the hooks and the backend's completions drive) in build-tsan/;
 #   3. each fuzz target (tests/fuzz) for SECONDS seconds (default 20) from the seed corpus;
 #   4. "million" (not in the default set): each fuzz target for 10^6 inputs, UBSan only, in build-fuzz/.
 # Any sanitizer report, failed test or fuzz crash fails the script (exit 1); crashing inputs are
 # left in build-asan/fuzz-findings/ (build-fuzz/ for "million").
 # Usage: scripts/check_hardening.sh [SECONDS] [asan|tsan|fuzz|million ...]
-# The LibTorch parts (training loop, data-parallel hooks) are not in these builds: LibTorch itself
-# is not instrumented, so ASan/TSan there report its internals, not trainlab's.
+# The LibTorch parts (training loop, the tensors and collectives of data parallel) are not in these
+# builds: LibTorch itself is not instrumented, so ASan/TSan there report its internals, not trainlab's.
 set -euo pipefail
 
 seconds="${1:-20}"
@@ -85,10 +86,11 @@ for stage in "${stages[@]}"; do
       ctest --test-dir "$repo/build-asan" -L unit --output-on-failure -j "$(nproc)"
       ;;
     tsan)
-      say "TSan: loader, data and profiler-core tests (build-tsan)"
+      say "TSan: loader, data, profiler-core and gradient-schedule tests (build-tsan)"
       configure build-tsan thread
-      cmake --build "$repo/build-tsan" -j "$(nproc)" --target trainlab_loader_tests trainlab_data_tests trainlab_profiler_tests
-      ctest --test-dir "$repo/build-tsan" --output-on-failure -j "$(nproc)" -E NOT_BUILT  # only the three built
+      cmake --build "$repo/build-tsan" -j "$(nproc)" --target trainlab_loader_tests trainlab_data_tests \
+        trainlab_profiler_tests trainlab_dist_tests
+      ctest --test-dir "$repo/build-tsan" --output-on-failure -j "$(nproc)" -E NOT_BUILT  # only the four built
       ;;
     fuzz)
       fuzz_targets build-asan address,undefined -max_total_time="$seconds"

@@ -1,6 +1,6 @@
 // DataParallel: TCPStore + ProcessGroupGloo (CPU) or ProcessGroupNCCL (CUDA, where the build found
-// nccl.h), buckets filled in reverse parameter order (the order backward produces gradients),
-// launched strictly in bucket order on every rank.
+// nccl.h); which gradient goes where and when a bucket launches is GradientBuckets' schedule
+// (torch-free, tested under TSan); this file holds the tensors and the collectives.
 //
 // Timing. Gloo completes its work on the host: a future callback stamps each bucket's end, and
 // the step's communication time is known when finish_gradients() returns. NCCL runs on its own
@@ -9,6 +9,7 @@
 // before it completes (the gradients are ready, the all-reduce can start) and when the work
 // reports completion, and resolve_comm_ns() hands the per-step figures over after the loop.
 #include "harness/dist/data_parallel.h"
+#include "harness/dist/gradient_buckets.h"
 #include "harness/dist/watchdog.h"
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -34,29 +35,11 @@
 namespace trainlab {
 namespace {
 
-struct Bucket {
-  std::vector<size_t> params;      // indices into State::params
-  std::vector<int64_t> offsets;    // element offset of each in `flat`
+// A bucket's flat buffer (one dtype: the first parameter's) and its all-reduce of this step.
+struct BucketBuffer {
   at::Tensor flat;
-  int64_t pending = 0;             // gradients not yet arrived this step
-  bool launched = false;
   c10::intrusive_ptr<c10d::Work> work;
-  int64_t launch_ns = 0;
-  std::shared_ptr<std::atomic<int64_t>> done_ns = std::make_shared<std::atomic<int64_t>>(0);
 };
-
-// The union of [start, end) intervals: time during which at least one all-reduce was in flight.
-int64_t union_ns(std::vector<std::pair<int64_t, int64_t>> spans) {
-  std::sort(spans.begin(), spans.end());
-  int64_t covered_until = 0;
-  int64_t total = 0;
-  for (const auto& [start, end] : spans) {
-    const int64_t from = std::max(start, covered_until);
-    if (end > from) total += end - from;
-    covered_until = std::max(covered_until, end);
-  }
-  return total;
-}
 
 #ifdef TRAINLAB_HAVE_NCCL
 // One NCCL all-reduce in flight, watched by the poller.
@@ -153,22 +136,32 @@ struct DataParallel::State {
   std::unique_ptr<DevicePoller> poller;  // NCCL only
 #endif
   std::vector<at::Tensor> params;
-  std::vector<Bucket> buckets;
-  std::vector<std::pair<size_t, size_t>> where;  // param -> (bucket, slot)
-  std::vector<bool> arrived;
+  std::unique_ptr<GradientBuckets> schedule;
+  std::vector<BucketBuffer> buffers;   // one per bucket of the schedule
   std::vector<unsigned> hook_handles;  // overlap mode: one gradient hook per parameter
-  size_t next_launch = 0;
-  bool armed = false;
-  std::mutex mutex;
   CommStepStats last;
 
   std::string who() const { return "rank " + std::to_string(env.rank) + " of " + std::to_string(env.world_size); }
 
-  void launch(size_t index) {
-    Bucket& b = buckets[index];
-    b.launched = true;
-    b.done_ns->store(0);
-    b.launch_ns = steady_ns();
+  // The view of parameter `param` in its bucket's buffer.
+  at::Tensor slot_of(size_t param) {
+    const at::Tensor& p = params[param];
+    const int64_t offset = schedule->offset_bytes_of(param) / static_cast<int64_t>(p.element_size());
+    return buffers[schedule->bucket_of(param)].flat.narrow(0, offset, p.numel());
+  }
+
+  void copy_in(size_t param, const at::Tensor& grad) {
+    at::Tensor dst = slot_of(param);
+    if (grad.defined()) {
+      dst.copy_(grad.reshape(-1));
+    } else {
+      dst.zero_();  // a parameter without a gradient this step contributes zeros
+    }
+  }
+
+  // Starts bucket `index`'s all-reduce (under the schedule's lock, in bucket order).
+  void launch(size_t index, std::shared_ptr<std::atomic<int64_t>> done) {
+    BucketBuffer& b = buffers[index];
     const int64_t bytes = static_cast<int64_t>(b.flat.numel() * b.flat.element_size());
     std::vector<at::Tensor> tensors{b.flat};
 #ifdef TRAINLAB_HAVE_NCCL
@@ -180,9 +173,8 @@ struct DataParallel::State {
       return;
     }
 #endif
+    const int64_t launch_ns = steady_ns();
     b.work = group->allreduce(tensors);
-    const int64_t launch_ns = b.launch_ns;
-    std::shared_ptr<std::atomic<int64_t>> done = b.done_ns;
     const int64_t bucket_index = static_cast<int64_t>(index);
     b.work->getFuture()->addCallback([done, launch_ns, bytes, bucket_index](c10::ivalue::Future&) {
       const int64_t end_ns = steady_ns();
@@ -194,31 +186,11 @@ struct DataParallel::State {
     });
   }
 
-  // Launches ready buckets in order: every rank issues the same collectives in the same order.
-  void launch_ready() {
-    while (next_launch < buckets.size() && buckets[next_launch].pending == 0 && !buckets[next_launch].launched) {
-      launch(next_launch++);
-    }
+  GradientBuckets::CopyIn copy_in_grad_of_param() {
+    return [this](size_t param) { copy_in(param, params[param].grad()); };
   }
-
-  void copy_in(size_t param, const at::Tensor& grad) {
-    const auto [bucket, slot] = where[param];
-    Bucket& b = buckets[bucket];
-    at::Tensor dst = b.flat.narrow(0, b.offsets[slot], params[param].numel());
-    if (grad.defined()) {
-      dst.copy_(grad.reshape(-1));
-    } else {
-      dst.zero_();  // a parameter without a gradient this step contributes zeros
-    }
-  }
-
-  void on_gradient(size_t param, const at::Tensor& grad) {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!armed || arrived[param]) return;
-    arrived[param] = true;
-    copy_in(param, grad);
-    --buckets[where[param].first].pending;
-    launch_ready();
+  GradientBuckets::Launch launcher() {
+    return [this](size_t bucket, std::shared_ptr<std::atomic<int64_t>> done) { launch(bucket, std::move(done)); };
   }
 };
 
@@ -276,32 +248,21 @@ DataParallel::DataParallel(const DistEnv& env, std::vector<at::Tensor> parameter
 
   // Buckets in reverse parameter order, each up to the byte cap (a larger tensor gets its own).
   s.params = std::move(parameters);
-  s.where.resize(s.params.size());
-  s.arrived.assign(s.params.size(), false);
-  int64_t bucket_bytes_now = 0;
-  for (size_t k = s.params.size(); k-- > 0;) {
-    const at::Tensor& p = s.params[k];
-    const int64_t bytes = p.numel() * p.element_size();
-    if (s.buckets.empty() || (bucket_bytes_now > 0 && bucket_bytes_now + bytes > bucket_bytes)) {
-      s.buckets.emplace_back();
-      bucket_bytes_now = 0;
-    }
-    Bucket& b = s.buckets.back();
-    s.where[k] = {s.buckets.size() - 1, b.params.size()};
-    b.offsets.push_back(bucket_bytes_now / p.element_size());
-    b.params.push_back(k);
-    bucket_bytes_now += bytes;
-  }
-  for (Bucket& b : s.buckets) {
-    int64_t numel = 0;
-    for (size_t k : b.params) numel += s.params[k].numel();
-    b.flat = torch::zeros({numel}, s.params[b.params.front()].options());
+  std::vector<int64_t> param_bytes;
+  for (const at::Tensor& p : s.params) param_bytes.push_back(p.numel() * static_cast<int64_t>(p.element_size()));
+  s.schedule = std::make_unique<GradientBuckets>(param_bytes, bucket_bytes);
+  for (size_t bucket = 0; bucket < s.schedule->bucket_count(); ++bucket) {
+    const at::Tensor& first = s.params[s.schedule->params_of(bucket).front()];
+    const int64_t numel = s.schedule->bytes_of(bucket) / static_cast<int64_t>(first.element_size());
+    s.buffers.push_back({torch::zeros({numel}, first.options()), {}});
   }
   if (mode == CommMode::kOverlap) {
     State* state = state_.get();
     for (size_t k = 0; k < s.params.size(); ++k) {
-      s.hook_handles.push_back(
-          s.params[k].register_hook([state, k](const at::Tensor& grad) { state->on_gradient(k, grad); }));
+      s.hook_handles.push_back(s.params[k].register_hook([state, k](const at::Tensor& grad) {
+        state->schedule->on_gradient(
+            k, [state, &grad](size_t param) { state->copy_in(param, grad); }, state->launcher());
+      }));
     }
   }
 }
@@ -322,35 +283,17 @@ void DataParallel::broadcast_parameters() {
 
 void DataParallel::begin_step() {
   State& s = *state_;
-  std::lock_guard<std::mutex> lock(s.mutex);
-  std::fill(s.arrived.begin(), s.arrived.end(), false);
-  for (Bucket& b : s.buckets) {
-    b.pending = static_cast<int64_t>(b.params.size());
-    b.launched = false;
-    b.work.reset();
-  }
-  s.next_launch = 0;
-  s.armed = s.mode == CommMode::kOverlap;
+  for (BucketBuffer& b : s.buffers) b.work.reset();
+  s.schedule->begin_step(/*hooks_armed=*/s.mode == CommMode::kOverlap);
   ++s.step_index;
 }
 
 void DataParallel::finish_gradients() {
   State& s = *state_;
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    s.armed = false;
-    // Serial mode: every gradient now; overlap: those that never arrived (unused parameters).
-    for (size_t k = 0; k < s.params.size(); ++k) {
-      if (s.arrived[k]) continue;
-      s.arrived[k] = true;
-      s.copy_in(k, s.params[k].grad());
-      --s.buckets[s.where[k].first].pending;
-    }
-    s.launch_ready();
-  }
+  // Serial mode: every gradient now; overlap: those that never arrived (unused parameters).
+  s.schedule->finish(s.copy_in_grad_of_param(), s.launcher());
   CommStepStats stats;
-  std::vector<std::pair<int64_t, int64_t>> spans;
-  for (Bucket& b : s.buckets) {
+  for (BucketBuffer& b : s.buffers) {
     // Gloo: blocks until the bucket is reduced. NCCL: makes the compute stream wait for it (no
     // host synchronisation); a peer that fails is caught by NCCL's watchdog within the timeout.
     try {
@@ -360,28 +303,24 @@ void DataParallel::finish_gradients() {
       throw std::runtime_error("gradient all-reduce failed on " + s.who() + " (a peer died or stalled?): " +
                                what.substr(0, what.find('\n')));
     }
-    const int64_t done = b.done_ns->load();
-    spans.emplace_back(b.launch_ns, done > 0 ? done : steady_ns());
     b.flat.div_(s.env.world_size);
     stats.bytes += b.flat.numel() * b.flat.element_size();
     ++stats.buckets;
   }
+  // Communication time: the union of the buckets' intervals (NCCL: resolve_comm_ns(), later).
+  if (!comm_resolved_later()) stats.comm_ns = s.schedule->comm_ns(steady_ns());
   {
     torch::NoGradGuard no_grad;
-    for (Bucket& b : s.buckets) {
-      for (size_t slot = 0; slot < b.params.size(); ++slot) {
-        at::Tensor& p = s.params[b.params[slot]];
-        at::Tensor averaged = b.flat.narrow(0, b.offsets[slot], p.numel()).view(p.sizes());
-        if (p.grad().defined()) {
-          p.mutable_grad().copy_(averaged);
-        } else {
-          p.mutable_grad() = averaged.clone();
-        }
+    for (size_t k = 0; k < s.params.size(); ++k) {
+      at::Tensor& p = s.params[k];
+      at::Tensor averaged = s.slot_of(k).view(p.sizes());
+      if (p.grad().defined()) {
+        p.mutable_grad().copy_(averaged);
+      } else {
+        p.mutable_grad() = averaged.clone();
       }
     }
   }
-  // Communication time: the union of the buckets' intervals (NCCL: resolve_comm_ns(), later).
-  if (!comm_resolved_later()) stats.comm_ns = union_ns(std::move(spans));
   s.last = stats;
 }
 
@@ -434,7 +373,7 @@ DistributedRun DataParallel::describe() const {
   group.rank = state_->env.rank;
   group.comm_mode = to_string(state_->mode);
   group.bucket_bytes_cap = state_->bucket_bytes_cap;
-  group.buckets = static_cast<int64_t>(state_->buckets.size());
+  group.buckets = static_cast<int64_t>(state_->buffers.size());
   return group;
 }
 
