@@ -94,23 +94,11 @@ TEST(CliE2E, AProgressLineOnATerminalOnly) {
 TEST(CliE2E, AnInterruptedLabKeepsWhatFinishedAndMarksTheRest) {
   for (const int signo : {SIGINT, SIGKILL}) {
     const std::string results = e2e::fresh_results_dir("interrupt" + std::to_string(signo));
-    const pid_t pid = ::fork();
+    const pid_t pid = e2e::spawn_trainlab({"baseline", "--scenario", "tinyops", "--steps", "400", "--warmup", "1",
+                                           "--emulated-bf16", "run", "--results", results},
+                                          "/dev/null", results + "/../interrupt" + std::to_string(signo) + ".log");
     ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      const std::string log = results + "/../interrupt" + std::to_string(signo) + ".log";
-      std::freopen(log.c_str(), "w", stderr);
-      std::freopen("/dev/null", "w", stdout);
-      ::execl(TRAINLAB_BINARY, "trainlab", "baseline", "--scenario", "tinyops", "--steps", "400", "--warmup", "1",
-              "--emulated-bf16", "run", "--results", results.c_str(), static_cast<char*>(nullptr));
-      std::_Exit(127);
-    }
-    // Wait for the first finished variant: run.json appears after it.
-    std::string run_dir;
-    for (int i = 0; i < 1200 && run_dir.empty(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      const std::string dir = e2e::only_run_dir(results);
-      if (!dir.empty() && std::filesystem::exists(dir + "/run.json")) run_dir = dir;
-    }
+    const std::string run_dir = e2e::wait_for_run_record(results);  // run.json comes after the first variant
     ASSERT_FALSE(run_dir.empty()) << "no run.json after the first variant";
     ::kill(pid, signo);
     int status = 0;

@@ -7,14 +7,11 @@
 
 #include <signal.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include "e2e_support.h"
 #include "core/run_record.h"
@@ -204,22 +201,12 @@ TEST(DataE2E, AnInterruptedSweepKeepsItsMeasuredPointsAndMarksTheRest) {
   for (const int signo : {SIGINT, SIGKILL}) {
     const std::string results = e2e::fresh_results_dir("sweep-interrupt" + std::to_string(signo));
     const std::string out_path = results + "/../sweep-interrupt" + std::to_string(signo) + ".out";
-    const pid_t pid = ::fork();
+    const pid_t pid = e2e::spawn_trainlab({"sweep", "--scenario", "vision", "--device", "cpu", "--batch", "16", "-k",
+                                           "samples=128", "-k", "image_size=48", "-k", "crop=32", "-k", "width=4",
+                                           "--steps", "400", "--warmup", "1", "--workers", "0,1,2", "--results", results},
+                                          out_path, "/dev/null");
     ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      std::freopen(out_path.c_str(), "w", stdout);
-      std::freopen("/dev/null", "w", stderr);
-      ::execl(TRAINLAB_BINARY, "trainlab", "sweep", "--scenario", "vision", "--device", "cpu", "--batch", "16", "-k",
-              "samples=128", "-k", "image_size=48", "-k", "crop=32", "-k", "width=4", "--steps", "400", "--warmup",
-              "1", "--workers", "0,1,2", "--results", results.c_str(), static_cast<char*>(nullptr));
-      std::_Exit(127);
-    }
-    std::string run_dir;  // run.json appears after the first point
-    for (int i = 0; i < 1200 && run_dir.empty(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      const std::string dir = e2e::only_run_dir(results);
-      if (!dir.empty() && fs::exists(dir + "/run.json")) run_dir = dir;
-    }
+    const std::string run_dir = e2e::wait_for_run_record(results);  // run.json comes after the first point
     ASSERT_FALSE(run_dir.empty()) << "no run.json after the first point";
     ::kill(pid, signo);
     int status = 0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -75,6 +77,34 @@ inline std::string only_run_dir(const std::string& results_dir) {
     if (entry.is_directory()) dirs.push_back(entry.path().string());
   }
   return dirs.size() == 1 ? dirs[0] : std::string();
+}
+
+// trainlab started in the background (its own process, to be signalled), stdout and stderr to the
+// files named; returns its pid.
+inline pid_t spawn_trainlab(const std::vector<std::string>& args, const std::string& out_path,
+                            const std::string& err_path) {
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  std::freopen(out_path.c_str(), "w", stdout);
+  std::freopen(err_path.c_str(), "w", stderr);
+  std::vector<char*> argv{const_cast<char*>("trainlab")};
+  for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  ::execv(TRAINLAB_BINARY, argv.data());
+  std::_Exit(127);
+}
+
+// The run folder in `results_dir` once its run.json exists (a lab or sweep writes it after its
+// first variant or point), waiting up to `limit`; empty when it did not appear.
+inline std::string wait_for_run_record(const std::string& results_dir,
+                                       std::chrono::seconds limit = std::chrono::seconds(120)) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    const std::string dir = only_run_dir(results_dir);
+    if (!dir.empty() && std::filesystem::exists(dir + "/run.json")) return dir;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return "";
 }
 
 inline int count_lines(const std::string& text) {
