@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -100,12 +99,9 @@ TEST(CliE2E, AnInterruptedLabKeepsWhatFinishedAndMarksTheRest) {
     ASSERT_GE(pid, 0);
     const std::string run_dir = e2e::wait_for_run_record(results);  // run.json comes after the first variant
     ASSERT_FALSE(run_dir.empty()) << "no run.json after the first variant";
-    ::kill(pid, signo);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
+    const int exit_status = e2e::signal_and_wait(pid, signo);
     if (signo == SIGINT) {
-      ASSERT_TRUE(WIFEXITED(status));
-      EXPECT_EQ(WEXITSTATUS(status), 130);
+      EXPECT_EQ(exit_status, 130);
     }
     const RunRecord record = read_run_record(run_dir);
     ASSERT_EQ(record.variants.size(), 9u);  // 3 variants x 3 interleaved repetitions, all accounted for

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -203,17 +202,14 @@ TEST(DataE2E, AnInterruptedSweepKeepsItsMeasuredPointsAndMarksTheRest) {
     const std::string out_path = results + "/../sweep-interrupt" + std::to_string(signo) + ".out";
     const pid_t pid = e2e::spawn_trainlab({"sweep", "--scenario", "vision", "--device", "cpu", "--batch", "16", "-k",
                                            "samples=128", "-k", "image_size=48", "-k", "crop=32", "-k", "width=4",
-                                           "--steps", "400", "--warmup", "1", "--workers", "0,1,2", "--results", results},
+                                           "--steps", "60", "--warmup", "1", "--workers", "0,1,2", "--results", results},
                                           out_path, "/dev/null");
     ASSERT_GE(pid, 0);
     const std::string run_dir = e2e::wait_for_run_record(results);  // run.json comes after the first point
     ASSERT_FALSE(run_dir.empty()) << "no run.json after the first point";
-    ::kill(pid, signo);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
+    const int exit_status = e2e::signal_and_wait(pid, signo);
     if (signo == SIGINT) {
-      ASSERT_TRUE(WIFEXITED(status));
-      EXPECT_EQ(WEXITSTATUS(status), 130);
+      EXPECT_EQ(exit_status, 130);
       const std::string out = e2e::slurp(out_path);
       EXPECT_NE(out.find("not run (interrupted)"), std::string::npos) << out;
       EXPECT_NE(out.find("2 points not run"), std::string::npos) << out;

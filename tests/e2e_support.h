@@ -2,6 +2,7 @@
 // status, stdout and stderr, and find the run folder it wrote.
 #pragma once
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -105,6 +106,14 @@ inline std::string wait_for_run_record(const std::string& results_dir,
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return "";
+}
+
+// Sends `signo` to a spawned trainlab and waits for it: its exit status, or -1 when a signal ended it.
+inline int signal_and_wait(pid_t pid, int signo) {
+  ::kill(pid, signo);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 inline int count_lines(const std::string& text) {
