@@ -1,5 +1,6 @@
 // Helpers for end-to-end tests: run the built trainlab binary with arguments, capture its exit
-// status, stdout and stderr, and find the run folder it wrote.
+// status, stdout and stderr, and find the run folder it wrote; or start it in the background,
+// wait for its first run.json and signal it.
 #pragma once
 
 #include <signal.h>
