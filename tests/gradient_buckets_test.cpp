@@ -53,6 +53,14 @@ TEST(GradientBuckets, FillsBucketsInReverseParameterOrderUpToTheCap) {
   EXPECT_THROW(GradientBuckets({-8}, 16), std::invalid_argument);
 }
 
+TEST(GradientBuckets, TheCapInBytesIsAtLeastOne) {
+  EXPECT_EQ(bucket_cap_bytes(25.0), 25 * 1024 * 1024);
+  EXPECT_EQ(bucket_cap_bytes(0.5), 512 * 1024);
+  EXPECT_EQ(bucket_cap_bytes(1e-7), 1);  // 0.1 byte: every parameter its own bucket
+  const GradientBuckets own_buckets({8, 8, 8}, bucket_cap_bytes(1e-7));
+  EXPECT_EQ(own_buckets.bucket_count(), 3u);
+}
+
 TEST(GradientBuckets, UnionOfIntervalsCountsOverlapsOnce) {
   EXPECT_EQ(union_ns({}), 0);
   EXPECT_EQ(union_ns({{0, 10}, {5, 15}, {20, 25}}), 20);

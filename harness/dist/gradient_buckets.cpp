@@ -22,6 +22,11 @@ int64_t union_ns(std::vector<std::pair<int64_t, int64_t>> spans) {
   return total;
 }
 
+int64_t bucket_cap_bytes(double bucket_mb) {
+  constexpr double kBytesPerMib = 1024.0 * 1024.0;
+  return std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * kBytesPerMib));
+}
+
 GradientBuckets::GradientBuckets(const std::vector<int64_t>& param_bytes, int64_t bucket_bytes_cap) {
   if (bucket_bytes_cap < 1) {
     throw std::invalid_argument("gradient bucket cap must be at least 1 byte, got " + std::to_string(bucket_bytes_cap));

@@ -19,6 +19,10 @@ namespace trainlab {
 // The union of [start, end) intervals: time during which at least one of them was open.
 int64_t union_ns(std::vector<std::pair<int64_t, int64_t>> spans);
 
+// --bucket-mb as a byte cap: at least 1 byte (a cap below one byte, e.g. 1e-7 MiB, gives every
+// parameter a bucket of its own, as any cap below the smallest gradient does).
+int64_t bucket_cap_bytes(double bucket_mb);
+
 class GradientBuckets {
  public:
   // Copies parameter `param`'s gradient into its bucket (zeros when it has none this step).

@@ -23,6 +23,7 @@
 #include "core/step_progress.h"
 #include "harness/dist/data_parallel.h"
 #include "harness/dist/dist_env.h"
+#include "harness/dist/gradient_buckets.h"
 #include "harness/train/autocast_scope.h"
 #include "harness/train/batch_loader.h"
 #include "harness/train/compiled_forward.h"
@@ -335,7 +336,7 @@ TrainingSetup set_up(const VariantSpec& spec, bool use_cuda, VariantRecord& reco
       if (p.requires_grad()) trained.push_back(p);
     }
     t.data_parallel = std::make_unique<DataParallel>(
-        t.dist, trained, spec.comm_mode, static_cast<int64_t>(spec.bucket_mb * 1024 * 1024),
+        t.dist, trained, spec.comm_mode, bucket_cap_bytes(spec.bucket_mb),
         std::chrono::milliseconds(static_cast<int64_t>(spec.dist_timeout_s * 1000)));
     t.data_parallel->broadcast_parameters();
     record.distributed = t.data_parallel->describe();
