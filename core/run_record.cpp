@@ -1,5 +1,6 @@
 // JSON mapping of RunRecord / VariantRecord, with schema checks and derived aggregates.
 #include "core/run_record.h"
+#include "core/json_fields.h"
 
 #include <cmath>
 #include <limits>
@@ -34,8 +35,8 @@ nlohmann::json env_to_json(const Environment& env) {
 Environment env_from_json(const nlohmann::json& j) {
   Environment env;
   env.cpu_model = j.at("cpu_model").get<std::string>();
-  env.logical_cores = j.at("logical_cores").get<int>();
-  env.intra_op_threads = j.at("intra_op_threads").get<int>();
+  env.logical_cores = integer_of<int>(j.at("logical_cores"));
+  env.intra_op_threads = integer_of<int>(j.at("intra_op_threads"));
   env.blas = j.at("blas").get<std::string>();
   env.libtorch_version = j.at("libtorch_version").get<std::string>();
   env.cuda_compiled_version = j.at("cuda_compiled_version").get<std::string>();
@@ -121,7 +122,7 @@ SystemSummary system_from_json(const nlohmann::json& j) {
     for (const auto& [name, m] : j["metrics"].items()) {
       MetricSummary& out = system.metrics[name];
       out.unit = m.value("unit", "");
-      out.samples = m.value("samples", int64_t{0});
+      out.samples = integer_or<int64_t>(m, "samples", 0);
       out.min = m.value("min", 0.0);
       out.p50 = m.value("p50", 0.0);
       out.p95 = m.value("p95", 0.0);
@@ -130,8 +131,8 @@ SystemSummary system_from_json(const nlohmann::json& j) {
       out.mean = m.value("mean", 0.0);
     }
   }
-  system.interval_ms = j.value("interval_ms", int64_t{0});
-  system.missed_ticks = j.value("missed_ticks", int64_t{0});
+  system.interval_ms = integer_or<int64_t>(j, "interval_ms", 0);
+  system.missed_ticks = integer_or<int64_t>(j, "missed_ticks", 0);
   system.sample_cost_us = j.value("sample_cost_us", 0.0);
   system.cost_pct_of_core = j.value("cost_pct_of_core", 0.0);
   return system;
@@ -163,14 +164,14 @@ CompileInfo compile_info_from_json(const nlohmann::json& j) {
   c.method = j.value("method", "");
   c.fuser = j.value("fuser", "");
   c.fuser_fallback_reason = j.value("fuser_fallback_reason", "");
-  c.traced_graph_nodes = j.value("traced_graph_nodes", int64_t{0});
-  c.optimized_graph_nodes = j.value("optimized_graph_nodes", int64_t{0});
-  c.fusion_groups = j.value("fusion_groups", int64_t{0});
-  c.ops_inside_fusion_groups = j.value("ops_inside_fusion_groups", int64_t{0});
+  c.traced_graph_nodes = integer_or<int64_t>(j, "traced_graph_nodes", 0);
+  c.optimized_graph_nodes = integer_or<int64_t>(j, "optimized_graph_nodes", 0);
+  c.fusion_groups = integer_or<int64_t>(j, "fusion_groups", 0);
+  c.ops_inside_fusion_groups = integer_or<int64_t>(j, "ops_inside_fusion_groups", 0);
   c.compile_s = j.value("compile_s", 0.0);
   c.cache_hit = j.value("cache_hit", false);
-  c.forward_backward_ops_eager = j.value("forward_backward_ops_eager", int64_t{0});
-  c.forward_backward_ops_compiled = j.value("forward_backward_ops_compiled", int64_t{0});
+  c.forward_backward_ops_eager = integer_or<int64_t>(j, "forward_backward_ops_eager", 0);
+  c.forward_backward_ops_compiled = integer_or<int64_t>(j, "forward_backward_ops_compiled", 0);
   c.cuda_graph = j.value("cuda_graph", "");
   c.inductor_unavailable = j.value("inductor_unavailable", "");
   return c;
@@ -208,18 +209,18 @@ nlohmann::json profile_to_json(const ProfileWindow& p) {
 ProfileWindow profile_from_json(const nlohmann::json& j) {
   ProfileWindow p;
   if (!j.is_object() || j.empty()) return p;
-  p.window_start = j.value("window_start", int64_t{0});
-  p.window_steps = j.value("window_steps", int64_t{0});
-  p.events = j.value("events", int64_t{0});
+  p.window_start = integer_or<int64_t>(j, "window_start", 0);
+  p.window_steps = integer_or<int64_t>(j, "window_steps", 0);
+  p.events = integer_or<int64_t>(j, "events", 0);
   if (j.contains("dropped") && j["dropped"].is_object()) p.dropped = j["dropped"].get<std::map<std::string, int64_t>>();
   if (j.contains("counter_samples") && j["counter_samples"].is_object()) {
     p.counter_samples = j["counter_samples"].get<std::map<std::string, int64_t>>();
   }
-  p.sample_interval_ms = j.value("sample_interval_ms", int64_t{0});
+  p.sample_interval_ms = integer_or<int64_t>(j, "sample_interval_ms", 0);
   if (j.contains("notes") && j["notes"].is_array()) p.notes = j["notes"].get<std::vector<std::string>>();
   p.trace = j.value("trace", "");
-  p.trace_bytes = j.value("trace_bytes", int64_t{0});
-  p.trace_bytes_per_step = j.value("trace_bytes_per_step", int64_t{0});
+  p.trace_bytes = integer_or<int64_t>(j, "trace_bytes", 0);
+  p.trace_bytes_per_step = integer_or<int64_t>(j, "trace_bytes_per_step", 0);
   p.op_sample = j.value("op_sample", 1.0);
   p.record_cost_ns = j.value("record_cost_ns", 0.0);
   p.event_cost_ns = j.value("event_cost_ns", 0.0);
@@ -229,7 +230,7 @@ ProfileWindow profile_from_json(const nlohmann::json& j) {
   }
   if (j.contains("annotations") && j["annotations"].is_array()) {
     for (const nlohmann::json& a : j["annotations"]) {
-      p.annotations.push_back({a.value("name", ""), a.value("count", int64_t{0}), a.value("total_ms", 0.0),
+      p.annotations.push_back({a.value("name", ""), integer_or<int64_t>(a, "count", 0), a.value("total_ms", 0.0),
                                a.value("mean_ms", 0.0), a.value("max_ms", 0.0), a.value("per_step_ms", 0.0),
                                a.value("step_share_pct", 0.0)});
     }
@@ -262,15 +263,15 @@ nlohmann::json loader_to_json(const std::optional<LoaderRun>& loader) {
 std::optional<LoaderRun> loader_from_json(const nlohmann::json& j) {
   if (!j.is_object() || !j.contains("workers")) return std::nullopt;
   LoaderRun loader;
-  loader.workers = j.at("workers").get<int64_t>();
-  if (j.contains("prefetch") && j["prefetch"].is_number()) loader.prefetch = j["prefetch"].get<int64_t>();
+  loader.workers = integer_of<int64_t>(j.at("workers"));
+  if (j.contains("prefetch") && j["prefetch"].is_number()) loader.prefetch = integer_of<int64_t>(j["prefetch"]);
   loader.persistent_workers = j.value("persistent_workers", false);
   loader.pin_memory_requested = j.value("pin_memory_requested", false);
   loader.pin_memory_applied = j.value("pin_memory_applied", false);
   loader.pin_memory_note = j.value("pin_memory_note", "");
   if (j.contains("batches_built")) {
-    loader.counts = LoaderCounts{j.at("batches_built").get<int64_t>(), j.value("worker_busy_ns", int64_t{0}),
-                                 j.value("worker_starts", int64_t{0})};
+    loader.counts = LoaderCounts{integer_of<int64_t>(j.at("batches_built")), integer_or<int64_t>(j, "worker_busy_ns", 0),
+                                 integer_or<int64_t>(j, "worker_starts", 0)};
   }
   return loader;
 }
@@ -349,7 +350,7 @@ RankSummary rank_summary_from_json(const nlohmann::json& j, int index) {
   r.comm_pct = j.value("comm_pct", 0.0);
   r.exposed_comm_pct = j.value("exposed_comm_pct", 0.0);
   r.busy_ms_mean = j.value("busy_ms_mean", 0.0);
-  r.peak_memory_bytes = j.value("peak_memory_bytes", int64_t{0});
+  r.peak_memory_bytes = integer_or<int64_t>(j, "peak_memory_bytes", 0);
   return r;
 }
 
@@ -380,18 +381,18 @@ DistributedRun distributed_from_json(const nlohmann::json& j) {
   if (!j.is_object()) return d;
   d.backend = j.value("backend", "");
   d.world_size = j.value("world_size", 1);
-  d.rank = j.value("rank", 0);
+  d.rank = integer_or<int>(j, "rank", 0);
   d.comm_mode = j.value("comm_mode", "");
-  d.bucket_bytes_cap = j.value("bucket_bytes_cap", int64_t{0});
-  d.buckets = j.value("buckets", int64_t{0});
-  d.gradient_bytes = j.value("gradient_bytes", int64_t{0});
+  d.bucket_bytes_cap = integer_or<int64_t>(j, "bucket_bytes_cap", 0);
+  d.buckets = integer_or<int64_t>(j, "buckets", 0);
+  d.gradient_bytes = integer_or<int64_t>(j, "gradient_bytes", 0);
   int index = 0;
   for (const nlohmann::json& r : j.value("ranks", nlohmann::json::array())) {
     d.ranks.push_back(rank_summary_from_json(r, index++));
   }
-  if (j.contains("slowest_rank")) d.slowest_rank = j["slowest_rank"].get<int>();
+  if (j.contains("slowest_rank")) d.slowest_rank = integer_of<int>(j["slowest_rank"]);
   if (j.contains("busy_spread_pct")) d.busy_spread_pct = j["busy_spread_pct"].get<double>();
-  if (j.contains("ranks_finished")) d.ranks_finished = j["ranks_finished"].get<int>();
+  if (j.contains("ranks_finished")) d.ranks_finished = integer_of<int>(j["ranks_finished"]);
   return d;
 }
 
@@ -431,7 +432,7 @@ RunDetails details_from_json(const nlohmann::json& j) {
     }
     if (j.contains("recommendation")) {
       const nlohmann::json& r = j["recommendation"];
-      s.recommendation = RecommendedPoint{r.value("variant_index", int64_t{0}), r.value("best_index", int64_t{0}),
+      s.recommendation = RecommendedPoint{integer_or<int64_t>(r, "variant_index", 0), integer_or<int64_t>(r, "best_index", 0),
                                              r.value("point", ""), r.value("reason", "")};
     }
     s.chart = j.value("chart", "");
@@ -499,7 +500,7 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
   record.error = j.at("error").is_null() ? "" : j.at("error").get<std::string>();
   if (j.contains("error_kind") && j["error_kind"].is_string()) record.error_kind = j["error_kind"].get<std::string>();
   record.device = j.at("device").get<std::string>();
-  record.peak_memory_bytes = j.at("peak_memory_bytes").get<int64_t>();
+  record.peak_memory_bytes = integer_of<int64_t>(j.at("peak_memory_bytes"));
   record.peak_memory_source = j.at("peak_memory_source").get<std::string>();
   record.ops_per_step = j.at("ops_per_step").get<double>();
   record.dispatch_ns_per_op = j.value("dispatch_ns_per_op", 0.0);
@@ -509,35 +510,35 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
   record.op_input_dtypes = j.at("op_input_dtypes").get<std::map<std::string, int64_t>>();
   record.forward_output_dtype = j.at("forward_output_dtype").get<std::string>();
   record.compile_info = compile_info_from_json(j.at("compile_info"));
-  record.init_ns = j.at("init_ns").get<int64_t>();
-  record.steps_cut_by_budget = j.value("steps_cut_by_budget", int64_t{0});
+  record.init_ns = integer_of<int64_t>(j.at("init_ns"));
+  record.steps_cut_by_budget = integer_or<int64_t>(j, "steps_cut_by_budget", 0);
   record.cpu_util_pct = j.value("cpu_util_pct", 0.0);
   record.loader = loader_from_json(j.value("loader", nlohmann::json::object()));
   record.dataset = dataset_from_json(j.value("data", nlohmann::json::object()));
   record.profile = profile_from_json(j.value("profile", nlohmann::json::object()));
   record.system = system_from_json(j.value("system", nlohmann::json::object()));
-  record.rank = j.value("rank", 0);
+  record.rank = integer_or<int>(j, "rank", 0);
   record.world_size = j.value("world_size", 1);
-  record.repetition = j.value("repetition", 0);
+  record.repetition = integer_or<int>(j, "repetition", 0);
   record.label = j.value("label", "");
   record.distributed = distributed_from_json(j.value("distributed", nlohmann::json::object()));
   record.final_parameters = fingerprint_from_json(j.value("final_parameters", nlohmann::json::object()));
   record.environment = env_from_json(j.at("environment"));
   for (const nlohmann::json& s : j.at("steps")) {
     StepRecord step;
-    step.index = s.at("index").get<int64_t>();
+    step.index = integer_of<int64_t>(s.at("index"));
     step.warmup = s.at("warmup").get<bool>();
-    step.step_ns = s.at("step_ns").get<int64_t>();
+    step.step_ns = integer_of<int64_t>(s.at("step_ns"));
     step.loss = s.at("loss").is_null() ? std::numeric_limits<double>::quiet_NaN() : s.at("loss").get<double>();
     const nlohmann::json& phases = s.at("phase_ns");
-    for (size_t i = 0; i < kPhaseCount; ++i) step.phase_ns[i] = phases.at(kPhaseNames[i]).get<int64_t>();
+    for (size_t i = 0; i < kPhaseCount; ++i) step.phase_ns[i] = integer_of<int64_t>(phases.at(kPhaseNames[i]));
     if (s.contains("data_stage_ns")) {
       const nlohmann::json& stages = s.at("data_stage_ns");
-      for (size_t i = 0; i < kDataStageCount; ++i) step.data_stage_ns[i] = stages.at(kDataStageNames[i]).get<int64_t>();
+      for (size_t i = 0; i < kDataStageCount; ++i) step.data_stage_ns[i] = integer_of<int64_t>(stages.at(kDataStageNames[i]));
     }
-    step.data_busy_ns = s.value("data_busy_ns", int64_t{0});
-    step.comm_ns = s.value("comm_ns", int64_t{0});
-    step.memory_bytes = s.value("memory_bytes", int64_t{0});
+    step.data_busy_ns = integer_or<int64_t>(s, "data_busy_ns", 0);
+    step.comm_ns = integer_or<int64_t>(s, "comm_ns", 0);
+    step.memory_bytes = integer_or<int64_t>(s, "memory_bytes", 0);
     if (s.contains("grad_norm") && s["grad_norm"].is_number()) step.grad_norm = s["grad_norm"].get<double>();
     if (s.contains("grad_norm") && s["grad_norm"].is_string()) step.grad_norm = std::numeric_limits<double>::quiet_NaN();
     record.steps.push_back(step);
@@ -564,7 +565,7 @@ RunRecord run_record_from_json(const nlohmann::json& j) {
   if (!j.is_object() || !j.contains("schema_version") || !j["schema_version"].is_number_integer()) {
     throw InputError("not a trainlab run record (no integer schema_version)");
   }
-  const int64_t version = j["schema_version"].get<int64_t>();  // read wide: 2^32+1 is not 1
+  const int64_t version = integer_of<int64_t>(j["schema_version"]);  // read wide: 2^32+1 is not 1
   if (version != kRunSchemaVersion) {
     throw InputError("unsupported run record schema_version " + std::to_string(version) +
                      " (this trainlab reads version " + std::to_string(kRunSchemaVersion) + ")");
@@ -636,8 +637,8 @@ Bf16ProbeTimings bf16_probe_from_json(const nlohmann::json& j) {
   probe.error = j.value("error", "");
   probe.device = j.value("device", "");
   probe.shape = j.value("shape", std::vector<int64_t>{});
-  probe.threads = j.value("threads", 0);
-  probe.pairs = j.value("pairs", 0);
+  probe.threads = integer_or<int>(j, "threads", 0);
+  probe.pairs = integer_or<int>(j, "pairs", 0);
   probe.fp32_ns = j.value("fp32_ns", std::vector<double>{});
   probe.bf16_ns = j.value("bf16_ns", std::vector<double>{});
   probe.cpu_isa = j.value("cpu_isa", std::map<std::string, bool>{});

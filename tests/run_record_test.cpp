@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "core/atomic_file.h"
+#include "core/json_fields.h"
 #include "core/errors.h"
 
 namespace trainlab {
@@ -207,6 +208,24 @@ TEST(RunRecordTest, FileRoundTripAndMissingFile) {
   write_run_record(dir + "/run.json", run);
   EXPECT_EQ(to_json(read_run_record(dir)), to_json(run));  // a folder reads its run.json
   EXPECT_THROW(read_run_record(dir + "/missing.json"), InputError);
+}
+
+// Integer fields read back from run.json: a float beyond the field's range (a fuzz finding:
+// phase_ns 5.7e74) or an int field given 2^40 is one InputError, never an out-of-range conversion.
+TEST(RunRecordTest, IntegerFieldsOutOfRangeAreBadInput) {
+  using nlohmann::json;
+  EXPECT_EQ(integer_of<int64_t>(json(12.0)), 12);
+  EXPECT_EQ(integer_of<int64_t>(json(-7)), -7);
+  EXPECT_EQ(integer_of<int>(json(int64_t{1} << 30)), 1 << 30);
+  EXPECT_THROW(integer_of<int64_t>(json(5.72889e+74)), InputError);
+  EXPECT_THROW(integer_of<int64_t>(json(9223372036854775808.0)), InputError);  // 2^63
+  EXPECT_THROW(integer_of<int>(json(int64_t{1} << 40)), InputError);
+  EXPECT_THROW(integer_of<int64_t>(json(uint64_t{1} << 63)), InputError);
+  EXPECT_THROW(integer_of<int64_t>(json("12")), nlohmann::json::type_error);
+  const json object = {{"rank", 3}, {"big", 1e300}};
+  EXPECT_EQ(integer_or<int>(object, "rank", 0), 3);
+  EXPECT_EQ(integer_or<int>(object, "absent", 5), 5);
+  EXPECT_THROW(integer_or<int64_t>(object, "big", 0), InputError);
 }
 
 }  // namespace
