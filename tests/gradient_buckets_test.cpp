@@ -28,7 +28,8 @@ struct Trace {
     return [this](size_t param) { copied.push_back(param); };
   }
   GradientBuckets::Launch launch() {
-    return [this](size_t bucket, Done done) {
+    return [this](size_t bucket, int64_t launch_ns, Done done) {
+      EXPECT_GT(launch_ns, 0);
       launched.push_back(bucket);
       stamps.push_back(std::move(done));
     };
@@ -218,7 +219,7 @@ TEST(GradientBuckets, GradientsFromSeveralThreadsLaunchEveryBucketOnceInOrderEve
   bool launch_saw_missing_gradient = false;
   FakeBackend backend;
   const GradientBuckets::CopyIn copy_in = [&](size_t param) { ++copies[param]; };
-  const GradientBuckets::Launch launch = [&](size_t bucket, Done done) {
+  const GradientBuckets::Launch launch = [&](size_t bucket, int64_t /*launch_ns*/, Done done) {
     for (size_t param : buckets.params_of(bucket)) launch_saw_missing_gradient |= copies[param] != step + 1;
     launch_order.push_back(bucket);
     backend.launch(bucket, std::move(done));

@@ -159,8 +159,9 @@ struct DataParallel::State {
     }
   }
 
-  // Starts bucket `index`'s all-reduce (under the schedule's lock, in bucket order).
-  void launch(size_t index, std::shared_ptr<std::atomic<int64_t>> done) {
+  // Starts bucket `index`'s all-reduce (under the schedule's lock, in bucket order); its trace
+  // span starts at the schedule's launch stamp, the same one the step's communication time uses.
+  void launch(size_t index, int64_t launch_ns, std::shared_ptr<std::atomic<int64_t>> done) {
     BucketBuffer& b = buffers[index];
     const int64_t bytes = static_cast<int64_t>(b.flat.numel() * b.flat.element_size());
     std::vector<at::Tensor> tensors{b.flat};
@@ -173,7 +174,6 @@ struct DataParallel::State {
       return;
     }
 #endif
-    const int64_t launch_ns = steady_ns();
     b.work = group->allreduce(tensors);
     const int64_t bucket_index = static_cast<int64_t>(index);
     b.work->getFuture()->addCallback([done, launch_ns, bytes, bucket_index](c10::ivalue::Future&) {
@@ -190,7 +190,9 @@ struct DataParallel::State {
     return [this](size_t param) { copy_in(param, params[param].grad()); };
   }
   GradientBuckets::Launch launcher() {
-    return [this](size_t bucket, std::shared_ptr<std::atomic<int64_t>> done) { launch(bucket, std::move(done)); };
+    return [this](size_t bucket, int64_t launch_ns, std::shared_ptr<std::atomic<int64_t>> done) {
+      launch(bucket, launch_ns, std::move(done));
+    };
   }
 };
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/units.h"
 #include "profiler/event_recorder.h"
 
 namespace trainlab {
@@ -23,8 +24,7 @@ int64_t union_ns(std::vector<std::pair<int64_t, int64_t>> spans) {
 }
 
 int64_t bucket_cap_bytes(double bucket_mb) {
-  constexpr double kBytesPerMib = 1024.0 * 1024.0;
-  return std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * kBytesPerMib));
+  return std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * kBytesPerMiB));
 }
 
 GradientBuckets::GradientBuckets(const std::vector<int64_t>& param_bytes, int64_t bucket_bytes_cap) {
@@ -72,7 +72,7 @@ void GradientBuckets::launch_ready_locked(const Launch& launch) {
     b.launched = true;
     b.done_ns = std::make_shared<std::atomic<int64_t>>(0);
     b.launch_ns = steady_ns();
-    launch(next_launch_, b.done_ns);
+    launch(next_launch_, b.launch_ns, b.done_ns);
     ++next_launch_;
   }
 }

@@ -27,10 +27,12 @@ class GradientBuckets {
  public:
   // Copies parameter `param`'s gradient into its bucket (zeros when it has none this step).
   using CopyIn = std::function<void(size_t param)>;
-  // Starts bucket `bucket`'s all-reduce; its completion stores the steady_ns() it ended at into
-  // `done_ns` (from any thread, at any time: a fresh stamp per launch, so a late completion of
-  // one step never lands in the next).
-  using Launch = std::function<void(size_t bucket, std::shared_ptr<std::atomic<int64_t>> done_ns)>;
+  // Starts bucket `bucket`'s all-reduce, stamped as launched at `launch_ns` (steady_ns(), the
+  // start of the span the step's communication time counts); its completion stores the
+  // steady_ns() it ended at into `done_ns` (from any thread, at any time: a fresh stamp per
+  // launch, so a late completion of one step never lands in the next).
+  using Launch =
+      std::function<void(size_t bucket, int64_t launch_ns, std::shared_ptr<std::atomic<int64_t>> done_ns)>;
 
   // param_bytes: each parameter's gradient size; a parameter larger than the cap gets a bucket of
   // its own. Throws std::invalid_argument on a cap below 1 or a negative size.
