@@ -1,5 +1,5 @@
-// Atomic writes through temp-file-then-rename; whole-file reads with clear errors; tree removal
-// through nftw (POSIX).
+// Atomic writes through temp-file-then-rename (write-through for devices and FIFOs, symlinks
+// followed); whole-file reads with clear errors; tree removal through nftw (POSIX).
 #include "core/atomic_file.h"
 
 #include <fcntl.h>
@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -47,33 +48,80 @@ bool remove_tree(const std::string& path, std::string* error) {
   return first_error.empty();
 }
 
-void write_file_atomically(const std::string& path, const std::string& content) {
-  const fs::path target(path);
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string tmp_template = (dir / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
-  int fd = ::mkstemp(tmp_template.data());
-  if (fd < 0) {
-    throw InputError("cannot write " + path + ": " + std::strerror(errno));
-  }
+namespace {
+
+[[noreturn]] void throw_write_error(const std::string& path, int error_number) {
+  throw InputError("cannot write " + path + ": " + std::strerror(error_number));
+}
+
+// Writes all of `content` to `fd`; returns 0 or the errno of the first failed write.
+int write_all(int fd, const std::string& content) {
   size_t written_bytes = 0;
   while (written_bytes < content.size()) {
-    ssize_t n = ::write(fd, content.data() + written_bytes, content.size() - written_bytes);
+    const ssize_t n = ::write(fd, content.data() + written_bytes, content.size() - written_bytes);
     if (n < 0) {
       if (errno == EINTR) continue;
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp_template.c_str());
-      throw InputError("cannot write " + path + ": " + why);
+      return errno;
     }
     written_bytes += static_cast<size_t>(n);
   }
+  return 0;
+}
+
+// A device, FIFO or socket at the path is the user's: it is written to, never replaced by a
+// regular file (`--out /dev/stdout` prints, `--out /dev/full` fails as the device says).
+void write_through(const std::string& path, const std::string& shown, const std::string& content, bool fifo) {
+  // A FIFO is opened without waiting: no reader is an error now, not a hang.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | (fifo ? O_NONBLOCK : 0));
+  if (fd < 0) {
+    if (fifo && errno == ENXIO) throw InputError("cannot write " + shown + ": a FIFO with no reader");
+    throw_write_error(shown, errno);
+  }
+  if (fifo) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  const int write_errno = write_all(fd, content);
+  if (::close(fd) != 0 && write_errno == 0 && errno != EINTR) throw_write_error(shown, errno);
+  if (write_errno != 0) throw_write_error(shown, write_errno);
+}
+
+// Where the content of `path` belongs: the path itself, or the file a symlink leads to (followed,
+// so the link stays a link). A dangling link is refused: what it should point at is the user's call.
+std::string resolve_write_target(const std::string& path) {
+  struct stat link_info {};
+  if (::lstat(path.c_str(), &link_info) != 0 || !S_ISLNK(link_info.st_mode)) return path;
+  char* resolved = ::realpath(path.c_str(), nullptr);
+  if (resolved == nullptr) {
+    char target[4096];
+    const ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
+    const std::string to = n > 0 ? std::string(target, static_cast<size_t>(n)) : std::string("?");
+    throw InputError("cannot write " + path + ": it is a symlink to " + to + ", which does not exist");
+  }
+  std::string target(resolved);
+  std::free(resolved);
+  return target;
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  const std::string target_path = resolve_write_target(path);
+  struct stat info {};
+  if (::stat(target_path.c_str(), &info) == 0) {
+    if (S_ISDIR(info.st_mode)) throw InputError("cannot write " + path + ": it is a folder");
+    if (!S_ISREG(info.st_mode)) return write_through(target_path, path, content, S_ISFIFO(info.st_mode));
+  }
+  const fs::path target(target_path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::string tmp_template = (dir / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
+  const int fd = ::mkstemp(tmp_template.data());
+  if (fd < 0) throw_write_error(path, errno);
+  int error_number = write_all(fd, content);
   ::fchmod(fd, 0644);
-  ::fsync(fd);
-  ::close(fd);
-  if (::rename(tmp_template.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
+  if (error_number == 0 && ::fsync(fd) != 0 && errno != EINVAL) error_number = errno;  // EINVAL: not syncable
+  if (::close(fd) != 0 && error_number == 0 && errno != EINTR) error_number = errno;
+  if (error_number == 0 && ::rename(tmp_template.c_str(), target_path.c_str()) != 0) error_number = errno;
+  if (error_number != 0) {
     ::unlink(tmp_template.c_str());
-    throw InputError("cannot write " + path + ": " + why);
+    throw_write_error(path, error_number);
   }
 }
 

@@ -9,7 +9,10 @@
 
 namespace trainlab {
 
-// Throws InputError naming the path when the folder is not writable.
+// A regular file (or none) is replaced through temp-file-then-rename; a symlink is followed (the
+// file it leads to is replaced, the link stays); a device, FIFO or socket is written to, never
+// replaced. Throws InputError naming the path when anything fails (a folder there, a dangling
+// symlink, a FIFO without a reader, a full disk or device, a folder that is not writable).
 void write_file_atomically(const std::string& path, const std::string& content);
 
 // Reads a whole file; throws InputError naming the path when it is missing or unreadable.

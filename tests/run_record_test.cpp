@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -265,7 +267,7 @@ TEST(ErrorTextTest, CauseLineOfTorchScriptAndPlainErrors) {
 }
 
 }  // namespace
-TEST(RunRecordTest, NonFiniteLossAndGradNormRoundTripAsNaN) {
+TEST(RunRecordTest, NonFiniteNumbersOfADivergedRunRoundTrip) {
   RunRecord r;
   r.run_id = "nan";
   r.kind = "run";
@@ -274,12 +276,113 @@ TEST(RunRecordTest, NonFiniteLossAndGradNormRoundTripAsNaN) {
   step.loss = std::numeric_limits<double>::infinity();
   step.grad_norm = std::numeric_limits<double>::quiet_NaN();
   v.steps.push_back(step);
+  step.loss = std::numeric_limits<double>::quiet_NaN();
+  v.steps.push_back(step);
+  v.final_parameters.hash = "h";
+  v.final_parameters.tensors.push_back({std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::infinity()});
+  v.cpu_util_pct = std::numeric_limits<double>::quiet_NaN();  // nlohmann writes it as null
   r.variants.push_back(v);
   const nlohmann::json j = to_json(r);
-  EXPECT_TRUE(j["variants"][0]["steps"][0]["loss"].is_null());  // JSON has no Inf
+  EXPECT_EQ(j["variants"][0]["steps"][0]["loss"], "Infinity");  // JSON has no Inf
+  EXPECT_EQ(j["variants"][0]["steps"][1]["loss"], "NaN");
   const RunRecord back = run_record_from_json(nlohmann::json::parse(j.dump()));
-  EXPECT_TRUE(std::isnan(back.variants[0].steps[0].loss));
+  EXPECT_EQ(back.variants[0].steps[0].loss, std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(back.variants[0].steps[1].loss));
   EXPECT_TRUE(std::isnan(back.variants[0].steps[0].grad_norm));
+  EXPECT_TRUE(std::isnan(back.variants[0].final_parameters.tensors[0].sum));
+  EXPECT_EQ(back.variants[0].final_parameters.tensors[0].norm, -std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(back.variants[0].cpu_util_pct));
+  // Older records: a null loss and a "non-finite" gradient norm read as NaN; a word that is not a
+  // number is bad input.
+  nlohmann::json older = j;
+  older["variants"][0]["steps"][0]["loss"] = nullptr;
+  older["variants"][0]["steps"][0]["grad_norm"] = "non-finite";
+  const RunRecord old_back = run_record_from_json(older);
+  EXPECT_TRUE(std::isnan(old_back.variants[0].steps[0].loss));
+  EXPECT_TRUE(std::isnan(old_back.variants[0].steps[0].grad_norm));
+  older["variants"][0]["steps"][0]["loss"] = "lots";
+  EXPECT_THROW(run_record_from_json(older), InputError);
 }
 
+}  // namespace trainlab
+
+namespace trainlab {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fresh_folder(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("trainlab-atomic-" + name + "-" + std::to_string(::getpid()));
+  remove_tree(dir.string());
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST(FileHelpersTest, AtomicWriteFollowsASymlinkAndKeepsIt) {
+  const fs::path dir = fresh_folder("symlink");
+  write_file_atomically((dir / "real.json").string(), "old\n");
+  fs::create_symlink("real.json", dir / "link.json");
+  write_file_atomically((dir / "link.json").string(), "new\n");
+  EXPECT_TRUE(fs::is_symlink(dir / "link.json"));
+  EXPECT_EQ(read_file((dir / "real.json").string()), "new\n");
+  remove_tree(dir.string());
+}
+
+TEST(FileHelpersTest, AtomicWriteRefusesADanglingSymlinkAndAFolder) {
+  const fs::path dir = fresh_folder("dangling");
+  fs::create_symlink("missing/target.json", dir / "dangling.json");
+  try {
+    write_file_atomically((dir / "dangling.json").string(), "x");
+    ADD_FAILURE() << "a dangling symlink was written";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("symlink to missing/target.json, which does not exist"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(fs::is_symlink(dir / "dangling.json"));
+  fs::create_directories(dir / "folder");
+  EXPECT_THROW(write_file_atomically((dir / "folder").string(), "x"), InputError);
+  EXPECT_TRUE(fs::is_directory(dir / "folder"));
+  remove_tree(dir.string());
+}
+
+TEST(FileHelpersTest, AtomicWriteWritesThroughADeviceAndReportsAFullOne) {
+  struct stat before {};
+  ASSERT_EQ(::stat("/dev/null", &before), 0);
+  write_file_atomically("/dev/null", "discarded\n");
+  struct stat after {};
+  ASSERT_EQ(::stat("/dev/null", &after), 0);
+  EXPECT_TRUE(S_ISCHR(after.st_mode));  // still the device, not a regular file
+  EXPECT_EQ(before.st_rdev, after.st_rdev);
+  if (::access("/dev/full", W_OK) == 0) {
+    try {
+      write_file_atomically("/dev/full", "no room\n");
+      ADD_FAILURE() << "a write to /dev/full succeeded";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("No space left on device"), std::string::npos) << e.what();
+    }
+    struct stat full {};
+    ASSERT_EQ(::stat("/dev/full", &full), 0);
+    EXPECT_TRUE(S_ISCHR(full.st_mode));
+  }
+}
+
+TEST(FileHelpersTest, AtomicWriteToAFifoGoesToItsReaderAndFailsWithoutOne) {
+  const fs::path dir = fresh_folder("fifo");
+  const fs::path fifo = dir / "out.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_THROW(write_file_atomically(fifo.string(), "nobody reads\n"), InputError);  // no hang
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  write_file_atomically(fifo.string(), "through the pipe\n");
+  char buffer[64] = {};
+  const ssize_t got = ::read(reader, buffer, sizeof buffer - 1);
+  ::close(reader);
+  EXPECT_EQ(std::string(buffer, got > 0 ? static_cast<size_t>(got) : 0), "through the pipe\n");
+  struct stat info {};
+  ASSERT_EQ(::stat(fifo.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode));
+  remove_tree(dir.string());
+}
+
+}  // namespace
 }  // namespace trainlab
