@@ -78,6 +78,19 @@ TEST(CliRunTest, BadSettingsAreOneLineAndExitTwoBeforeAnythingRuns) {
   expect_nothing_ran(results);
 }
 
+TEST(CliTest, AnEmptyValueIsRefusedNotTakenAsTheDefault) {
+  // '' from an unset shell variable: `run --model ''` used to run the built-in recsys scenario.
+  test_cli::expect_one_error_line(test_cli::run({"run", "--model", ""}), "--model: an empty value");
+  test_cli::expect_one_error_line(test_cli::run({"run", "--scenario", "mlp", "--results", ""}), "--results: an empty value");
+  test_cli::expect_one_error_line(test_cli::run({"history", "--results", ""}), "--results: an empty value");
+  test_cli::expect_one_error_line(test_cli::run({"diagnose", ""}), ": an empty value (an unset shell variable?); give a value");
+  test_cli::expect_one_error_line(test_cli::run({"compare", "a", "b", "--out", ""}), "--out: an empty value");
+}
+
+TEST(CliTest, AValueWithANewlineKeepsTheErrorOnOneLine) {
+  test_cli::expect_one_error_line(test_cli::run({"diagnose", "no\nsuch\rtrace.json"}), "no\\nsuch\\rtrace.json");
+}
+
 TEST(CliProfileTest, AnUnknownGateIsOneLine) {
   const std::string results = fresh_dir("profile");
   expect_bad_input("profile --fail-on sometimes --results " + results, "--fail-on");

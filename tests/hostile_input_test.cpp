@@ -191,7 +191,7 @@ TEST(HostileInputTest, RecordSchemaVersionsPast32BitsAreNotReadAsSmallOnes) {
 TEST(HostileInputTest, RunOptionsAreCheckedTogetherBeforeAnyChildStarts) {
   const fs::path results = fresh_dir("run_options");
   const std::string r = results.string();
-  expect_one_line(run({"run", "--ab", "", "--results", r}), "--ab needs at least one change");
+  expect_one_line(run({"run", "--ab", "", "--results", r}), "--ab: an empty value");
   expect_one_line(run({"run", "--ab", ",", "--results", r}), "--ab needs at least one change");
   expect_one_line(run({"run", "--scenario", "recsys", "-k", "dim=30", "-k", "heads=4", "--results", r}),
                   "recsys: knob heads=4 must divide dim=30");

@@ -30,5 +30,12 @@ TEST(TextTest, EndsWith) {
   EXPECT_TRUE(ends_with("x", ""));
 }
 
+TEST(TextTest, OneLineEscapesNewlinesAndControlCharacters) {
+  EXPECT_EQ(one_line("no such file: a\nb.json"), "no such file: a\\nb.json");
+  EXPECT_EQ(one_line("x\r\x1b[31my\tz"), "x\\r\\x1b[31my z");
+  EXPECT_EQ(one_line("caf\xc3\xa9 ok"), "caf\xc3\xa9 ok");  // UTF-8 bytes stay
+  EXPECT_EQ(one_line("plain"), "plain");
+}
+
 }  // namespace
 }  // namespace trainlab

@@ -7,12 +7,29 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "core/text.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/version.h"
 #include "harness/runner/interrupt.h"
 
 namespace trainlab {
 namespace {
+
+// An option given an empty value ('' from an unset shell variable, `--model ""`) would silently
+// mean its default (`run --model ''` ran the built-in recsys): refused, for every command.
+void refuse_empty_values(const CLI::App& app) {
+  for (const CLI::Option* option : app.get_options()) {
+    if (option->get_type_size() == 0) continue;  // a flag: no value to be empty
+    for (const std::string& value : option->results()) {
+      if (value.empty()) {
+        const bool positional_only = option->get_positional() && !option->nonpositional();
+        throw InputError(option->get_name() + ": an empty value (an unset shell variable?); give a value" +
+                         (positional_only ? "" : " or leave the option out"));
+      }
+    }
+  }
+  for (const CLI::App* subcommand : app.get_subcommands()) refuse_empty_values(*subcommand);
+}
 
 int parse_and_run(int argc, const char* const* argv) {
   CLI::App app{"trainlab: find out why training is slow, then verify the fix by measurement"};
@@ -48,6 +65,7 @@ int parse_and_run(int argc, const char* const* argv) {
   } catch (const CLI::ParseError& e) {
     throw InputError(e.what());
   }
+  refuse_empty_values(app);
   for (const Subcommand& c : commands) {
     if (!c.app->parsed()) continue;
     // Commands that start children stop them on Ctrl-C / SIGTERM and record what finished.
@@ -72,10 +90,10 @@ int run_cli(int argc, const char* const* argv) {
   try {
     return parse_and_run(argc, argv);
   } catch (const InputError& e) {
-    std::cerr << "trainlab: error: " << e.what() << "\n";
+    std::cerr << "trainlab: error: " << one_line(e.what()) << "\n";
     return kExitBadInput;
   } catch (const std::exception& e) {
-    std::cerr << "trainlab: internal error: " << e.what() << "\n";
+    std::cerr << "trainlab: internal error: " << one_line(e.what()) << "\n";
     return 3;
   }
 }
