@@ -123,18 +123,18 @@ SystemSummary system_from_json(const nlohmann::json& j) {
       MetricSummary& out = system.metrics[name];
       out.unit = m.value("unit", "");
       out.samples = integer_or<int64_t>(m, "samples", 0);
-      out.min = m.value("min", 0.0);
-      out.p50 = m.value("p50", 0.0);
-      out.p95 = m.value("p95", 0.0);
-      out.p99 = m.value("p99", 0.0);
-      out.max = m.value("max", 0.0);
-      out.mean = m.value("mean", 0.0);
+      out.min = real_or(m, "min", 0.0);
+      out.p50 = real_or(m, "p50", 0.0);
+      out.p95 = real_or(m, "p95", 0.0);
+      out.p99 = real_or(m, "p99", 0.0);
+      out.max = real_or(m, "max", 0.0);
+      out.mean = real_or(m, "mean", 0.0);
     }
   }
   system.interval_ms = integer_or<int64_t>(j, "interval_ms", 0);
   system.missed_ticks = integer_or<int64_t>(j, "missed_ticks", 0);
-  system.sample_cost_us = j.value("sample_cost_us", 0.0);
-  system.cost_pct_of_core = j.value("cost_pct_of_core", 0.0);
+  system.sample_cost_us = real_or(j, "sample_cost_us", 0.0);
+  system.cost_pct_of_core = real_or(j, "cost_pct_of_core", 0.0);
   return system;
 }
 
@@ -168,7 +168,7 @@ CompileInfo compile_info_from_json(const nlohmann::json& j) {
   c.optimized_graph_nodes = integer_or<int64_t>(j, "optimized_graph_nodes", 0);
   c.fusion_groups = integer_or<int64_t>(j, "fusion_groups", 0);
   c.ops_inside_fusion_groups = integer_or<int64_t>(j, "ops_inside_fusion_groups", 0);
-  c.compile_s = j.value("compile_s", 0.0);
+  c.compile_s = real_or(j, "compile_s", 0.0);
   c.cache_hit = j.value("cache_hit", false);
   c.forward_backward_ops_eager = integer_or<int64_t>(j, "forward_backward_ops_eager", 0);
   c.forward_backward_ops_compiled = integer_or<int64_t>(j, "forward_backward_ops_compiled", 0);
@@ -221,24 +221,24 @@ ProfileWindow profile_from_json(const nlohmann::json& j) {
   p.trace = j.value("trace", "");
   p.trace_bytes = integer_or<int64_t>(j, "trace_bytes", 0);
   p.trace_bytes_per_step = integer_or<int64_t>(j, "trace_bytes_per_step", 0);
-  p.op_sample = j.value("op_sample", 1.0);
-  p.record_cost_ns = j.value("record_cost_ns", 0.0);
-  p.event_cost_ns = j.value("event_cost_ns", 0.0);
-  p.events_per_step = j.value("events_per_step", 0.0);
+  p.op_sample = real_or(j, "op_sample", 1.0);
+  p.record_cost_ns = real_or(j, "record_cost_ns", 0.0);
+  p.event_cost_ns = real_or(j, "event_cost_ns", 0.0);
+  p.events_per_step = real_or(j, "events_per_step", 0.0);
   if (j.contains("event_cost_from_steps_ns") && j["event_cost_from_steps_ns"].is_number()) {
-    p.event_cost_from_steps_ns = j["event_cost_from_steps_ns"].get<double>();
+    p.event_cost_from_steps_ns = real_of(j["event_cost_from_steps_ns"]);
   }
   if (j.contains("annotations") && j["annotations"].is_array()) {
     for (const nlohmann::json& a : j["annotations"]) {
-      p.annotations.push_back({a.value("name", ""), integer_or<int64_t>(a, "count", 0), a.value("total_ms", 0.0),
-                               a.value("mean_ms", 0.0), a.value("max_ms", 0.0), a.value("per_step_ms", 0.0),
-                               a.value("step_share_pct", 0.0)});
+      p.annotations.push_back({a.value("name", ""), integer_or<int64_t>(a, "count", 0), real_or(a, "total_ms", 0.0),
+                               real_or(a, "mean_ms", 0.0), real_or(a, "max_ms", 0.0), real_or(a, "per_step_ms", 0.0),
+                               real_or(a, "step_share_pct", 0.0)});
     }
   }
-  p.step_ms_in_window = j.value("step_ms_in_window", 0.0);
-  p.step_ms_outside_window = j.value("step_ms_outside_window", 0.0);
+  p.step_ms_in_window = real_or(j, "step_ms_in_window", 0.0);
+  p.step_ms_outside_window = real_or(j, "step_ms_outside_window", 0.0);
   if (j.contains("window_overhead_pct") && j["window_overhead_pct"].is_number()) {
-    p.window_overhead_pct = j["window_overhead_pct"].get<double>();
+    p.window_overhead_pct = real_of(j["window_overhead_pct"]);
   }
   return p;
 }
@@ -298,17 +298,17 @@ DatasetInfo dataset_from_json(const nlohmann::json& j) {
   d.source = j.value("source", "");
   d.dir = j.value("dir", "");
   d.generated = j.value("generated", false);
-  d.generate_s = j.value("generate_s", 0.0);
+  d.generate_s = real_or(j, "generate_s", 0.0);
   d.generated_because = j.value("generated_because", "");
   d.decoded_cache = j.value("decoded_cache", "");
-  d.decoded_cache_prepare_s = j.value("decoded_cache_prepare_s", 0.0);
+  d.decoded_cache_prepare_s = real_or(j, "decoded_cache_prepare_s", 0.0);
   return d;
 }
 
 nlohmann::json fingerprint_to_json(const ParameterFingerprint& f) {
   if (f.empty()) return nlohmann::json::object();
   nlohmann::json tensors = nlohmann::json::array();
-  for (const TensorSumNorm& t : f.tensors) tensors.push_back({{"sum", t.sum}, {"norm", t.norm}});
+  for (const TensorSumNorm& t : f.tensors) tensors.push_back({{"sum", real_json(t.sum)}, {"norm", real_json(t.norm)}});
   return {{"hash", f.hash}, {"tensors", tensors}};
 }
 
@@ -317,7 +317,7 @@ ParameterFingerprint fingerprint_from_json(const nlohmann::json& j) {
   if (!j.is_object() || !j.contains("hash")) return f;
   f.hash = j.at("hash").get<std::string>();
   for (const nlohmann::json& t : j.value("tensors", nlohmann::json::array())) {
-    f.tensors.push_back({t.at("sum").get<double>(), t.at("norm").get<double>()});
+    f.tensors.push_back({real_of(t.at("sum")), real_of(t.at("norm"))});
   }
   return f;
 }
@@ -344,12 +344,12 @@ RankSummary rank_summary_from_json(const nlohmann::json& j, int index) {
   r.ok = j.value("ok", false);
   r.ended = j.value("ended", "");
   r.error = j.value("error", "");
-  r.samples_per_s = j.value("samples_per_s", 0.0);
-  r.step_ms_mean = j.value("step_ms_mean", 0.0);
-  r.step_ms_p50 = j.value("step_ms_p50", 0.0);
-  r.comm_pct = j.value("comm_pct", 0.0);
-  r.exposed_comm_pct = j.value("exposed_comm_pct", 0.0);
-  r.busy_ms_mean = j.value("busy_ms_mean", 0.0);
+  r.samples_per_s = real_or(j, "samples_per_s", 0.0);
+  r.step_ms_mean = real_or(j, "step_ms_mean", 0.0);
+  r.step_ms_p50 = real_or(j, "step_ms_p50", 0.0);
+  r.comm_pct = real_or(j, "comm_pct", 0.0);
+  r.exposed_comm_pct = real_or(j, "exposed_comm_pct", 0.0);
+  r.busy_ms_mean = real_or(j, "busy_ms_mean", 0.0);
   r.peak_memory_bytes = integer_or<int64_t>(j, "peak_memory_bytes", 0);
   return r;
 }
@@ -391,7 +391,7 @@ DistributedRun distributed_from_json(const nlohmann::json& j) {
     d.ranks.push_back(rank_summary_from_json(r, index++));
   }
   if (j.contains("slowest_rank")) d.slowest_rank = integer_of<int>(j["slowest_rank"]);
-  if (j.contains("busy_spread_pct")) d.busy_spread_pct = j["busy_spread_pct"].get<double>();
+  if (j.contains("busy_spread_pct")) d.busy_spread_pct = real_of(j["busy_spread_pct"]);
   if (j.contains("ranks_finished")) d.ranks_finished = integer_of<int>(j["ranks_finished"]);
   return d;
 }
@@ -426,7 +426,7 @@ RunDetails details_from_json(const nlohmann::json& j) {
   d.ab_changes = j.value("ab_changes", "");
   if (j.contains("tolerance_pct")) {
     SweepDetails s;
-    s.tolerance_pct = j["tolerance_pct"].get<double>();
+    s.tolerance_pct = real_of(j["tolerance_pct"]);
     for (const nlohmann::json& p : j.value("not_applicable", nlohmann::json::array())) {
       s.not_applicable.push_back({p.value("point", ""), p.value("why", "")});
     }
@@ -454,11 +454,9 @@ nlohmann::json to_json(const VariantRecord& record) {
     steps.push_back({{"index", step.index}, {"warmup", step.warmup}, {"step_ns", step.step_ns},
                      {"phase_ns", phases}, {"data_stage_ns", stages}, {"data_busy_ns", step.data_busy_ns},
                      {"comm_ns", step.comm_ns}, {"memory_bytes", step.memory_bytes},
-                     {"grad_norm", step.grad_norm < 0 ? nlohmann::json(nullptr)
-                                   : std::isfinite(step.grad_norm) ? nlohmann::json(step.grad_norm)
-                                                                   : nlohmann::json("non-finite")},
-                     // JSON has no NaN/Inf: a non-finite loss is written as null and read back as NaN.
-                     {"loss", std::isfinite(step.loss) ? nlohmann::json(step.loss) : nlohmann::json(nullptr)}});
+                     {"grad_norm", step.grad_norm < 0 ? nlohmann::json(nullptr) : real_json(step.grad_norm)},
+                     // JSON has no NaN/Inf: a diverged loss is written as "NaN" or "Infinity".
+                     {"loss", real_json(step.loss)}});
   }
   nlohmann::json j = {{"name", record.spec.name()},
                       {"spec", record.spec},
@@ -502,17 +500,17 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
   record.device = j.at("device").get<std::string>();
   record.peak_memory_bytes = integer_of<int64_t>(j.at("peak_memory_bytes"));
   record.peak_memory_source = j.at("peak_memory_source").get<std::string>();
-  record.ops_per_step = j.at("ops_per_step").get<double>();
-  record.dispatch_ns_per_op = j.value("dispatch_ns_per_op", 0.0);
-  record.model_flops_per_sample = j.value("model_flops_per_sample", 0.0);
-  record.peak_flops_per_s = j.value("peak_flops_per_s", 0.0);
+  record.ops_per_step = real_of(j.at("ops_per_step"));
+  record.dispatch_ns_per_op = real_or(j, "dispatch_ns_per_op", 0.0);
+  record.model_flops_per_sample = real_or(j, "model_flops_per_sample", 0.0);
+  record.peak_flops_per_s = real_or(j, "peak_flops_per_s", 0.0);
   record.peak_flops_by_dtype = j.value("peak_flops_by_dtype", std::map<std::string, double>{});
   record.op_input_dtypes = j.at("op_input_dtypes").get<std::map<std::string, int64_t>>();
   record.forward_output_dtype = j.at("forward_output_dtype").get<std::string>();
   record.compile_info = compile_info_from_json(j.at("compile_info"));
   record.init_ns = integer_of<int64_t>(j.at("init_ns"));
   record.steps_cut_by_budget = integer_or<int64_t>(j, "steps_cut_by_budget", 0);
-  record.cpu_util_pct = j.value("cpu_util_pct", 0.0);
+  record.cpu_util_pct = real_or(j, "cpu_util_pct", 0.0);
   record.loader = loader_from_json(j.value("loader", nlohmann::json::object()));
   record.dataset = dataset_from_json(j.value("data", nlohmann::json::object()));
   record.profile = profile_from_json(j.value("profile", nlohmann::json::object()));
@@ -529,7 +527,7 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
     step.index = integer_of<int64_t>(s.at("index"));
     step.warmup = s.at("warmup").get<bool>();
     step.step_ns = integer_of<int64_t>(s.at("step_ns"));
-    step.loss = s.at("loss").is_null() ? std::numeric_limits<double>::quiet_NaN() : s.at("loss").get<double>();
+    step.loss = real_of(s.at("loss"));
     const nlohmann::json& phases = s.at("phase_ns");
     for (size_t i = 0; i < kPhaseCount; ++i) step.phase_ns[i] = integer_of<int64_t>(phases.at(kPhaseNames[i]));
     if (s.contains("data_stage_ns")) {
@@ -539,8 +537,8 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
     step.data_busy_ns = integer_or<int64_t>(s, "data_busy_ns", 0);
     step.comm_ns = integer_or<int64_t>(s, "comm_ns", 0);
     step.memory_bytes = integer_or<int64_t>(s, "memory_bytes", 0);
-    if (s.contains("grad_norm") && s["grad_norm"].is_number()) step.grad_norm = s["grad_norm"].get<double>();
-    if (s.contains("grad_norm") && s["grad_norm"].is_string()) step.grad_norm = std::numeric_limits<double>::quiet_NaN();
+    // null: not measured (-1, the default); "non-finite" (older records), "NaN", "Infinity": as said.
+    if (s.contains("grad_norm") && !s["grad_norm"].is_null()) step.grad_norm = real_of(s["grad_norm"]);
     record.steps.push_back(step);
   }
   return record;

@@ -156,6 +156,37 @@ TEST(UserModelE2E, AnExportThatGetsTheBackwardWrongIsRefusedNotTrained) {
   EXPECT_NE(r.out.find("gets this model's backward wrong"), std::string::npos) << r.out;
 }
 
+// A learning rate that makes training diverge: the loss goes NaN/Inf within a few steps. The run
+// is a result (its steps kept, the divergence said with its step), not a lost variant.
+TEST(UserModelE2E, ADivergingRunKeepsItsStepsAndSaysWhereTheLossWentNonFinite) {
+  const std::string dir = fresh_results_dir("user_diverges");
+  const std::string file = dir + "/diverging.py";
+  std::ofstream(file) << "import torch.nn as nn\n\n"
+                         "def make():\n    return nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))\n";
+  CliResult r = run_trainlab("model add " + file + ":make --input x:float32[16,8] --target y:float32[16,1] --loss mse "
+                             "--optimizer sgd --lr 100 --no-package --out " + dir + "/bundle");
+  ASSERT_EQ(r.exit_status, 0) << r.out << r.err;
+  const std::string results = dir + "/results";
+  r = run_trainlab("run --model " + dir + "/bundle --steps 12 --warmup 2 --results " + results);
+  ASSERT_EQ(r.exit_status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("fp32: the loss became"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kept: all 14 steps"), std::string::npos) << r.out;
+  const nlohmann::json run = read_json(only_run_dir(results) + "/run.json");
+  ASSERT_FALSE(run.is_discarded());
+  const nlohmann::json& variant = run["variants"][0];
+  EXPECT_TRUE(variant["error"].is_null()) << variant["error"];
+  ASSERT_EQ(variant["steps"].size(), 14u);
+  int non_finite = 0;
+  for (const nlohmann::json& step : variant["steps"]) {
+    EXPECT_GT(step["step_ns"].get<int64_t>(), 0);
+    non_finite += step["loss"].is_string() ? 1 : 0;  // "NaN" or "Infinity": JSON has neither
+  }
+  EXPECT_GT(non_finite, 0);
+  // The record reads back everywhere: history and diagnose.
+  EXPECT_EQ(run_trainlab("history --results " + results).exit_status, 0);
+  EXPECT_EQ(run_trainlab("diagnose " + only_run_dir(results)).exit_status, 0);
+}
+
 TEST(UserModelE2E, DataParallelSweepAndSavedBatches) {
   const std::string bundle = add_example(kTwoTower, "nproc", "--no-package");
   // Two ranks over Gloo: the serving-only head gets no gradient on either rank; they stay equal.

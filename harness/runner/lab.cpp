@@ -15,6 +15,7 @@
 #include "diagnostics/baseline_reading.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/text.h"
 #include "harness/runner/child_process.h"
 #include "harness/runner/interrupt.h"
 #include "harness/runner/progress_ticker.h"
@@ -397,6 +398,20 @@ std::string run_folder_in(const std::string& parent) {
   return "";
 }
 
+namespace {
+// "fp32: the loss became NaN at step 7 ...": a diverged run is a finding, and its steps stay.
+std::string divergence_note(const std::string& label, const VariantRecord& v) {
+  for (const StepRecord& step : v.steps) {
+    if (std::isfinite(step.loss)) continue;
+    const std::string what = std::isnan(step.loss) ? "NaN" : step.loss > 0 ? "+Inf" : "-Inf";
+    return label + ": the loss became " + what + " at step " + std::to_string(step.index) +
+           " (training diverged: lower the learning rate or clip gradients); kept: all " +
+           count_noun(static_cast<int64_t>(v.steps.size()), "step") + ", and their times stand";
+  }
+  return "";
+}
+}  // namespace
+
 Table variant_table(const RunRecord& record) {
   Table table;
   table.columns = {{"variant", "variant"},         {"samples/s", "samples_per_s"}, {"step p50 ms", "step_p50_ms"},
@@ -424,6 +439,7 @@ Table variant_table(const RunRecord& record) {
                           number_cell(bytes_to_mib(v.peak_memory_bytes), "%.0f"), number_cell(v.ops_per_step, "%.0f"),
                           {fmt("%.1f %%", data_wait_pct), data_wait_pct},
                           fp32_sps > 0 ? number_cell(agg.samples_per_s / fp32_sps, "%.2fx") : missing_cell()});
+    if (const std::string note = divergence_note(label, v); !note.empty()) table.notes.push_back(note);
   }
   return table;
 }

@@ -51,15 +51,20 @@ std::vector<std::string> child_args(const std::string& spec_path, const std::str
 // The child's record as it wrote it, or one whose error says how the child ended and its last words.
 VariantRecord outcome_record_as_written(const VariantSpec& spec, const ChildOutcome& outcome,
                                         const std::string& record_path, const std::string& log_path) {
+  std::string unreadable;  // why the record the child wrote could not be read, if it could not
   if (!outcome.timed_out && !outcome.interrupted && fs::exists(record_path)) {
     try {
       return read_variant_record(record_path);
-    } catch (const InputError&) {
-      // fall through: an unreadable record is reported like a missing one
+    } catch (const std::exception& e) {
+      unreadable = e.what();
     }
   }
   VariantRecord failed;
   failed.spec = spec;
+  if (!unreadable.empty()) {  // the child's own words would be unrelated: say what failed
+    failed.error = "the variant's record " + record_path + " could not be read: " + unreadable.substr(0, 300);
+    return failed;
+  }
   std::string last_words = last_line_of(log_path);
   failed.error = "variant process " + outcome.describe() +
                  (last_words.empty() ? "" : ": " + last_words.substr(0, 300));
