@@ -292,7 +292,7 @@ TEST(CliFormatTest, HistoryDiagnoseCompareAndListPrintJsonAndMarkdownInProcess) 
   EXPECT_EQ(history["runs"][2]["best"], "workers=0 pin=off batch=64");
   EXPECT_NEAR(history["runs"][2]["samples_per_s"].get<double>(), 422.4, 0.05);
   expect_markdown_table(run("history --results " + kPrevious + " --format markdown"),
-                        "| run | kind | best | samples/s | verdict |");
+                        "| run | kind | best | ranks x thr | samples/s | verdict |");
 
   const std::string out = fresh_dir("diagnose_formats");
   const nlohmann::json diagnosis =

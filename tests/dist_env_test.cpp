@@ -14,11 +14,11 @@ using Variables = std::vector<std::pair<std::string, std::string>>;
 
 struct ScopedEnv {
   explicit ScopedEnv(const Variables& vars) {
-    for (const char* name : {"WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"}) ::unsetenv(name);
+    for (const char* name : {"WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) ::unsetenv(name);
     for (const auto& [k, v] : vars) ::setenv(k.c_str(), v.c_str(), 1);
   }
   ~ScopedEnv() {
-    for (const char* name : {"WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"}) ::unsetenv(name);
+    for (const char* name : {"WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) ::unsetenv(name);
   }
 };
 
@@ -29,6 +29,28 @@ void expect_error_naming(const std::string& variable) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find(variable), std::string::npos) << e.what();
   }
+}
+
+TEST(DistEnvTest, RanksOnOneMachineShareItsCoresByDefault) {
+  EXPECT_EQ(default_threads_per_rank(2, 1), 0);   // one process: LibTorch's own default
+  EXPECT_EQ(default_threads_per_rank(2, 2), 1);   // --nproc 2 on 2 cores: 2 x 1, not 2 x 2
+  EXPECT_EQ(default_threads_per_rank(16, 3), 5);  // 3 x 5 = 15 <= 16
+  EXPECT_EQ(default_threads_per_rank(2, 4), 1);   // more ranks than cores: at least one thread each
+  EXPECT_GE(usable_cores(), 1);
+  {
+    ScopedEnv none(Variables{});
+    EXPECT_EQ(local_ranks_from_environment(), 1);
+  }
+  {
+    ScopedEnv nproc(Variables{{"WORLD_SIZE", "2"}});  // trainlab --nproc 2: every rank on this machine
+    EXPECT_EQ(local_ranks_from_environment(), 2);
+  }
+  {
+    ScopedEnv nodes({{"WORLD_SIZE", "8"}, {"LOCAL_WORLD_SIZE", "4"}});  // torchrun, 2 machines x 4
+    EXPECT_EQ(local_ranks_from_environment(), 4);
+  }
+  ScopedEnv bad(Variables{{"LOCAL_WORLD_SIZE", "zero"}});
+  EXPECT_THROW(local_ranks_from_environment(), InputError);
 }
 
 TEST(DistEnvTest, SingleProcessWithoutVariables) {

@@ -93,10 +93,12 @@ TEST(PreviousResultsTest, CompareAndHistoryOpenThem) {
   EXPECT_EQ(entries[2].headline, "workers=0 pin=off batch=64 422.4 samples/s");
   EXPECT_EQ(entries[3].headline, "fp32 16407.6 samples/s");
   const std::string table = render_history(kPrevious.string());
-  for (const char* line : {"20261124-014008-mlp-baseline  baseline  fp32+compiled                 74277.7  model compute (low)",
-                           "20261124-014015-mlp-ab        ab        B: workers=1                  57349.2  B/A 0.60x",
-                           "20261124-014018-vision-sweep  sweep     workers=0 pin=off batch=64      422.4  -",
-                           "20261124-014025-mlp-run       run       fp32                          16407.6  -"}) {
+  // The ranks x intra-op threads column: the previous version's 2-rank run kept LibTorch's 2 threads
+  // per rank on 2 cores (oversubscribed), which the table now shows.
+  for (const char* line : {"20261124-014008-mlp-baseline  baseline  fp32+compiled            1x2    74277.7  model compute (low)",
+                           "20261124-014015-mlp-ab        ab        B: workers=1             1x2    57349.2  B/A 0.60x",
+                           "20261124-014018-vision-sweep  sweep     workers=0 pin..          1x2      422.4  -",
+                           "20261124-014025-mlp-run       run       fp32                     2x2    16407.6  -"}) {
     EXPECT_NE(table.find(line), std::string::npos) << line << "\nin\n" << table;
   }
   std::istringstream in(table);

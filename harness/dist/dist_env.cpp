@@ -1,12 +1,15 @@
-// Environment variables -> DistEnv, with one clear error per bad value; a free port via bind(0).
+// Environment variables -> DistEnv, with one clear error per bad value; a free port via bind(0);
+// the cores this process may use and how many threads each local rank gets by default.
 #include "harness/dist/dist_env.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <future>
@@ -61,6 +64,25 @@ DistEnv dist_env_from_environment() {
   env.master_addr = addr;
   env.master_port = int_variable("MASTER_PORT", 1, 65535);
   return env;
+}
+
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+int local_ranks_from_environment() {
+  for (const char* name : {"LOCAL_WORLD_SIZE", "WORLD_SIZE"}) {
+    if (get(name) != nullptr) return int_variable(name, 1, 4096);
+  }
+  return 1;
+}
+
+int default_threads_per_rank(int cores, int local_ranks) {
+  if (local_ranks <= 1) return 0;
+  return std::max(1, cores / local_ranks);
 }
 
 void check_master_addr(const std::string& master_addr, double timeout_s) {

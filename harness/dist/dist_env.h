@@ -34,4 +34,17 @@ void check_master_addr(const std::string& master_addr, double timeout_s);
 // A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, read back, closed).
 int find_free_port();
 
+// The cores this process may run on (its CPU affinity: taskset and cpusets count), at least 1.
+int usable_cores();
+
+// The ranks that share this machine: LOCAL_WORLD_SIZE (torchrun, several machines), else
+// WORLD_SIZE (trainlab --nproc: every rank is local), else 1.
+int local_ranks_from_environment();
+
+// Intra-op threads for each rank when the user chose none: the cores divided among the ranks on
+// this machine, at least 1 each, so ranks x threads never exceed the cores (two ranks with two
+// threads each on two cores ran at 0.37x of one thread each). 0 (LibTorch's own default) for a
+// single local process.
+int default_threads_per_rank(int cores, int local_ranks);
+
 }  // namespace trainlab

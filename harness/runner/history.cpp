@@ -22,6 +22,12 @@ namespace trainlab {
 
 namespace {
 
+// How a variant ran: its ranks and each rank's intra-op threads (0: not recorded).
+void set_layout(const VariantRecord& v, HistoryEntry& e) {
+  e.ranks = v.world_size;
+  if (v.environment.intra_op_threads > 0) e.threads = v.environment.intra_op_threads;
+}
+
 // A run's best variant (the median samples/s over its repetitions; a sweep's variants are its
 // points; an A/B run's B with its A) and the headline line.
 void read_run(const RunRecord& r, HistoryEntry& e) {
@@ -47,11 +53,24 @@ void read_run(const RunRecord& r, HistoryEntry& e) {
     e.headline = "A " + figure("A") + " -> B " + figure("B") + " samples/s" + of_repetitions +
                  ", B: " + (r.details.ab_changes.empty() ? std::string("changed") : r.details.ab_changes);
     e.best = "B: " + (r.details.ab_changes.empty() ? std::string("changed") : r.details.ab_changes);
+    for (const VariantRecord& v : r.variants) {
+      if (v.ok() && v.label == "B") {
+        set_layout(v, e);
+        break;
+      }
+    }
   } else if (!order.empty()) {
     const auto best = std::max_element(order.begin(), order.end(),
                                        [&](const std::string& a, const std::string& b) { return median(a) < median(b); });
     e.best = *best;
     e.samples_per_s = median(*best);
+    for (const VariantRecord& v : r.variants) {  // how it ran: 2 ranks x 2 threads on 2 cores reads apart
+      const std::string key = r.kind == "sweep" ? v.spec.loader_label() + " batch=" + std::to_string(v.spec.batch_size)
+                                                : v.spec.name();
+      if (!v.ok() || key != *best) continue;
+      set_layout(v, e);
+      break;
+    }
     e.headline = *best + " " + figure(*best) + " samples/s" + of_repetitions;
   }
   for (const VariantRecord& v : r.variants) {
@@ -173,6 +192,7 @@ Table history_table(const std::vector<HistoryEntry>& entries, size_t max_width_c
   table.columns = {{"run", "run"},
                    {"kind", "kind", /*left=*/true},
                    {"best", "best", /*left=*/true},
+                   {"ranks x thr", "ranks_x_threads"},
                    {"samples/s", "samples_per_s"},
                    {"verdict", "verdict"}};
   for (const HistoryEntry& e : entries) {
@@ -186,12 +206,15 @@ Table history_table(const std::vector<HistoryEntry>& entries, size_t max_width_c
     if (!e.problem.empty()) verdict = e.problem;
     if (e.failed > 0) verdict += ", " + std::to_string(e.failed) + " failed";
     if (e.interrupted > 0) verdict += ", " + std::to_string(e.interrupted) + " interrupted";
-    table.rows.push_back({text_cell(e.id), text_cell(e.kind), text_cell(best),
+    // "2x1": ranks x intra-op threads per rank ("2x?" where the threads were not recorded).
+    const std::string layout =
+        e.ranks ? std::to_string(*e.ranks) + "x" + (e.threads ? std::to_string(*e.threads) : "?") : "-";
+    table.rows.push_back({text_cell(e.id), text_cell(e.kind), text_cell(best), text_cell(layout),
                           {samples_per_s, e.samples_per_s ? nlohmann::json(*e.samples_per_s) : nlohmann::json(nullptr)},
                           text_cell(verdict)});
   }
   if (max_width_chars == 0) return table;
-  // Too wide: shorten the verdict, then the best variant, then the run id (its middle), each down
+  // Too wide: shorten the best variant, then the verdict, then the run id (its middle), each down
   // to a floor, until the lines fit.
   const auto width_of = [&](size_t column) {
     size_t w = table.columns[column].title.size();
@@ -203,7 +226,7 @@ Table history_table(const std::vector<HistoryEntry>& entries, size_t max_width_c
     for (size_t c = 0; c < table.columns.size(); ++c) sum += width_of(c);
     return sum;
   };
-  const std::pair<size_t, size_t> order[] = {{4, 16}, {2, 14}, {0, 24}, {4, 8}, {2, 8}};  // (column, floor)
+  const std::pair<size_t, size_t> order[] = {{2, 15}, {5, 16}, {0, 24}, {5, 8}, {2, 8}};  // (column, floor)
   for (const auto& [column, floor] : order) {
     const size_t now = total();
     if (now <= max_width_chars) break;
@@ -226,6 +249,8 @@ nlohmann::json history_json(const std::string& results_dir, const std::vector<Hi
                     {"scenario", or_null(e.scenario)},
                     {"has_run_record", e.has_run_record},
                     {"best", or_null(e.best)},
+                    {"ranks", e.ranks ? nlohmann::json(*e.ranks) : nlohmann::json(nullptr)},
+                    {"threads_per_rank", e.threads ? nlohmann::json(*e.threads) : nlohmann::json(nullptr)},
                     {"samples_per_s", optional(e.samples_per_s)},
                     {"a_samples_per_s", optional(e.a_samples_per_s)},
                     {"gain_x", optional(e.gain_x)},

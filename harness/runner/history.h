@@ -26,6 +26,7 @@ struct HistoryEntry {
   std::optional<double> a_samples_per_s; // an A/B run's A
   std::optional<double> gain_x;          // a doctor's best change: samples/s as given x this
   int repetitions = 1;
+  std::optional<int> ranks, threads;     // the best variant's ranks and intra-op threads per rank
   int failed = 0, interrupted = 0;       // variants
   std::string verdict;                   // the diagnosis: "model compute (low)", "inconclusive"; "" none
   std::string headline;                  // the full line: best figure, A -> B, the diagnosis's headline
@@ -35,7 +36,7 @@ struct HistoryEntry {
 // Throws InputError when the folder does not exist; unreadable entries carry their problem.
 std::vector<HistoryEntry> read_history(const std::string& results_dir);
 
-// run, kind, best, samples/s, verdict; with max_width_chars > 0 long values are shortened (".."
+// run, kind, best, ranks, threads, samples/s, verdict; with max_width_chars > 0 long values are shortened (".."
 // where cut) until every line fits.
 Table history_table(const std::vector<HistoryEntry>& entries, size_t max_width_chars);
 nlohmann::json history_json(const std::string& results_dir, const std::vector<HistoryEntry>& entries);

@@ -16,6 +16,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/text.h"
+#include "harness/dist/dist_env.h"
 #include "harness/runner/child_process.h"
 #include "harness/runner/interrupt.h"
 #include "harness/runner/progress_ticker.h"
@@ -140,6 +141,19 @@ void write_progress_record(const LabOutcome& outcome, std::vector<VariantRecord>
 // then, with options.extra_rounds, more rounds while `undecided` says the record cannot be read yet
 // and the next round (as long as the longest so far) fits in options.rounds_budget_s.
 // labels: one per spec ("A", "B") or empty; a label also names the variant's files.
+// Ranks x --threads above this machine's cores: every rank's compute waits for the others' threads.
+void warn_of_oversubscription(const std::vector<VariantSpec>& specs, std::ostream& progress) {
+  const int cores = usable_cores();
+  for (const VariantSpec& spec : specs) {
+    if (spec.nproc <= 1 || spec.threads <= 0 || spec.nproc * spec.threads <= cores) continue;
+    progress << "warning: " << count_noun(spec.nproc, "rank") << " x " << count_noun(spec.threads, "thread") << " = "
+             << spec.nproc * spec.threads << " threads on " << count_noun(cores, "core")
+             << ": oversubscribed, each rank's compute waits for the others' threads (leave --threads out: each "
+             << "rank then gets " << count_noun(std::max(1, cores / spec.nproc), "thread") << ")" << std::endl;
+    return;
+  }
+}
+
 LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& specs, const LabOptions& options,
                            std::ostream& shown_progress, const std::vector<std::string>& labels = {},
                            const std::function<bool(const RunRecord&)>& undecided = nullptr) {
@@ -155,6 +169,7 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
                                          fmt("%.0f s)", options.rounds_budget_s)
                                    : std::string())
            << ", results in " << outcome.run_dir << std::endl;
+  warn_of_oversubscription(specs, progress);
   // Repetitions interleave the variants (A B A B ...), so drift on a shared machine hits each alike.
   const auto lab_start = std::chrono::steady_clock::now();
   ProgressTicker ticker(progress, options.live_progress && !outcome.quiet);

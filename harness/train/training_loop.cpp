@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -672,7 +673,12 @@ void record_peak_memory(const TrainingSetup& t, VariantRecord& record) {
 VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, const std::string& trace_path) {
   VariantRecord record;
   record.spec = spec;
-  if (spec.threads > 0) at::set_num_threads(spec.threads);
+  // --threads; else, where ranks share this machine and OMP_NUM_THREADS says nothing, the cores
+  // divided among them (LibTorch's default gives every rank all of them: oversubscribed).
+  const int threads = spec.threads > 0 || std::getenv("OMP_NUM_THREADS") != nullptr
+                          ? spec.threads
+                          : default_threads_per_rank(usable_cores(), local_ranks_from_environment());
+  if (threads > 0) at::set_num_threads(threads);
   const bool use_cuda = spec.device != DeviceChoice::kCpu && cuda_usable();
   const SessionOptions profiler_options = profiler_options_for(spec, use_cuda);
   Session profiler(profiler_options);
