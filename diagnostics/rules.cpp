@@ -684,9 +684,38 @@ std::optional<Finding> host_syncs(const Summary& s, const Thresholds& t) {
   return f;
 }
 
+// Ranks x intra-op threads above the machine's cores, on CPU: every rank's GEMMs wait for threads
+// the other ranks hold. (A merged run's ranks ran on one machine: --nproc; torchrun's several
+// machines keep a record per machine.)
+bool oversubscribed(const Summary& s) {
+  return !s.on_gpu && s.world_size > 1 && s.intra_op_threads && s.logical_cores > 0 &&
+         s.world_size * *s.intra_op_threads > s.logical_cores;
+}
+
+// 13b. Oversubscribed ranks: what reads as compute is threads waiting for cores.
+std::optional<Finding> oversubscription(const Summary& s, const Thresholds&) {
+  if (!oversubscribed(s) || !has_steps(s)) return std::nullopt;
+  Finding f = make("oversubscription", Severity::kHigh, Suspect::kFrameworkOverhead);
+  const int threads = s.world_size * *s.intra_op_threads;
+  f.evidence.push_back({"rank_threads", static_cast<double>(threads), static_cast<double>(s.logical_cores), "count"});
+  f.title = count_noun(s.world_size, "rank") + " x " + count_noun(*s.intra_op_threads, "thread") + " = " +
+            std::to_string(threads) + " threads on " + count_noun(s.logical_cores, "core") +
+            ": oversubscribed, so the compute share counts threads waiting for cores";
+  const int fair = std::max(1, s.logical_cores / s.world_size);
+  f.recommendation = in_users_words(
+      s, format_text("Give each rank %d intra-op thread%s (--threads %d, or leave --threads out: trainlab divides the "
+                     "cores among the ranks).", fair, fair == 1 ? "" : "s", fair),
+      format_text("Set torch.set_num_threads(%d) in each rank (or OMP_NUM_THREADS=%d, as torchrun does with 1).",
+                  fair, fair));
+  f.change = "fewer_threads";
+  f.times_fired = f.data_points = step_count(s);
+  return f;
+}
+
 // 14. fp32 compute on a compute-heavy step: bf16 autocast left on the table.
 std::optional<Finding> precision(const Summary& s, const Thresholds& t) {
   if (s.compute_dtype != "fp32" || !has_steps(s)) return std::nullopt;
+  if (oversubscribed(s)) return std::nullopt;  // the compute share is threads waiting for cores, not GEMMs
   const double compute_min = t.value("precision.compute_pct");
   const double fp32_min = t.value("precision.fp32_share_pct");
   if (s.shares.compute_pct < compute_min) return std::nullopt;
@@ -894,6 +923,7 @@ const std::vector<std::pair<std::string, Rule>>& rules() {
       {"rank_imbalance", rank_imbalance},
       {"dispatch_overhead", dispatch_overhead},
       {"host_syncs", host_syncs},
+      {"oversubscription", oversubscription},
       {"precision", precision},
       {"gemm_alignment", gemm_alignment},
       {"initialisation_time", initialisation_time},

@@ -638,6 +638,7 @@ nlohmann::json to_json(const Summary& s) {
           {"data_busy_ms", opt(s.data_busy_ms)},
           {"dataloader_next_ms", opt(s.dataloader_next_ms)},
           {"world_size", s.world_size},
+          {"intra_op_threads", opt(s.intra_op_threads)},
           {"rank", s.rank},
           {"comm_total_pct", opt(s.comm_total_pct)},
           {"rank_step_p50_ms", s.rank_step_p50_ms},

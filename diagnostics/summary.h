@@ -103,6 +103,7 @@ struct Summary {
   // --- data parallel
   int world_size = 1;
   int rank = 0;
+  std::optional<int> intra_op_threads;        // each rank's (records: LibTorch's threads in the child)
   std::optional<double> comm_total_pct;       // all-reduce time, hidden or not
   std::vector<double> rank_step_p50_ms;       // merged runs: one per rank
   std::optional<double> rank_spread_pct;      // (slowest - fastest) / fastest step p50

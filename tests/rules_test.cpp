@@ -74,7 +74,8 @@ TEST(RulesTest, RuleIdsAreStableAndUnique) {
   const std::vector<std::string> expected = {
       "input_bound",  "low_device_utilisation", "cpu_bottleneck",      "io_bottleneck",       "loader_settings",
       "batch_too_small", "memory_growth",       "step_outliers",       "periodic_slow_steps", "exposed_communication",
-      "rank_imbalance", "dispatch_overhead",    "host_syncs",          "precision",           "gemm_alignment",
+      "rank_imbalance", "dispatch_overhead",    "host_syncs",          "oversubscription",    "precision",
+      "gemm_alignment",
       "initialisation_time", "non_finite_loss", "gradient_norm",       "model_compute"};
   EXPECT_EQ(rule_ids(), expected);
 }
@@ -687,6 +688,37 @@ TEST(RulesTest, HostSyncs) {
   EXPECT_FALSE(find(s, "host_syncs"));
   s.host_syncs_per_step.reset();
   EXPECT_FALSE(find(s, "host_syncs"));
+}
+
+// --- 13b. oversubscription
+
+TEST(RulesTest, OversubscribedRanksAreNamedAndTakePrecisionsPlace) {
+  Summary s = quiet();
+  s.compute_dtype = "fp32";
+  s.shares = {0, 0, 90, 0, 5, 5};
+  s.fp32_op_share_pct = 95;
+  s.logical_cores = 2;
+  s.world_size = 2;
+  s.intra_op_threads = 2;  // 2 ranks x 2 threads on 2 cores
+  auto f = find(s, "oversubscription");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, Severity::kHigh);
+  EXPECT_EQ(f->suspect, Suspect::kFrameworkOverhead);
+  EXPECT_EQ(f->change, "fewer_threads");
+  EXPECT_EQ(evidence(*f, "rank_threads")->value, 4);
+  EXPECT_EQ(evidence(*f, "rank_threads")->threshold, 2);
+  EXPECT_NE(f->title.find("2 ranks x 2 threads = 4 threads on 2 cores"), std::string::npos) << f->title;
+  EXPECT_FALSE(find(s, "precision"));  // the compute share is threads waiting, not GEMMs bf16 would speed up
+
+  s.intra_op_threads = 1;  // 2 x 1 on 2 cores: fits
+  EXPECT_FALSE(find(s, "oversubscription"));
+  EXPECT_TRUE(find(s, "precision"));
+  s.intra_op_threads = 2;
+  s.world_size = 1;  // one process with all the cores: LibTorch's default
+  EXPECT_FALSE(find(s, "oversubscription"));
+  s.world_size = 2;
+  s.on_gpu = true;  // GPU ranks: the host threads feed kernels
+  EXPECT_FALSE(find(s, "oversubscription"));
 }
 
 // --- 14. precision

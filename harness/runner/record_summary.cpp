@@ -80,6 +80,7 @@ Summary summarise_variant(const VariantRecord& measured, const std::string& scen
   s.world_size = record.world_size;
   s.peak_memory_bytes = record.peak_memory_bytes;
   s.logical_cores = record.environment.logical_cores;
+  if (record.environment.intra_op_threads > 0) s.intra_op_threads = record.environment.intra_op_threads;
   s.compute_dtype = record.spec.precision == Precision::kBf16 ? "bf16" : "fp32";
   s.steps_from = "record";
 
