@@ -20,6 +20,7 @@
 #include "core/run_record.h"
 #include "diagnostics/diagnosis.h"
 #include "harness/runner/history.h"
+#include "harness/runner/lab.h"
 
 namespace trainlab {
 namespace {
@@ -141,6 +142,34 @@ TEST(HostileInputTest, AFileNameThatIsNotUtf8IsDiagnosedAndItsFolderNameIsPortab
   EXPECT_NE(made[0].filename().string().find("-bad__-diagnose"), std::string::npos) << made[0];
   const DiagnosisFile written = read_diagnosis_file((made[0] / "diagnosis.json").string());
   EXPECT_NE(written.input.find("bad\xef\xbf\xbd"), std::string::npos) << written.input;  // U+FFFD
+}
+
+// Issue 31: a 250-character trace file name made a run folder name over the file system's 255
+// ("File name too long"); the name is cut, and a hash keeps two such names apart.
+TEST(HostileInputTest, ATraceWithA250CharacterNameGetsAShortRunFolderOfItsOwn) {
+  const fs::path dir = fresh_dir("long_name");
+  const std::string suffix = ".pt.trace.json";
+  const fs::path first = dir / (std::string(250 - suffix.size() - 1, 'a') + "1" + suffix);
+  const fs::path second = dir / (std::string(250 - suffix.size() - 1, 'a') + "2" + suffix);
+  ASSERT_EQ(first.filename().string().size(), 250u);
+  write(first, small_trace("\"cpu\""));
+  write(second, small_trace("\"cpu\""));
+  const fs::path results = dir / "results";
+  std::vector<std::string> names;  // the run folders' names without their time stamps
+  for (const fs::path& trace : {first, second}) {
+    const CliResult r = run({"diagnose", trace.string(), "--results", results.string()});
+    ASSERT_EQ(r.status, 0) << r.err;
+    const size_t at = r.out.find("Diagnosis: ");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const fs::path made = fs::path(r.out.substr(at + 11, r.out.find(", report") - at - 11)).parent_path();
+    EXPECT_TRUE(fs::exists(made / "report.html")) << made;
+    const std::string name = made.filename().string();
+    EXPECT_LE(name.size(), 16 + kMaxRunNameChars + std::string("-diagnose").size() + 4) << name;
+    EXPECT_EQ(name.find("-aaaa"), 15u) << name;  // YYYYmmdd-HHMMSS-aaa...
+    EXPECT_NE(name.find("-diagnose"), std::string::npos) << name;
+    names.push_back(name.substr(16, name.find("-diagnose") - 16));
+  }
+  EXPECT_NE(names[0], names[1]);
 }
 
 TEST(HostileInputTest, AThresholdsFileIsCheckedForTypesRangesAndKeys) {
