@@ -102,7 +102,8 @@ std::string render_diagnosis_text(const Diagnosis& d) {
 }
 
 nlohmann::json diagnosis_document(const std::vector<Diagnosis>& diagnoses, const std::string& input,
-                                  const std::string& created_utc, const std::vector<std::string>& gate_reasons) {
+                                  const std::string& created_utc, const std::vector<std::string>& gate_reasons,
+                                  const std::vector<UnreadableTrace>& unreadable_traces) {
   nlohmann::json entries = nlohmann::json::array();
   for (const Diagnosis& d : diagnoses) {
     nlohmann::json findings = nlohmann::json::array();
@@ -112,14 +113,20 @@ nlohmann::json diagnosis_document(const std::vector<Diagnosis>& diagnoses, const
                        {"findings", findings},
                        {"verdict", to_json(d.verdict)}});
   }
-  return {{"schema_version", kDiagnosisSchemaVersion},
-          {"tool", "trainlab"},
-          {"kind", "diagnosis"},
-          {"input", input},
-          {"created_utc", created_utc},
-          {"gate_failed", !gate_reasons.empty()},
-          {"gate_reasons", gate_reasons},
-          {"diagnoses", entries}};
+  nlohmann::json document = {{"schema_version", kDiagnosisSchemaVersion},
+                              {"tool", "trainlab"},
+                              {"kind", "diagnosis"},
+                              {"input", input},
+                              {"created_utc", created_utc},
+                              {"gate_failed", !gate_reasons.empty()},
+                              {"gate_reasons", gate_reasons},
+                              {"diagnoses", entries}};
+  if (!unreadable_traces.empty()) {
+    nlohmann::json skipped = nlohmann::json::array();
+    for (const UnreadableTrace& t : unreadable_traces) skipped.push_back({{"file", t.file}, {"reason", t.reason}});
+    document["unreadable_traces"] = skipped;
+  }
+  return document;
 }
 
 DiagnosisFile diagnosis_file_from_json(const nlohmann::json& j) {

@@ -40,10 +40,19 @@ std::vector<std::string> gate_reasons(const std::vector<Diagnosis>& diagnoses, c
 // The terminal summary of one diagnosis (verdict, attribution, findings, actions).
 std::string render_diagnosis_text(const Diagnosis& diagnosis);
 
+// A trace of a folder of rank traces that could not be read, so was not diagnosed: its file name
+// and why (the import's error, without the path).
+struct UnreadableTrace {
+  std::string file;
+  std::string reason;
+};
+
 // diagnosis.json: {schema_version, tool, kind, input, created_utc, gate_failed, gate_reasons,
-// diagnoses: [{label, summary, findings, verdict}]}.
+// diagnoses: [{label, summary, findings, verdict}]}, and unreadable_traces: [{file, reason}] when
+// some of a folder's traces were skipped.
 nlohmann::json diagnosis_document(const std::vector<Diagnosis>& diagnoses, const std::string& input,
-                                  const std::string& created_utc, const std::vector<std::string>& gate_reasons);
+                                  const std::string& created_utc, const std::vector<std::string>& gate_reasons,
+                                  const std::vector<UnreadableTrace>& unreadable_traces = {});
 
 // diagnosis.json read back: per diagnosis, the verdict's words and its actions, and the findings.
 struct FindingLine {

@@ -1,11 +1,15 @@
 // End-to-end diagnosis: `trainlab diagnose` on traces written by PyTorch itself (the repo's script
 // run with the Python torch the build uses), on the sample traces in ../shared/traces (figures their
-// README publishes), on a fresh trainlab run folder, gating with --fail-on, and bad input.
+// README publishes), on a fresh trainlab run folder, gating with --fail-on, bad input, and the
+// memory a folder of rank traces takes.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <iostream>
 #include <map>
 
 #include "e2e_support.h"
@@ -69,6 +73,36 @@ TEST(DiagnoseE2E, ResNet50TraceMatchesTheTensorBoardPluginBreakdown) {
   EXPECT_NEAR(d["summary"]["step_ms_stats"]["mean"].get<double>(), 141.068, 141.068 * 0.02);
   EXPECT_EQ(d["summary"]["steps"].get<int>(), 6);
   EXPECT_NE(d["verdict"]["primary"], "data_pipeline");  // "not data-bound"
+}
+
+// Peak resident memory (KiB) of `trainlab diagnose FOLDER --out OUT`, from that child's own rusage.
+long diagnose_peak_rss_kib(const std::string& folder, const std::string& out) {
+  const pid_t pid = spawn_trainlab({"diagnose", folder, "--out", out}, out + ".out", out + ".err");
+  int status = 0;
+  struct rusage usage {};
+  EXPECT_EQ(::wait4(pid, &status, 0, &usage), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(out + ".err");
+  return usage.ru_maxrss;
+}
+
+// Issue 31: a folder's rank traces are read one at a time, each rank's events dropped once it is
+// summarised: 8 ResNet-sized ranks take about the memory of one (they took 8 times as much).
+TEST(DiagnoseE2E, MemoryForAFolderOfRanksDoesNotGrowWithTheRankCount) {
+  const std::string trace = std::string(TRAINLAB_SAMPLE_TRACES_DIR) + "/resnet50_v100_workers4.pt.trace.json.gz";
+  const std::string dir = ::testing::TempDir() + "/trainlab_rank_memory";
+  fs::remove_all(dir);
+  for (const int ranks : {1, 8}) {
+    fs::create_directories(dir + "/ranks" + std::to_string(ranks));
+    for (int rank = 0; rank < ranks; ++rank) {
+      fs::create_symlink(fs::absolute(trace), dir + "/ranks" + std::to_string(ranks) + "/rank" +
+                                                  std::to_string(rank) + ".pt.trace.json.gz");
+    }
+  }
+  const long one_kib = diagnose_peak_rss_kib(dir + "/ranks1", dir + "/out1");
+  const long eight_kib = diagnose_peak_rss_kib(dir + "/ranks8", dir + "/out8");
+  std::cout << "[memory] diagnose peak RSS: 1 rank " << one_kib << " KiB, 8 ranks " << eight_kib << " KiB\n";
+  EXPECT_LT(eight_kib, one_kib * 3 / 2);
+  EXPECT_EQ(read_json(dir + "/out8/diagnosis.json")["diagnoses"].size(), 8u);
 }
 
 TEST(DiagnoseE2E, SingleGpuTraceIsComputeBound) {

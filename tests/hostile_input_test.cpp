@@ -15,11 +15,14 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli_in_process.h"
 #include "core/errors.h"
 #include "core/run_record.h"
 #include "diagnostics/diagnosis.h"
 #include "harness/runner/history.h"
+#include "harness/runner/lab.h"
 
 namespace trainlab {
 namespace {
@@ -141,6 +144,82 @@ TEST(HostileInputTest, AFileNameThatIsNotUtf8IsDiagnosedAndItsFolderNameIsPortab
   EXPECT_NE(made[0].filename().string().find("-bad__-diagnose"), std::string::npos) << made[0];
   const DiagnosisFile written = read_diagnosis_file((made[0] / "diagnosis.json").string());
   EXPECT_NE(written.input.find("bad\xef\xbf\xbd"), std::string::npos) << written.input;  // U+FFFD
+}
+
+// small_trace's steps as rank `rank` of `world_size` (PyTorch's distributedInfo).
+std::string rank_trace(int rank, int world_size) {
+  return R"({"distributedInfo":{"backend":"gloo","rank":)" + std::to_string(rank) + R"(,"world_size":)" +
+         std::to_string(world_size) + "}," + small_trace("\"cpu\"").substr(1);
+}
+
+nlohmann::json read_json_file(const fs::path& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in, nullptr, false);
+}
+
+// Issue 31: one truncated rank trace in a folder no longer fails the whole job: the readable ranks
+// are diagnosed, the bad one is named with its reason (terminal and diagnosis.json), exit 0.
+TEST(HostileInputTest, AFolderWithATruncatedRankDiagnosesTheOtherRanksAndNamesIt) {
+  const fs::path dir = fresh_dir("truncated_rank");
+  fs::create_directories(dir / "traces");
+  write(dir / "traces" / "rank0.pt.trace.json", rank_trace(0, 3));
+  write(dir / "traces" / "rank1.pt.trace.json", rank_trace(1, 3));
+  const std::string whole = rank_trace(2, 3);
+  write(dir / "traces" / "rank2.pt.trace.json", whole.substr(0, whole.find("},{") + 2));  // cut after an event
+  const CliResult r = run({"diagnose", (dir / "traces").string(), "--out", (dir / "out").string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("(rank 1 of 3)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nNot diagnosed: rank2.pt.trace.json: truncated JSON"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("job view incomplete: 1 of 3 trace files could not be read"), std::string::npos) << r.out;
+
+  const nlohmann::json doc = read_json_file(dir / "out" / "diagnosis.json");
+  ASSERT_EQ(doc["diagnoses"].size(), 2u);
+  EXPECT_EQ(doc["diagnoses"][0]["summary"]["rank"], 0);
+  EXPECT_EQ(doc["diagnoses"][1]["summary"]["rank"], 1);
+  EXPECT_EQ(doc["diagnoses"][1]["summary"]["rank_step_p50_ms"].size(), 2u);  // the spread over the two read
+  ASSERT_EQ(doc["unreadable_traces"].size(), 1u);
+  EXPECT_EQ(doc["unreadable_traces"][0]["file"], "rank2.pt.trace.json");
+  EXPECT_EQ(doc["unreadable_traces"][0]["reason"].get<std::string>().rfind("truncated JSON", 0), 0u) << doc.dump();
+  // --format json says the same.
+  const CliResult as_json =
+      run({"diagnose", (dir / "traces").string(), "--out", (dir / "out").string(), "--format", "json"});
+  ASSERT_EQ(as_json.status, 0) << as_json.err;
+  EXPECT_EQ(nlohmann::json::parse(as_json.out)["unreadable_traces"], doc["unreadable_traces"]);
+
+  // No readable trace at all: bad input, one line naming the first bad file.
+  fs::remove(dir / "traces" / "rank0.pt.trace.json");
+  fs::remove(dir / "traces" / "rank1.pt.trace.json");
+  write(dir / "traces" / "rank0.pt.trace.json", "");
+  expect_one_line(run({"diagnose", (dir / "traces").string(), "--out", (dir / "out2").string()}),
+                  "none of its 2 trace files could be read; the first, rank0.pt.trace.json: ");
+}
+
+// Issue 31: a 250-character trace file name made a run folder name over the file system's 255
+// ("File name too long"); the name is cut, and a hash keeps two such names apart.
+TEST(HostileInputTest, ATraceWithA250CharacterNameGetsAShortRunFolderOfItsOwn) {
+  const fs::path dir = fresh_dir("long_name");
+  const std::string suffix = ".pt.trace.json";
+  const fs::path first = dir / (std::string(250 - suffix.size() - 1, 'a') + "1" + suffix);
+  const fs::path second = dir / (std::string(250 - suffix.size() - 1, 'a') + "2" + suffix);
+  ASSERT_EQ(first.filename().string().size(), 250u);
+  write(first, small_trace("\"cpu\""));
+  write(second, small_trace("\"cpu\""));
+  const fs::path results = dir / "results";
+  std::vector<std::string> names;  // the run folders' names without their time stamps
+  for (const fs::path& trace : {first, second}) {
+    const CliResult r = run({"diagnose", trace.string(), "--results", results.string()});
+    ASSERT_EQ(r.status, 0) << r.err;
+    const size_t at = r.out.find("Diagnosis: ");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const fs::path made = fs::path(r.out.substr(at + 11, r.out.find(", report") - at - 11)).parent_path();
+    EXPECT_TRUE(fs::exists(made / "report.html")) << made;
+    const std::string name = made.filename().string();
+    EXPECT_LE(name.size(), 16 + kMaxRunNameChars + std::string("-diagnose").size() + 4) << name;
+    EXPECT_EQ(name.find("-aaaa"), 15u) << name;  // YYYYmmdd-HHMMSS-aaa...
+    EXPECT_NE(name.find("-diagnose"), std::string::npos) << name;
+    names.push_back(name.substr(16, name.find("-diagnose") - 16));
+  }
+  EXPECT_NE(names[0], names[1]);
 }
 
 TEST(HostileInputTest, AThresholdsFileIsCheckedForTypesRangesAndKeys) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "diagnostics/report_html.h"
@@ -72,13 +73,14 @@ std::vector<std::pair<double, double>> step_marks_of(const Summary& s, const Var
   return marks;
 }
 
+// `timelines`: the system metrics of the first input that has a profile (the report's charts).
 void write_outputs(DiagnoseOutcome& outcome, const std::string& input, const nlohmann::json& environment,
-                   const std::vector<const Profile*>& profiles, const VariantRecord* first_record,
+                   std::vector<ReportTimeline> timelines, const VariantRecord* first_record,
                    const std::vector<std::string>& traces) {
   ensure_writable_dir(outcome.out_dir);
   write_file_atomically(outcome.out_dir + "/diagnosis.json",
                         json_text(diagnosis_document(outcome.diagnoses, input, utc_now("%Y-%m-%dT%H:%M:%SZ"),
-                                                     outcome.gate_reasons),
+                                                     outcome.gate_reasons, outcome.unreadable_traces),
                                   2) +
                             "\n");
   // The report shows the first diagnosis (the first variant, or rank 0) with every rank's summary.
@@ -91,7 +93,7 @@ void write_outputs(DiagnoseOutcome& outcome, const std::string& input, const nlo
   report.summary = &main.summary;
   report.findings = &main.findings;
   report.verdict = &main.verdict;
-  report.timelines = timelines_of(profiles.empty() ? nullptr : profiles.front());
+  report.timelines = std::move(timelines);
   report.step_marks = step_marks_of(main.summary, first_record);
   report.environment = environment;
   report.traces = traces;
@@ -112,6 +114,51 @@ nlohmann::json environment_of(const Environment& env, const VariantRecord& v) {
           {"git revision", env.git_revision}};
 }
 
+// The traces of a file or folder, one at a time: each imported, summarised and diagnosed, its events
+// dropped before the next is read, so memory does not grow with the number of ranks.
+struct RankDiagnoses {
+  std::vector<Diagnosis> diagnoses;              // in the traces' order
+  std::vector<fs::path> read;                    // the traces diagnosed
+  std::vector<ReportTimeline> first_timelines;   // the system metrics of the first trace read
+  std::vector<UnreadableTrace> unreadable;       // the traces skipped, with why
+};
+
+// The reason in an import error, without the path it starts with (the file is named beside it).
+std::string reason_without_path(const std::string& message, const fs::path& trace) {
+  const std::string prefix = trace.string() + ": ";
+  return message.rfind(prefix, 0) == 0 ? message.substr(prefix.size()) : message;
+}
+
+RankDiagnoses diagnose_traces(const std::vector<fs::path>& traces, const Thresholds& thresholds,
+                              bool skip_unreadable) {
+  RankDiagnoses out;
+  for (const fs::path& trace : traces) {
+    try {
+      const TraceImport imported = import_trace(trace.string());
+      Summary s = summarise_trace(imported.profile, imported.metadata, trace.filename().string());
+      for (const std::string& w : imported.warnings) s.notes.push_back(w);
+      if (out.read.empty()) out.first_timelines = timelines_of(&imported.profile);
+      out.diagnoses.push_back(diagnose_summary(std::move(s), thresholds));
+      out.read.push_back(trace);
+    } catch (const InputError& e) {
+      if (!skip_unreadable) throw;
+      out.unreadable.push_back({trace.filename().string(), reason_without_path(e.what(), trace)});
+    }
+  }
+  return out;
+}
+
+// With some of a folder's traces unreadable, every diagnosis says the job view is partial.
+void note_incomplete_job(DiagnoseOutcome& outcome, size_t trace_count) {
+  if (outcome.unreadable_traces.empty()) return;
+  const std::string note = "job view incomplete: " + std::to_string(outcome.unreadable_traces.size()) + " of " +
+                           std::to_string(trace_count) +
+                           " trace files could not be read (each named as not diagnosed, in diagnosis.json "
+                           "unreadable_traces); the rank comparison covers the " +
+                           std::to_string(outcome.diagnoses.size()) + " that could";
+  for (Diagnosis& d : outcome.diagnoses) d.summary.notes.push_back(note);
+}
+
 }  // namespace
 
 DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir,
@@ -121,29 +168,29 @@ DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir
   outcome.from_run_record = true;
   if (!record.variants.empty()) outcome.spec = record.variants.front().spec;
   outcome.out_dir = options.out_dir.empty() ? run_dir : options.out_dir;
-  std::vector<Profile> profiles;
-  profiles.reserve(record.variants.size());
-  std::vector<const Profile*> profile_ptrs;
+  // One variant's trace in memory at a time; the report keeps the first one's system metrics.
+  std::vector<ReportTimeline> timelines;
+  bool have_timelines = false;
   std::vector<std::string> traces;  // as the report (in the run folder) links them
   for (const VariantRecord& v : record.variants) {
-    const Profile* profile = nullptr;
+    std::optional<Profile> profile;
     if (!v.profile.trace.empty()) {
       const std::string trace = trace_path_in_run(run_dir, v);
       traces.push_back(trace.substr(run_dir.size() + 1));
       std::error_code ec;
-      if (fs::exists(trace, ec)) {
-        profiles.push_back(import_trace(trace).profile);
-        profile = &profiles.back();
-      }
+      if (fs::exists(trace, ec)) profile = import_trace(trace).profile;
     }
-    if (profile != nullptr) profile_ptrs.push_back(profile);
-    outcome.diagnoses.push_back(
-        diagnose_summary(summarise_variant(v, record.scenario, profile), *options.thresholds));
+    if (profile && !have_timelines) {
+      timelines = timelines_of(&*profile);
+      have_timelines = true;
+    }
+    outcome.diagnoses.push_back(diagnose_summary(
+        summarise_variant(v, record.scenario, profile ? &*profile : nullptr), *options.thresholds));
   }
   if (outcome.diagnoses.empty()) throw InputError(run_dir + ": the run has no variants to diagnose");
   outcome.gate_reasons = gate_reasons(outcome.diagnoses, options.fail_on);
   outcome.gate_failed = !outcome.gate_reasons.empty();
-  write_outputs(outcome, run_dir, environment_of(record.environment, record.variants.front()), profile_ptrs,
+  write_outputs(outcome, run_dir, environment_of(record.environment, record.variants.front()), std::move(timelines),
                 &record.variants.front(), options.out_dir.empty() ? traces : std::vector<std::string>{});
   return outcome;
 }
@@ -183,14 +230,15 @@ DiagnoseOutcome diagnose_path(const std::string& path, const DiagnoseOptions& op
   }
   DiagnoseOutcome outcome;
   outcome.input = path;
-  std::vector<TraceImport> imports;
-  imports.reserve(traces.size());
-  for (const fs::path& trace : traces) {
-    imports.push_back(import_trace(trace.string()));
-    Summary s = summarise_trace(imports.back().profile, imports.back().metadata, trace.filename().string());
-    for (const std::string& w : imports.back().warnings) s.notes.push_back(w);
-    outcome.diagnoses.push_back(diagnose_summary(std::move(s), *options.thresholds));
+  // A folder's unreadable traces are named and skipped; a single trace file that does not read is bad input.
+  RankDiagnoses ranks = diagnose_traces(traces, *options.thresholds, /*skip_unreadable=*/is_folder);
+  if (ranks.diagnoses.empty()) {
+    throw InputError(path + ": none of its " + std::to_string(traces.size()) +
+                     " trace files could be read; the first, " + ranks.unreadable.front().file + ": " +
+                     ranks.unreadable.front().reason);
   }
+  outcome.diagnoses = std::move(ranks.diagnoses);
+  outcome.unreadable_traces = std::move(ranks.unreadable);
   // Ranks in rank order when the traces say which they are.
   std::stable_sort(outcome.diagnoses.begin(), outcome.diagnoses.end(),
                    [](const Diagnosis& a, const Diagnosis& b) { return a.summary.rank < b.summary.rank; });
@@ -198,6 +246,7 @@ DiagnoseOutcome diagnose_path(const std::string& path, const DiagnoseOptions& op
     add_rank_spread(outcome.diagnoses);
     for (Diagnosis& d : outcome.diagnoses) d = diagnose_summary(std::move(d.summary), *options.thresholds);
   }
+  note_incomplete_job(outcome, traces.size());
   outcome.gate_reasons = gate_reasons(outcome.diagnoses, options.fail_on);
   outcome.gate_failed = !outcome.gate_reasons.empty();
   if (options.out_dir.empty()) {
@@ -212,14 +261,12 @@ DiagnoseOutcome diagnose_path(const std::string& path, const DiagnoseOptions& op
   } else {
     outcome.out_dir = options.out_dir;
   }
-  std::vector<const Profile*> profiles;
-  for (const TraceImport& t : imports) profiles.push_back(&t.profile);
   std::vector<std::string> trace_names;
-  for (const fs::path& trace : traces) trace_names.push_back(fs::absolute(trace, ec).string());
+  for (const fs::path& trace : ranks.read) trace_names.push_back(fs::absolute(trace, ec).string());
   write_outputs(
       outcome, path,
       nlohmann::json::object({{"input", path}, {"device", outcome.diagnoses.front().summary.device}}),
-      profiles, nullptr, trace_names);
+      std::move(ranks.first_timelines), nullptr, trace_names);
   return outcome;
 }
 
@@ -261,7 +308,8 @@ Table actions_table(const Diagnosis& d) {
 
 nlohmann::json diagnoses_json(const DiagnoseOutcome& outcome) {
   nlohmann::json document =
-      diagnosis_document(outcome.diagnoses, outcome.input, utc_now("%Y-%m-%dT%H:%M:%SZ"), outcome.gate_reasons);
+      diagnosis_document(outcome.diagnoses, outcome.input, utc_now("%Y-%m-%dT%H:%M:%SZ"), outcome.gate_reasons,
+                         outcome.unreadable_traces);
   document["diagnosis_json"] = outcome.out_dir + "/diagnosis.json";
   document["report_html"] = outcome.out_dir + "/report.html";
   return document;
@@ -297,6 +345,7 @@ std::string render_diagnoses(const DiagnoseOutcome& outcome, OutputFormat format
     for (const std::string& note : s.notes) out += "\n> note: " + note + "\n";
     out += "\n";
   }
+  for (const UnreadableTrace& t : outcome.unreadable_traces) out += "Not diagnosed: " + t.file + ": " + t.reason + "\n";
   return out + "Diagnosis: " + diagnosis_json + ", report " + report_html + "\n";
 }
 

@@ -32,10 +32,13 @@ struct DiagnoseOutcome {
   std::string out_dir;
   bool gate_failed = false;
   std::vector<std::string> gate_reasons;
+  std::vector<UnreadableTrace> unreadable_traces;  // a folder's traces that could not be read (skipped)
 };
 
 // A run folder (or its run.json), a trace file (.json / .json.gz) or a folder of trace files.
-// Throws InputError on a missing path or malformed input.
+// A folder's traces are read one at a time (memory does not grow with the rank count); those that
+// cannot be read are skipped and named in unreadable_traces. Throws InputError on a missing path,
+// a malformed trace file, or a folder none of whose traces can be read.
 DiagnoseOutcome diagnose_path(const std::string& path, const DiagnoseOptions& options);
 // A run just recorded (trainlab profile): diagnoses its variants, writes into run_dir.
 DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir, const DiagnoseOptions& options);

@@ -15,6 +15,7 @@
 #include "diagnostics/baseline_reading.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/hash.h"
 #include "core/text.h"
 #include "harness/dist/dist_env.h"
 #include "harness/runner/child_process.h"
@@ -307,6 +308,12 @@ std::string make_run_dir(const std::string& results_dir, const std::string& scen
   std::string name = scenario;
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '+' && c != '-') c = '_';
+  }
+  // A long name (a trace's file name can be 250 characters) would make an id over the file system's
+  // 255: it is cut, and a hash of the whole name keeps two long names that share a start apart.
+  if (name.size() > kMaxRunNameChars) {
+    const std::string hash = hex16(fnv1a(scenario)).substr(0, 8);
+    name = name.substr(0, kMaxRunNameChars - hash.size() - 1) + "-" + hash;
   }
   const std::string base = utc_now("%Y%m%d-%H%M%S") + "-" + name + "-" + kind;
   for (int n = 1; n < 1000; ++n) {

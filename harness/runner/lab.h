@@ -2,6 +2,7 @@
 // single-variant run, each variant in its own child process, results in results/<run-id>/.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -62,7 +63,9 @@ LabOutcome run_ab(const LabOptions& options, const std::vector<std::pair<std::st
                   std::ostream& progress);
 
 // Creates results/<YYYYmmdd-HHMMSS>-<scenario>-<kind>[-N]/ and returns its path; characters of
-// <scenario> other than letters, digits and . _ + - become _.
+// <scenario> other than letters, digits and . _ + - become _, and a <scenario> longer than
+// kMaxRunNameChars is cut to that length, ending in 8 hex digits of its hash.
+inline constexpr size_t kMaxRunNameChars = 64;
 std::string make_run_dir(const std::string& results_dir, const std::string& scenario,
                          const std::string& kind, std::string* run_id);
 
