@@ -27,7 +27,78 @@ BatchTensorSpec tensor_spec(const nlohmann::json& j) {
   return spec;
 }
 
+// What is at a path that is not a written bundle, for the message that refuses it.
+std::string what_is_at(const std::filesystem::file_status& status) {
+  namespace fs = std::filesystem;
+  switch (status.type()) {
+    case fs::file_type::directory:
+      return "a folder that is not a model bundle (no manifest.json trainlab model add wrote)";
+    case fs::file_type::regular:
+      return "a file";
+    case fs::file_type::character:
+      return "a character device";
+    case fs::file_type::block:
+      return "a block device";
+    case fs::file_type::fifo:
+      return "a FIFO (named pipe)";
+    case fs::file_type::socket:
+      return "a socket";
+    default:
+      return "not a folder";
+  }
+}
+
+constexpr std::uintmax_t kMaxManifestBytes = 64 << 20;  // far above any manifest bundle_model.py writes
+
 }  // namespace
+
+bool is_written_model_bundle(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(dir, ec))) return false;
+  const fs::path manifest = fs::path(dir) / "manifest.json";
+  if (!fs::is_regular_file(fs::symlink_status(manifest, ec))) return false;
+  const std::uintmax_t bytes = fs::file_size(manifest, ec);
+  if (ec || bytes > kMaxManifestBytes) return false;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(manifest.string()), nullptr, false);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return j.is_object() && j.contains("format") && j["format"].is_number_integer() && j["format"] == 1 &&
+         j.contains("name") && j["name"].is_string() && j.contains("torch") && j["torch"].is_string() &&
+         j.contains("inputs") && j["inputs"].is_array();
+}
+
+std::string bundle_destination_problem(const std::string& out, bool force) {
+  namespace fs = std::filesystem;
+  std::string path = out;  // "link/" would look through the link
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  std::error_code ec;
+  const fs::file_status status = fs::symlink_status(path, ec);
+  if (fs::is_symlink(status)) {
+    return "--out " + out + " is a symbolic link: give the bundle folder itself (a link is not replaced)";
+  }
+  if (fs::exists(status)) {
+    if (is_written_model_bundle(path)) {
+      return force ? "" : "--out " + out + " is a model bundle already (--force replaces it)";
+    }
+    return "--out " + out + " is " + what_is_at(status) + ": " +
+           (force ? "--force replaces only a model bundle" : "choose another --out") +
+           "; nothing was touched";
+  }
+  // The first ancestor that exists must be a folder (a link to one is fine).
+  for (fs::path above = fs::absolute(path, ec).parent_path(); !above.empty(); above = above.parent_path()) {
+    const fs::file_status above_status = fs::status(above, ec);
+    if (fs::exists(above_status)) {
+      return fs::is_directory(above_status) ? ""
+                                            : "--out " + out + ": " + above.string() + " is not a folder";
+    }
+    if (above == above.root_path()) break;
+  }
+  return "";
+}
 
 ModelBundle load_model_bundle(const std::string& dir) {
   namespace fs = std::filesystem;

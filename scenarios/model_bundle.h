@@ -51,6 +51,16 @@ inline constexpr const char* kModelBundleScript = "bundle_model.py";
 // manifest that is not a bundle's.
 ModelBundle load_model_bundle(const std::string& dir);
 
+// Whether DIR is a bundle `trainlab model add` wrote: a real folder (not a symbolic link) holding
+// a manifest.json with the writer's keys (format 1, name, torch, inputs). Only such a folder is
+// what --force may replace.
+bool is_written_model_bundle(const std::string& dir);
+
+// Why `trainlab model add` may not write its bundle at `out` (empty: it may): a symbolic link,
+// anything there that is not a written bundle (a folder of other files, a file, a device, a
+// FIFO), a bundle without `force`, or a parent that is not a folder. One line, naming what is there.
+std::string bundle_destination_problem(const std::string& out, bool force);
+
 // The bundle as a scenario: its name, a description, the example's batch size; no knobs.
 ScenarioInfo bundle_scenario_info(const ModelBundle& bundle);
 

@@ -31,6 +31,15 @@ TEST(ChildHelper, Behave) {
     std::ofstream(std::getenv("TRAINLAB_CHILD_PID_FILE")) << ::getpid() << "\n";
     std::this_thread::sleep_for(std::chrono::seconds(60));
   }
+  if (m == "fork-and-exit" || m == "fork-and-hang") {  // leaves a grandchild running, its pid written
+    const pid_t grandchild = ::fork();
+    if (grandchild == 0) {
+      std::this_thread::sleep_for(std::chrono::seconds(60));
+      std::_Exit(0);
+    }
+    std::ofstream(std::getenv("TRAINLAB_CHILD_PID_FILE")) << grandchild << "\n";
+    if (m == "fork-and-hang") std::this_thread::sleep_for(std::chrono::seconds(60));
+  }
   if (m == "ignore-term") {  // a child that will not stop on SIGTERM
     std::signal(SIGTERM, SIG_IGN);
     std::this_thread::sleep_for(std::chrono::seconds(60));
@@ -135,6 +144,31 @@ TEST(ChildProcessTest, ChildrenDieWithTheirParentEvenOnSigkill) {
   }
   EXPECT_TRUE(gone) << "child " << child << " outlived its SIGKILLed parent";
   if (!gone) ::kill(child, SIGKILL);
+}
+
+// What a child forked and left running ends with it: the rest of its process group is killed once
+// it has ended, or with it at its deadline.
+TEST(ChildProcessTest, WhatAChildForkedDoesNotOutliveIt) {
+  for (const std::string mode : {"fork-and-exit", "fork-and-hang"}) {
+    const std::string pid_file =
+        ::testing::TempDir() + "/grandchild_pid_" + mode + std::to_string(::getpid());
+    std::remove(pid_file.c_str());
+    ::setenv("TRAINLAB_CHILD_PID_FILE", pid_file.c_str(), 1);
+    std::string log;
+    const ChildOutcome outcome = run_helper(mode, 2, &log);
+    ::unsetenv("TRAINLAB_CHILD_PID_FILE");
+    EXPECT_EQ(outcome.timed_out, mode == "fork-and-hang") << mode;
+    pid_t grandchild = 0;
+    std::ifstream(pid_file) >> grandchild;
+    ASSERT_GT(grandchild, 0) << mode << ": the grandchild's pid was not written";
+    bool gone = false;
+    for (int i = 0; i < 100 && !gone; ++i) {
+      gone = process_gone(grandchild);
+      if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_TRUE(gone) << mode << ": grandchild " << grandchild << " outlived its parent";
+    if (!gone) ::kill(grandchild, SIGKILL);
+  }
 }
 
 // Ranks: once one fails, a peer that is stalled (hung, SIGSTOPped) is killed after the grace

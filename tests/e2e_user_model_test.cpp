@@ -4,10 +4,12 @@
 // bundle at small size, then the lab gives its three variants with the compiled one Inductor's, the
 // profile a verdict and the doctor its trials. User errors: one line, exit 2, nothing left behind.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -253,6 +255,203 @@ TEST(UserModelE2E, UserErrorsAreOneLineAndLeaveNothingBehind) {
   expect_bad_input("run --model " + dir + "/none", "no such model bundle");
   expect_bad_input("run --scenario mlp --model " + dir, "exclude each other");
   expect_bad_input("run --scenario mlp --data " + file, "--data is for your own model");
+}
+
+// A model file `model.py` in dir: a linear model whose factory `make` first runs factory_code (from
+// line 5) and whose forward runs forward_code on its output y (from line 13 when factory_code is
+// empty); autograd functions (Python code a trace cannot save) whose backward raises, OutOfMemory
+// (MemoryError) and BadGradient (ValueError), or passes the gradient on, Identity.
+std::string hostile_model(const std::string& dir, const std::string& factory_code,
+                          const std::string& forward_code = "") {
+  auto indented = [](const std::string& code, const std::string& indent) {
+    std::string out;
+    std::istringstream lines(code);
+    for (std::string line; std::getline(lines, line);) out += indent + line + "\n";
+    return out;
+  };
+  const std::string file = dir + "/model.py";
+  std::ofstream(file) << "import ctypes, os, subprocess, sys, time, torch\nimport torch.nn as nn\n\n"
+                      << "def make():\n"
+                      << indented(factory_code, "    ") << "    return Small()\n\n"
+                      << "class Small(nn.Module):\n"
+                         "    def __init__(self):\n"
+                         "        super().__init__()\n"
+                         "        self.linear = nn.Linear(4, 2)\n"
+                         "    def forward(self, x):\n"
+                         "        y = self.linear(x)\n"
+                      << indented(forward_code, "        ") << "        return y\n\n"
+                      << "class OutOfMemory(torch.autograd.Function):\n"
+                         "    forward = staticmethod(lambda ctx, x: x.clone())\n"
+                         "    @staticmethod\n"
+                         "    def backward(ctx, gradient):\n"
+                         "        raise MemoryError\n\n"
+                         "class BadGradient(torch.autograd.Function):\n"
+                         "    forward = staticmethod(lambda ctx, x: x.clone())\n"
+                         "    @staticmethod\n"
+                         "    def backward(ctx, gradient):\n"
+                         "        raise ValueError('bad gradient')\n\n"
+                         "class Identity(torch.autograd.Function):\n"
+                         "    forward = staticmethod(lambda ctx, x: x.clone())\n"
+                         "    backward = staticmethod(lambda ctx, gradient: gradient)\n";
+  return file;
+}
+
+// `model add` of that model at a small batch, without the package, into dir/bundle.
+CliResult add_hostile(const std::string& dir, const std::string& extra = "",
+                      const std::vector<std::pair<std::string, std::string>>& env = {}) {
+  const std::string batch = " --input x:float32[2,4] --target y:int64[2]:0..1 --no-package";
+  return run_trainlab("model add " + dir + "/model.py:make" + batch + " --out " + dir + "/bundle " + extra, env);
+}
+
+void expect_one_line_no_bundle(const CliResult& r, const std::string& message_part, const std::string& dir,
+                               const std::string& what) {
+  EXPECT_EQ(r.exit_status, 2) << what << "\n" << r.out << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << what << "\n" << r.err;
+  EXPECT_NE(r.err.find(message_part), std::string::npos) << what << "\n" << r.err;
+  EXPECT_EQ(r.out.find("Model bundle:"), std::string::npos) << what << "\n" << r.out;
+  EXPECT_FALSE(fs::exists(dir + "/bundle")) << what;
+}
+
+// --force replaces a bundle model add wrote (its manifest is the new one's); without it, one line.
+TEST(UserModelE2E, ForceReplacesABundleModelAddWrote) {
+#ifndef TRAINLAB_TORCH_PYTHON
+  GTEST_SKIP() << "no Python side in this build";
+#endif
+  const std::string dir = fresh_results_dir("user_force");
+  hostile_model(dir, "");
+  CliResult r = add_hostile(dir);
+  ASSERT_EQ(r.exit_status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("Model bundle: " + dir + "/bundle"), std::string::npos) << r.out;
+  r = add_hostile(dir, "--name second");
+  EXPECT_EQ(r.exit_status, 2) << r.err;
+  EXPECT_NE(r.err.find("is a model bundle already (--force replaces it)"), std::string::npos) << r.err;
+  EXPECT_EQ(read_json(dir + "/bundle/manifest.json")["name"], "make");
+  r = add_hostile(dir, "--name second --force");
+  ASSERT_EQ(r.exit_status, 0) << r.out << r.err;
+  EXPECT_EQ(read_json(dir + "/bundle/manifest.json")["name"], "second");
+  for (const auto& entry : fs::directory_iterator(dir)) {  // no set-aside old bundle left
+    EXPECT_EQ(entry.path().filename().string().find(".bundle"), std::string::npos) << entry.path();
+  }
+}
+
+// What the model's code does to the bundle writer (sys.exit, KeyboardInterrupt, a crash, running out
+// of memory, os._exit(0) before anything was written) is one line and exit 2: never an internal
+// error, never "Model bundle: ..." for a bundle that was not written.
+TEST(UserModelE2E, TheModelsCodeEndingTheWriterIsOneLineNeverSuccessOrAnInternalError) {
+#ifndef TRAINLAB_TORCH_PYTHON
+  GTEST_SKIP() << "no Python side in this build";
+#endif
+  const std::string dir = fresh_results_dir("user_hostile_code");
+  struct Case {
+    std::string factory_code, forward_code, message_part;
+  };
+  const std::vector<Case> cases = {
+      {"sys.exit('the factory gave up')", "",
+       "model.py:5: the model's code called sys.exit('the factory gave up')"},
+      {"raise KeyboardInterrupt", "", "model.py:5: KeyboardInterrupt"},
+      {"ctypes.string_at(0)", "", "without writing the bundle: killed by signal 11"},
+      {"bytearray(1 << 62)", "", "MemoryError"},
+      {"os._exit(0)", "",
+       "exit status 0 before the bundle was written (the model's code called sys.exit/os._exit?)"},
+      {"os._exit(7)", "", "exit status 7 before the bundle was written"},
+      // Raised in the backward of the first step (before the trace): the user's line.
+      {"", "y = OutOfMemory.apply(y)", "model.py:20: out of memory (MemoryError)"},
+      {"", "y = BadGradient.apply(y)", "model.py:26: the model's code failed: ValueError: bad gradient"},
+      // A Python autograd function traces but cannot be saved: unsupported, with its place.
+      {"", "y = Identity.apply(y)",
+       "unsupported: model.py:13: TorchScript cannot save the traced model: Could not "
+       "export Python function call 'Identity'"},
+      {"", "sys.exit(0)", "model.py:13: the model's code called sys.exit(0) before the bundle was written"},
+      {"", "os._exit(0)", "exit status 0 before the bundle was written"},
+  };
+  for (const Case& c : cases) {
+    hostile_model(dir, c.factory_code, c.forward_code);
+    expect_one_line_no_bundle(add_hostile(dir), c.message_part, dir, c.factory_code + c.forward_code);
+  }
+  // A crash names the line of the user's file it happened on (Python's faulthandler stack).
+  hostile_model(dir, "ctypes.string_at(0)");
+  expect_one_line_no_bundle(add_hostile(dir), "at model.py:5", dir, "the crash's place");
+}
+
+// An interpreter that is missing, or no Python at all, is one line; one that does nothing is not a
+// bundle written.
+TEST(UserModelE2E, AnInterpreterThatIsMissingOrNotAPythonIsOneLine) {
+  const std::string dir = fresh_results_dir("user_interpreter");
+  hostile_model(dir, "");
+  expect_one_line_no_bundle(add_hostile(dir, "", {{"TRAINLAB_PYTHON", dir + "/no-such-python"}}),
+                            "no-such-python) is not executable", dir, "missing");
+  expect_one_line_no_bundle(
+      add_hostile(dir, "", {{"TRAINLAB_PYTHON", "/bin/false"}}),
+      "the Python side (/bin/false) did not start the bundle writer (exit status 1, no output)", dir,
+      "/bin/false");
+  expect_one_line_no_bundle(
+      add_hostile(dir, "", {{"TRAINLAB_PYTHON", "/bin/true"}}),
+      "the Python side (/bin/true) did not start the bundle writer (exit status 0, no output)", dir,
+      "/bin/true");
+}
+
+// Values the bundle writer must not take for its own options (they begin with '-'), and an integer
+// range past int64: one line, exit 2.
+TEST(UserModelE2E, DashedValuesAndRangesPastInt64AreTheUsersOneLine) {
+#ifndef TRAINLAB_TORCH_PYTHON
+  GTEST_SKIP() << "no Python side in this build";
+#endif
+  const std::string dir = fresh_results_dir("user_dashes");
+  hostile_model(dir, "");
+  const std::string model = "model add " + dir + "/model.py:make --no-package --out " + dir + "/bundle ";
+  expect_one_line_no_bundle(run_trainlab(model + "--input=-x:float32[2,4] --target y:int64[2]:0..1"),
+                            "--input '-x:float32[2,4]': expected NAME:DTYPE", dir, "--input=-x");
+  expect_one_line_no_bundle(run_trainlab(model + "--input x:float32[2,4] --target=--help"),
+                            "--target '--help': expected NAME:DTYPE", dir, "--target=--help");
+  expect_one_line_no_bundle(
+      run_trainlab(model + "--input x:float32[2,4] --target y:int64[2]:0..1 --arg=-w=1"),
+      "--arg '-w=1': expected NAME=VALUE", dir, "--arg=-w=1");
+  expect_one_line_no_bundle(
+      run_trainlab(model + "--input x:float32[2,4] --target y:int64[2]:0..99999999999999999999"),
+      "the range 0..99999999999999999999 does not fit int64", dir, "past int64");
+  expect_one_line_no_bundle(run_trainlab(model + "--input x:float32[2,4] --target y:uint8[2]:0..256"),
+                            "does not fit uint8 (0..255)", dir, "past uint8");
+}
+
+bool process_gone(pid_t pid) {  // absent, or a zombie nobody has reaped yet
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string pid_text, comm, state;
+  if (!(stat >> pid_text >> comm >> state)) return true;
+  return state == "Z" || state == "X";
+}
+
+// A process the factory starts and leaves running ends with the bundle writer.
+TEST(UserModelE2E, WhatTheFactoryStartsDoesNotOutliveModelAdd) {
+#ifndef TRAINLAB_TORCH_PYTHON
+  GTEST_SKIP() << "no Python side in this build";
+#endif
+  const std::string dir = fresh_results_dir("user_fork");
+  hostile_model(
+      dir, "p = subprocess.Popen(['sleep', '300'])\nopen('" + dir + "/sleep.pid', 'w').write(str(p.pid))");
+  const CliResult r = add_hostile(dir);
+  EXPECT_EQ(r.exit_status, 0) << r.out << r.err;
+  pid_t sleeper = 0;
+  std::ifstream(dir + "/sleep.pid") >> sleeper;
+  ASSERT_GT(sleeper, 0);
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = process_gone(sleeper);
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(gone) << "the factory's `sleep 300` (" << sleeper << ") outlived model add";
+  if (!gone) ::kill(sleeper, SIGKILL);
+}
+
+// A factory that never returns is stopped at --timeout-s: one line, exit 2.
+TEST(UserModelE2E, AFactoryThatNeverReturnsIsStoppedAtTimeoutS) {
+#ifndef TRAINLAB_TORCH_PYTHON
+  GTEST_SKIP() << "no Python side in this build";
+#endif
+  const std::string dir = fresh_results_dir("user_loop");
+  hostile_model(dir, "while True:\n    time.sleep(1)");
+  const CliResult r = add_hostile(dir, "--timeout-s 3");
+  expect_one_line_no_bundle(r, "the bundle writer ran past --timeout-s 3 s and was stopped", dir, "loop");
+  EXPECT_LT(r.wall_s, 60.0);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "diagnostics/diagnosis.h"
 #include "harness/runner/history.h"
 #include "harness/runner/lab.h"
+#include "scenarios/model_bundle.h"
 
 namespace trainlab {
 namespace {
@@ -44,6 +45,11 @@ fs::path fresh_dir(const std::string& name) {
 }
 
 void write(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
+
+std::string read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
 
 // Three profiler steps, each an op on the main thread; `device_name` goes into deviceProperties.
 std::string small_trace(const std::string& device_name_json) {
@@ -314,6 +320,90 @@ TEST(HostileInputTest, BadLauncherVariablesAreOneLineUpFront) {
     for (const auto& [name, value] : c.env) ::unsetenv(name);
   }
   EXPECT_TRUE(fs::is_empty(results));
+}
+
+// `model add --out`: --force replaces only a bundle model add wrote. Whatever else is there (a folder
+// of the user's files, someone else's manifest.json, a file, a FIFO, a device) or a symbolic link is
+// refused in one line and left as it was, with or without --force. The model file is a real one:
+// without the check the writer would run and replace what is there.
+TEST(HostileInputTest, ModelAddTouchesNothingAtAnOutThatIsNotABundleItWrote) {
+  const fs::path dir = fresh_dir("bundle_out");
+  write(dir / "model.py", "import torch.nn as nn\n\ndef make():\n    return nn.Linear(4, 2)\n");
+  fs::create_directories(dir / "mine" / "sub");
+  write(dir / "mine" / "notes.txt", "my notes\n");
+  const std::string binary("\x00\x01\xff\n\x02", 5);
+  std::ofstream(dir / "mine" / "sub" / "data.bin", std::ios::binary) << binary;
+  write(dir / "plain.txt", "a plain file\n");
+  ASSERT_EQ(::mkfifo((dir / "pipe").c_str(), 0600), 0);
+  fs::create_directories(dir / "other");
+  const std::string foreign_manifest = R"({"format": 1, "name": "theirs"})";
+  write(dir / "other" / "manifest.json", foreign_manifest);
+  fs::create_directory_symlink(dir / "mine", dir / "link");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"mine", "is a folder that is not a model bundle"},
+      {"other", "is a folder that is not a model bundle"},
+      {"plain.txt", "is a file"},
+      {"pipe", "is a FIFO"},
+      {"link", "is a symbolic link"},
+      {"link/", "is a symbolic link"}};
+  for (const auto& [name, message_part] : cases) {
+    for (const bool force : {true, false}) {
+      std::vector<std::string> args = {"model",
+                                       "add",
+                                       (dir / "model.py").string() + ":make",
+                                       "--input",
+                                       "x:float32[2,4]",
+                                       "--target",
+                                       "y:int64[2]:0..1",
+                                       "--no-package",
+                                       "--out",
+                                       (dir / name).string()};
+      if (force) args.push_back("--force");
+      const CliResult r = run(args);
+      expect_one_line(r, message_part);
+      EXPECT_EQ(r.out.find("Model bundle:"), std::string::npos) << r.out;
+    }
+  }
+  EXPECT_EQ(read_bytes(dir / "mine" / "notes.txt"), "my notes\n");
+  EXPECT_EQ(read_bytes(dir / "mine" / "sub" / "data.bin"), binary);
+  EXPECT_EQ(read_bytes(dir / "plain.txt"), "a plain file\n");
+  EXPECT_EQ(read_bytes(dir / "other" / "manifest.json"), foreign_manifest);
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(dir / "pipe")));
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dir / "link")));
+  EXPECT_EQ(fs::read_symlink(dir / "link"), dir / "mine");
+  size_t entries = 0;  // nothing added beside them (no half-written or set-aside bundle)
+  for (const auto& entry : fs::directory_iterator(dir)) entries += entry.path().filename() != "__pycache__";
+  EXPECT_EQ(entries, 6u);
+
+  // A device, asked only (model add refuses before anything runs); a file in the way of the folder.
+  EXPECT_NE(bundle_destination_problem("/dev/null", true)
+                .find("/dev/null is a character device: --force replaces "
+                      "only a model bundle; nothing was touched"),
+            std::string::npos);
+  EXPECT_NE(bundle_destination_problem((dir / "plain.txt" / "bundle").string(), false)
+                .find("plain.txt is not a folder"),
+            std::string::npos);
+  // A bundle model add wrote (its manifest's keys) is replaced with --force, refused without it.
+  fs::create_directories(dir / "bundle");
+  write(dir / "bundle" / "manifest.json", R"({"format": 1, "name": "m", "torch": "2.11.0", "inputs": []})");
+  EXPECT_TRUE(is_written_model_bundle((dir / "bundle").string()));
+  EXPECT_FALSE(is_written_model_bundle((dir / "other").string()));
+  EXPECT_FALSE(is_written_model_bundle((dir / "link").string()));
+  EXPECT_EQ(bundle_destination_problem((dir / "bundle").string(), true), "");
+  EXPECT_NE(bundle_destination_problem((dir / "bundle").string(), false)
+                .find("is a model bundle already (--force "
+                      "replaces it)"),
+            std::string::npos);
+  EXPECT_EQ(bundle_destination_problem((dir / "new" / "bundle").string(), false), "");
+}
+
+// An empty value for a model add option that takes one is one line naming it, before anything runs.
+TEST(HostileInputTest, ModelAddRefusesEmptyValues) {
+  for (const std::string option :
+       {"--out", "--input", "--name", "--loss", "--target", "--example", "--arg"}) {
+    expect_one_line(run({"model", "add", "model.py:make", option, ""}), option + " is empty");
+  }
+  expect_one_line(run({"model", "add", ""}), "FILE.py:FACTORY is empty");
 }
 
 }  // namespace

@@ -4,7 +4,10 @@
 // (trainlab-train __inductor-package). `--model BUNDLE` then works with every training command.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -14,72 +17,177 @@
 #include "core/errors.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/option_bounds.h"
+#include "harness/cli/variant_options.h"
 #include "harness/runner/child_process.h"
 #include "harness/runner/python_side.h"
+#include "scenarios/model_bundle.h"
 
 namespace trainlab {
 namespace {
 
-constexpr double kBundleTimeoutS = 1800;   // the user's factory, one step, the trace, the checks
+constexpr double kDefaultBundleTimeoutS = 1800;  // the user's factory, one step, the trace, the checks
 constexpr double kPackageTimeoutS = 3600;  // export + Inductor compile
 constexpr double kMaxLearningRate = 100;   // --lr: above any optimiser's useful range
+
+// The bundle writer's log lines (scenarios/export/bundle_model.py): its first and last words, and
+// its one-line errors and warnings.
+constexpr const char* kWriterPrefix = "trainlab model add: ";
+constexpr const char* kWriterStartedLine = "trainlab model add: bundle writer started";
+constexpr const char* kWriterWrittenPrefix = "trainlab model add: bundle written: ";
+constexpr const char* kWriterWarningPrefix = "trainlab model add: warning: ";
 
 struct ModelAddOptions {
   std::string source, target, example, loss = "cross_entropy", optimizer = "adamw", name, out;
   std::vector<std::string> inputs, factory_args;
   double lr = 1e-3;
+  double timeout_s = kDefaultBundleTimeoutS;
   int64_t seed = 1234;
   bool force = false, no_package = false;
 };
 
-// Every line of a log with the given prefix.
-std::vector<std::string> lines_with_prefix(const std::string& path, const std::string& prefix) {
-  std::vector<std::string> lines;
+// What the bundle writer's log says: whether it started and wrote the bundle, its error line,
+// warnings, whether a Python traceback (its own fault) is in it, and where a crash's Python stack
+// (faulthandler's) was in the user's file.
+struct WriterLog {
+  bool started = false, traceback = false;
+  std::string written_summary, error, last, crash_place;
+  std::vector<std::string> warnings;
+};
+
+bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
+
+// "FILE.py:LINE" out of a faulthandler frame (`  File "/dir/FILE.py", line 5 in make`) in the
+// user's file, or "".
+std::string frame_in(const std::string& line, const std::string& user_file_name) {
+  const std::string marker = "/" + user_file_name + "\", line ";
+  const size_t at = line.find(marker);
+  if (line.find("File \"") == std::string::npos || at == std::string::npos) return "";
+  const size_t number = at + marker.size();
+  const size_t number_end = line.find_first_not_of("0123456789", number);
+  return user_file_name + ":" +
+         line.substr(number, number_end == std::string::npos ? std::string::npos : number_end - number);
+}
+
+WriterLog read_writer_log(const std::string& path, const std::string& user_file_name) {
+  WriterLog log;
   std::ifstream in(path);
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind(prefix, 0) == 0) lines.push_back(line);
+    if (line.empty()) continue;
+    log.last = line;
+    if (line == kWriterStartedLine) {
+      log.started = true;
+    } else if (starts_with(line, kWriterWrittenPrefix)) {
+      log.written_summary = line.substr(std::string(kWriterWrittenPrefix).size());
+    } else if (starts_with(line, kWriterWarningPrefix)) {
+      log.warnings.push_back(line);
+    } else if (starts_with(line, kWriterPrefix)) {
+      log.error = line.substr(std::string(kWriterPrefix).size());
+    } else if (starts_with(line, "Traceback (most recent call last):")) {
+      log.traceback = true;
+    } else if (log.crash_place.empty()) {
+      log.crash_place = frame_in(line, user_file_name);  // the first is the innermost
+    }
   }
-  return lines;
+  return log;
+}
+
+std::string show_seconds(double seconds) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%g", seconds);
+  return text;
+}
+
+// Why the bundle writer's run wrote no bundle, as the user's one line; "" when it wrote one, or
+// when it failed on its own (a traceback: trainlab's fault).
+std::string unwritten_reason(const ChildOutcome& ended, const WriterLog& log, const std::string& python,
+                             double timeout_s) {
+  if (ended.timed_out)
+    return "the bundle writer ran past --timeout-s " + show_seconds(timeout_s) + " s and was stopped";
+  if (ended.exited && ended.exit_status == kExitBadInput && !log.error.empty()) return log.error;
+  if (!log.started) {
+    return "the Python side (" + python + ") did not start the bundle writer (" + ended.describe() +
+           (log.last.empty() ? ", no output" : ": " + log.last) +
+           "): $TRAINLAB_PYTHON, where set, must be a Python with the torch trainlab was built against";
+  }
+  const std::string unwritten = "the bundle writer ended without writing the bundle: ";
+  if (ended.signal != 0) {
+    return unwritten + ended.describe() +
+           (log.crash_place.empty() ? " (running the model's code)" : " at " + log.crash_place);
+  }
+  if (ended.exited && ended.exit_status == 0 && log.written_summary.empty()) {
+    return unwritten +
+           "exit status 0 before the bundle was written (the model's code called sys.exit/os._exit?)";
+  }
+  if (ended.exited && ended.exit_status != 0 && !log.traceback) {
+    return unwritten + "exit status " + std::to_string(ended.exit_status) +
+           " before the bundle was written (the model's code called os._exit?)";
+  }
+  return "";
+}
+
+// The bundle writer's arguments, each value attached to its option (`--input=-x...`), so a value
+// beginning with '-' is not taken for an option.
+std::vector<std::string> writer_args(const ModelAddOptions& o, const std::string& out) {
+  char lr[40];
+  std::snprintf(lr, sizeof lr, "%.17g", o.lr);
+  std::vector<std::string> args = {export_script("bundle_model.py"),
+                                   "--source=" + o.source,
+                                   "--loss=" + o.loss,
+                                   "--optimizer=" + o.optimizer,
+                                   std::string("--lr=") + lr,
+                                   "--seed=" + std::to_string(o.seed),
+                                   "--out=" + out};
+  for (const std::string& input : o.inputs) args.push_back("--input=" + input);
+  for (const std::string& arg : o.factory_args) args.push_back("--arg=" + arg);
+  if (!o.target.empty()) args.push_back("--target=" + o.target);
+  if (!o.example.empty()) args.push_back("--example=" + o.example);
+  if (!o.name.empty()) args.push_back("--name=" + o.name);
+  if (o.force) args.push_back("--force");
+  return args;
+}
+
+// Runs the bundle writer; returns its summary line once the bundle is written and reads back.
+std::string write_bundle(const ModelAddOptions& o, const std::string& out) {
+  const std::string python = torch_python();
+  if (python.empty())
+    throw InputError("trainlab model add needs the Python side: " + torch_python_missing_reason());
+  char log_template[] = "/tmp/trainlab-model-add-XXXXXX";
+  const int fd = ::mkstemp(log_template);
+  if (fd < 0) throw InputError(std::string("cannot create a log file in /tmp: ") + std::strerror(errno));
+  ::close(fd);
+  const std::string log_path = log_template;
+  std::cout << "trainlab model add: " << o.source << ": building the model, one step on the example batch, "
+            << "the TorchScript trace and its checks" << std::endl;
+  const ChildOutcome ended =
+      run_self_as_children({ChildLaunch{writer_args(o, out), log_path, {}, python, python}}, o.timeout_s)
+          .front();
+  const std::string source_path = o.source.substr(0, o.source.rfind(':'));
+  const WriterLog log = read_writer_log(log_path, std::filesystem::path(source_path).filename().string());
+  std::remove(log_path.c_str());
+  const std::string reason = unwritten_reason(ended, log, python, o.timeout_s);
+  if (!reason.empty()) throw InputError(reason);
+  if (!ended.exited || ended.exit_status != 0) {
+    throw std::runtime_error("the bundle writer " + ended.describe() + ": " + log.last);
+  }
+  try {
+    load_model_bundle(out);  // what it wrote reads back as a bundle
+  } catch (const InputError& e) {
+    throw InputError("the bundle writer ended, but " + out + " does not read back as a model bundle (" +
+                     e.what() + ")");
+  }
+  for (const std::string& w : log.warnings) std::cerr << w << "\n";
+  return log.written_summary;
 }
 
 int add_model(const ModelAddOptions& o) {
-  const std::string python = torch_python();
-  if (python.empty()) throw std::runtime_error("trainlab model add needs the Python side: " + torch_python_missing_reason());
-  const std::string factory = o.source.substr(o.source.rfind(':') == std::string::npos ? 0 : o.source.rfind(':') + 1);
+  const std::string factory =
+      o.source.substr(o.source.rfind(':') == std::string::npos ? 0 : o.source.rfind(':') + 1);
   const std::string out = o.out.empty() ? "models/" + (o.name.empty() ? factory : o.name) : o.out;
-  char lr[40];
-  std::snprintf(lr, sizeof lr, "%.17g", o.lr);
-  std::vector<std::string> args = {export_script("bundle_model.py"), "--source", o.source, "--loss", o.loss,
-                                   "--optimizer", o.optimizer, "--lr", lr, "--seed",
-                                   std::to_string(o.seed), "--out", out};
-  for (const std::string& input : o.inputs) args.insert(args.end(), {"--input", input});
-  for (const std::string& arg : o.factory_args) args.insert(args.end(), {"--arg", arg});
-  if (!o.target.empty()) args.insert(args.end(), {"--target", o.target});
-  if (!o.example.empty()) args.insert(args.end(), {"--example", o.example});
-  if (!o.name.empty()) args.insert(args.end(), {"--name", o.name});
-  if (o.force) args.push_back("--force");
-
-  char log_template[] = "/tmp/trainlab-model-add-XXXXXX";
-  const int fd = ::mkstemp(log_template);
-  if (fd < 0) throw std::runtime_error("cannot create a log file in /tmp");
-  ::close(fd);
-  const std::string log = log_template;
-  std::cout << "trainlab model add: " << o.source << ": building the model, one step on the example batch, "
-            << "the TorchScript trace and its checks" << std::endl;
-  const ChildOutcome bundled = run_self_as_children({ChildLaunch{args, log, {}, python, python}}, kBundleTimeoutS).front();
-  const std::string last = last_line_of(log);
-  const std::vector<std::string> warnings = lines_with_prefix(log, "trainlab model add: warning: ");
-  std::remove(log.c_str());
-  if (!bundled.exited || bundled.exit_status != 0) {
-    const std::string prefix = "trainlab model add: ";
-    if (bundled.exited && bundled.exit_status == kExitBadInput && last.rfind(prefix, 0) == 0) {
-      throw InputError(last.substr(prefix.size()));
-    }
-    throw std::runtime_error("the bundle writer " + bundled.describe() + ": " + last);
-  }
-  for (const std::string& w : warnings) std::cerr << w << "\n";
+  const std::string destination_problem = bundle_destination_problem(out, o.force);
+  if (!destination_problem.empty()) throw InputError(destination_problem);
+  const std::string summary = write_bundle(o, out);
   std::cout << "Model bundle: " << out << "\n";
-  std::cout << "  " << last << "\n";
+  std::cout << "  " << summary << "\n";
 
   if (!o.no_package) {
     std::cout << "trainlab model add: building the compiled variant's Inductor package (export + compile, "
@@ -104,6 +212,16 @@ int add_model(const ModelAddOptions& o) {
   return kExitOk;
 }
 
+// An option whose value may not be empty (`--out ''`): one line naming it.
+CLI::Option* non_empty(CLI::Option* option, const std::string& shown) {
+  return option->check(CLI::Validator(
+      [shown](std::string& text) {
+        if (text.empty()) throw InputError(shown + " is empty: give it a value");
+        return std::string();
+      },
+      "", ""));
+}
+
 }  // namespace
 
 Subcommand add_model_command(CLI::App& app) {
@@ -112,29 +230,49 @@ Subcommand add_model_command(CLI::App& app) {
                    nullptr};
   model.app->require_subcommand(1);
   CLI::App* add = model.app->add_subcommand("add", "write a model bundle from FILE.py:FACTORY (a function returning the nn.Module)");
-  add->add_option("source", o->source, "FILE.py:FACTORY")->required();
-  add->add_option("--input", o->inputs,
-                  "one model input, in forward's order: NAME:DTYPE[D0,D1,...][:LO..HI] with the batch first, e.g. "
-                  "x:float32[32,3,224,224] or ids:int64[32,128]:0..49999 (integers need their range); repeatable");
-  add->add_option("--target", o->target,
-                  "the target, same syntax (e.g. y:int64[32]:0..999); with --example, the entry that is the target");
-  add->add_option("--example", o->example,
-                  "a batch saved with torch.save: a dict (inputs in order, the target last or named by --target) or "
-                  "a tuple (target last); replaces --input");
-  add->add_option("--loss", o->loss,
-                  "cross_entropy (default), mse, bce_with_logits, l1, smooth_l1, nll, or a function "
-                  "loss(output, target) in FILE.py");
-  add->add_option("--arg", o->factory_args, "NAME=VALUE passed to the factory (a Python literal); repeatable");
+  non_empty(add->add_option("source", o->source, "FILE.py:FACTORY")->required(), "FILE.py:FACTORY");
+  non_empty(
+      add->add_option(
+          "--input", o->inputs,
+          "one model input, in forward's order: NAME:DTYPE[D0,D1,...][:LO..HI] with the batch first, e.g. "
+          "x:float32[32,3,224,224] or ids:int64[32,128]:0..49999 (integers need their range); repeatable"),
+      "--input");
+  non_empty(
+      add->add_option("--target", o->target,
+                      "the target, same syntax (e.g. y:int64[32]:0..999); with --example, the entry that is "
+                      "the target"),
+      "--target");
+  non_empty(
+      add->add_option("--example", o->example,
+                      "a batch saved with torch.save: a dict (inputs in order, the target last or named by "
+                      "--target) or a tuple (target last); replaces --input"),
+      "--example");
+  non_empty(
+      add->add_option("--loss", o->loss,
+                      "cross_entropy (default), mse, bce_with_logits, l1, smooth_l1, nll, or a function "
+                      "loss(output, target) in FILE.py"),
+      "--loss");
+  non_empty(add->add_option("--arg", o->factory_args,
+                            "NAME=VALUE passed to the factory (a Python literal); repeatable"),
+            "--arg");
   add->add_option("--optimizer", o->optimizer, "sgd (momentum 0.9), adam or adamw (default; weight decay 0.01)")
       ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
   real_number_in(add->add_option("--lr", o->lr, "learning rate (default 1e-3)"), 0, kMaxLearningRate,
                  /*min_exclusive=*/true);
-  add->add_option("--name", o->name, "the model's name in results (default: the factory's)");
-  add->add_option("--out", o->out, "the bundle folder (default models/NAME)");
+  non_empty(add->add_option("--name", o->name, "the model's name in results (default: the factory's)"),
+            "--name");
+  non_empty(add->add_option("--out", o->out, "the bundle folder (default models/NAME)"), "--out");
   whole_number_in(
       add->add_option("--seed", o->seed, "seed of the initial parameters and the synthesized example (default 1234)"),
       0, std::numeric_limits<int64_t>::max());
-  add->add_flag("--force", o->force, "replace an existing bundle");
+  real_number_in(
+      add->add_option("--timeout-s", o->timeout_s,
+                      "stop the bundle writer (your model's code, the trace and its checks) after this "
+                      "long (default 1800)"),
+      0, kMaxVariantTimeoutS, /*min_exclusive=*/true);
+  add->add_flag(
+      "--force", o->force,
+      "replace an existing bundle (only a bundle model add wrote: anything else at --out is refused)");
   add->add_flag("--no-package", o->no_package, "skip building the compiled variant's package now (built on first use)");
   model.run = [o] { return add_model(*o); };
   return model;

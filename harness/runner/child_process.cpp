@@ -1,6 +1,8 @@
 // fork/exec of /proc/self/exe or the training executable (one child or several, with extra
 // environment, a memory limit, death with the parent), polling wait with a deadline: SIGKILL on
-// timeout, after a peer failed and its grace ran out, or after an interrupt (SIGTERM first).
+// timeout, after a peer failed and its grace ran out, or after an interrupt (SIGTERM first). Each
+// child leads its own process group; once it has ended, the rest of its group (what it forked and
+// left running) is killed, so nothing a child started outlives it.
 #include "harness/runner/child_process.h"
 
 #include <fcntl.h>
@@ -87,7 +89,35 @@ pid_t spawn_self(const ChildLaunch& launch) {
     _exit(127);
   }
   ::close(log_fd);
+  ::setpgid(pid, pid);  // as the child does, so its group exists before either side runs on
   return pid;
+}
+
+// Whether the child has ended, without reaping it: while it is an unreaped zombie its pid (its
+// process group's id) cannot be reused, so the group can still be signalled safely.
+bool has_ended(pid_t pid) {
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return errno != EINTR;
+  return info.si_pid == pid;
+}
+
+// SIGKILL to what is left of the child's process group (what it forked), then the child reaped;
+// false when there was no child to reap.
+bool reap_with_group(pid_t pid, int& status) {
+  ::kill(-pid, SIGKILL);
+  pid_t reaped = -1;
+  do {
+    reaped = ::waitpid(pid, &status, 0);
+  } while (reaped < 0 && errno == EINTR);
+  return reaped == pid;
+}
+
+// The child and its whole process group killed, the child reaped.
+void kill_group_and_reap(pid_t pid) {
+  ::kill(-pid, SIGKILL);
+  ::kill(pid, SIGKILL);  // in case it never got its own group
+  int status = 0;
+  reap_with_group(pid, status);
 }
 
 // After an interrupt: SIGTERM to the children still running, up to 3 s for them to end, then
@@ -100,15 +130,10 @@ void stop_children(const std::vector<pid_t>& pids, std::vector<bool>& done, std:
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(3);
   for (size_t i = 0; i < pids.size(); ++i) {
     if (done[i]) continue;
-    int status = 0;
-    while (::waitpid(pids[i], &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > give_up) {
-        ::kill(pids[i], SIGKILL);
-        ::waitpid(pids[i], &status, 0);
-        break;
-      }
+    while (!has_ended(pids[i]) && std::chrono::steady_clock::now() <= give_up) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
+    kill_group_and_reap(pids[i]);
     outcomes[i].interrupted = true;
     outcomes[i].wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     done[i] = true;
@@ -164,10 +189,7 @@ std::vector<ChildOutcome> run_self_as_children(const std::vector<ChildLaunch>& c
     try {
       pids.push_back(spawn_self(launch));
     } catch (...) {
-      for (pid_t pid : pids) {  // never leave half a launch running
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, nullptr, 0);
-      }
+      for (pid_t pid : pids) kill_group_and_reap(pid);  // never leave half a launch running
       throw;
     }
   }
@@ -179,10 +201,9 @@ std::vector<ChildOutcome> run_self_as_children(const std::vector<ChildLaunch>& c
   while (remaining > 0) {
     for (size_t i = 0; i < pids.size(); ++i) {
       if (done[i]) continue;
-      int status = 0;
-      const pid_t r = ::waitpid(pids[i], &status, WNOHANG);
-      if (r == pids[i] || (r < 0 && errno != EINTR)) {
-        if (r == pids[i]) fill_outcome(status, outcomes[i]);
+      if (has_ended(pids[i])) {
+        int status = 0;
+        if (reap_with_group(pids[i], status)) fill_outcome(status, outcomes[i]);
         outcomes[i].wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         done[i] = true;
         --remaining;
@@ -202,8 +223,7 @@ std::vector<ChildOutcome> run_self_as_children(const std::vector<ChildLaunch>& c
     if (std::chrono::steady_clock::now() > deadline) {
       for (size_t i = 0; i < pids.size(); ++i) {
         if (done[i]) continue;
-        ::kill(pids[i], SIGKILL);
-        ::waitpid(pids[i], nullptr, 0);
+        kill_group_and_reap(pids[i]);
         if (peer_failed) outcomes[i].outlived_peer = true;
         else outcomes[i].timed_out = true;
         outcomes[i].wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

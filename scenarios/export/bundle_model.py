@@ -24,11 +24,17 @@ into a temporary folder beside BUNDLE and renamed into place:
 
 The module's parameters and buffers in model.pt are the factory's initial ones (the checks' runs
 are undone). A user error (the file does not import, no such factory, the module fails on the
-example, a construct trainlab cannot train) is one line on stderr naming the user's file and line
-where there is one, exit status 2; nothing is left behind.
+example, a construct trainlab cannot train, the model's code calling sys.exit or running out of
+memory) is one line on stderr naming the user's file and line where there is one, exit status 2;
+nothing is left behind. --out must be free or, with --force, a bundle this script wrote: anything
+else there (a folder of other files, a file, a device, a symbolic link) is refused, untouched.
+
+The log the C++ side reads: STARTED_LINE first (stderr: this is the bundle writer, torch imported),
+WRITTEN_PREFIX + the summary last, once the bundle is in place; a run without both wrote nothing.
 """
 import argparse
 import ast
+import faulthandler
 import hashlib
 import importlib.util
 import json
@@ -57,6 +63,12 @@ LOSSES = {
 OPTIMIZERS = ("sgd", "adam", "adamw")
 SPEC_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):([a-z0-9]+)\[([0-9, ]*)\](?::(-?[0-9]+)\.\.(-?[0-9]+))?$")
 MAX_SPEC_ELEMENTS = 1 << 31
+# Value ranges each integer dtype holds (int64's top is one less: the draw's bound is HI + 1).
+DTYPE_RANGES = {"int64": (-(1 << 63), (1 << 63) - 2), "int32": (-(1 << 31), (1 << 31) - 1), "uint8": (0, 255),
+                "bool": (0, 1)}
+STARTED_LINE = "trainlab model add: bundle writer started"
+WRITTEN_PREFIX = "trainlab model add: bundle written: "
+USER_FILE = None  # the user's file, once imported: the place named in errors its code raises
 
 
 class UserError(Exception):
@@ -94,6 +106,10 @@ def parse_spec(text, option):
             raise UserError("%s '%s': a value range is for integer inputs" % (option, text))
         if hi < lo:
             raise UserError("%s '%s': the range %d..%d is empty" % (option, text, lo, hi))
+        low, high = DTYPE_RANGES[dtype]
+        if lo < low or hi > high:
+            raise UserError("%s '%s': the range %d..%d does not fit %s (%d..%d)" % (option, text, lo, hi, dtype,
+                                                                                 low, high))
         spec["range"] = [lo, hi]
     elif not DTYPES[dtype].is_floating_point:
         if dtype == "bool":
@@ -175,9 +191,11 @@ def user_error(error, user_file, doing):
 
 
 def import_user_file(path):
+    global USER_FILE
     user_file = os.path.abspath(path)
     if not os.path.isfile(user_file):
         raise UserError("%s: no such file" % path)
+    USER_FILE = user_file
     sys.path.insert(0, os.path.dirname(user_file))  # its own imports of sibling files
     spec = importlib.util.spec_from_file_location("trainlab_user_model", user_file)
     module = importlib.util.module_from_spec(spec)
@@ -291,8 +309,105 @@ def flops_per_sample(model, loss_fn, inputs, target, batch):
         return None
 
 
+def save_traced(traced, path, user_file, what):
+    """traced.save, where a construct the trace kept but TorchScript cannot serialize (a Python
+    autograd.Function, another Python call) is the user's: unsupported, with its place."""
+    try:
+        traced.save(path)
+    except RuntimeError as e:
+        text = str(e).strip()
+        # The trace's stack in the message: "/dir/FILE.py(LINE): function".
+        places = re.findall(re.escape(user_file) + r"\((\d+)\)", text)
+        where = "%s:%s: " % (os.path.basename(user_file), places[0]) if places else ""
+        cause = text.splitlines()[0].split(".")[0] if text else type(e).__name__
+        raise UserError("unsupported: %sTorchScript cannot save the traced %s: %s" % (where, what, cause))
+
+
+# ---- where the bundle goes ------------------------------------------------------------------
+
+def is_written_bundle(path):
+    """A real folder holding a manifest.json this script wrote (its format, name, torch and inputs)."""
+    manifest = os.path.join(path, "manifest.json")
+    if os.path.islink(path) or not os.path.isdir(path) or os.path.islink(manifest) or not os.path.isfile(manifest):
+        return False
+    try:
+        with open(manifest) as f:
+            m = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return (isinstance(m, dict) and type(m.get("format")) is int and m["format"] == 1 and
+            isinstance(m.get("name"), str) and isinstance(m.get("torch"), str) and isinstance(m.get("inputs"), list))
+
+
+def what_is_at(path):
+    import stat
+    mode = os.lstat(path).st_mode
+    if stat.S_ISDIR(mode):
+        return "a folder that is not a model bundle (no manifest.json trainlab model add wrote)"
+    for test, name in ((stat.S_ISREG, "a file"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a folder"
+
+
+def destination_problem(out, shown, force):
+    """Why the bundle may not be written at out (None: it may). --force replaces a bundle, nothing else."""
+    if os.path.islink(out):
+        return "--out %s is a symbolic link: give the bundle folder itself (a link is not replaced)" % shown
+    if not os.path.lexists(out):
+        return None
+    if is_written_bundle(out):
+        return None if force else "--out %s is a model bundle already (--force replaces it)" % shown
+    return ("--out %s is %s: %s; nothing was touched" %
+            (shown, what_is_at(out), "--force replaces only a model bundle" if force else "choose another --out"))
+
+
+def place_bundle(tmp, out, shown, force):
+    """The written folder renamed to out; an old bundle there goes only once the new one is whole."""
+    problem = destination_problem(out, shown, force)  # again: time has passed since the first look
+    if problem:
+        raise UserError(problem)
+    parent = os.path.dirname(out)
+    if os.path.lexists(out):
+        old = tempfile.mkdtemp(prefix="." + os.path.basename(out) + ".old-", dir=parent)
+        os.rename(out, os.path.join(old, "bundle"))
+        os.rename(tmp, out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(tmp, out)
+
+
+# ---- the command ----------------------------------------------------------------------------
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose errors are this script's one line, exit 2."""
+
+    def error(self, message):
+        fail("the bundle writer's arguments: " + message)
+
+
+def user_code_error(error):
+    """One line for what the model's code raised past the guarded places (None: not the model's)."""
+    where = user_location(error, USER_FILE) if USER_FILE else None
+    at = where + ": " if where else ""
+    if isinstance(error, SystemExit):
+        return "%sthe model's code called sys.exit(%r) before the bundle was written" % (at, error.code)
+    if isinstance(error, KeyboardInterrupt):
+        return "%sKeyboardInterrupt (raised by the model's code, or SIGINT from outside) before the bundle was " \
+               "written" % at
+    if isinstance(error, MemoryError):
+        return ("%sout of memory (MemoryError) building or running the model: a smaller batch or model (--input, "
+                "--arg) may fit" % at)
+    if where:
+        return str(user_error(error, USER_FILE, "the model's code failed"))
+    return None
+
+
 def main():
-    parser = argparse.ArgumentParser(description="Writes a model bundle from FILE.py:FACTORY")
+    faulthandler.enable()  # a crash in native code (the model's or torch's) leaves its Python stack in the log
+    print(STARTED_LINE, file=sys.stderr, flush=True)
+    parser = ArgumentParser(description="Writes a model bundle from FILE.py:FACTORY")
     parser.add_argument("--source", required=True, help="FILE.py:FACTORY")
     parser.add_argument("--arg", action="append", default=[], help="NAME=VALUE passed to the factory")
     parser.add_argument("--input", action="append", default=[])
@@ -310,6 +425,11 @@ def main():
         write_bundle(args)
     except UserError as e:
         fail(e)
+    except BaseException as e:  # the model's code: sys.exit, KeyboardInterrupt, MemoryError, its exceptions
+        message = user_code_error(e)
+        if message is None:
+            raise  # this script's own fault: the traceback, exit 1 (an internal error)
+        fail(message)
 
 
 def write_bundle(args):
@@ -319,8 +439,9 @@ def write_bundle(args):
     if not (args.lr > 0):
         raise UserError("--lr %s: the learning rate must be positive" % args.lr)
     out = os.path.abspath(args.out)
-    if os.path.exists(out) and not args.force:
-        raise UserError("%s exists (--force replaces it)" % args.out)
+    problem = destination_problem(out, args.out, args.force)
+    if problem:
+        raise UserError(problem)
     name = args.name or factory_name
     if not re.match(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$", name):
         raise UserError("--name '%s': letters, digits, '_', '-' and '.' only" % name)
@@ -412,12 +533,15 @@ def write_bundle(args):
         generator = torch.Generator().manual_seed(args.seed + 1)
         check_batches.append([synthesize(s, generator) for s in specs])
     for check in check_batches:
-        torch.manual_seed(args.seed)
-        eager_loss = loss_fn(model(*check[:-1]), check[-1]).item()
-        restore(model, initial)
-        torch.manual_seed(args.seed)
-        traced_loss_value = traced_loss(traced(*check[:-1]), check[-1]).item()
-        restore(model, initial)
+        try:
+            torch.manual_seed(args.seed)
+            eager_loss = loss_fn(model(*check[:-1]), check[-1]).item()
+            restore(model, initial)
+            torch.manual_seed(args.seed)
+            traced_loss_value = traced_loss(traced(*check[:-1]), check[-1]).item()
+            restore(model, initial)
+        except Exception as e:
+            raise user_error(e, user_file, "checking the trace against the model on a second batch failed")
         if not abs(eager_loss - traced_loss_value) <= 1e-4 * max(1.0, abs(eager_loss)):
             raise UserError("unsupported: the traced model gives loss %.6g, the model %.6g on the same batch: its "
                             "forward depends on something a trace cannot follow (Python state, data-dependent "
@@ -458,24 +582,24 @@ def write_bundle(args):
         raise UserError("internal: parameter names do not add up")
 
     parent = os.path.dirname(out)
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="." + os.path.basename(out) + ".tmp-", dir=parent)
     try:
-        traced.save(os.path.join(tmp, "model.pt"))
-        traced_loss.save(os.path.join(tmp, "loss.pt"))
+        os.makedirs(parent, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix="." + os.path.basename(out) + ".tmp-", dir=parent)
+    except OSError as e:
+        raise UserError("cannot write the bundle at %s: %s" % (args.out, e.strerror or e))
+    try:
+        save_traced(traced, os.path.join(tmp, "model.pt"), user_file, "model")
+        save_traced(traced_loss, os.path.join(tmp, "loss.pt"), user_file, "loss")
         os.makedirs(os.path.join(tmp, "source"))
         with open(os.path.join(tmp, "source", os.path.basename(user_file)), "wb") as f:
             f.write(source_bytes)
         with open(os.path.join(tmp, "manifest.json"), "w") as f:
             json.dump(manifest, f, indent=2)
             f.write("\n")
-        if os.path.exists(out):  # --force: the old bundle goes only once the new one is whole
-            old = tempfile.mkdtemp(prefix="." + os.path.basename(out) + ".old-", dir=parent)
-            os.rename(out, os.path.join(old, "bundle"))
-            os.rename(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(tmp, out)
+        place_bundle(tmp, out, args.out, args.force)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise UserError("cannot write the bundle at %s: %s" % (args.out, e.strerror or e))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -489,7 +613,7 @@ def write_bundle(args):
         summary += "; tied: " + ", ".join("%s = %s" % kv for kv in tied.items())
     if no_gradient:
         summary += "; no gradient: " + ", ".join(no_gradient)
-    print(summary)
+    print(WRITTEN_PREFIX + summary, flush=True)
 
 
 if __name__ == "__main__":
