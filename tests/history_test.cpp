@@ -14,6 +14,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/run_record.h"
+#include "harness/runner/doctor.h"
 
 namespace fs = std::filesystem;
 
@@ -133,6 +134,36 @@ TEST(HistoryTest, OneLinePerFolderWithMediansAndDoctorAndDiagnosis) {
   EXPECT_THROW(render_history((root / "missing").string()), InputError);
   std::error_code ec;
   fs::remove_all(root, ec);
+}
+
+// One doctor.json whose schema_version is a string, null or an array is one unreadable entry,
+// named; the other folders are listed (it used to end the whole listing as an internal error).
+TEST(HistoryTest, ADoctorFileWithASchemaVersionOfTheWrongTypeIsOneUnreadableEntry) {
+  for (const std::string version : {"\"1\"", "null", "[1]"}) {
+    const fs::path root = fs::temp_directory_path() / ("trainlab-history-bad-doctor-" + std::to_string(::getpid()));
+    fs::remove_all(root);
+    write_run(root / "20261123-100000-mlp-run", "run", {variant_at(100)});
+    fs::create_directories(root / "20261123-100300-mlp-doctor");
+    write_file_atomically((root / "20261123-100300-mlp-doctor/doctor.json").string(),
+                          R"({"schema_version": )" + version + R"(, "kind": "doctor", "configuration": [],
+                              "diagnosis": {"headline": "-"}, "trials": []})");
+    write_run(root / "20261123-100500-mlp-run", "run", {variant_at(200)});
+    std::vector<HistoryEntry> entries;
+    ASSERT_NO_THROW(entries = read_history(root.string())) << version;
+    ASSERT_EQ(entries.size(), 3u) << version;
+    EXPECT_EQ(entries[0].samples_per_s.value_or(0), 640.0) << version;
+    EXPECT_EQ(entries[1].id, "20261123-100300-mlp-doctor");
+    EXPECT_EQ(entries[1].kind, "doctor");
+    EXPECT_NE(entries[1].problem.find("unreadable"), std::string::npos) << entries[1].problem;
+    EXPECT_NE(entries[1].problem.find("doctor.json"), std::string::npos) << entries[1].problem;
+    EXPECT_NE(entries[1].problem.find("schema_version 1"), std::string::npos) << entries[1].problem;
+    EXPECT_EQ(entries[2].samples_per_s.value_or(0), 320.0) << version;
+    const std::string table = render_history(root.string());
+    EXPECT_NE(table.find("20261123-100500-mlp-run"), std::string::npos) << table;
+    EXPECT_NE(table.find("unreadable"), std::string::npos) << table;
+    EXPECT_THROW(read_doctor_file((root / "20261123-100300-mlp-doctor/doctor.json").string()), InputError) << version;
+    fs::remove_all(root);
+  }
 }
 
 }  // namespace

@@ -306,7 +306,11 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
 DoctorOutcome read_doctor_file(const std::string& path) {
   const nlohmann::json j = nlohmann::json::parse(read_file(path), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) throw InputError(path + ": malformed JSON");
-  if (j.value("schema_version", 0) != 1) throw InputError(path + ": not a doctor.json of schema_version 1");
+  // Any type may stand where the number should (a string, null, an array): read it only as an integer.
+  const nlohmann::json* version = j.contains("schema_version") ? &j["schema_version"] : nullptr;
+  if (version == nullptr || !version->is_number_integer() || version->get<int64_t>() != 1) {
+    throw InputError(path + ": not a doctor.json of schema_version 1");
+  }
   try {
     DoctorOutcome outcome;
     outcome.out_dir = std::filesystem::path(path).parent_path().string();

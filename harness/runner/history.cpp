@@ -76,8 +76,8 @@ void read_doctor(const fs::path& dir, HistoryEntry& e) {
   DoctorOutcome d;
   try {
     d = read_doctor_file((dir / "doctor.json").string());
-  } catch (const InputError&) {
-    e.problem = "unreadable doctor.json";
+  } catch (const InputError& err) {
+    e.problem = std::string("unreadable: ") + err.what();
     e.headline = e.problem;
     return;
   }
