@@ -98,8 +98,8 @@ TEST(CliE2E, AnInterruptedLabKeepsWhatFinishedAndMarksTheRest) {
                                            "--emulated-bf16", "run", "--results", results},
                                           "/dev/null", results + "/../interrupt" + std::to_string(signo) + ".log");
     ASSERT_GE(pid, 0);
-    const std::string run_dir = e2e::wait_for_run_record(results);  // run.json comes after the first variant
-    ASSERT_FALSE(run_dir.empty()) << "no run.json after the first variant";
+    const std::string run_dir = e2e::wait_for_run_record(results, /*finished_variant=*/true);
+    ASSERT_FALSE(run_dir.empty()) << "no run.json with a finished variant";
     const int exit_status = e2e::signal_and_wait(pid, signo);
     if (signo != SIGKILL) {
       EXPECT_EQ(exit_status, 128 + signo);
@@ -149,6 +149,35 @@ TEST(CliE2E, AClosedOutputPipeStopsTheRunAndKeepsItsRecord) {
   ASSERT_EQ(record.variants.size(), 3u);
   for (const VariantRecord& v : record.variants) EXPECT_EQ(v.error_kind, "interrupted") << v.error;
   EXPECT_FALSE(std::filesystem::exists(e2e::only_run_dir(results) + "/.running"));  // finished: unmarked
+}
+
+// A run folder reads as running from its start: run.json is there before any variant finished, and
+// history, diagnose and compare say the run is still running (diagnose used to say the folder was
+// not a run). Ctrl-C then ends it as usual.
+TEST(CliE2E, ARunFolderReadsAsRunningBeforeAnyVariantFinished) {
+  const std::string results = e2e::fresh_results_dir("running");
+  const pid_t pid = e2e::spawn_trainlab({"run", "--scenario", "mlp", "--steps", "100000", "--warmup", "1",
+                                         "--timeout-s", "120", "--sampler", "off", "--results", results},
+                                        "/dev/null", results + "/../running.log");
+  ASSERT_GE(pid, 0);
+  const std::string run_dir = e2e::wait_for_run_record(results, /*finished_variant=*/false,
+                                                       std::chrono::seconds(30));
+  ASSERT_FALSE(run_dir.empty()) << "no run.json at the start of the run";
+  const auto history = run_trainlab("history --results " + results);
+  EXPECT_EQ(history.exit_status, 0) << history.err;
+  EXPECT_NE(history.out.find("running"), std::string::npos) << history.out;
+  const auto diagnosed = run_trainlab("diagnose " + run_dir);
+  EXPECT_EQ(diagnosed.exit_status, 2) << diagnosed.err;
+  EXPECT_NE(diagnosed.err.find("the run is still running: no variant finished yet"), std::string::npos)
+      << diagnosed.err;
+  const auto compared = run_trainlab("compare " + run_dir + " " + run_dir);
+  EXPECT_EQ(compared.exit_status, 2) << compared.err;
+  EXPECT_NE(compared.err.find("the run is still running"), std::string::npos) << compared.err;
+  EXPECT_EQ(e2e::signal_and_wait(pid, SIGINT), 130);
+  EXPECT_FALSE(std::filesystem::exists(run_dir + "/.running"));  // the run ended: no longer marked
+  const RunRecord record = read_run_record(run_dir);
+  ASSERT_EQ(record.variants.size(), 1u);
+  EXPECT_EQ(record.variants[0].error_kind, "interrupted") << record.variants[0].error;
 }
 
 // Knobs in range can still ask for more memory than the machine has (recsys attention over 2048

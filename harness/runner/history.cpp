@@ -14,6 +14,7 @@
 #include "core/statistics.h"
 #include "diagnostics/diagnosis.h"
 #include "harness/runner/doctor.h"
+#include "harness/runner/run_liveness.h"
 #include "harness/runner/text_table.h"
 
 namespace fs = std::filesystem;
@@ -23,8 +24,10 @@ namespace trainlab {
 namespace {
 
 // A run's best variant (the median samples/s over its repetitions; a sweep's variants are its
-// points; an A/B run's B with its A) and the headline line.
-void read_run(const RunRecord& r, HistoryEntry& e) {
+// points; an A/B run's B with its A) and the headline line. A run still running (run_liveness.h):
+// its variants not run yet are no interrupted ones.
+void read_run(const RunRecord& r, RunState state, HistoryEntry& e) {
+  const bool running = state == RunState::kRunning;
   std::vector<std::string> order;
   std::map<std::string, std::vector<double>> samples_per_s;  // by variant, one value per repetition
   for (const VariantRecord& v : r.variants) {
@@ -54,12 +57,19 @@ void read_run(const RunRecord& r, HistoryEntry& e) {
     e.samples_per_s = median(*best);
     e.headline = *best + " " + figure(*best) + " samples/s" + of_repetitions;
   }
+  int not_run_yet = 0;
   for (const VariantRecord& v : r.variants) {
     if (v.ok()) continue;
-    ++(v.error_kind == "interrupted" ? e.interrupted : e.failed);
+    ++(v.error_kind != "interrupted" ? e.failed : running ? not_run_yet : e.interrupted);
   }
+  if (running && order.empty()) e.headline = "still running: no variant finished yet";
   if (e.failed > 0) e.headline += " (" + std::to_string(e.failed) + " failed)";
   if (e.interrupted > 0) e.headline += " (" + std::to_string(e.interrupted) + " interrupted)";
+  if (running && !order.empty()) {
+    e.headline += " (still running: " + std::to_string(not_run_yet) + " not run yet)";
+  }
+  if (state == RunState::kEndedEarly) e.headline += " (ended before it finished: killed?)";
+  e.running = running;
 }
 
 // The first diagnosis's verdict in a few words: "model compute (low)" or "inconclusive".
@@ -136,7 +146,7 @@ std::vector<HistoryEntry> read_history(const std::string& results_dir) {
         e.created_utc = r.created_utc;
         e.kind = r.kind;
         e.scenario = r.scenario;
-        read_run(r, e);
+        read_run(r, run_state(dir.string()), e);
       } catch (const InputError& err) {
         e.problem = std::string("unreadable: ") + err.what();
         e.headline = e.problem;
@@ -184,6 +194,7 @@ Table history_table(const std::vector<HistoryEntry>& entries, size_t max_width_c
       verdict = "B/A " + fmt("%.2fx", *e.samples_per_s / *e.a_samples_per_s);
     }
     if (!e.problem.empty()) verdict = e.problem;
+    if (e.running) verdict = "running";
     if (e.failed > 0) verdict += ", " + std::to_string(e.failed) + " failed";
     if (e.interrupted > 0) verdict += ", " + std::to_string(e.interrupted) + " interrupted";
     table.rows.push_back({text_cell(e.id), text_cell(e.kind), text_cell(best),
@@ -232,6 +243,7 @@ nlohmann::json history_json(const std::string& results_dir, const std::vector<Hi
                     {"repetitions", e.repetitions},
                     {"failed", e.failed},
                     {"interrupted", e.interrupted},
+                    {"running", e.running},
                     {"verdict", or_null(e.verdict)},
                     {"headline", or_null(e.headline)},
                     {"problem", or_null(e.problem)}});

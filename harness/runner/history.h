@@ -27,6 +27,7 @@ struct HistoryEntry {
   std::optional<double> gain_x;          // a doctor's best change: samples/s as given x this
   int repetitions = 1;
   int failed = 0, interrupted = 0;       // variants
+  bool running = false;                  // the run is still going (its run.json says so and its process holds it)
   std::string verdict;                   // the diagnosis: "model compute (low)", "inconclusive"; "" none
   std::string headline;                  // the full line: best figure, A -> B, the diagnosis's headline
   std::string problem;                   // an unreadable folder: what is wrong
