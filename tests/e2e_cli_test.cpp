@@ -180,6 +180,35 @@ TEST(CliE2E, ARunFolderReadsAsRunningBeforeAnyVariantFinished) {
   EXPECT_EQ(record.variants[0].error_kind, "interrupted") << record.variants[0].error;
 }
 
+// The training child killed from outside (kill -9, no memory pressure): the variant is recorded as
+// killed, not as out of memory over its limit, though SIGKILL is also what the kernel's OOM killer
+// sends (the parent's own description of the end used to match its out-of-memory signs).
+TEST(CliE2E, ATrainingChildKilledFromOutsideIsRecordedAsKilledNotOutOfMemory) {
+  const std::string results = e2e::fresh_results_dir("child_killed");
+  const pid_t pid = e2e::spawn_trainlab({"run", "--scenario", "mlp", "--steps", "100000", "--warmup", "1",
+                                         "--timeout-s", "120", "--sampler", "off", "--results", results},
+                                        "/dev/null", results + "/../child_killed.log");
+  ASSERT_GE(pid, 0);
+  std::string child;  // the training child, once it runs
+  for (int i = 0; i < 600 && child.empty(); ++i) {
+    child = e2e::run_command("pgrep -f '[_]_variant --spec " + results + "/' | head -1");
+    if (child.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(child.empty()) << "no training child";
+  ASSERT_EQ(::kill(std::stoi(child), SIGKILL), 0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);  // the variant failed
+  const RunRecord record = read_run_record(e2e::only_run_dir(results));
+  ASSERT_EQ(record.variants.size(), 1u);
+  EXPECT_EQ(record.variants[0].error_kind, "killed") << record.variants[0].error;
+  EXPECT_NE(record.variants[0].error.find("killed by signal 9 (SIGKILL) from outside"), std::string::npos)
+      << record.variants[0].error;
+  EXPECT_EQ(record.variants[0].error.find("over the variant's memory limit"), std::string::npos)
+      << record.variants[0].error;
+}
+
 // Knobs in range can still ask for more memory than the machine has (recsys attention over 2048
 // positions wants 4 GiB blocks): the variant's memory limit turns that into a recorded out of
 // memory with the limit, in seconds, instead of the kernel's OOM killer taking the machine.
