@@ -103,6 +103,12 @@ void read_doctor(const fs::path& dir, HistoryEntry& e) {
     e.gain_x = 1.0 + d.best_gain_pct / 100.0;
     e.headline = "best " + d.best_settings + ": " + fmt("%.2fx", *e.gain_x) + " samples/s";
   }
+  if (d.interrupted.empty()) return;
+  // Stopped: the stages it stopped or kept from starting count as interrupted.
+  e.interrupted = d.diagnosis_report.empty() ? 1 : 0;
+  for (const DoctorTrial& t : d.trials) e.interrupted += t.verdict == "interrupted" || t.verdict.rfind("not run", 0) == 0;
+  if (d.after_headline == "interrupted" || d.after_headline.rfind("not run", 0) == 0) ++e.interrupted;
+  e.headline = "interrupted " + d.interrupted + (d.diagnosis_report.empty() ? "" : "; " + e.headline);
 }
 
 // "abc..xyz" / "abcdef.." within width chars (ASCII, so the columns stay aligned).
