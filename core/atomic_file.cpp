@@ -165,10 +165,32 @@ std::string read_file(const std::string& path) {
   return text;
 }
 
+namespace {
+
+// The first part of `path` (itself or a folder above it) that is a symlink to nothing, or "".
+std::string dangling_symlink_in(const fs::path& path) {
+  std::error_code ec;
+  for (fs::path part = path; !part.empty() && part != part.parent_path(); part = part.parent_path()) {
+    if (fs::is_symlink(part, ec) && !fs::exists(part, ec)) return part.string();
+  }
+  return "";
+}
+
+}  // namespace
+
 void ensure_writable_dir(const std::string& path) {
   std::error_code ec;
   fs::create_directories(path, ec);
-  if (ec) throw InputError("cannot create results folder " + path + ": " + ec.message());
+  if (ec) {
+    // create_directories says "File exists" for a dangling symlink: name the link and its target.
+    const std::string link = dangling_symlink_in(path);
+    if (!link.empty()) {
+      std::error_code read_ec;
+      const std::string target = fs::read_symlink(link, read_ec).string();
+      throw InputError(link + " is a symlink to a missing folder " + target);
+    }
+    throw InputError("cannot create results folder " + path + ": " + ec.message());
+  }
   if (!fs::is_directory(path, ec)) throw InputError("results path is not a folder: " + path);
   if (::access(path.c_str(), W_OK | X_OK) != 0) {
     throw InputError("results folder is not writable: " + path);

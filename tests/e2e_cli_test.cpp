@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -69,10 +70,10 @@ TEST(CliE2E, TheFrontBinaryLinksNoLibTorchAndItsTrainingChildDoes) {
   EXPECT_NE(trainer.find("libtorch"), std::string::npos) << trainer;
 }
 
-// Ctrl-C (SIGINT) to the lab's parent, once its first variant has finished: the running child is
-// stopped, exit status 130, and run.json holds the finished variant and marks the rest interrupted;
-// history and diagnose read it. SIGKILL to the parent leaves the run.json written after the last
-// finished variant, the rest marked not run.
+// Ctrl-C (SIGINT) or a closed terminal (SIGHUP) to the lab's parent, once its first variant has
+// finished: the running child is stopped, exit status 128 + the signal, and run.json holds the
+// finished variant and marks the rest interrupted; history and diagnose read it. SIGKILL to the
+// parent leaves the run.json written after the last finished variant, the rest marked not run.
 // On a terminal (a pseudo-terminal from script(1)) run rewrites one progress line with the step
 // and the time left; with stderr in a file it prints no such line.
 TEST(CliE2E, AProgressLineOnATerminalOnly) {
@@ -91,17 +92,17 @@ TEST(CliE2E, AProgressLineOnATerminalOnly) {
 }
 
 TEST(CliE2E, AnInterruptedLabKeepsWhatFinishedAndMarksTheRest) {
-  for (const int signo : {SIGINT, SIGKILL}) {
+  for (const int signo : {SIGINT, SIGHUP, SIGKILL}) {
     const std::string results = e2e::fresh_results_dir("interrupt" + std::to_string(signo));
     const pid_t pid = e2e::spawn_trainlab({"baseline", "--scenario", "tinyops", "--steps", "400", "--warmup", "1",
                                            "--emulated-bf16", "run", "--results", results},
                                           "/dev/null", results + "/../interrupt" + std::to_string(signo) + ".log");
     ASSERT_GE(pid, 0);
-    const std::string run_dir = e2e::wait_for_run_record(results);  // run.json comes after the first variant
-    ASSERT_FALSE(run_dir.empty()) << "no run.json after the first variant";
+    const std::string run_dir = e2e::wait_for_run_record(results, /*finished_variant=*/true);
+    ASSERT_FALSE(run_dir.empty()) << "no run.json with a finished variant";
     const int exit_status = e2e::signal_and_wait(pid, signo);
-    if (signo == SIGINT) {
-      EXPECT_EQ(exit_status, 130);
+    if (signo != SIGKILL) {
+      EXPECT_EQ(exit_status, 128 + signo);
     }
     const RunRecord record = read_run_record(run_dir);
     ASSERT_EQ(record.variants.size(), 9u);  // 3 variants x 3 interleaved repetitions, all accounted for
@@ -119,6 +120,93 @@ TEST(CliE2E, AnInterruptedLabKeepsWhatFinishedAndMarksTheRest) {
     EXPECT_NE(history.out.find("8 interrupted"), std::string::npos) << history.out;
     EXPECT_EQ(run_trainlab("diagnose " + run_dir).exit_status, 0);
   }
+}
+
+// Output to a pipe whose reader has gone (`trainlab run ... 2>&1 | head` after head ended): the
+// write fails instead of killing the lab, which stops as on SIGTERM: its run.json marks every
+// variant it had not run interrupted, and it exits 128 + SIGPIPE.
+TEST(CliE2E, AClosedOutputPipeStopsTheRunAndKeepsItsRecord) {
+  const std::string results = e2e::fresh_results_dir("broken_pipe");
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  ::close(pipe_fds[0]);  // no reader: the first write to the pipe fails
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::dup2(pipe_fds[1], STDOUT_FILENO);
+    ::dup2(pipe_fds[1], STDERR_FILENO);
+    ::signal(SIGPIPE, SIG_DFL);  // as a shell starts it
+    ::execl(TRAINLAB_BINARY, "trainlab", "run", "--scenario", "mlp", "--repeat", "3", "--steps", "30", "--warmup",
+            "1", "--sampler", "off", "--results", results.c_str(), static_cast<char*>(nullptr));
+    std::_Exit(127);
+  }
+  ::close(pipe_fds[1]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGPIPE);
+  const RunRecord record = read_run_record(e2e::only_run_dir(results));
+  ASSERT_EQ(record.variants.size(), 3u);
+  for (const VariantRecord& v : record.variants) EXPECT_EQ(v.error_kind, "interrupted") << v.error;
+  EXPECT_FALSE(std::filesystem::exists(e2e::only_run_dir(results) + "/.running"));  // finished: unmarked
+}
+
+// A run folder reads as running from its start: run.json is there before any variant finished, and
+// history, diagnose and compare say the run is still running (diagnose used to say the folder was
+// not a run). Ctrl-C then ends it as usual.
+TEST(CliE2E, ARunFolderReadsAsRunningBeforeAnyVariantFinished) {
+  const std::string results = e2e::fresh_results_dir("running");
+  const pid_t pid = e2e::spawn_trainlab({"run", "--scenario", "mlp", "--steps", "100000", "--warmup", "1",
+                                         "--timeout-s", "120", "--sampler", "off", "--results", results},
+                                        "/dev/null", results + "/../running.log");
+  ASSERT_GE(pid, 0);
+  const std::string run_dir = e2e::wait_for_run_record(results, /*finished_variant=*/false,
+                                                       std::chrono::seconds(30));
+  ASSERT_FALSE(run_dir.empty()) << "no run.json at the start of the run";
+  const auto history = run_trainlab("history --results " + results);
+  EXPECT_EQ(history.exit_status, 0) << history.err;
+  EXPECT_NE(history.out.find("running"), std::string::npos) << history.out;
+  const auto diagnosed = run_trainlab("diagnose " + run_dir);
+  EXPECT_EQ(diagnosed.exit_status, 2) << diagnosed.err;
+  EXPECT_NE(diagnosed.err.find("the run is still running: no variant finished yet"), std::string::npos)
+      << diagnosed.err;
+  const auto compared = run_trainlab("compare " + run_dir + " " + run_dir);
+  EXPECT_EQ(compared.exit_status, 2) << compared.err;
+  EXPECT_NE(compared.err.find("the run is still running"), std::string::npos) << compared.err;
+  EXPECT_EQ(e2e::signal_and_wait(pid, SIGINT), 130);
+  EXPECT_FALSE(std::filesystem::exists(run_dir + "/.running"));  // the run ended: no longer marked
+  const RunRecord record = read_run_record(run_dir);
+  ASSERT_EQ(record.variants.size(), 1u);
+  EXPECT_EQ(record.variants[0].error_kind, "interrupted") << record.variants[0].error;
+}
+
+// The training child killed from outside (kill -9, no memory pressure): the variant is recorded as
+// killed, not as out of memory over its limit, though SIGKILL is also what the kernel's OOM killer
+// sends (the parent's own description of the end used to match its out-of-memory signs).
+TEST(CliE2E, ATrainingChildKilledFromOutsideIsRecordedAsKilledNotOutOfMemory) {
+  const std::string results = e2e::fresh_results_dir("child_killed");
+  const pid_t pid = e2e::spawn_trainlab({"run", "--scenario", "mlp", "--steps", "100000", "--warmup", "1",
+                                         "--timeout-s", "120", "--sampler", "off", "--results", results},
+                                        "/dev/null", results + "/../child_killed.log");
+  ASSERT_GE(pid, 0);
+  std::string child;  // the training child, once it runs
+  for (int i = 0; i < 600 && child.empty(); ++i) {
+    child = e2e::run_command("pgrep -f '[_]_variant --spec " + results + "/' | head -1");
+    if (child.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(child.empty()) << "no training child";
+  ASSERT_EQ(::kill(std::stoi(child), SIGKILL), 0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);  // the variant failed
+  const RunRecord record = read_run_record(e2e::only_run_dir(results));
+  ASSERT_EQ(record.variants.size(), 1u);
+  EXPECT_EQ(record.variants[0].error_kind, "killed") << record.variants[0].error;
+  EXPECT_NE(record.variants[0].error.find("killed by signal 9 (SIGKILL) from outside"), std::string::npos)
+      << record.variants[0].error;
+  EXPECT_EQ(record.variants[0].error.find("over the variant's memory limit"), std::string::npos)
+      << record.variants[0].error;
 }
 
 // Knobs in range can still ask for more memory than the machine has (recsys attention over 2048

@@ -205,8 +205,8 @@ TEST(DataE2E, AnInterruptedSweepKeepsItsMeasuredPointsAndMarksTheRest) {
                                            "--steps", "60", "--warmup", "1", "--workers", "0,1,2", "--results", results},
                                           out_path, "/dev/null");
     ASSERT_GE(pid, 0);
-    const std::string run_dir = e2e::wait_for_run_record(results);  // run.json comes after the first point
-    ASSERT_FALSE(run_dir.empty()) << "no run.json after the first point";
+    const std::string run_dir = e2e::wait_for_run_record(results, /*finished_variant=*/true);
+    ASSERT_FALSE(run_dir.empty()) << "no run.json with a finished point";
     const int exit_status = e2e::signal_and_wait(pid, signo);
     if (signo == SIGINT) {
       EXPECT_EQ(exit_status, 130);

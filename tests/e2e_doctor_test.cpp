@@ -1,8 +1,13 @@
 // End-to-end doctor: diagnose -> A/B trials of the top findings' changes -> the best configuration
-// profiled again -> doctor.json and report.html, and bad input.
+// profiled again -> doctor.json and report.html; interrupted during the profile or a trial; bad input.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -84,6 +89,76 @@ TEST(DoctorE2E, DiagnosesTriesTheTopChangeAndRecordsItsMeasuredGain) {
   EXPECT_NE(r.out.find("With it: "), std::string::npos) << r.out;
   EXPECT_NE(html.find("What remains with it"), std::string::npos);
   EXPECT_NE(html.find("href=\"after/"), std::string::npos);
+}
+
+// The folder a doctor made in `results`, once a training child of its stage runs (its spec under
+// DOCTOR_DIR/<stage>..., e.g. "profile" or "trial-"); empty when none ran within two minutes or the
+// doctor ended first.
+std::string wait_for_stage_training(const std::string& results, const std::string& stage, pid_t doctor) {
+  for (int i = 0; i < 1200; ++i) {
+    const std::string dir = only_run_dir(results);
+    if (!dir.empty() && !run_command("pgrep -f '[_]_variant --spec " + dir + "/" + stage + "'").empty()) return dir;
+    if (::waitpid(doctor, nullptr, WNOHANG) == doctor) return "";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return "";
+}
+
+// Ctrl-C while the doctor profiles the configuration: it stops the profile, writes doctor.json
+// (nothing diagnosed, stopped during the profile) and report.html, and exits 130; history lists it.
+TEST(DoctorE2E, CtrlCDuringTheProfileRecordsWhereItStopped) {
+  const std::string results = fresh_results_dir("doctor_sigint");
+  const pid_t pid = spawn_trainlab({"doctor", "--scenario", "mlp", "--steps", "100000", "--warmup", "1", "--repeat",
+                                    "2", "--max-changes", "1", "--timeout-s", "120", "--results", results},
+                                   "/dev/null", results + "/../doctor_sigint.log");
+  ASSERT_GE(pid, 0);
+  const std::string dir = wait_for_stage_training(results, "profile", pid);
+  ASSERT_FALSE(dir.empty()) << "the profile did not start";
+  EXPECT_EQ(signal_and_wait(pid, SIGINT), 130);
+  const nlohmann::json doc = nlohmann::json::parse(slurp(dir + "/doctor.json"), nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << "no doctor.json";
+  EXPECT_EQ(doc["interrupted"], "during the profile of the configuration as given");
+  EXPECT_EQ(doc["diagnosis"]["headline"], "not diagnosed: the doctor was interrupted during the profile");
+  EXPECT_TRUE(doc["trials"].empty());
+  EXPECT_NE(slurp(dir + "/report.html").find("Interrupted during the profile"), std::string::npos);
+  const CliResult history = run_trainlab("history --results " + results);
+  EXPECT_EQ(history.exit_status, 0) << history.err;
+  EXPECT_NE(history.out.find("doctor"), std::string::npos) << history.out;
+  EXPECT_NE(history.out.find("interrupted"), std::string::npos) << history.out;
+  EXPECT_EQ(history.out.find("unreadable"), std::string::npos) << history.out;
+}
+
+// SIGTERM during an A/B trial: the diagnosis is kept, the trial is recorded as interrupted (its run
+// folder with it), the trials after it as not run, and the doctor exits 143.
+TEST(DoctorE2E, SigtermDuringATrialKeepsTheDiagnosisAndMarksTheTrials) {
+  const std::string results = fresh_results_dir("doctor_sigterm");
+  // The data-bound preset: its findings come with changes to try (see the test above).
+  const pid_t pid = spawn_trainlab({"doctor", "--scenario", "recsys", "--preset", "data-bound", "--steps", "8",
+                                    "--warmup", "2", "--repeat", "2", "--max-changes", "2", "--results", results},
+                                   "/dev/null", results + "/../doctor_sigterm.log");
+  ASSERT_GE(pid, 0);
+  const std::string dir = wait_for_stage_training(results, "trial-", pid);
+  ASSERT_FALSE(dir.empty()) << "no trial started: " << slurp(results + "/../doctor_sigterm.log");
+  EXPECT_EQ(signal_and_wait(pid, SIGTERM), 143);
+  const nlohmann::json doc = nlohmann::json::parse(slurp(dir + "/doctor.json"), nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << "no doctor.json";
+  EXPECT_EQ(doc["interrupted"].get<std::string>().rfind("during the A/B of ", 0), 0u) << doc["interrupted"];
+  EXPECT_FALSE(doc["diagnosis"]["headline"].get<std::string>().empty());
+  ASSERT_GE(doc["trials"].size(), 1u);
+  EXPECT_EQ(doc["trials"][0]["verdict"], "interrupted");
+  EXPECT_TRUE(std::filesystem::exists(doc["trials"][0]["run_dir"].get<std::string>() + "/run.json"));
+  for (size_t i = 1; i < doc["trials"].size(); ++i) {
+    EXPECT_EQ(doc["trials"][i]["verdict"], "not run: the doctor was interrupted");
+  }
+  EXPECT_EQ(doc["best_settings"], "");
+  const CliResult history = run_trainlab("history --results " + results + " --format json");
+  ASSERT_EQ(history.exit_status, 0) << history.err;
+  const nlohmann::json listed = nlohmann::json::parse(history.out);
+  ASSERT_EQ(listed["runs"].size(), 1u);
+  EXPECT_EQ(listed["runs"][0]["kind"], "doctor");
+  EXPECT_EQ(listed["runs"][0]["interrupted"].get<int>(), static_cast<int>(doc["trials"].size()));
+  EXPECT_EQ(listed["runs"][0]["headline"].get<std::string>().rfind("interrupted during the A/B of ", 0), 0u)
+      << listed["runs"][0]["headline"];
 }
 
 TEST(DoctorE2E, BadInputIsOneLineAndExitTwo) {

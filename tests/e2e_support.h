@@ -1,6 +1,6 @@
 // Helpers for end-to-end tests: run the built trainlab binary with arguments, capture its exit
 // status, stdout and stderr, and find the run folder it wrote; or start it in the background,
-// wait for its first run.json and signal it.
+// wait for its run.json (or its first finished variant) and signal it.
 #pragma once
 
 #include <signal.h>
@@ -17,6 +17,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace trainlab::e2e {
 
@@ -96,14 +98,28 @@ inline pid_t spawn_trainlab(const std::vector<std::string>& args, const std::str
   std::_Exit(127);
 }
 
-// The run folder in `results_dir` once its run.json exists (a lab or sweep writes it after its
-// first variant or point), waiting up to `limit`; empty when it did not appear.
-inline std::string wait_for_run_record(const std::string& results_dir,
+// Whether a run.json holds a variant that finished (an error of null); false while it is unreadable.
+inline bool has_finished_variant(const std::string& run_json) {
+  const nlohmann::json record = nlohmann::json::parse(slurp(run_json), nullptr, /*allow_exceptions=*/false);
+  if (!record.is_object() || !record.contains("variants") || !record["variants"].is_array()) return false;
+  for (const nlohmann::json& v : record["variants"]) {
+    if (v.is_object() && v.contains("error") && v["error"].is_null()) return true;
+  }
+  return false;
+}
+
+// The run folder in `results_dir` once its run.json exists (a lab or sweep writes it when it
+// starts, then after each variant or point) and, with `finished_variant`, holds a finished
+// variant, waiting up to `limit`; empty when it did not appear.
+inline std::string wait_for_run_record(const std::string& results_dir, bool finished_variant = false,
                                        std::chrono::seconds limit = std::chrono::seconds(120)) {
   const auto until = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < until) {
     const std::string dir = only_run_dir(results_dir);
-    if (!dir.empty() && std::filesystem::exists(dir + "/run.json")) return dir;
+    const std::string record = dir + "/run.json";
+    if (!dir.empty() && std::filesystem::exists(record) && (!finished_variant || has_finished_variant(record))) {
+      return dir;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return "";

@@ -14,6 +14,9 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/run_record.h"
+#include "harness/runner/doctor.h"
+#include "harness/runner/run_liveness.h"
+#include "cli_in_process.h"
 
 namespace fs = std::filesystem;
 
@@ -136,6 +139,81 @@ TEST(HistoryTest, OneLinePerFolderWithMediansAndDoctorAndDiagnosis) {
   EXPECT_THROW(render_history((root / "missing").string()), InputError);
   std::error_code ec;
   fs::remove_all(root, ec);
+}
+
+// One doctor.json whose schema_version is a string, null or an array is one unreadable entry,
+// named; the other folders are listed (it used to end the whole listing as an internal error).
+TEST(HistoryTest, ADoctorFileWithASchemaVersionOfTheWrongTypeIsOneUnreadableEntry) {
+  for (const std::string version : {"\"1\"", "null", "[1]"}) {
+    const fs::path root = fs::temp_directory_path() / ("trainlab-history-bad-doctor-" + std::to_string(::getpid()));
+    fs::remove_all(root);
+    write_run(root / "20261123-100000-mlp-run", "run", {variant_at(100)});
+    fs::create_directories(root / "20261123-100300-mlp-doctor");
+    write_file_atomically((root / "20261123-100300-mlp-doctor/doctor.json").string(),
+                          R"({"schema_version": )" + version + R"(, "kind": "doctor", "configuration": [],
+                              "diagnosis": {"headline": "-"}, "trials": []})");
+    write_run(root / "20261123-100500-mlp-run", "run", {variant_at(200)});
+    std::vector<HistoryEntry> entries;
+    ASSERT_NO_THROW(entries = read_history(root.string())) << version;
+    ASSERT_EQ(entries.size(), 3u) << version;
+    EXPECT_EQ(entries[0].samples_per_s.value_or(0), 640.0) << version;
+    EXPECT_EQ(entries[1].id, "20261123-100300-mlp-doctor");
+    EXPECT_EQ(entries[1].kind, "doctor");
+    EXPECT_NE(entries[1].problem.find("unreadable"), std::string::npos) << entries[1].problem;
+    EXPECT_NE(entries[1].problem.find("doctor.json"), std::string::npos) << entries[1].problem;
+    EXPECT_NE(entries[1].problem.find("schema_version 1"), std::string::npos) << entries[1].problem;
+    EXPECT_EQ(entries[2].samples_per_s.value_or(0), 320.0) << version;
+    const std::string table = render_history(root.string());
+    EXPECT_NE(table.find("20261123-100500-mlp-run"), std::string::npos) << table;
+    EXPECT_NE(table.find("unreadable"), std::string::npos) << table;
+    EXPECT_THROW(read_doctor_file((root / "20261123-100300-mlp-doctor/doctor.json").string()), InputError) << version;
+    fs::remove_all(root);
+  }
+}
+
+// A run folder from its start: run.json lists every planned variant as not run yet (error_kind
+// interrupted), and the process running it holds the folder's mark. history says it is running,
+// diagnose and compare that no variant finished yet; once the process is gone (the mark left, as a
+// SIGKILL leaves it) the same folder reads as ended before it finished.
+TEST(HistoryTest, ARunningFolderReadsAsRunningAndAKilledOneAsEndedEarly) {
+  const fs::path root = fs::temp_directory_path() / ("trainlab-history-running-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  const fs::path dir = root / "20261123-100000-mlp-baseline";
+  VariantRecord pending = variant_at(100);
+  pending.steps.clear();
+  pending.error = "not run yet: the run had not reached this variant (still running, or killed)";
+  pending.error_kind = "interrupted";
+  write_run(dir, "baseline", {pending, pending, pending});
+  {
+    const RunningMark running(dir.string());
+    EXPECT_EQ(run_state(dir.string()), RunState::kRunning);
+    std::vector<HistoryEntry> entries = read_history(root.string());
+    ASSERT_EQ(entries.size(), 1u);
+    EXPECT_TRUE(entries[0].running);
+    EXPECT_EQ(entries[0].interrupted, 0);
+    EXPECT_EQ(entries[0].headline, "still running: no variant finished yet");
+    EXPECT_NE(render_history(root.string()).find(" running"), std::string::npos) << render_history(root.string());
+    const test_cli::CliResult diagnosed = test_cli::run({"diagnose", dir.string()});
+    test_cli::expect_one_error_line(diagnosed, "the run is still running: no variant finished yet");
+    EXPECT_FALSE(fs::exists(dir / "diagnosis.json"));
+    test_cli::expect_one_error_line(test_cli::run({"compare", dir.string(), dir.string()}),
+                                    "the run is still running: no variant finished yet");
+    // One variant finished: history shows it, and how many are still to run.
+    write_run(dir, "baseline", {variant_at(100), pending, pending});
+    entries = read_history(root.string());
+    EXPECT_EQ(entries[0].headline, "fp32 640.0 samples/s (still running: 2 not run yet)");
+    write_run(dir, "baseline", {pending, pending, pending});
+  }
+  EXPECT_EQ(run_state(dir.string()), RunState::kFinished);  // the mark goes with its holder
+  std::ofstream(dir / ".running") << "";                     // as a SIGKILL leaves it: no one holds it
+  EXPECT_EQ(run_state(dir.string()), RunState::kEndedEarly);
+  const std::vector<HistoryEntry> entries = read_history(root.string());
+  EXPECT_FALSE(entries[0].running);
+  EXPECT_EQ(entries[0].interrupted, 3);
+  EXPECT_NE(entries[0].headline.find("ended before it finished: killed?"), std::string::npos) << entries[0].headline;
+  test_cli::expect_one_error_line(test_cli::run({"diagnose", dir.string()}),
+                                  "the run ended before any variant finished (killed?)");
+  fs::remove_all(root);
 }
 
 }  // namespace

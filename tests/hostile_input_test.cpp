@@ -300,6 +300,19 @@ TEST(HostileInputTest, RunOptionsAreCheckedTogetherBeforeAnyChildStarts) {
   EXPECT_TRUE(fs::is_empty(results)) << "a results folder was made for bad options";
 }
 
+// --results naming a symlink to a folder that does not exist (or a path below one): the link and
+// its target are named, where creating the folder used to say only "File exists".
+TEST(HostileInputTest, AResultsFolderThatIsADanglingSymlinkIsNamedWithItsTarget) {
+  const fs::path dir = fresh_dir("dangling_results");
+  const fs::path link = dir / "results";
+  fs::create_symlink(dir / "gone", link);
+  const std::string said = link.string() + " is a symlink to a missing folder " + (dir / "gone").string();
+  expect_one_line(run({"run", "--scenario", "mlp", "--results", link.string()}), said);
+  expect_one_line(run({"run", "--scenario", "mlp", "--results", (link / "below").string()}), said);
+  expect_one_line(run({"doctor", "--scenario", "mlp", "--results", link.string()}), said);
+  EXPECT_FALSE(fs::exists(dir / "gone")) << "the link's target was made";
+}
+
 // Launcher variables (torchrun sets them) are checked by the parent, before any child or folder.
 TEST(HostileInputTest, BadLauncherVariablesAreOneLineUpFront) {
   const fs::path results = fresh_dir("launcher");

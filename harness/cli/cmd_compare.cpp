@@ -10,6 +10,7 @@
 #include "harness/cli/next_step.h"
 #include "harness/cli/option_bounds.h"
 #include "harness/runner/compare.h"
+#include "harness/runner/run_liveness.h"
 
 namespace trainlab {
 namespace {
@@ -40,9 +41,16 @@ Subcommand add_compare_command(CLI::App& app) {
     if (!(options.threshold_pct >= 0) || !(options.max_regression_pct >= 0)) {
       throw InputError("--threshold and --max-regression must be 0 or more");
     }
+    // A run still going (or killed) before any variant finished has nothing to compare yet.
+    const auto read_record = [](const std::string& path) {
+      RunRecord record = read_run_record(path);
+      const std::string unfinished = unfinished_run_problem(record, path);
+      if (!unfinished.empty()) throw InputError(unfinished);
+      return record;
+    };
     const CompareOutcome outcome =
-        o->after.empty() ? compare_ab(read_run_record(o->before), options)
-                         : compare_runs(read_run_record(o->before), read_run_record(o->after), options);
+        o->after.empty() ? compare_ab(read_record(o->before), options)
+                         : compare_runs(read_record(o->before), read_record(o->after), options);
     const nlohmann::json result = to_json(outcome, options);
     if (!o->out.empty()) write_file_atomically(o->out, json_text(result, 2) + "\n");
     if (format == OutputFormat::kJson) {

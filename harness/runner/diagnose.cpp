@@ -12,6 +12,7 @@
 #include "diagnostics/report_html.h"
 #include "diagnostics/summarise.h"
 #include "harness/runner/record_summary.h"
+#include "harness/runner/run_liveness.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/text.h"
@@ -205,7 +206,11 @@ DiagnoseOutcome diagnose_path(const std::string& path, const DiagnoseOptions& op
   const bool run_folder = is_folder && fs::exists(p / "run.json", ec);
   if (run_folder || p.filename() == "run.json") {
     const std::string dir = run_folder ? p.string() : p.parent_path().string();
-    DiagnoseOutcome outcome = diagnose_run(read_run_record(dir), dir, options);
+    const RunRecord record = read_run_record(dir);
+    // A run still going (or killed) before any variant finished has nothing to diagnose yet.
+    const std::string unfinished = unfinished_run_problem(record, path);
+    if (!unfinished.empty()) throw InputError(unfinished);
+    DiagnoseOutcome outcome = diagnose_run(record, dir, options);
     outcome.input = path;
     return outcome;
   }

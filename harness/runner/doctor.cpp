@@ -16,6 +16,7 @@
 #include "harness/runner/child_process.h"
 #include "harness/runner/progress_ticker.h"
 #include "harness/runner/compare.h"
+#include "harness/runner/interrupt.h"
 #include "harness/runner/lab.h"
 #include "harness/runner/text_table.h"
 
@@ -32,10 +33,17 @@ struct ChildWatch {
   std::chrono::steady_clock::time_point start;
 };
 
+// A child's run: the run folder it made ("" when none) and whether the doctor's interrupt stopped it.
+struct ChildRun {
+  std::string folder;
+  bool stopped = false;
+};
+
 // Runs `trainlab <args> --results <dir>` and returns the run folder it made; a child that failed on
 // bad input becomes this command's InputError (its last line), any other failure a runtime_error.
-std::string run_child(std::vector<std::string> args, const std::string& dir, const DoctorOptions& options,
-                      const ChildWatch& watch) {
+// A child stopped by an interrupt (Ctrl-C, SIGTERM, SIGHUP) returns what it left, stopped.
+ChildRun run_child(std::vector<std::string> args, const std::string& dir, const DoctorOptions& options,
+                   const ChildWatch& watch) {
   ensure_writable_dir(dir);
   args.insert(args.end(), {"--results", dir});
   if (options.memory_limit_gb > 0) args.insert(args.end(), {"--memory-limit-gb", fmt("%.17g", options.memory_limit_gb)});
@@ -43,18 +51,32 @@ std::string run_child(std::vector<std::string> args, const std::string& dir, con
   const ChildOutcome outcome = run_self_as_watched_child(args, dir + "/trainlab.log", options.timeout_s, watch.ticker,
                                                          watch.step, 0, watch.label, dir + "/.progress", elapsed_s);
   const std::string folder = run_folder_in(dir);
+  if (outcome.interrupted) return {folder, true};
   if (outcome.exited && outcome.exit_status == kExitBadInput) {
     std::string line = last_line_of(dir + "/trainlab.log");
     const std::string prefix = "trainlab: error: ";
     if (line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
     throw InputError(line);
   }
-  if (folder.empty()) {
+  // A run folder has its run.json from the start: a child that crashed (not 0, nor 1 for a failed
+  // variant it recorded) is said as such.
+  const bool ended_itself =
+      outcome.exited && (outcome.exit_status == kExitOk || outcome.exit_status == kExitGateFailed);
+  if (folder.empty() || !ended_itself) {
     throw std::runtime_error("`trainlab " + args.front() + "` " + outcome.describe() + ": " +
                              last_line_of(dir + "/trainlab.log"));
   }
-  return folder;
+  return {folder, false};
 }
+
+// "" as null in doctor.json.
+nlohmann::json string_or_null(const std::string& text) {
+  return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text);
+}
+
+// A trial the interrupt stopped, and one it kept from starting.
+const char kInterruptedVerdict[] = "interrupted";
+const char kNotRunVerdict[] = "not run: the doctor was interrupted";
 
 // The diagnosis a `profile` child wrote into its run folder.
 DiagnosisLine first_diagnosis(const std::string& run_folder) {
@@ -74,8 +96,19 @@ DoctorTrial measure(const std::string& change, const std::string& settings, cons
   args.insert(args.end(), variant_args.begin(), variant_args.end());
   args.insert(args.end(), {"--ab", settings, "--repeat", std::to_string(options.repeat)});
   try {
-    trial.run_dir = run_child(args, dir, options, watch);
-    const CompareOutcome compared = compare_ab(read_run_record(trial.run_dir), CompareOptions{});
+    const ChildRun child = run_child(args, dir, options, watch);
+    trial.run_dir = child.folder;
+    if (child.stopped) {  // its run folder keeps the repetitions that finished
+      trial.verdict = kInterruptedVerdict;
+      return trial;
+    }
+    CompareOutcome compared;
+    try {
+      compared = compare_ab(read_run_record(trial.run_dir), CompareOptions{});
+    } catch (const InputError& e) {  // the child's record, not the user's input: e.g. no B finished
+      trial.verdict = std::string("failed: ") + e.what();
+      return trial;
+    }
     for (const CompareRow& row : compared.rows) {
       if (row.metric != "samples/s") continue;
       trial.gain_pct = row.change.change_pct;
@@ -172,6 +205,36 @@ std::string settings_for_change(const std::string& change, const VariantSpec& sp
   return "";
 }
 
+namespace {
+
+// doctor.json and report.html: what finished; after an interrupt, the stage it stopped in
+// ("interrupted") and the trials it kept from starting.
+void write_doctor_files(const DoctorOutcome& outcome, int repeat, const nlohmann::json& diagnosis) {
+  nlohmann::json trials = nlohmann::json::array();
+  for (const DoctorTrial& t : outcome.trials) trials.push_back(to_json(t));
+  const nlohmann::json doc = {{"schema_version", 1},
+                              {"tool", "trainlab"},
+                              {"kind", "doctor"},
+                              {"created_utc", outcome.created_utc},
+                              {"configuration", outcome.configuration},
+                              {"repeat", repeat},
+                              {"interrupted", string_or_null(outcome.interrupted)},
+                              {"diagnosis", diagnosis},
+                              {"report", outcome.diagnosis_report},
+                              {"trials", trials},
+                              {"best_settings", outcome.best_settings},
+                              {"best_gain_pct", outcome.best_gain_pct},
+                              {"unaddressed_findings", outcome.unaddressed_findings},
+                              {"after",
+                               {{"headline", outcome.after_headline},
+                                {"report", outcome.after_report},
+                                {"findings", outcome.after_findings}}}};
+  write_file_atomically(outcome.out_dir + "/doctor.json", json_text(doc, 2) + "\n");
+  write_file_atomically(outcome.out_dir + "/report.html", render_doctor_html(outcome));
+}
+
+}  // namespace
+
 DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
   if (options.repeat < 2 || options.repeat > 20) throw InputError("invalid --repeat for doctor (2 to 20)");
   if (options.max_changes < 1 || options.max_changes > 8) throw InputError("invalid --max-changes (1 to 8)");
@@ -192,10 +255,18 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
   // 1. The diagnosis.
   std::vector<std::string> profile_args = {"profile"};
   profile_args.insert(profile_args.end(), variant_args.begin(), variant_args.end());
-  const std::string profiled =
-      run_child(profile_args, outcome.out_dir + "/profile", options, ChildWatch{ticker, 1, "profile", start});
-  const DiagnosisLine d = first_diagnosis(profiled);
   outcome.configuration = variant_args;
+  const ChildRun profile =
+      run_child(profile_args, outcome.out_dir + "/profile", options, ChildWatch{ticker, 1, "profile", start});
+  if (profile.stopped) {
+    outcome.interrupted = "during the profile of the configuration as given";
+    outcome.diagnosis_headline = "not diagnosed: the doctor was interrupted during the profile";
+    progress << "    " << outcome.diagnosis_headline << std::endl;
+    write_doctor_files(outcome, options.repeat, {{"headline", outcome.diagnosis_headline}});
+    return outcome;
+  }
+  const std::string& profiled = profile.folder;
+  const DiagnosisLine d = first_diagnosis(profiled);
   outcome.diagnosis_headline = d.headline;
   outcome.diagnosis_report = profiled + "/report.html";
   const RunRecord base = read_run_record(profiled);
@@ -233,22 +304,34 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
   std::vector<std::string> helpful;
   for (const auto& [change, rule] : changes) {
     const std::string settings = settings_for_change(change, spec, on_gpu);
+    if (interrupted()) {  // the trials after the interrupted one are recorded as not run
+      if (outcome.interrupted.empty()) outcome.interrupted = "before the A/B of " + settings;
+      outcome.trials.push_back({change, settings, rule, 0, 0, 0, kNotRunVerdict, ""});
+      continue;
+    }
     progress << "[" << step++ << "] A/B: " << settings << " (" << change << ", from " << rule << "), "
              << options.repeat << " repetitions a side" << std::endl;
     outcome.trials.push_back(measure(change, settings, rule, variant_args, outcome.out_dir + "/trial-" + change, options,
                                      ChildWatch{ticker, static_cast<size_t>(step - 1), "A/B " + settings, start}));
     const DoctorTrial& t = outcome.trials.back();
+    if (t.verdict == kInterruptedVerdict) outcome.interrupted = "during the A/B of " + settings;
     progress << "    samples/s " << fmt("%+.1f %%", t.gain_pct) << " [" << fmt("%+.1f", t.low_pct) << ", "
              << fmt("%+.1f", t.high_pct) << "]: " << t.verdict << std::endl;
     if (t.verdict == "improved") helpful.push_back(settings);
   }
-  if (helpful.size() >= 2) {
-    std::string combined;
-    for (const std::string& s : helpful) combined += (combined.empty() ? "" : ",") + s;
+  std::string combined;
+  for (const std::string& s : helpful) combined += (combined.empty() ? "" : ",") + s;
+  if (helpful.size() >= 2 && interrupted()) {
+    if (outcome.interrupted.empty()) outcome.interrupted = "before the A/B of " + combined;
+    outcome.trials.push_back({"combined", combined, "-", 0, 0, 0, kNotRunVerdict, ""});
+  } else if (helpful.size() >= 2) {
     progress << "[" << step++ << "] A/B: the helpful changes together: " << combined << std::endl;
     outcome.trials.push_back(
         measure("combined", combined, "-", variant_args, outcome.out_dir + "/trial-combined", options,
                 ChildWatch{ticker, static_cast<size_t>(step - 1), "A/B " + combined, start}));
+    if (outcome.trials.back().verdict == kInterruptedVerdict) {
+      outcome.interrupted = "during the A/B of " + combined;
+    }
   }
   for (const DoctorTrial& t : outcome.trials) {
     if (t.verdict == "improved" && t.gain_pct > outcome.best_gain_pct) {
@@ -258,14 +341,22 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
   }
 
   // 4. What remains: the best measured configuration, profiled and diagnosed.
-  if (!outcome.best_settings.empty()) {
+  if (!outcome.best_settings.empty() && interrupted()) {
+    if (outcome.interrupted.empty()) outcome.interrupted = "before the profile of the best configuration";
+    outcome.after_headline = kNotRunVerdict;
+  } else if (!outcome.best_settings.empty()) {
     progress << "[" << step++ << "] profile the best configuration (" << outcome.best_settings << "): what remains"
              << std::endl;
     std::vector<std::string> after_args = profile_args;
     after_args.insert(after_args.end(), {"--set", outcome.best_settings});
     try {
-      const std::string after = run_child(after_args, outcome.out_dir + "/after", options,
-                                          ChildWatch{ticker, static_cast<size_t>(step - 1), "profile " + outcome.best_settings, start});
+      const ChildRun after_run = run_child(after_args, outcome.out_dir + "/after", options,
+                                           ChildWatch{ticker, static_cast<size_t>(step - 1), "profile " + outcome.best_settings, start});
+      if (after_run.stopped) {
+        outcome.interrupted = "during the profile of the best configuration";
+        throw std::runtime_error("the doctor was interrupted");
+      }
+      const std::string& after = after_run.folder;
       const DiagnosisLine a = first_diagnosis(after);
       outcome.after_headline = a.headline;
       outcome.after_report = after + "/report.html";
@@ -273,44 +364,31 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
     } catch (const InputError&) {
       throw;
     } catch (const std::exception& e) {
-      outcome.after_headline = std::string("failed: ") + e.what();
+      outcome.after_headline =
+          outcome.interrupted.empty() ? std::string("failed: ") + e.what() : std::string(kInterruptedVerdict);
     }
     progress << "    " << outcome.after_headline << std::endl;
   }
 
-  nlohmann::json trials = nlohmann::json::array();
-  for (const DoctorTrial& t : outcome.trials) trials.push_back(to_json(t));
-  write_file_atomically(outcome.out_dir + "/doctor.json",
-                        json_text(nlohmann::json({{"schema_version", 1},
-                                        {"tool", "trainlab"},
-                                        {"kind", "doctor"},
-                                        {"created_utc", created_utc},
-                                        {"configuration", variant_args},
-                                        {"repeat", options.repeat},
-                                        {"diagnosis", to_json(d)},
-                                        {"report", outcome.diagnosis_report},
-                                        {"trials", trials},
-                                        {"best_settings", outcome.best_settings},
-                                        {"best_gain_pct", outcome.best_gain_pct},
-                                        {"unaddressed_findings", outcome.unaddressed_findings},
-                                        {"after",
-                                         {{"headline", outcome.after_headline},
-                                          {"report", outcome.after_report},
-                                          {"findings", outcome.after_findings}}}})
-                                , 2) +
-                            "\n");
-  write_file_atomically(outcome.out_dir + "/report.html", render_doctor_html(outcome));
+  write_doctor_files(outcome, options.repeat, to_json(d));
   return outcome;
 }
 
 DoctorOutcome read_doctor_file(const std::string& path) {
   const nlohmann::json j = nlohmann::json::parse(read_file(path), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) throw InputError(path + ": malformed JSON");
-  if (j.value("schema_version", 0) != 1) throw InputError(path + ": not a doctor.json of schema_version 1");
+  // Any type may stand where the number should (a string, null, an array): read it only as an integer.
+  const nlohmann::json* version = j.contains("schema_version") ? &j["schema_version"] : nullptr;
+  if (version == nullptr || !version->is_number_integer() || version->get<int64_t>() != 1) {
+    throw InputError(path + ": not a doctor.json of schema_version 1");
+  }
   try {
     DoctorOutcome outcome;
     outcome.out_dir = std::filesystem::path(path).parent_path().string();
     outcome.created_utc = j.value("created_utc", "");
+    if (j.contains("interrupted") && !j["interrupted"].is_null()) {
+      outcome.interrupted = j["interrupted"].get<std::string>();
+    }
     outcome.configuration = j.at("configuration").get<std::vector<std::string>>();
     outcome.diagnosis_headline = j.at("diagnosis").value("headline", "");
     outcome.diagnosis_report = j.value("report", "");
@@ -352,6 +430,7 @@ nlohmann::json doctor_json(const DoctorOutcome& outcome) {
           {"doctor", outcome.out_dir + "/doctor.json"},
           {"report", outcome.out_dir + "/report.html"},
           {"configuration", outcome.configuration},
+          {"interrupted", string_or_null(outcome.interrupted)},
           {"diagnosis", outcome.diagnosis_headline},
           {"trials", table_rows_json(doctor_trials_table(outcome))},
           {"best_settings", outcome.best_settings},
@@ -364,7 +443,9 @@ std::string render_doctor(const DoctorOutcome& outcome, OutputFormat format) {
   if (format == OutputFormat::kJson) return json_text(doctor_json(outcome), 2) + "\n";
   const bool markdown = format == OutputFormat::kMarkdown;
   const std::string item = markdown ? "- " : "  - ";
-  std::string out = "Diagnosis: " + outcome.diagnosis_headline + "\n\n";
+  std::string out = outcome.interrupted.empty() ? ""
+                    : "Interrupted " + outcome.interrupted + ": what finished is kept, the rest did not run.\n";
+  out += "Diagnosis: " + outcome.diagnosis_headline + "\n\n";
   out += outcome.trials.empty() ? "No finding came with a change to try.\n"
          : markdown             ? render_table_markdown(doctor_trials_table(outcome))
                                 : render_table_text(doctor_trials_table(outcome));
@@ -387,6 +468,11 @@ std::string render_doctor(const DoctorOutcome& outcome, OutputFormat format) {
 
 namespace {
 
+// Whether a trial has a measured gain (not failed, interrupted or not run).
+bool measured(const DoctorTrial& t) {
+  return t.verdict == "improved" || t.verdict == "unchanged" || t.verdict == "regressed";
+}
+
 // A path relative to the doctor's folder, for links that survive moving the folder.
 std::string relative_to(const std::string& path, const std::string& dir) {
   std::error_code ec;
@@ -398,7 +484,7 @@ std::string relative_to(const std::string& path, const std::string& dir) {
 std::string gain_svg(const DoctorTrial& t, double scale_low, double scale_high) {
   const double width = 260, height = 22;
   const auto x_of = [&](double pct) { return width * (pct - scale_low) / (scale_high - scale_low); };
-  const bool failed = t.verdict.rfind("failed", 0) == 0;
+  const bool failed = !measured(t);
   const char* colour = t.verdict == "improved" ? "#2e7d32" : t.verdict == "regressed" ? "#c62828" : "#9e9e9e";
   std::string svg = "<svg width=\"" + fmt("%.0f", width) + "\" height=\"" + fmt("%.0f", height) + "\">";
   svg += "<line x1=\"" + fmt("%.1f", x_of(0)) + "\" y1=\"0\" x2=\"" + fmt("%.1f", x_of(0)) + "\" y2=\"" +
@@ -424,7 +510,7 @@ std::string render_doctor_html(const DoctorOutcome& outcome) {
   for (const std::string& a : outcome.configuration) configuration += (configuration.empty() ? "" : " ") + a;
   double low = 0, high = 0;
   for (const DoctorTrial& t : outcome.trials) {
-    if (t.verdict.rfind("failed", 0) == 0) continue;
+    if (!measured(t)) continue;
     low = std::min({low, t.low_pct, t.gain_pct});
     high = std::max({high, t.high_pct, t.gain_pct});
   }
@@ -442,8 +528,14 @@ std::string render_doctor_html(const DoctorOutcome& outcome) {
       ".regressed{color:#c62828;font-weight:bold}.box{background:#f5f5f5;padding:0.8em 1em;margin:1em 0}"
       "</style></head><body>\n";
   html += "<h1>trainlab doctor</h1>\n<p>Configuration: <code>" + xml_escape(configuration) + "</code></p>\n";
-  html += "<h2>1. Diagnosis</h2>\n<div class=\"box\">" + xml_escape(outcome.diagnosis_headline) + "</div>\n<p>" +
-          link(outcome.diagnosis_report, "the profile's full report") + "</p>\n";
+  if (!outcome.interrupted.empty()) {
+    html += "<div class=\"box\">Interrupted " + xml_escape(outcome.interrupted) +
+            ": what finished is kept, the rest did not run.</div>\n";
+  }
+  html += "<h2>1. Diagnosis</h2>\n<div class=\"box\">" + xml_escape(outcome.diagnosis_headline) + "</div>\n";
+  if (!outcome.diagnosis_report.empty()) {
+    html += "<p>" + link(outcome.diagnosis_report, "the profile's full report") + "</p>\n";
+  }
   html += "<h2>2. What each change measurably bought</h2>\n";
   if (outcome.trials.empty()) {
     html += "<p>No finding came with a change to try.</p>\n";
@@ -454,7 +546,7 @@ std::string render_doctor_html(const DoctorOutcome& outcome) {
             "<th>settings</th><th>from finding</th><th>samples/s</th><th>95 % interval</th><th></th>"
             "<th>verdict</th></tr>\n";
     for (const DoctorTrial& t : outcome.trials) {
-      const bool failed = t.verdict.rfind("failed", 0) == 0;
+      const bool failed = !measured(t);
       html += "<tr><td>" + xml_escape(t.change) + "</td><td><code>" + xml_escape(t.settings) + "</code></td><td>" +
               xml_escape(t.from_rule) + "</td><td class=\"num\">" + (failed ? "-" : fmt("%+.1f %%", t.gain_pct)) +
               "</td><td class=\"num\">" +

@@ -35,13 +35,18 @@ struct DoctorTrial {
   std::string from_rule;
   double gain_pct = 0;                    // samples/s, B over A
   double low_pct = 0, high_pct = 0;       // its 95 % interval
-  std::string verdict;                    // improved / unchanged / regressed / failed: ...
+  std::string verdict;                    // improved / unchanged / regressed / failed: ... / interrupted /
+                                          // not run: the doctor was interrupted
   std::string run_dir;
 };
 
 struct DoctorOutcome {
   std::string out_dir;
   std::string created_utc;
+  // Stopped by Ctrl-C, SIGTERM or SIGHUP: where ("during the A/B of workers=2", "before the profile
+  // of the best configuration"); the stages done are kept, the trials it stopped have the verdict
+  // "interrupted", those it kept from starting "not run: the doctor was interrupted". "" otherwise.
+  std::string interrupted;
   std::vector<std::string> configuration;  // the run options as given
   std::string diagnosis_headline;
   std::string diagnosis_report;            // the profile's report.html

@@ -14,6 +14,7 @@
 #include "core/statistics.h"
 #include "diagnostics/diagnosis.h"
 #include "harness/runner/doctor.h"
+#include "harness/runner/run_liveness.h"
 #include "harness/runner/text_table.h"
 
 namespace fs = std::filesystem;
@@ -29,8 +30,10 @@ void set_layout(const VariantRecord& v, HistoryEntry& e) {
 }
 
 // A run's best variant (the median samples/s over its repetitions; a sweep's variants are its
-// points; an A/B run's B with its A) and the headline line.
-void read_run(const RunRecord& r, HistoryEntry& e) {
+// points; an A/B run's B with its A) and the headline line. A run still running (run_liveness.h):
+// its variants not run yet are no interrupted ones.
+void read_run(const RunRecord& r, RunState state, HistoryEntry& e) {
+  const bool running = state == RunState::kRunning;
   std::vector<std::string> order;
   std::map<std::string, std::vector<double>> samples_per_s;  // by variant, one value per repetition
   for (const VariantRecord& v : r.variants) {
@@ -73,12 +76,19 @@ void read_run(const RunRecord& r, HistoryEntry& e) {
     }
     e.headline = *best + " " + figure(*best) + " samples/s" + of_repetitions;
   }
+  int not_run_yet = 0;
   for (const VariantRecord& v : r.variants) {
     if (v.ok()) continue;
-    ++(v.error_kind == "interrupted" ? e.interrupted : e.failed);
+    ++(v.error_kind != "interrupted" ? e.failed : running ? not_run_yet : e.interrupted);
   }
+  if (running && order.empty()) e.headline = "still running: no variant finished yet";
   if (e.failed > 0) e.headline += " (" + std::to_string(e.failed) + " failed)";
   if (e.interrupted > 0) e.headline += " (" + std::to_string(e.interrupted) + " interrupted)";
+  if (running && !order.empty()) {
+    e.headline += " (still running: " + std::to_string(not_run_yet) + " not run yet)";
+  }
+  if (state == RunState::kEndedEarly) e.headline += " (ended before it finished: killed?)";
+  e.running = running;
 }
 
 // The first diagnosis's verdict in a few words: "model compute (low)" or "inconclusive".
@@ -95,8 +105,8 @@ void read_doctor(const fs::path& dir, HistoryEntry& e) {
   DoctorOutcome d;
   try {
     d = read_doctor_file((dir / "doctor.json").string());
-  } catch (const InputError&) {
-    e.problem = "unreadable doctor.json";
+  } catch (const InputError& err) {
+    e.problem = std::string("unreadable: ") + err.what();
     e.headline = e.problem;
     return;
   }
@@ -112,6 +122,12 @@ void read_doctor(const fs::path& dir, HistoryEntry& e) {
     e.gain_x = 1.0 + d.best_gain_pct / 100.0;
     e.headline = "best " + d.best_settings + ": " + fmt("%.2fx", *e.gain_x) + " samples/s";
   }
+  if (d.interrupted.empty()) return;
+  // Stopped: the stages it stopped or kept from starting count as interrupted.
+  e.interrupted = d.diagnosis_report.empty() ? 1 : 0;
+  for (const DoctorTrial& t : d.trials) e.interrupted += t.verdict == "interrupted" || t.verdict.rfind("not run", 0) == 0;
+  if (d.after_headline == "interrupted" || d.after_headline.rfind("not run", 0) == 0) ++e.interrupted;
+  e.headline = "interrupted " + d.interrupted + (d.diagnosis_report.empty() ? "" : "; " + e.headline);
 }
 
 // "abc..xyz" / "abcdef.." within width chars (ASCII, so the columns stay aligned).
@@ -155,7 +171,7 @@ std::vector<HistoryEntry> read_history(const std::string& results_dir) {
         e.created_utc = r.created_utc;
         e.kind = r.kind;
         e.scenario = r.scenario;
-        read_run(r, e);
+        read_run(r, run_state(dir.string()), e);
       } catch (const InputError& err) {
         e.problem = std::string("unreadable: ") + err.what();
         e.headline = e.problem;
@@ -204,6 +220,7 @@ Table history_table(const std::vector<HistoryEntry>& entries, size_t max_width_c
       verdict = "B/A " + fmt("%.2fx", *e.samples_per_s / *e.a_samples_per_s);
     }
     if (!e.problem.empty()) verdict = e.problem;
+    if (e.running) verdict = "running";
     if (e.failed > 0) verdict += ", " + std::to_string(e.failed) + " failed";
     if (e.interrupted > 0) verdict += ", " + std::to_string(e.interrupted) + " interrupted";
     // "2x1": ranks x intra-op threads per rank ("2x?" where the threads were not recorded).
@@ -257,6 +274,7 @@ nlohmann::json history_json(const std::string& results_dir, const std::vector<Hi
                     {"repetitions", e.repetitions},
                     {"failed", e.failed},
                     {"interrupted", e.interrupted},
+                    {"running", e.running},
                     {"verdict", or_null(e.verdict)},
                     {"headline", or_null(e.headline)},
                     {"problem", or_null(e.problem)}});

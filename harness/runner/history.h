@@ -28,6 +28,7 @@ struct HistoryEntry {
   int repetitions = 1;
   std::optional<int> ranks, threads;     // the best variant's ranks and intra-op threads per rank
   int failed = 0, interrupted = 0;       // variants
+  bool running = false;                  // the run is still going (its run.json says so and its process holds it)
   std::string verdict;                   // the diagnosis: "model compute (low)", "inconclusive"; "" none
   std::string headline;                  // the full line: best figure, A -> B, the diagnosis's headline
   std::string problem;                   // an unreadable folder: what is wrong

@@ -21,6 +21,7 @@
 #include "harness/runner/child_process.h"
 #include "harness/runner/interrupt.h"
 #include "harness/runner/progress_ticker.h"
+#include "harness/runner/run_liveness.h"
 #include "harness/runner/text_table.h"
 #include "harness/runner/variant_runner.h"
 #include "scenarios/registry.h"
@@ -73,8 +74,27 @@ void report_progress(std::ostream& progress, size_t k, size_t n, const VariantRe
   progress << fmt(", %.1f s", wall_s) << std::endl;
 }
 
-// A run's record and folder, before any variant ran. Under a launcher rank 0 makes the folder and
-// names it to its peers, which wait for it (as long as a rendezvous would).
+// The pending text of a variant the run has not reached when its run.json is written.
+const char kNotRunYet[] = "not run yet: the run had not reached this variant (still running, or killed)";
+
+// run.json as it stands: what finished, then `pending` (not run yet), so a run that is killed (even
+// by SIGKILL) leaves a record history, compare and diagnose read, and one still running reads as
+// such (its running mark, run_liveness.h).
+void write_progress_record(const LabOutcome& outcome, std::vector<VariantRecord> pending) {
+  if (outcome.quiet) return;
+  RunRecord record = outcome.record;
+  for (VariantRecord& v : pending) record.variants.push_back(std::move(v));
+  for (const VariantRecord& v : record.variants) {
+    if (v.ok()) {
+      record.environment = v.environment;
+      break;
+    }
+  }
+  write_run_record((fs::path(outcome.run_dir) / "run.json").string(), record);
+}
+
+// A run's record and folder, marked running, before any variant ran. Under a launcher rank 0 makes
+// the folder and names it to its peers, which wait for it (as long as a rendezvous would).
 LabOutcome start_run(const LabOptions& options, const std::string& kind) {
   LabOutcome outcome;
   outcome.record.kind = kind;
@@ -87,14 +107,18 @@ LabOutcome start_run(const LabOptions& options, const std::string& kind) {
     return outcome;
   }
   outcome.run_dir = make_run_dir(options.results_dir, options.base.scenario, kind, &outcome.record.run_id);
+  outcome.running = std::make_shared<RunningMark>(outcome.run_dir);
+  write_progress_record(outcome, {});
   if (options.launch) publish_run_dir(*options.launch, options.results_dir, outcome.run_dir);
   return outcome;
 }
 
-// The run's record in its folder (rank 0's job under a launcher); the launch's pointer goes.
-void finish_run(const LabOptions& options, const LabOutcome& outcome) {
+// The run's record in its folder, finished (rank 0's job under a launcher); the launch's pointer
+// and the running mark go.
+void finish_run(const LabOptions& options, LabOutcome& outcome) {
   if (outcome.quiet) return;
   write_run_record((fs::path(outcome.run_dir) / "run.json").string(), outcome.record);
+  outcome.running.reset();
   if (options.launch) withdraw_run_dir(*options.launch, options.results_dir);
 }
 
@@ -121,21 +145,6 @@ std::vector<VariantRecord> not_run_variants(const std::vector<VariantSpec>& spec
     }
   }
   return rest;
-}
-
-// run.json as it stands after each variant: what finished and what has not run yet, so a lab that
-// is killed (even by SIGKILL) leaves a record history, compare and diagnose read.
-void write_progress_record(const LabOutcome& outcome, std::vector<VariantRecord> pending) {
-  if (outcome.quiet) return;
-  RunRecord record = outcome.record;
-  for (VariantRecord& v : pending) record.variants.push_back(std::move(v));
-  for (const VariantRecord& v : record.variants) {
-    if (v.ok()) {
-      record.environment = v.environment;
-      break;
-    }
-  }
-  write_run_record((fs::path(outcome.run_dir) / "run.json").string(), record);
 }
 
 // Runs the variants into a started run (start_run) and fills its record: options.repeat rounds,
@@ -179,6 +188,7 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
   double longest_round_s = 0;
   bool bad_input = false;
   bool stopped = false;
+  write_progress_record(outcome, not_run_variants(specs, labels, 0, 0, repeat, kNotRunYet));
   for (size_t rep = 0; rep < max_rounds && !bad_input && !stopped; ++rep) {
     if (rep >= repeat) {
       const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - lab_start).count();
@@ -223,8 +233,7 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
       variants_s += wall_s;
       ++variants_done;
       report_progress(progress, rep * specs.size() + i + 1, total, record.variants.back(), wall_s);
-      write_progress_record(outcome, not_run_variants(specs, labels, rep, i + 1, repeat,
-                                                      "not run: the run ended before this variant (killed?)"));
+      write_progress_record(outcome, not_run_variants(specs, labels, rep, i + 1, repeat, kNotRunYet));
       if (record.variants.back().error_kind == "input") {  // e.g. a corrupt data file: the rest would fail alike
         bad_input = true;
         break;

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -41,11 +42,15 @@ struct LabOptions {
   bool live_progress = false;
 };
 
+class RunningMark;
+
 struct LabOutcome {
   RunRecord record;
   std::string run_dir;
   // A launch's rank other than 0: it printed nothing and wrote no run.json (rank 0 reports the run).
   bool quiet = false;
+  // Held from the first run.json to the finished one (run_liveness.h).
+  std::shared_ptr<RunningMark> running;
 };
 
 // The lab's three variant specs, overrides applied and validated (throws InputError).

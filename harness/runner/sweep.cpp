@@ -1,6 +1,7 @@
 // Sweep expansion and validation, the run loop with its live progress line (run.json rewritten
 // after every point), the recommendation, the table and the SVG chart.
 #include "harness/runner/interrupt.h"
+#include "harness/runner/run_liveness.h"
 #include "harness/runner/progress_ticker.h"
 #include "harness/runner/sweep.h"
 
@@ -361,6 +362,7 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   record.scenario = options.lab.base.scenario;
   record.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
   outcome.run_dir = make_run_dir(options.lab.results_dir, record.scenario, "sweep", &record.run_id);
+  const RunningMark running(outcome.run_dir);  // from the first run.json to the finished one
 
   std::set<int64_t> batches;
   for (const SweepPoint& p : points) batches.insert(p.spec.batch_size);
@@ -402,11 +404,13 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
     }
     return rest;
   };
-  // run.json as it stands after each point (the points not run yet marked so), so a sweep that is
-  // killed, even by SIGKILL, leaves a record that history, compare and diagnose read.
+  // run.json as it stands when the sweep starts and after each point (the points not run yet marked
+  // so), so a sweep that is killed, even by SIGKILL, leaves a record that history, compare and
+  // diagnose read, and one still running reads as such (its running mark, run_liveness.h).
   const auto write_progress_record = [&](size_t rep, size_t next) {
     RunRecord partial = record;
-    for (auto& [point, v] : not_run_points(rep, next, "not run: the sweep ended before this point (killed?)")) {
+    const char* why = "not run yet: the sweep had not reached this point (still running, or killed)";
+    for (auto& [point, v] : not_run_points(rep, next, why)) {
       partial.variants.push_back(std::move(v));
     }
     for (const VariantRecord& v : partial.variants) {
@@ -419,6 +423,7 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   };
   size_t done = 0;
   bool stopped = false;  // Ctrl-C / SIGTERM: the points measured so far are recorded and read
+  write_progress_record(0, 0);
   for (size_t rep = 0; rep < repeat && !outcome.bad_input && !stopped; ++rep) {
     size_t point_number = 0;
     for (size_t i = 0; i < points.size(); ++i) {

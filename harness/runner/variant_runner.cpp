@@ -3,7 +3,10 @@
 #include "harness/runner/variant_runner.h"
 
 #include <chrono>
+#include <signal.h>
+
 #include <cstdio>
+#include <fstream>
 #include <filesystem>
 #include <thread>
 
@@ -21,6 +24,29 @@ namespace trainlab {
 namespace fs = std::filesystem;
 
 namespace {
+
+// The kernel's count of processes its OOM killer ended (/proc/vmstat oom_kill: the machine's and
+// every memory cgroup's), read when a variant's children start; after() reads it again.
+class KernelOomKills {
+ public:
+  KernelOomKills() : before_(read_count()) {}
+  KernelOomKills after() const { return KernelOomKills(before_, read_count()); }
+  bool readable() const { return before_ >= 0; }
+  bool rose() const { return before_ >= 0 && now_ > before_; }
+
+ private:
+  KernelOomKills(int64_t before, int64_t now) : before_(before), now_(now) {}
+  static int64_t read_count() {
+    std::ifstream vmstat("/proc/vmstat");
+    std::string key;
+    int64_t count = 0;
+    while (vmstat >> key >> count) {
+      if (key == "oom_kill") return count;
+    }
+    return -1;  // not readable (or a kernel before 4.13): no evidence either way
+  }
+  int64_t before_ = -1, now_ = -1;
+};
 
 std::string safe_stem(const VariantSpec& spec, const VariantRunOptions& options) {
   std::string stem = options.file_stem.empty() ? spec.name() : options.file_stem;
@@ -48,13 +74,17 @@ std::vector<std::string> child_args(const std::string& spec_path, const std::str
   return {"__variant", "--spec", spec_path, "--out", record_path, "--trace", (run_dir / trace).string()};
 }
 
-// The child's record as it wrote it, or one whose error says how the child ended and its last words.
+// The child's record as it wrote it (*written), or one whose error says how the child ended and its
+// last words.
 VariantRecord outcome_record_as_written(const VariantSpec& spec, const ChildOutcome& outcome,
-                                        const std::string& record_path, const std::string& log_path) {
+                                        const std::string& record_path, const std::string& log_path, bool* written) {
+  *written = false;
   std::string unreadable;  // why the record the child wrote could not be read, if it could not
   if (!outcome.timed_out && !outcome.interrupted && fs::exists(record_path)) {
     try {
-      return read_variant_record(record_path);
+      VariantRecord record = read_variant_record(record_path);
+      *written = true;
+      return record;
     } catch (const std::exception& e) {
       unreadable = e.what();
     }
@@ -80,28 +110,58 @@ int64_t memory_limit_of(const VariantSpec& spec, const VariantRunOptions& option
   return options.memory_limit_bytes > 0 ? options.memory_limit_bytes : default_memory_limit_bytes();
 }
 
-// A failure that came from an allocation refused under the memory limit is out of memory: said
-// with the limit and the flag that changes it.
-void mark_out_of_memory(VariantRecord& record, const std::string& last_words, int64_t limit_bytes) {
-  if (limit_bytes <= 0 || record.ok()) return;
-  const std::string said = record.error + " " + last_words;
+// Whether the child itself said an allocation failed (its record's error or its last log line; never
+// the parent's description of how it ended, which names the OOM killer as one cause of a SIGKILL).
+bool allocation_failed(const std::string& own_words) {
   for (const char* sign : {"can't allocate memory", "Cannot allocate memory", "bad_alloc", "out of memory"}) {
-    if (said.find(sign) != std::string::npos) {
-      char limit[64];
-      std::snprintf(limit, sizeof limit, "%.1f GiB", static_cast<double>(limit_bytes) / 1073741824.0);
-      record.error = "out of memory: over the variant's memory limit of " + std::string(limit) +
-                     " (--memory-limit-gb): " + record.error;
-      record.error_kind = "out_of_memory";
-      return;
-    }
+    if (own_words.find(sign) != std::string::npos) return true;
   }
+  return false;
 }
 
-// The child's record, or one whose error says how the child ended and its last words.
+// A failure that came from an allocation refused under the memory limit is out of memory: said
+// with the limit and the flag that changes it.
+void mark_over_memory_limit(VariantRecord& record, int64_t limit_bytes) {
+  char limit[64];
+  std::snprintf(limit, sizeof limit, "%.1f GiB", static_cast<double>(limit_bytes) / 1073741824.0);
+  record.error = "out of memory: over the variant's memory limit of " + std::string(limit) +
+                 " (--memory-limit-gb): " + record.error;
+  record.error_kind = "out_of_memory";
+}
+
+// A SIGKILL the parent did not send: the kernel's OOM killer when its count rose while the child
+// ran, otherwise someone else (`kill -9`, a job scheduler).
+void mark_killed(VariantRecord& record, const KernelOomKills& oom_kills, const std::string& last_words) {
+  const std::string said = last_words.empty() ? "" : ": " + last_words.substr(0, 300);
+  if (oom_kills.rose()) {
+    record.error = "out of memory: the kernel's OOM killer ended the variant process with signal 9 (the machine or "
+                   "its memory cgroup ran out; /proc/vmstat oom_kill rose while it ran)" + said;
+    record.error_kind = "out_of_memory";
+    return;
+  }
+  record.error = "variant process killed by signal 9 (SIGKILL) from outside: no sign of running out of memory (" +
+                 std::string(oom_kills.readable() ? "the kernel's OOM kill count did not rise"
+                                                  : "the kernel's OOM kill count is not readable here") +
+                 ", the process reported no failed allocation)" + said;
+  record.error_kind = "killed";
+}
+
+// The child's record, or one whose error says how the child ended and its last words. A failure is
+// out of memory only on evidence: the child's own words about an allocation under the memory
+// limit, or the kernel's OOM kill count rising while it ran.
 VariantRecord outcome_record(const VariantSpec& spec, const ChildOutcome& outcome, const std::string& record_path,
-                             const std::string& log_path, int64_t memory_limit_bytes) {
-  VariantRecord record = outcome_record_as_written(spec, outcome, record_path, log_path);
-  mark_out_of_memory(record, last_line_of(log_path), memory_limit_bytes);
+                             const std::string& log_path, int64_t memory_limit_bytes,
+                             const KernelOomKills& oom_kills) {
+  bool written = false;
+  VariantRecord record = outcome_record_as_written(spec, outcome, record_path, log_path, &written);
+  if (record.ok() || outcome.interrupted || outcome.timed_out || outcome.outlived_peer) return record;
+  const std::string last_words = last_line_of(log_path);
+  const std::string own_words = (written ? record.error + " " : std::string()) + last_words;
+  if (memory_limit_bytes > 0 && allocation_failed(own_words)) {
+    mark_over_memory_limit(record, memory_limit_bytes);
+  } else if (!written && outcome.signal == SIGKILL) {
+    mark_killed(record, oom_kills.after(), last_words);
+  }
   return record;
 }
 
@@ -210,6 +270,7 @@ VariantRecord run_ranks(const VariantSpec& spec, const VariantRunOptions& option
   // Once a rank has failed, the others get the distributed timeout (and a little) to fail in turn;
   // a rank that is stalled (stopped, hung outside c10d) is then killed instead of waited on for
   // the whole --timeout-s.
+  const KernelOomKills oom_kills;
   const std::vector<ChildOutcome> outcomes =
       run_self_as_children(launches, options.timeout_s + spec.dist_timeout_s, spec.dist_timeout_s + 5);
 
@@ -217,7 +278,8 @@ VariantRecord run_ranks(const VariantSpec& spec, const VariantRunOptions& option
   std::vector<bool> written;
   for (int rank = 0; rank < spec.nproc; ++rank) {
     written.push_back(fs::exists(record_paths[rank]));
-    ranks.push_back(outcome_record(spec, outcomes[rank], record_paths[rank], log_paths[rank], memory_limit / spec.nproc));
+    ranks.push_back(
+        outcome_record(spec, outcomes[rank], record_paths[rank], log_paths[rank], memory_limit / spec.nproc, oom_kills));
   }
   return merge_ranks(spec, ranks, outcomes, written);
 }
@@ -234,13 +296,14 @@ VariantRecord run_launched_rank(const VariantSpec& spec, const VariantRunOptions
   std::error_code ec;
   fs::remove(record_path, ec);
   const int64_t memory_limit = memory_limit_of(spec, options) / launch.world_size;  // the machine's share per rank
+  const KernelOomKills oom_kills;
   const ChildOutcome outcome =
       run_self_as_children({ChildLaunch{child_args(spec_path, record_path, options.run_dir, trace_in_run(spec, stem, launch.rank)),
                                         log_path, {}, trainer_executable(), "", memory_limit}},
                            options.timeout_s + spec.dist_timeout_s)
           .at(0);
   const bool own_written = fs::exists(record_path);
-  VariantRecord own = outcome_record(spec, outcome, record_path, log_path, memory_limit);
+  VariantRecord own = outcome_record(spec, outcome, record_path, log_path, memory_limit, oom_kills);
   if (launch.rank != 0) {
     if (!own_written) write_variant_record(record_path, own);
     return own;
@@ -291,6 +354,7 @@ VariantRecord run_single(const VariantSpec& spec, const VariantRunOptions& optio
   std::error_code ec;
   fs::remove(record_path, ec);
   const int64_t memory_limit = memory_limit_of(spec, options);
+  const KernelOomKills oom_kills;
   const ChildOutcome outcome = run_self_as_children({ChildLaunch{child_args(spec_path, record_path, options.run_dir,
                                                                             trace_in_run(spec, stem, 0)),
                                                                  log_path,
@@ -300,7 +364,7 @@ VariantRecord run_single(const VariantSpec& spec, const VariantRunOptions& optio
                                                                  memory_limit}},
                                                     options.timeout_s)
                                    .at(0);
-  return outcome_record(spec, outcome, record_path, log_path, memory_limit);
+  return outcome_record(spec, outcome, record_path, log_path, memory_limit, oom_kills);
 }
 
 }  // namespace
