@@ -1,7 +1,9 @@
 // Input a hostile or careless user gives (issue 19's reproductions): odd JSON types in a trace or a
 // thresholds file, symlink loops, FIFOs, file names that are not UTF-8, numbers past 32 bits,
-// knob combinations, bad launcher variables. Each one gives one line and exit 2 (or the right
-// result), never an internal error, a hang or an empty results folder. In-process, torch-free.
+// knob combinations, bad launcher variables; and issue 31's: side files that never end
+// (/dev/zero), NUL or UTF-16 bytes.
+// Each one gives one line and exit 2 (or the right result), never an internal error, a hang or an
+// empty results folder. In-process, torch-free.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -235,6 +237,63 @@ TEST(HostileInputTest, BadLauncherVariablesAreOneLineUpFront) {
     for (const auto& [name, value] : c.env) ::unsetenv(name);
   }
   EXPECT_TRUE(fs::is_empty(results));
+}
+
+// ---- issue 31: nothing unbounded --------------------------------------------------------------
+
+// Sets an environment variable for one scope (the readers' limits come from the environment).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~ScopedEnv() { ::unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
+
+// /dev/zero as a thresholds file or run.json was read until memory ran out (exit 3).
+TEST(HostileInputTest, SideFilesAreReadUpToALimitThatTheEnvironmentRaises) {
+  const fs::path dir = fresh_dir("side_file_limit");
+  write(dir / "t.json", small_trace("\"cpu\""));
+  expect_one_line(
+      run({"diagnose", (dir / "t.json").string(), "--thresholds", "/dev/zero", "--out",
+           (dir / "out").string()}),
+      "cannot read /dev/zero: larger than 256 MiB, the limit for a run record, thresholds or other JSON "
+      "side file (set TRAINLAB_MAX_FILE_MB to raise it)");
+  ScopedEnv one_mib("TRAINLAB_MAX_FILE_MB", "1");
+  fs::create_directories(dir / "zero_run");
+  fs::create_symlink("/dev/zero", dir / "zero_run" / "run.json");
+  const CliResult zero = run({"diagnose", (dir / "zero_run").string(), "--out", (dir / "out").string()});
+  expect_one_line(zero, "larger than 1 MiB");
+  // The path once, not "run.json: cannot read run.json: ...".
+  const std::string run_json = (dir / "zero_run" / "run.json").string();
+  EXPECT_EQ(zero.err.find(run_json), zero.err.rfind(run_json)) << zero.err;
+  // A regular file is refused by its size, before it is read.
+  fs::create_directories(dir / "big_run");
+  write(dir / "big_run" / "run.json", "{" + std::string(size_t{1} << 20, ' ') + "}");
+  expect_one_line(run({"diagnose", (dir / "big_run").string(), "--out", (dir / "out").string()}),
+                  "larger than 1 MiB");
+  ScopedEnv junk("TRAINLAB_MAX_FILE_MB", "lots");
+  expect_one_line(run({"diagnose", (dir / "big_run").string(), "--out", (dir / "out").string()}),
+                  "TRAINLAB_MAX_FILE_MB=lots: not a positive number");
+}
+
+// NUL bytes or UTF-16 read as "malformed JSON" or "truncated JSON at byte 1"; now they are named.
+TEST(HostileInputTest, SideFilesThatAreNotUtf8JsonSaySoInOneLine) {
+  const fs::path dir = fresh_dir("side_file_encoding");
+  write(dir / "t.json", small_trace("\"cpu\""));
+  write(dir / "zeros.json", std::string(64, '\0'));
+  expect_one_line(run({"diagnose", (dir / "t.json").string(), "--thresholds", (dir / "zeros.json").string(),
+                       "--out", (dir / "out").string()}),
+                  "thresholds: not JSON text: the file starts with NUL bytes");
+  fs::create_directories(dir / "run");
+  std::string utf16 = "\xFF\xFE";
+  for (const char c : std::string(R"({"schema_version": 4})")) utf16 += std::string(1, c) + '\0';
+  write(dir / "run" / "run.json", utf16);
+  expect_one_line(run({"diagnose", (dir / "run").string(), "--out", (dir / "out").string()}),
+                  "UTF-16 encoded (little-endian, with a byte-order mark); trainlab reads UTF-8 JSON");
 }
 
 }  // namespace
