@@ -1,7 +1,7 @@
 // Input a hostile or careless user gives (issue 19's reproductions): odd JSON types in a trace or a
 // thresholds file, symlink loops, FIFOs, file names that are not UTF-8, numbers past 32 bits,
 // knob combinations, bad launcher variables; and issue 31's: side files that never end
-// (/dev/zero), NUL or UTF-16 bytes.
+// (/dev/zero), NUL or UTF-16 bytes, traces past a size limit.
 // Each one gives one line and exit 2 (or the right result), never an internal error, a hang or an
 // empty results folder. In-process, torch-free.
 #include <gtest/gtest.h>
@@ -294,6 +294,42 @@ TEST(HostileInputTest, SideFilesThatAreNotUtf8JsonSaySoInOneLine) {
   write(dir / "run" / "run.json", utf16);
   expect_one_line(run({"diagnose", (dir / "run").string(), "--out", (dir / "out").string()}),
                   "UTF-16 encoded (little-endian, with a byte-order mark); trainlab reads UTF-8 JSON");
+  write(dir / "zeros_trace.json", std::string(64, '\0'));
+  expect_one_line(run({"diagnose", (dir / "zeros_trace.json").string(), "--out", (dir / "out").string()}),
+                  "not JSON text: the file starts with NUL bytes");
+}
+
+// The trace limits, through the command line: a gzip of whitespace past the token limit, a trace
+// with more events than allowed, a limit variable that is not a number.
+TEST(HostileInputTest, TraceLimitsEndTheImportInOneLineNamingTheVariable) {
+  const fs::path dir = fresh_dir("trace_limits");
+  const fs::path bomb = dir / "bomb.json.gz";
+  {
+    gzFile gz = gzopen(bomb.c_str(), "wb9");
+    ASSERT_NE(gz, nullptr);
+    const std::string head = R"({"traceEvents": [)", spaces(size_t{1} << 20, ' ');
+    gzwrite(gz, head.data(), static_cast<unsigned>(head.size()));
+    for (int i = 0; i < 3; ++i) gzwrite(gz, spaces.data(), static_cast<unsigned>(spaces.size()));
+    gzwrite(gz, "]}", 2);
+    gzclose(gz);
+  }
+  {
+    ScopedEnv one_mib("TRAINLAB_MAX_STRING_MB", "1");
+    expect_one_line(
+        run({"diagnose", bomb.string(), "--out", (dir / "out").string()}),
+        "more than 1 MiB of whitespace in a row at byte 1048594 (decompressed): past the limit (set "
+        "TRAINLAB_MAX_STRING_MB to raise it)");
+  }
+  EXPECT_EQ(run({"diagnose", bomb.string(), "--out", (dir / "out").string()}).status, 0);  // 3 MiB: under 16
+  write(dir / "t.json", small_trace("\"cpu\""));
+  {
+    ScopedEnv few("TRAINLAB_MAX_TRACE_EVENTS", "5");
+    expect_one_line(run({"diagnose", (dir / "t.json").string(), "--out", (dir / "out").string()}),
+                    "more than 5 trace events: past the limit (set TRAINLAB_MAX_TRACE_EVENTS to raise it)");
+  }
+  ScopedEnv junk("TRAINLAB_MAX_TRACE_GB", "-1");
+  expect_one_line(run({"diagnose", (dir / "t.json").string(), "--out", (dir / "out").string()}),
+                  "TRAINLAB_MAX_TRACE_GB=-1: not a positive number");
 }
 
 }  // namespace
