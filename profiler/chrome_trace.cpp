@@ -533,11 +533,7 @@ class TraceReader {
       }
     }
     if (overflow) throw InputError(path_ + ": timestamps span more than the int64 nanosecond range");
-    if (meta.contains("trainlabDropped") && meta["trainlabDropped"].is_object()) {
-      for (const auto& [source, count] : meta["trainlabDropped"].items()) {
-        if (count.is_number_integer()) profile.dropped[source] = count.get<int64_t>();
-      }
-    }
+    if (meta.contains("trainlabDropped")) take_dropped(meta["trainlabDropped"]);
     if (meta.contains("trainlabNotes") && meta["trainlabNotes"].is_array()) {
       for (const json& note : meta["trainlabNotes"]) {
         if (note.is_string()) profile.notes.push_back(note.get<std::string>());
@@ -688,6 +684,29 @@ class TraceReader {
     if (phase == "M") take_thread_name(ev);
     // Other metadata, flows ("s", "f"), instants ("i"), ...: nothing to keep.
     return true;
+  }
+
+  // trainlabDropped: source -> records lost. A count beyond int64 reads as INT64_MAX (lost is lost);
+  // a negative count or anything but an integer is malformed: it could hide the loss that makes a
+  // verdict inconclusive.
+  void take_dropped(const json& dropped) {
+    if (!dropped.is_object()) {
+      throw InputError(path_ + ": trainlabDropped is a " + dropped.type_name() + ", not an object of counts");
+    }
+    for (const auto& [source, count] : dropped.items()) {
+      const bool count_ok =
+          count.is_number_unsigned() || (count.is_number_integer() && count.get<int64_t>() >= 0);
+      if (!count_ok) {
+        throw InputError(path_ + ": trainlabDropped[\"" + source.substr(0, 80) + "\"] is " +
+                         json_text(count).substr(0, 80) +
+                         ", not a count of lost records (an integer, 0 or more)");
+      }
+      result_.profile.dropped[source] =
+          count.is_number_unsigned() &&
+                  count.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+              ? std::numeric_limits<int64_t>::max()
+              : count.get<int64_t>();
+    }
   }
 
   static std::string string_field(const json& ev, const char* field) {

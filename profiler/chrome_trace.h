@@ -72,8 +72,8 @@ TraceLimits trace_limits();
 // their recorded time base (trainlabOriginNs), others are rebased so the earliest event starts at 0.
 // Throws InputError, one line naming the file, when it is missing, empty, a truncated or corrupt
 // gzip stream, not UTF-8 JSON (NUL bytes, UTF-16: said so) or not JSON (with the byte offset), has
-// no traceEvents array, an X event lacks a numeric ts, or it passes one of `limits` (naming the
-// limit and the variable that raises it).
+// no traceEvents array, an X event lacks a numeric ts, a trainlabDropped count is not a count, or
+// it passes one of `limits` (naming the limit and the variable that raises it).
 TraceImport import_trace(const std::string& path, const TraceLimits& limits);
 // import_trace(path, trace_limits()).
 TraceImport import_trace(const std::string& path);

@@ -1,7 +1,7 @@
 // Input a hostile or careless user gives (issue 19's reproductions): odd JSON types in a trace or a
 // thresholds file, symlink loops, FIFOs, file names that are not UTF-8, numbers past 32 bits,
 // knob combinations, bad launcher variables; and issue 31's: side files that never end
-// (/dev/zero), NUL or UTF-16 bytes, traces past a size limit.
+// (/dev/zero), NUL or UTF-16 bytes, traces past a size limit, lost-record counts that overflow.
 // Each one gives one line and exit 2 (or the right result), never an internal error, a hang or an
 // empty results folder. In-process, torch-free.
 #include <gtest/gtest.h>
@@ -330,6 +330,28 @@ TEST(HostileInputTest, TraceLimitsEndTheImportInOneLineNamingTheVariable) {
   ScopedEnv junk("TRAINLAB_MAX_TRACE_GB", "-1");
   expect_one_line(run({"diagnose", (dir / "t.json").string(), "--out", (dir / "out").string()}),
                   "TRAINLAB_MAX_TRACE_GB=-1: not a positive number");
+}
+
+// Two INT64_MAX counts of lost records summed to -2: the verdict named a suspect instead of
+// saying the data cannot carry one. Negative counts were taken as they came.
+TEST(HostileInputTest, LostRecordCountsCannotOverflowIntoAVerdict) {
+  const fs::path dir = fresh_dir("dropped");
+  const std::string trace = small_trace("\"cpu\"");
+  auto with_dropped = [&](const std::string& dropped) {
+    return R"({"trainlabDropped": )" + dropped + ", " + trace.substr(1);
+  };
+  write(dir / "clean.json", trace);
+  ASSERT_EQ(run({"diagnose", (dir / "clean.json").string(), "--out", (dir / "clean").string()}).status, 0);
+  ASSERT_FALSE(read_diagnosis_file((dir / "clean" / "diagnosis.json").string()).diagnoses.at(0).inconclusive);
+  write(dir / "max.json", with_dropped(R"({"events": 9223372036854775807, "cupti": 9223372036854775807})"));
+  const CliResult r = run({"diagnose", (dir / "max.json").string(), "--out", (dir / "max").string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const DiagnosisLine line = read_diagnosis_file((dir / "max" / "diagnosis.json").string()).diagnoses.at(0);
+  EXPECT_TRUE(line.inconclusive);
+  EXPECT_NE(r.out.find("9223372036854775807 profiler records were lost"), std::string::npos) << r.out;
+  write(dir / "negative.json", with_dropped(R"({"events": -2})"));
+  expect_one_line(run({"diagnose", (dir / "negative.json").string(), "--out", (dir / "neg").string()}),
+                  "trainlabDropped[\"events\"] is -2, not a count of lost records");
 }
 
 }  // namespace

@@ -1181,5 +1181,37 @@ TEST(TraceImportLimits, DefaultsAndTheEnvironmentVariablesThatRaiseThem) {
   }
 }
 
+// trainlabDropped (trainlab's count of lost records): two INT64_MAX counts summed to -2 and the
+// verdict turned from inconclusive to a named suspect; negative counts were taken as they came.
+TEST(TraceImportFixtures, DroppedCountsAreCountsOrTheTraceIsMalformed) {
+  const std::string dir = temp_dir("dropped");
+  auto trace_with = [&](const std::string& name, const std::string& dropped) {
+    return write_text(dir + "/" + name + ".json",
+                      R"({"trainlabDropped": )" + dropped +
+                          R"(, "traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}]})");
+  };
+  const TraceImport huge = import_trace(trace_with(
+      "huge",
+      R"({"events": 9223372036854775807, "cupti": 9223372036854775807, "x": 18446744073709551615, "y": 0})"));
+  EXPECT_EQ(huge.profile.dropped.at("events"), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(huge.profile.dropped.at("cupti"), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(huge.profile.dropped.at("x"),
+            std::numeric_limits<int64_t>::max());  // past int64: as many as can be
+  EXPECT_EQ(huge.profile.dropped.at("y"), 0);
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"negative", R"({"events": -5})"}, {"float", R"({"events": 1.5})"}, {"string", R"({"events": "3"})"},
+      {"null", R"({"events": null})"},   {"array", R"([1, 2])"},
+  };
+  for (const auto& [name, dropped] : bad) {
+    const std::string path = dir + "/" + name + ".json";
+    const std::string message = import_error(trace_with(name, dropped));
+    EXPECT_EQ(message.rfind(path + ": trainlabDropped", 0), 0u) << message;
+    EXPECT_NE(message.find(name == "array" ? "not an object of counts" : "not a count of lost records"),
+              std::string::npos)
+        << message;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace trainlab
