@@ -911,8 +911,9 @@ TraceImport import_trace(const std::string& path, const TraceLimits& limits) {
   } catch (const std::bad_alloc&) {
     // Under a memory cap (ulimit -v): within the limits, but not within this machine's memory.
     throw InputError(path + ": out of memory after " + std::to_string(bytes.bytes_read()) +
-                     " bytes of the trace: lower " + kMaxTraceEventsVariable + " or " + kMaxTraceGbVariable +
-                     " to refuse such a trace early, or run where more memory is free");
+                     " bytes of the trace, within its limits (" + kMaxTraceGbVariable + ", " +
+                     kMaxTraceEventsVariable + ", " + kMaxStringMbVariable +
+                     "): run where more memory is free, or lower one to refuse such a trace early");
   }
 }
 

@@ -8,6 +8,7 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -23,8 +24,8 @@
 #include <vector>
 
 #include "core/errors.h"
-#include "profiler/chrome_trace.h"
 #include "host_span.h"
+#include "profiler/chrome_trace.h"
 #include "sanitizer_build.h"
 
 namespace trainlab {
@@ -939,9 +940,10 @@ struct ChildImport {
   char error[512] = {0};
 };
 
-// import_trace(path) with the default limits, in a child process, so the peak RSS it measures is
-// the import's own.
-ChildImport import_in_child(const std::string& path) {
+// import_trace(path, limits) in a child process, so the peak RSS it measures is the import's own;
+// with address_space_bytes > 0, under that cap on the child's virtual memory (ulimit -v).
+ChildImport import_in_child(const std::string& path, const TraceLimits& limits = trace_limits(),
+                            int64_t address_space_bytes = 0) {
   ChildImport report;
   int pipe_fds[2];
   if (::pipe(pipe_fds) != 0) return report;
@@ -953,9 +955,13 @@ ChildImport import_in_child(const std::string& path) {
 #endif
     { std::ofstream("/proc/self/clear_refs") << "5"; }  // VmHWM from here (see A200MegabyteTrace...)
     const int64_t rss_before_kb = status_kb("VmRSS:");
+    if (address_space_bytes > 0) {
+      const rlimit cap{static_cast<rlim_t>(address_space_bytes), static_cast<rlim_t>(address_space_bytes)};
+      ::setrlimit(RLIMIT_AS, &cap);
+    }
     const auto start = std::chrono::steady_clock::now();
     try {
-      import_trace(path);
+      import_trace(path, limits);
       report.ok = 1;
     } catch (const std::exception& e) {
       std::snprintf(report.error, sizeof report.error, "%s", e.what());
@@ -1013,6 +1019,26 @@ TEST(TraceImportLimits, AFourGigabyteStringIsRefusedAtTheTokenLimit) {
       write_gzip_bomb(dir + "/bomb.json.gz", R"({"note": ")", std::string(size_t{16} << 20, 'a'), 256,
                       R"(", "traceEvents": []})");
   expect_refused_quickly_in_little_memory(import_in_child(path), "a string longer than 16 MiB at byte");
+  std::filesystem::remove_all(dir);
+}
+
+// Within its limits (raised) but past the memory a cap leaves: one line too, not std::bad_alloc
+// (exit 3).
+TEST(TraceImportLimits, RunningOutOfMemoryUnderACapIsOneLine) {
+  if (status_kb("VmHWM:") < 0) GTEST_SKIP() << "no /proc/self/status";
+  if (TRAINLAB_UNDER_ASAN) GTEST_SKIP() << "ASan reserves terabytes of address space";
+  const std::string dir = temp_dir("memory_cap");
+  const std::string path = write_gzip_bomb(dir + "/bomb.json.gz", R"({"traceEvents": [)",
+                                           std::string(size_t{16} << 20, ' '), 64, "]}");
+  TraceLimits raised = trace_limits();
+  raised.max_token_bytes = int64_t{4} << 30;
+  const int64_t cap_bytes = status_kb("VmSize:") * 1024 + (int64_t{512} << 20);
+  const ChildImport report = import_in_child(path, raised, cap_bytes);
+  EXPECT_EQ(report.ok, 0);
+  EXPECT_NE(std::string(report.error).find(path + ": out of memory after "), std::string::npos)
+      << report.error;
+  EXPECT_NE(std::string(report.error).find("within its limits (TRAINLAB_MAX_TRACE_GB"), std::string::npos)
+      << report.error;
   std::filesystem::remove_all(dir);
 }
 
