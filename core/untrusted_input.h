@@ -22,7 +22,7 @@ inline constexpr double kDefaultMaxStringMb = 16;  // one string, number or run 
 inline constexpr const char* kMaxFileMbVariable = "TRAINLAB_MAX_FILE_MB";
 inline constexpr double kDefaultMaxFileMb = 256;  // run.json, --thresholds, diagnosis.json, doctor.json, ...
 
-// `variable`'s value in the environment as a positive number (fractions allowed for sizes) times
+// `variable`'s value in the environment as a positive number (fractions allowed) times
 // `unit`, or `default_value` times `unit` when it is unset or empty. Throws InputError (one line
 // naming the variable) when it is set to anything else.
 int64_t limit_from_environment(const char* variable, double default_value, double unit);
@@ -30,7 +30,7 @@ int64_t limit_from_environment(const char* variable, double default_value, doubl
 // The most bytes read_file takes from a side file: TRAINLAB_MAX_FILE_MB (default 256) MiB.
 int64_t side_file_limit_bytes();
 
-// "more than 256 MiB" / "more than 1.5 GiB" / "more than 1000 bytes": a limit in the unit it is set in.
+// "256 MiB", "1.5 GiB", "1000 bytes": a byte count in the largest unit it reaches (4 digits).
 std::string bytes_limit_text(int64_t bytes);
 
 // Why `head` (the first bytes of a file or stream, at most 8 looked at) cannot be UTF-8 JSON:
