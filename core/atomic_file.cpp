@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "core/errors.h"
+#include "core/untrusted_input.h"
 
 namespace trainlab {
 namespace fs = std::filesystem;
@@ -139,7 +140,16 @@ int open_for_reading(const std::string& path, struct stat* info) {
   return fd;
 }
 
-std::string read_file(const std::string& path) {
+namespace {
+[[noreturn]] void refuse_large_file(const std::string& path, int64_t max_bytes) {
+  throw InputError("cannot read " + path + ": larger than " + bytes_limit_text(max_bytes) +
+                   ", the limit for a run record, thresholds or other JSON side file (set " +
+                   kMaxFileMbVariable + " to raise it)");
+}
+}  // namespace
+
+std::string read_file(const std::string& path, int64_t max_bytes) {
+  if (max_bytes < 0) max_bytes = side_file_limit_bytes();
   struct stat info {};
   const int fd = open_for_reading(path, &info);
   if (fd < 0) {
@@ -147,11 +157,20 @@ std::string read_file(const std::string& path) {
     if (errno == EISDIR) throw InputError("expected a file, found a folder: " + path);
     throw InputError("cannot read " + path + ": " + std::strerror(errno));
   }
+  if (S_ISREG(info.st_mode) && info.st_size > max_bytes) {
+    ::close(fd);
+    refuse_large_file(path, max_bytes);
+  }
   std::string text;
+  if (S_ISREG(info.st_mode)) text.reserve(static_cast<size_t>(info.st_size));
   char chunk[1 << 16];
   for (;;) {
     const ssize_t got = ::read(fd, chunk, sizeof chunk);
     if (got > 0) {
+      if (static_cast<int64_t>(text.size()) + got > max_bytes) {  // a device, a pipe, or a file that grew
+        ::close(fd);
+        refuse_large_file(path, max_bytes);
+      }
       text.append(chunk, static_cast<size_t>(got));
     } else if (got == 0) {
       break;

@@ -5,6 +5,7 @@
 
 #include <sys/stat.h>
 
+#include <cstdint>
 #include <string>
 
 namespace trainlab {
@@ -15,8 +16,11 @@ namespace trainlab {
 // symlink, a FIFO without a reader, a full disk or device, a folder that is not writable).
 void write_file_atomically(const std::string& path, const std::string& content);
 
-// Reads a whole file; throws InputError naming the path when it is missing or unreadable.
-std::string read_file(const std::string& path);
+// Reads a whole file; throws InputError naming the path when it is missing or unreadable, or holds
+// more than max_bytes (default: side_file_limit_bytes(), TRAINLAB_MAX_FILE_MB, 256 MiB): a regular
+// file is refused by its size before it is read, a device or pipe (/dev/zero) once it passes the
+// limit, so no side file (run.json, thresholds, diagnosis.json, ...) takes more memory than that.
+std::string read_file(const std::string& path, int64_t max_bytes = -1);
 
 // Opens `path` read-only (close-on-exec) without blocking on a FIFO that has no writer: it then
 // reads as empty, where open() would wait for ever. Returns the descriptor, or -1 with errno set

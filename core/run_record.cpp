@@ -12,6 +12,7 @@
 #include "core/statistics.h"
 #include "core/units.h"
 #include "core/json_text.h"
+#include "core/untrusted_input.h"
 
 namespace trainlab {
 
@@ -593,7 +594,10 @@ namespace {
 nlohmann::json parse_json_file(const std::string& path) {
   const std::string text = read_file(path);
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw InputError("malformed JSON in " + path);
+  if (j.is_discarded()) {
+    const std::string encoding = non_json_encoding(text.data(), text.size());
+    throw InputError("malformed JSON in " + path + (encoding.empty() ? "" : ": " + encoding));
+  }
   return j;
 }
 }  // namespace
@@ -605,7 +609,8 @@ RunRecord read_run_record(const std::string& path_or_folder) {
   try {
     return run_record_from_json(parse_json_file(path));
   } catch (const InputError& e) {
-    throw InputError(path + ": " + e.what());
+    const std::string message = e.what();  // named once: read_file's messages name the path
+    throw InputError(message.find(path) != std::string::npos ? message : path + ": " + message);
   }
 }
 

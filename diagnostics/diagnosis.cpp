@@ -6,6 +6,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/untrusted_input.h"
 #include "diagnostics/summarise.h"
 #include "diagnostics/text_format.h"
 
@@ -188,8 +189,12 @@ nlohmann::json to_json(const DiagnosisLine& line) {
 }
 
 DiagnosisFile read_diagnosis_file(const std::string& path) {
-  const nlohmann::json j = nlohmann::json::parse(read_file(path), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw InputError(path + ": malformed JSON");
+  const std::string text = read_file(path);
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    const std::string encoding = non_json_encoding(text.data(), text.size());
+    throw InputError(path + ": " + (encoding.empty() ? "malformed JSON" : encoding));
+  }
   try {
     return diagnosis_file_from_json(j);
   } catch (const InputError& e) {

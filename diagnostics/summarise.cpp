@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -252,6 +253,17 @@ Distribution distribution_of(std::vector<double> values) {
   return d;
 }
 
+// Records lost, summed without overflow: a total past int64 reads as INT64_MAX (lost is lost, and
+// a wrapped sum would read as none lost and let a verdict stand). Counts under 0 add nothing.
+int64_t dropped_total(const Profile& profile, bool with_missed_ticks) {
+  int64_t total = 0;
+  for (const auto& [source, count] : profile.dropped) {
+    if (count <= 0 || (!with_missed_ticks && source == "sampler.missed_ticks")) continue;
+    if (__builtin_add_overflow(total, count, &total)) total = std::numeric_limits<int64_t>::max();
+  }
+  return total;
+}
+
 bool add_captured_window(const Profile& profile, Summary& s, double op_sample) {
   bool gpu_busy_known = false;
   int64_t main_track = 0;
@@ -282,10 +294,7 @@ bool add_captured_window(const Profile& profile, Summary& s, double op_sample) {
       gpu_busy_known = true;
     }
   }
-  s.dropped_events = 0;
-  for (const auto& [source, count] : profile.dropped) {
-    if (source != "sampler.missed_ticks") s.dropped_events += count;
-  }
+  s.dropped_events = dropped_total(profile, /*with_missed_ticks=*/false);
   return gpu_busy_known;
 }
 
@@ -554,7 +563,7 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
     if (s.world_size > 1 && sum.comm_all > 0) s.comm_total_pct = 100.0 * sum.comm_all / total_ns;
   }
   add_profile_details(profile, steps, s, trainlab_number(metadata, "op_sample").value_or(1.0));
-  for (const auto& [source, count] : profile.dropped) s.dropped_events += count;
+  s.dropped_events = dropped_total(profile, /*with_missed_ticks=*/true);
   return s;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "core/untrusted_input.h"
 #include "trainlab/default_thresholds.h"  // generated: kDefaultThresholdsJson
 
 namespace trainlab {
@@ -17,7 +18,11 @@ const Thresholds& Thresholds::defaults() {
 Thresholds Thresholds::parse(const std::string& json_text) {
   const nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (json_text.find_first_not_of(" \t\r\n") == std::string::npos) throw std::invalid_argument("thresholds: empty file");
-  if (j.is_discarded() || !j.is_object()) throw std::invalid_argument("thresholds: not valid JSON");
+  if (j.is_discarded()) {
+    const std::string encoding = non_json_encoding(json_text.data(), json_text.size());
+    throw std::invalid_argument("thresholds: " + (encoding.empty() ? "not valid JSON" : encoding));
+  }
+  if (!j.is_object()) throw std::invalid_argument("thresholds: not valid JSON");
   if (!j.contains("schema_version") || !j["schema_version"].is_number_integer() ||
       j["schema_version"].get<int64_t>() != 1) {
     throw std::invalid_argument("thresholds: schema_version must be the number 1");

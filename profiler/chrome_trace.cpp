@@ -1,15 +1,13 @@
 // Profile <-> Kineto-dialect Chrome trace, with zlib for .gz. The writer builds the trace as one
-// json value; the importer streams: zlib in chunks behind a std::streambuf, nlohmann's SAX parser,
-// one trace event materialised at a time.
+// json value; the importer streams: decompressed chunks from TraceByteStream (which checks the
+// byte limits), nlohmann's SAX parser, one trace event materialised at a time, events and JSON
+// values counted against their limits as they come.
 #include "profiler/chrome_trace.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -19,13 +17,16 @@
 #include <istream>
 #include <limits>
 #include <map>
-#include <streambuf>
+#include <new>
 #include <vector>
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
-#include "core/text.h"
 #include "core/json_text.h"
+#include "core/text.h"
+#include "core/units.h"
+#include "core/untrusted_input.h"
+#include "profiler/trace_byte_stream.h"
 
 namespace trainlab {
 namespace {
@@ -316,92 +317,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr size_t kChunkBytes = size_t{1} << 18;
 constexpr int64_t kMaxUs = std::numeric_limits<int64_t>::max() / 1000;
-
-// A trace file or pipe, gzipped or plain (zlib tells by its first bytes), as a stream of decompressed bytes
-// read chunk by chunk. Read or zlib errors end the stream early and are kept for the caller.
-class TraceFileBuffer : public std::streambuf {
- public:
-  explicit TraceFileBuffer(const std::string& path) : path_(path), chunk_(kChunkBytes) {
-    // A FIFO nobody writes to reads as empty instead of blocking open() for ever.
-    struct stat info {};
-    const int fd = open_for_reading(path, &info);
-    if (fd < 0) {
-      throw InputError(path + ": cannot open trace: " +
-                       (errno == EISDIR ? std::string("it is a directory") : std::strerror(errno)));
-    }
-    from_pipe_ = S_ISFIFO(info.st_mode);
-    const char* refused = !S_ISREG(info.st_mode) && !from_pipe_ && !S_ISCHR(info.st_mode)
-                              ? "not a regular file, pipe or device"
-                          : ::isatty(fd) ? "it is a terminal; pipe the trace in or name its file"
-                                         : nullptr;
-    if (refused != nullptr) {
-      ::close(fd);
-      throw InputError(path + ": cannot open trace: " + refused);
-    }
-    // zlib reads gzip and plain bytes alike (plain ones pass through), so a pipe need not be
-    // rewound after its first bytes were looked at.
-    gz_ = gzdopen(fd, "rb");
-    if (gz_ == nullptr) {
-      ::close(fd);
-      throw InputError(path + ": cannot open trace: out of memory");
-    }
-    gzbuffer(gz_, static_cast<unsigned>(kChunkBytes));
-    gzipped_ = gzdirect(gz_) == 0;
-  }
-  ~TraceFileBuffer() override {
-    if (gz_ != nullptr) gzclose(gz_);
-  }
-  TraceFileBuffer(const TraceFileBuffer&) = delete;
-  TraceFileBuffer& operator=(const TraceFileBuffer&) = delete;
-
-  bool gzipped() const { return gzipped_; }
-  bool from_pipe() const { return from_pipe_; }
-  int64_t bytes_read() const { return bytes_read_; }  // decompressed bytes handed to the parser
-  const std::string& error() const { return error_; }
-  // Reads on to the end (chunk by chunk, nothing kept), so that corruption zlib would find later
-  // in the stream is reported as such rather than as the JSON error it caused first.
-  void drain() {
-    while (underflow() != traits_type::eof()) setg(eback(), egptr(), egptr());
-  }
-
- protected:
-  int_type underflow() override {
-    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
-    if (!error_.empty() || at_end_) return traits_type::eof();
-    const int n = gzread(gz_, chunk_.data(), static_cast<unsigned>(chunk_.size()));
-    int zlib_status = Z_OK;
-    const char* raw_message = gzerror(gz_, &zlib_status);
-    if (n < 0 || zlib_status != Z_OK) {
-      std::string message = raw_message != nullptr ? raw_message : "zlib error";
-      // zlib names the stream first ("<fd:3>: ..."); the caller names the file.
-      if (message.rfind("<fd:", 0) == 0 && message.find(": ") != std::string::npos)
-        message.erase(0, message.find(": ") + 2);
-      if (zlib_status == Z_BUF_ERROR) error_ = "truncated gzip stream (" + message + ")";
-      else if (zlib_status == Z_ERRNO) error_ = std::string("read error: ") + std::strerror(errno);
-      else error_ = "corrupt gzip stream (" + message + ")";
-    }
-    const int64_t got = std::max(n, 0);
-    if (got == 0) {
-      at_end_ = true;
-      return traits_type::eof();
-    }
-    bytes_read_ += got;
-    setg(chunk_.data(), chunk_.data(), chunk_.data() + got);
-    return traits_type::to_int_type(*gptr());
-  }
-
- private:
-  std::string path_;
-  std::vector<char> chunk_;
-  gzFile gz_ = nullptr;
-  bool gzipped_ = false;
-  bool from_pipe_ = false;
-  bool at_end_ = false;
-  int64_t bytes_read_ = 0;
-  std::string error_;
-};
 
 // "1712195495406752.8" (microseconds) -> 1712195495406752800 ns, exactly: integer and fraction
 // digits are read apart, since a double holds only ~16 significant digits. Exponent forms go
@@ -548,7 +464,9 @@ class ValueBuilder {
 // element of traceEvents into a TraceEvent (or counter sample) as soon as it is complete.
 class TraceReader {
  public:
-  explicit TraceReader(const std::string& path) : path_(path) { result_.metadata = json::object(); }
+  TraceReader(const std::string& path, const TraceLimits& limits) : path_(path), limits_(limits) {
+    result_.metadata = json::object();
+  }
 
   // SAX interface (nlohmann::json::sax_parse).
   bool null() { return value(json(nullptr)); }
@@ -615,11 +533,7 @@ class TraceReader {
       }
     }
     if (overflow) throw InputError(path_ + ": timestamps span more than the int64 nanosecond range");
-    if (meta.contains("trainlabDropped") && meta["trainlabDropped"].is_object()) {
-      for (const auto& [source, count] : meta["trainlabDropped"].items()) {
-        if (count.is_number_integer()) profile.dropped[source] = count.get<int64_t>();
-      }
-    }
+    if (meta.contains("trainlabDropped")) take_dropped(meta["trainlabDropped"]);
     if (meta.contains("trainlabNotes") && meta["trainlabNotes"].is_array()) {
       for (const json& note : meta["trainlabNotes"]) {
         if (note.is_string()) profile.notes.push_back(note.get<std::string>());
@@ -657,6 +571,20 @@ class TraceReader {
     return false;
   }
 
+  // The limits on what the import holds: elements of traceEvents, and JSON values built.
+  bool count_event() {
+    if (++events_seen_ <= limits_.max_events) return true;
+    return fail("more than " + std::to_string(limits_.max_events) + " trace events: past the limit (set " +
+                kMaxTraceEventsVariable + " to raise it)");
+  }
+  bool count_value() {
+    if (++values_built_ <= limits_.max_values) return true;
+    return fail("more than " + std::to_string(limits_.max_values) +
+                " JSON values (event fields, args and metadata, " + std::to_string(kTraceValuesPerEvent) +
+                " per trace event allowed): past the limit (set " + kMaxTraceEventsVariable +
+                " to raise it)");
+  }
+
   // The ts/dur fields of the event being built are read from the number's text, exactly.
   bool at_time_field() const {
     return target_ == Target::kEvent && builder_.depth() == 1 && (builder_.key() == "ts" || builder_.key() == "dur");
@@ -669,12 +597,16 @@ class TraceReader {
   }
 
   bool value(json v) {
-    if (target_ != Target::kNone) return builder_.scalar(std::move(v)) ? complete() : true;
+    if (target_ != Target::kNone) {
+      if (!count_value()) return false;
+      return builder_.scalar(std::move(v)) ? complete() : true;
+    }
     if (root_ == Root::kNone) {
       return fail(std::string("no traceEvents array (the top level is a ") + v.type_name() + ")");
     }
-    if (in_events_ && depth_ == events_depth_) return true;  // a scalar among the events: ignored
+    if (in_events_ && depth_ == events_depth_) return count_event();  // a scalar among the events: ignored
     if (root_ == Root::kObject && depth_ == 1) {
+      if (!count_value()) return false;
       if (top_key_ == "traceEvents") {
         return fail(std::string("no traceEvents array (traceEvents is a ") + v.type_name() + ")");
       }
@@ -685,6 +617,7 @@ class TraceReader {
 
   bool open(json container) {
     if (target_ != Target::kNone) {
+      if (!count_value()) return false;
       builder_.open(std::move(container));
       return true;
     }
@@ -696,6 +629,7 @@ class TraceReader {
       return true;
     }
     if (in_events_ && depth_ == events_depth_) {
+      if (!count_event() || !count_value()) return false;
       start_value(is_array ? Target::kDiscard : Target::kEvent);
       builder_.open(std::move(container));
       return true;
@@ -707,6 +641,7 @@ class TraceReader {
         start_events(2);
         return true;
       }
+      if (!count_value()) return false;
       start_value(Target::kMetadata);
       builder_.open(std::move(container));
       return true;
@@ -749,6 +684,29 @@ class TraceReader {
     if (phase == "M") take_thread_name(ev);
     // Other metadata, flows ("s", "f"), instants ("i"), ...: nothing to keep.
     return true;
+  }
+
+  // trainlabDropped: source -> records lost. A count beyond int64 reads as INT64_MAX (lost is lost);
+  // a negative count or anything but an integer is malformed: it could hide the loss that makes a
+  // verdict inconclusive.
+  void take_dropped(const json& dropped) {
+    if (!dropped.is_object()) {
+      throw InputError(path_ + ": trainlabDropped is a " + dropped.type_name() + ", not an object of counts");
+    }
+    for (const auto& [source, count] : dropped.items()) {
+      const bool count_ok =
+          count.is_number_unsigned() || (count.is_number_integer() && count.get<int64_t>() >= 0);
+      if (!count_ok) {
+        throw InputError(path_ + ": trainlabDropped[\"" + source.substr(0, 80) + "\"] is " +
+                         json_text(count).substr(0, 80) +
+                         ", not a count of lost records (an integer, 0 or more)");
+      }
+      result_.profile.dropped[source] =
+          count.is_number_unsigned() &&
+                  count.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+              ? std::numeric_limits<int64_t>::max()
+              : count.get<int64_t>();
+    }
   }
 
   static std::string string_field(const json& ev, const char* field) {
@@ -840,6 +798,8 @@ class TraceReader {
   }
 
   std::string path_;
+  TraceLimits limits_;
+  int64_t events_seen_ = 0, values_built_ = 0;
   TraceImport result_;
   std::string failure_;
   std::string parse_error_;
@@ -865,7 +825,7 @@ class TraceReader {
 };
 
 // nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ..."
-// -> "syntax error ...".
+// -> "syntax error ...", cut to a few hundred characters.
 std::string parse_error_reason(const std::string& what) {
   std::string reason = what;
   const size_t bracket = reason.find("] ");
@@ -874,43 +834,90 @@ std::string parse_error_reason(const std::string& what) {
   const size_t colon = at == 0 ? reason.find(": ") : std::string::npos;
   if (colon != std::string::npos) reason = reason.substr(colon + 2);
   std::replace(reason.begin(), reason.end(), '\n', ' ');
+  // nlohmann quotes the token it stopped in, which may be megabytes long.
+  constexpr size_t kShownChars = 200;
+  if (reason.size() > kShownChars + 40) {
+    reason = reason.substr(0, kShownChars) + "... (" + std::to_string(reason.size()) + " characters)";
+  }
   return reason;
 }
 
 }  // namespace
 
-TraceImport import_trace(const std::string& path) {
-  TraceFileBuffer buffer(path);
-  std::istream input(&buffer);
-  TraceReader reader(path);
+TraceLimits trace_limits() {
+  TraceLimits limits;
+  limits.max_bytes = limit_from_environment(kMaxTraceGbVariable, kDefaultMaxTraceGb, 1024 * kBytesPerMiB);
+  limits.max_events =
+      limit_from_environment(kMaxTraceEventsVariable, static_cast<double>(kDefaultMaxTraceEvents), 1);
+  limits.max_values = limits.max_events * kTraceValuesPerEvent;
+  limits.max_token_bytes = limit_from_environment(kMaxStringMbVariable, kDefaultMaxStringMb, kBytesPerMiB);
+  return limits;
+}
+
+namespace {
+
+// Why the parse failed, in the reader's words: a failure of the handler, or of the JSON itself.
+[[noreturn]] void throw_parse_failure(const std::string& path, const TraceReader& reader,
+                                      const TraceByteStream& bytes) {
+  if (!reader.failure().empty()) throw InputError(reader.failure());
+  if (bytes.bytes_read() == 0) {
+    throw InputError(path + (bytes.gzipped()     ? ": empty gzip stream"
+                             : bytes.from_pipe() ? ": empty input (nothing was written to the pipe)"
+                                                 : ": empty file"));
+  }
+  const std::string encoding = bytes.encoding_problem();
+  if (!encoding.empty()) throw InputError(path + ": " + encoding);
+  const std::string decompressed = bytes.gzipped() ? " (decompressed)" : "";
+  // nlohmann reads a NUL byte as the end of the input (or, in a string, as a control character):
+  // an error at it or after it is the NUL's.
+  if (bytes.first_nul_offset() >= 0 && reader.parse_error_position() > bytes.first_nul_offset()) {
+    throw InputError(path + ": not JSON text: a NUL byte at byte " +
+                     std::to_string(bytes.first_nul_offset() + 1) + decompressed +
+                     " (a file cut short or zero-filled, say by a crash while it was written?)");
+  }
+  const std::string reason = parse_error_reason(reader.parse_error_text());
+  const std::string at = " at byte " + std::to_string(reader.parse_error_position()) + decompressed;
+  if (reason.find("unexpected end of input") != std::string::npos) {
+    throw InputError(path + ": truncated JSON: unexpected end of input" + at);
+  }
+  throw InputError(path + ": not valid JSON" + at + ": " + reason);
+}
+
+}  // namespace
+
+namespace {
+
+TraceImport parse_trace(const std::string& path, const TraceLimits& limits, TraceByteStream& bytes) {
+  std::istream input(&bytes);
+  TraceReader reader(path, limits);
   bool parsed = false;
   try {
     parsed = nlohmann::json::sax_parse(input, &reader);
   } catch (const nlohmann::json::exception& e) {  // defensive: the handler itself does not throw these
     throw InputError(path + ": malformed trace: " + parse_error_reason(e.what()));
   }
-  if (!parsed && reader.failure().empty() && buffer.gzipped() && buffer.error().empty()) buffer.drain();
-  if (!buffer.error().empty()) {
-    throw InputError(path + ": " + buffer.error() + " after " + std::to_string(buffer.bytes_read()) +
-                     " decompressed bytes");
-  }
-  if (!parsed) {
-    if (!reader.failure().empty()) throw InputError(reader.failure());
-    if (buffer.bytes_read() == 0) {
-      throw InputError(path + (buffer.gzipped()     ? ": empty gzip stream"
-                               : buffer.from_pipe() ? ": empty input (nothing was written to the pipe)"
-                                                    : ": empty file"));
-    }
-    const std::string reason = parse_error_reason(reader.parse_error_text());
-    const std::string at = " at byte " + std::to_string(reader.parse_error_position()) +
-                           (buffer.gzipped() ? " (decompressed)" : "");
-    if (reason.find("unexpected end of input") != std::string::npos) {
-      throw InputError(path + ": truncated JSON: unexpected end of input" + at);
-    }
-    throw InputError(path + ": not valid JSON" + at + ": " + reason);
-  }
+  if (!parsed && reader.failure().empty() && bytes.gzipped() && bytes.error().empty()) bytes.drain();
+  if (!bytes.error().empty()) throw InputError(path + ": " + bytes.error());
+  if (!parsed) throw_parse_failure(path, reader, bytes);
   return reader.finish();
 }
+
+}  // namespace
+
+TraceImport import_trace(const std::string& path, const TraceLimits& limits) {
+  TraceByteStream bytes(path, limits);
+  try {
+    return parse_trace(path, limits, bytes);
+  } catch (const std::bad_alloc&) {
+    // Under a memory cap (ulimit -v): within the limits, but not within this machine's memory.
+    throw InputError(path + ": out of memory after " + std::to_string(bytes.bytes_read()) +
+                     " bytes of the trace, within its limits (" + kMaxTraceGbVariable + ", " +
+                     kMaxTraceEventsVariable + ", " + kMaxStringMbVariable +
+                     "): run where more memory is free, or lower one to refuse such a trace early");
+  }
+}
+
+TraceImport import_trace(const std::string& path) { return import_trace(path, trace_limits()); }
 
 Profile read_chrome_trace(const std::string& path) { return import_trace(path).profile; }
 

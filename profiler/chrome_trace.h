@@ -5,7 +5,8 @@
 // gzipped when the path ends in .gz. The importer maps a trace written by trainlab or by any
 // PyTorch profiler version (Kineto, both category dialects) back to a Profile, streaming: the file
 // is decompressed in chunks and parsed with a SAX handler that holds one trace event at a time, so
-// memory is bounded by the Profile it builds, not by the file. No LibTorch.
+// memory is bounded by the Profile it builds, not by the file, and that within TraceLimits. No
+// LibTorch.
 #pragma once
 
 #include <cstdint>
@@ -52,14 +53,29 @@ struct TraceImport {
   std::vector<std::string> warnings;    // oddities that did not stop the import, one line each
 };
 
+// What import_trace takes in before it refuses a trace, checked as the bytes stream in, before the
+// memory is spent. Defaults (trace_limits()) fit real traces of tens of GB: Kineto writes ~300-1000
+// bytes and 10-40 JSON values per event, and no string near a MiB.
+struct TraceLimits {
+  int64_t max_bytes = 0;        // decompressed bytes (and a file's size): TRAINLAB_MAX_TRACE_GB, 32 GiB
+  int64_t max_events = 0;       // elements of traceEvents: TRAINLAB_MAX_TRACE_EVENTS, 50 million
+  int64_t max_values = 0;       // JSON values built (events' fields and args, metadata): 40 per event allowed
+  int64_t max_token_bytes = 0;  // one string, number or run of whitespace: TRAINLAB_MAX_STRING_MB, 16 MiB
+};
+// The defaults, or what those environment variables set; InputError when one is not a positive number.
+TraceLimits trace_limits();
+
 // Imports a Chrome/Kineto trace: .json or gzipped (told by its magic bytes, not its name), an
 // object with "traceEvents" or a bare array of events. Complete events ("X") become TraceEvents,
 // counters ("C") CounterTracks; other phases (metadata, flows, instants) are skipped. Times are
 // microseconds in the file (fractions kept to the nanosecond); trainlab's own traces come back in
 // their recorded time base (trainlabOriginNs), others are rebased so the earliest event starts at 0.
 // Throws InputError, one line naming the file, when it is missing, empty, a truncated or corrupt
-// gzip stream, not JSON (with the byte offset), has no traceEvents array, or an X event lacks a
-// numeric ts.
+// gzip stream, not UTF-8 JSON (NUL bytes, UTF-16: said so) or not JSON (with the byte offset), has
+// no traceEvents array, an X event lacks a numeric ts, a trainlabDropped count is not a count, or
+// it passes one of `limits` (naming the limit and the variable that raises it).
+TraceImport import_trace(const std::string& path, const TraceLimits& limits);
+// import_trace(path, trace_limits()).
 TraceImport import_trace(const std::string& path);
 
 // import_trace(path).profile.

@@ -1,7 +1,9 @@
 // Input a hostile or careless user gives (issue 19's reproductions): odd JSON types in a trace or a
 // thresholds file, symlink loops, FIFOs, file names that are not UTF-8, numbers past 32 bits,
-// knob combinations, bad launcher variables. Each one gives one line and exit 2 (or the right
-// result), never an internal error, a hang or an empty results folder. In-process, torch-free.
+// knob combinations, bad launcher variables; and issue 31's: side files that never end
+// (/dev/zero), NUL or UTF-16 bytes, traces past a size limit, lost-record counts that overflow.
+// Each one gives one line and exit 2 (or the right result), never an internal error, a hang or an
+// empty results folder. In-process, torch-free.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -417,6 +419,120 @@ TEST(HostileInputTest, ModelAddRefusesEmptyValues) {
     expect_one_line(run({"model", "add", "model.py:make", option, ""}), option + " is empty");
   }
   expect_one_line(run({"model", "add", ""}), "FILE.py:FACTORY is empty");
+
+// ---- issue 31: nothing unbounded --------------------------------------------------------------
+
+// Sets an environment variable for one scope (the readers' limits come from the environment).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~ScopedEnv() { ::unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
+
+// /dev/zero as a thresholds file or run.json was read until memory ran out (exit 3).
+TEST(HostileInputTest, SideFilesAreReadUpToALimitThatTheEnvironmentRaises) {
+  const fs::path dir = fresh_dir("side_file_limit");
+  write(dir / "t.json", small_trace("\"cpu\""));
+  expect_one_line(
+      run({"diagnose", (dir / "t.json").string(), "--thresholds", "/dev/zero", "--out",
+           (dir / "out").string()}),
+      "cannot read /dev/zero: larger than 256 MiB, the limit for a run record, thresholds or other JSON "
+      "side file (set TRAINLAB_MAX_FILE_MB to raise it)");
+  ScopedEnv one_mib("TRAINLAB_MAX_FILE_MB", "1");
+  fs::create_directories(dir / "zero_run");
+  fs::create_symlink("/dev/zero", dir / "zero_run" / "run.json");
+  const CliResult zero = run({"diagnose", (dir / "zero_run").string(), "--out", (dir / "out").string()});
+  expect_one_line(zero, "larger than 1 MiB");
+  // The path once, not "run.json: cannot read run.json: ...".
+  const std::string run_json = (dir / "zero_run" / "run.json").string();
+  EXPECT_EQ(zero.err.find(run_json), zero.err.rfind(run_json)) << zero.err;
+  // A regular file is refused by its size, before it is read.
+  fs::create_directories(dir / "big_run");
+  write(dir / "big_run" / "run.json", "{" + std::string(size_t{1} << 20, ' ') + "}");
+  expect_one_line(run({"diagnose", (dir / "big_run").string(), "--out", (dir / "out").string()}),
+                  "larger than 1 MiB");
+  ScopedEnv junk("TRAINLAB_MAX_FILE_MB", "lots");
+  expect_one_line(run({"diagnose", (dir / "big_run").string(), "--out", (dir / "out").string()}),
+                  "TRAINLAB_MAX_FILE_MB=lots: not a positive number");
+}
+
+// NUL bytes or UTF-16 read as "malformed JSON" or "truncated JSON at byte 1"; now they are named.
+TEST(HostileInputTest, SideFilesThatAreNotUtf8JsonSaySoInOneLine) {
+  const fs::path dir = fresh_dir("side_file_encoding");
+  write(dir / "t.json", small_trace("\"cpu\""));
+  write(dir / "zeros.json", std::string(64, '\0'));
+  expect_one_line(run({"diagnose", (dir / "t.json").string(), "--thresholds", (dir / "zeros.json").string(),
+                       "--out", (dir / "out").string()}),
+                  "thresholds: not JSON text: the file starts with NUL bytes");
+  fs::create_directories(dir / "run");
+  std::string utf16 = "\xFF\xFE";
+  for (const char c : std::string(R"({"schema_version": 4})")) utf16 += std::string(1, c) + '\0';
+  write(dir / "run" / "run.json", utf16);
+  expect_one_line(run({"diagnose", (dir / "run").string(), "--out", (dir / "out").string()}),
+                  "UTF-16 encoded (little-endian, with a byte-order mark); trainlab reads UTF-8 JSON");
+  write(dir / "zeros_trace.json", std::string(64, '\0'));
+  expect_one_line(run({"diagnose", (dir / "zeros_trace.json").string(), "--out", (dir / "out").string()}),
+                  "not JSON text: the file starts with NUL bytes");
+}
+
+// The trace limits, through the command line: a gzip of whitespace past the token limit, a trace
+// with more events than allowed, a limit variable that is not a number.
+TEST(HostileInputTest, TraceLimitsEndTheImportInOneLineNamingTheVariable) {
+  const fs::path dir = fresh_dir("trace_limits");
+  const fs::path bomb = dir / "bomb.json.gz";
+  {
+    gzFile gz = gzopen(bomb.c_str(), "wb9");
+    ASSERT_NE(gz, nullptr);
+    const std::string head = R"({"traceEvents": [)", spaces(size_t{1} << 20, ' ');
+    gzwrite(gz, head.data(), static_cast<unsigned>(head.size()));
+    for (int i = 0; i < 3; ++i) gzwrite(gz, spaces.data(), static_cast<unsigned>(spaces.size()));
+    gzwrite(gz, "]}", 2);
+    gzclose(gz);
+  }
+  {
+    ScopedEnv one_mib("TRAINLAB_MAX_STRING_MB", "1");
+    expect_one_line(
+        run({"diagnose", bomb.string(), "--out", (dir / "out").string()}),
+        "more than 1 MiB of whitespace in a row at byte 1048594 (decompressed): past the limit (set "
+        "TRAINLAB_MAX_STRING_MB to raise it)");
+  }
+  EXPECT_EQ(run({"diagnose", bomb.string(), "--out", (dir / "out").string()}).status, 0);  // 3 MiB: under 16
+  write(dir / "t.json", small_trace("\"cpu\""));
+  {
+    ScopedEnv few("TRAINLAB_MAX_TRACE_EVENTS", "5");
+    expect_one_line(run({"diagnose", (dir / "t.json").string(), "--out", (dir / "out").string()}),
+                    "more than 5 trace events: past the limit (set TRAINLAB_MAX_TRACE_EVENTS to raise it)");
+  }
+  ScopedEnv junk("TRAINLAB_MAX_TRACE_GB", "-1");
+  expect_one_line(run({"diagnose", (dir / "t.json").string(), "--out", (dir / "out").string()}),
+                  "TRAINLAB_MAX_TRACE_GB=-1: not a positive number");
+}
+
+// Two INT64_MAX counts of lost records summed to -2: the verdict named a suspect instead of
+// saying the data cannot carry one. Negative counts were taken as they came.
+TEST(HostileInputTest, LostRecordCountsCannotOverflowIntoAVerdict) {
+  const fs::path dir = fresh_dir("dropped");
+  const std::string trace = small_trace("\"cpu\"");
+  auto with_dropped = [&](const std::string& dropped) {
+    return R"({"trainlabDropped": )" + dropped + ", " + trace.substr(1);
+  };
+  write(dir / "clean.json", trace);
+  ASSERT_EQ(run({"diagnose", (dir / "clean.json").string(), "--out", (dir / "clean").string()}).status, 0);
+  ASSERT_FALSE(read_diagnosis_file((dir / "clean" / "diagnosis.json").string()).diagnoses.at(0).inconclusive);
+  write(dir / "max.json", with_dropped(R"({"events": 9223372036854775807, "cupti": 9223372036854775807})"));
+  const CliResult r = run({"diagnose", (dir / "max.json").string(), "--out", (dir / "max").string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const DiagnosisLine line = read_diagnosis_file((dir / "max" / "diagnosis.json").string()).diagnoses.at(0);
+  EXPECT_TRUE(line.inconclusive);
+  EXPECT_NE(r.out.find("9223372036854775807 profiler records were lost"), std::string::npos) << r.out;
+  write(dir / "negative.json", with_dropped(R"({"events": -2})"));
+  expect_one_line(run({"diagnose", (dir / "negative.json").string(), "--out", (dir / "neg").string()}),
+                  "trainlabDropped[\"events\"] is -2, not a count of lost records");
 }
 
 }  // namespace

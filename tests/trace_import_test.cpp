@@ -8,6 +8,7 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -23,8 +24,8 @@
 #include <vector>
 
 #include "core/errors.h"
-#include "profiler/chrome_trace.h"
 #include "host_span.h"
+#include "profiler/chrome_trace.h"
 #include "sanitizer_build.h"
 
 namespace trainlab {
@@ -93,6 +94,23 @@ std::string import_error(const std::string& path) {
     return e.what();
   }
   return "";
+}
+std::string import_error(const std::string& path, const TraceLimits& limits) {
+  try {
+    import_trace(path, limits);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// ASCII text as UTF-16, little- or big-endian, with or without a byte-order mark.
+std::string utf16(const std::string& ascii, bool big_endian, bool mark) {
+  std::string out = mark ? (big_endian ? "\xFE\xFF" : "\xFF\xFE") : "";
+  for (const char c : ascii) {
+    out += big_endian ? std::string(1, '\0') + c : std::string(1, c) + '\0';
+  }
+  return out;
 }
 
 // ---- the sample traces (real PyTorch profiler output, see ../shared/traces/README.md) ----------
@@ -667,8 +685,9 @@ TEST(TraceImportErrors, MalformedFilesAreOneLineInputErrorsNamingTheFile) {
       {write_text(dir + "/events_object.json", R"({"traceEvents": {"ph": "X"}})"), "no traceEvents array"},
       {write_text(dir + "/events_number.json", R"({"traceEvents": 3})"), "no traceEvents array"},
       {write_text(dir + "/scalar.json", "42"), "no traceEvents array"},
-      {write_text(dir + "/ts_string.json",
-                  R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": "12.5", "dur": 1}]})"),
+      {write_text(
+           dir + "/ts_string.json",
+           R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": "12.5", "dur": 1}]})"),
        "no numeric ts"},
       {write_text(dir + "/ts_missing.json", R"({"traceEvents": [{"ph": "X", "name": "a", "dur": 1}]})"),
        "no numeric ts"},
@@ -676,6 +695,36 @@ TEST(TraceImportErrors, MalformedFilesAreOneLineInputErrorsNamingTheFile) {
       {write_text(dir + "/trailing.json", R"({"traceEvents": []} x)"), "not valid JSON at byte 21"},
       {write_text(dir + "/cut.json", valid.substr(0, valid.size() / 2)), "truncated JSON"},
       {dir, "directory"},
+      // Not UTF-8 JSON at all: said so, not "truncated JSON at byte 1" (issue 31).
+      {write_text(dir + "/zeros.json", std::string(100, '\0')),
+       "not JSON text: the file starts with NUL bytes"},
+      {write_gzip(dir + "/zeros.json.gz", std::string(100, '\0')),
+       "not JSON text: the decompressed data starts with NUL bytes"},
+      {write_text(dir + "/utf16le.json", utf16(valid.substr(0, 300), false, false)),
+       "UTF-16 encoded (little-endian); trainlab reads UTF-8 JSON"},
+      {write_text(dir + "/utf16be.json", utf16(valid.substr(0, 300), true, false)),
+       "UTF-16 encoded (big-endian)"},
+      {write_text(dir + "/utf16bom.json", utf16(valid.substr(0, 300), false, true)),
+       "UTF-16 encoded (little-endian, with a byte-order mark)"},
+      {write_text(dir + "/brace_then_zeros.json", "{" + std::string(64, '\0')),  // not UTF-16 or UTF-32
+       "not JSON text: a NUL byte at byte 2"},
+      {write_text(dir + "/zero_filled.json", valid.substr(0, 5000) + std::string(4096, '\0')),
+       "not JSON text: a NUL byte at byte 5001"},
+      {write_text(dir + "/bad_crc.json.gz",
+                  [&] {
+                    std::string bad_crc = whole_gzip;  // the trailer: CRC-32, then the length (LE)
+                    bad_crc[bad_crc.size() - 8] ^= 0x01;
+                    return bad_crc;
+                  }()),
+       "corrupt gzip stream: all " + std::to_string(valid.size()) +
+           " bytes decompressed, but the CRC-32 in the gzip trailer does not match them"},
+      {write_text(dir + "/bad_length.json.gz",
+                  [&] {
+                    std::string bad_length = whole_gzip;
+                    bad_length[bad_length.size() - 1] ^= 0x01;
+                    return bad_length;
+                  }()),
+       "the length in the gzip trailer does not match them"},
   };
   for (const Case& c : cases) {
     const std::string message = import_error(c.path);
@@ -853,6 +902,341 @@ TEST(TraceImportMemory, A200MegabyteTraceStreamsInBoundedMemory) {
               report.rss_before_kb * 1024 / 1e6, growth_bytes / 1e6, report.profile_estimate_bytes / 1e6);
   EXPECT_LT(growth_bytes, 3 * report.profile_estimate_bytes);
   EXPECT_LT(growth_bytes, uncompressed_bytes / 2);  // neither the text nor a DOM of it was held
+}
+
+// ---- limits (issue 31: nothing unbounded) ------------------------------------------------------
+
+// One gzip member holding `text`.
+std::string gzip_member(const std::string& text) {
+  z_stream zs{};
+  EXPECT_EQ(deflateInit2(&zs, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&zs, text.size()), '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  zs.avail_in = static_cast<uInt>(text.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+// A gzip bomb written in milliseconds: `head`, `copies` x `block`, `tail`, each a gzip member
+// (concatenated members read as one stream, as `cat a.gz b.gz` makes them).
+std::string write_gzip_bomb(const std::string& path, const std::string& head, const std::string& block,
+                            int copies, const std::string& tail) {
+  const std::string block_member = gzip_member(block);
+  std::ofstream out(path, std::ios::binary);
+  out << gzip_member(head);
+  for (int i = 0; i < copies; ++i) out << block_member;
+  out << gzip_member(tail);
+  return path;
+}
+
+struct ChildImport {
+  int64_t ok = 0;
+  double seconds = 0;
+  int64_t peak_growth_kb = 0;
+  char error[512] = {0};
+};
+
+// import_trace(path, limits) in a child process, so the peak RSS it measures is the import's own;
+// with address_space_bytes > 0, under that cap on the child's virtual memory (ulimit -v).
+ChildImport import_in_child(const std::string& path, const TraceLimits& limits = trace_limits(),
+                            int64_t address_space_bytes = 0) {
+  ChildImport report;
+  int pipe_fds[2];
+  if (::pipe(pipe_fds) != 0) return report;
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(pipe_fds[0]);
+#if defined(__GLIBC__)
+    ::malloc_trim(0);
+#endif
+    { std::ofstream("/proc/self/clear_refs") << "5"; }  // VmHWM from here (see A200MegabyteTrace...)
+    const int64_t rss_before_kb = status_kb("VmRSS:");
+    if (address_space_bytes > 0) {
+      const rlimit cap{static_cast<rlim_t>(address_space_bytes), static_cast<rlim_t>(address_space_bytes)};
+      ::setrlimit(RLIMIT_AS, &cap);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      import_trace(path, limits);
+      report.ok = 1;
+    } catch (const std::exception& e) {
+      std::snprintf(report.error, sizeof report.error, "%s", e.what());
+    }
+    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    report.peak_growth_kb = status_kb("VmHWM:") - rss_before_kb;
+    const ssize_t written = ::write(pipe_fds[1], &report, sizeof report);
+    ::_exit(written == static_cast<ssize_t>(sizeof report) ? 0 : 1);
+  }
+  ::close(pipe_fds[1]);
+  size_t got = 0;
+  while (child > 0 && got < sizeof report) {
+    const ssize_t n = ::read(pipe_fds[0], reinterpret_cast<char*>(&report) + got, sizeof report - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(pipe_fds[0]);
+  int status = 0;
+  if (child > 0) ::waitpid(child, &status, 0);
+  if (got != sizeof report) std::snprintf(report.error, sizeof report.error, "the child died");
+  return report;
+}
+
+void expect_refused_quickly_in_little_memory(const ChildImport& report, const std::string& expected) {
+  EXPECT_EQ(report.ok, 0);
+  EXPECT_NE(std::string(report.error).find(expected), std::string::npos) << report.error;
+  EXPECT_EQ(std::string(report.error).find('\n'), std::string::npos) << report.error;
+  EXPECT_LT(report.seconds, 30.0);
+  std::printf("[ limits   ] refused in %.2f s, peak RSS growth %.1f MB: %s\n", report.seconds,
+              report.peak_growth_kb / 1024.0, report.error);
+  if (!TRAINLAB_UNDER_ASAN) EXPECT_LT(report.peak_growth_kb, 256 * 1024);  // the limit is 16 MiB
+}
+
+// A 1 MB gzip that inflates to 1 GiB of whitespace took 2 GB of memory (nlohmann's lexer keeps
+// the whitespace before a token) and 20 s, then imported as an empty trace; 8 GiB ended in
+// std::bad_alloc under a memory cap.
+TEST(TraceImportLimits, AGigabyteOfWhitespaceInAGzipIsRefusedAtTheTokenLimit) {
+  if (status_kb("VmHWM:") < 0) GTEST_SKIP() << "no /proc/self/status";
+  const std::string dir = temp_dir("whitespace_bomb");
+  const std::string path = write_gzip_bomb(dir + "/bomb.json.gz", R"({"traceEvents": [)",
+                                           std::string(size_t{16} << 20, ' '), 64, "]}");
+  ASSERT_LT(std::filesystem::file_size(path), 2'000'000u);
+  expect_refused_quickly_in_little_memory(
+      import_in_child(path), path + ": more than 16 MiB of whitespace in a row at byte " +
+                                 std::to_string(17 + (16 << 20) + 1) +
+                                 " (decompressed): past the limit (set TRAINLAB_MAX_STRING_MB to raise it)");
+  std::filesystem::remove_all(dir);
+}
+
+// A 4 GiB string in the metadata: exit 3 (std::bad_alloc or length_error) before.
+TEST(TraceImportLimits, AFourGigabyteStringIsRefusedAtTheTokenLimit) {
+  if (status_kb("VmHWM:") < 0) GTEST_SKIP() << "no /proc/self/status";
+  const std::string dir = temp_dir("string_bomb");
+  const std::string path =
+      write_gzip_bomb(dir + "/bomb.json.gz", R"({"note": ")", std::string(size_t{16} << 20, 'a'), 256,
+                      R"(", "traceEvents": []})");
+  expect_refused_quickly_in_little_memory(import_in_child(path), "a string longer than 16 MiB at byte");
+  std::filesystem::remove_all(dir);
+}
+
+// Within its limits (raised) but past the memory a cap leaves: one line too, not std::bad_alloc
+// (exit 3).
+TEST(TraceImportLimits, RunningOutOfMemoryUnderACapIsOneLine) {
+  if (status_kb("VmHWM:") < 0) GTEST_SKIP() << "no /proc/self/status";
+  if (TRAINLAB_UNDER_ASAN) GTEST_SKIP() << "ASan reserves terabytes of address space";
+  const std::string dir = temp_dir("memory_cap");
+  const std::string path = write_gzip_bomb(dir + "/bomb.json.gz", R"({"traceEvents": [)",
+                                           std::string(size_t{16} << 20, ' '), 64, "]}");
+  TraceLimits raised = trace_limits();
+  raised.max_token_bytes = int64_t{4} << 30;
+  const int64_t cap_bytes = status_kb("VmSize:") * 1024 + (int64_t{512} << 20);
+  const ChildImport report = import_in_child(path, raised, cap_bytes);
+  EXPECT_EQ(report.ok, 0);
+  EXPECT_NE(std::string(report.error).find(path + ": out of memory after "), std::string::npos)
+      << report.error;
+  EXPECT_NE(std::string(report.error).find("within its limits (TRAINLAB_MAX_TRACE_GB"), std::string::npos)
+      << report.error;
+  std::filesystem::remove_all(dir);
+}
+
+TraceLimits limits_with_token_bytes(int64_t max_token_bytes) {
+  TraceLimits limits = trace_limits();
+  limits.max_token_bytes = max_token_bytes;
+  return limits;
+}
+
+TEST(TraceImportLimits, TheTokenLimitCountsStringsNumbersAndWhitespaceAcrossChunks) {
+  const std::string dir = temp_dir("tokens");
+  auto trace_with = [](const std::string& metadata_value) {
+    return R"({"x": )" + metadata_value +
+           R"(, "traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2}]})";
+  };
+  const TraceLimits limits = limits_with_token_bytes(1000);
+  // At the limit: read. A string's structural characters and escaped quotes are part of it.
+  const std::string at_limit = "\"" + std::string(996, ',') + "\\\"x\"";  // 996 + 3 bytes inside the quotes
+  ASSERT_EQ(import_trace(write_text(dir + "/ok.json", trace_with(at_limit)), limits)
+                .metadata["x"]
+                .get<std::string>()
+                .size(),
+            998u);
+  EXPECT_EQ(import_trace(write_text(dir + "/num.json", trace_with("0." + std::string(998, '7'))), limits)
+                .profile.events.size(),
+            1u);
+  // nlohmann's error quotes the token it stopped in: cut short, the line stays short.
+  const std::string overflow =
+      import_error(write_text(dir + "/overflow.json", trace_with(std::string(1000, '7'))), limits);
+  EXPECT_NE(overflow.find("number overflow parsing '7777"), std::string::npos) << overflow;
+  EXPECT_LT(overflow.size(), 400u) << overflow;
+  struct Case {
+    std::string name, text, expected;
+  };
+  const std::vector<Case> cases = {
+      {"string", trace_with("\"" + std::string(1001, 'a') + "\""),
+       "a string longer than 1000 bytes at byte 1008"},
+      {"escaped", trace_with("\"" + std::string(999, 'a') + "\\\"\""),
+       "a string longer than 1000 bytes at byte 1008"},
+      {"number", trace_with(std::string(1001, '1')), "a number or word longer than 1000 bytes at byte 1007"},
+      {"whitespace", trace_with(std::string(1001, '\n') + "1"),
+       "more than 1000 bytes of whitespace in a row at byte 1006"},
+      {"key", R"({")" + std::string(1001, 'k') + R"(": 1, "traceEvents": []})",
+       "a string longer than 1000 bytes at byte 1003"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = write_text(dir + "/" + c.name + ".json", c.text);
+    const std::string message = import_error(path, limits);
+    EXPECT_EQ(message, path + ": " + c.expected + ": past the limit (set TRAINLAB_MAX_STRING_MB to raise it)")
+        << c.name;
+    // Gzipped: the same, at the decompressed byte.
+    const std::string gz_message = import_error(write_gzip(path + ".gz", c.text), limits);
+    EXPECT_NE(gz_message.find(c.expected), std::string::npos) << gz_message;
+    EXPECT_NE(gz_message.find("(decompressed)"), std::string::npos) << gz_message;
+  }
+  // Across the 256 KiB chunks the bytes are handed over in: a string that starts in one chunk and
+  // passes the limit in the next is still caught, and one just under it still read.
+  const TraceLimits chunked = limits_with_token_bytes(300'000);
+  const std::string long_text = trace_with("\"" + std::string(300'000, 'b') + "\"");
+  EXPECT_EQ(import_trace(write_text(dir + "/long_ok.json", long_text), chunked).profile.events.size(), 1u);
+  EXPECT_NE(import_error(write_text(dir + "/long.json", trace_with("\"" + std::string(300'001, 'b') + "\"")),
+                         chunked)
+                .find("a string longer than 300000 bytes"),
+            std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TraceImportLimits, SizeEventAndValueLimitsNameTheVariableThatRaisesThem) {
+  const std::string dir = temp_dir("limits");
+  std::string events;
+  for (int i = 0; i < 100; ++i) {
+    events += std::string(i ? "," : "") +
+              R"({"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": )" +
+              std::to_string(i * 10) + R"(, "dur": 5})";
+  }
+  const std::string text = R"({"traceEvents": [)" + events + "]}";
+  const std::string plain = write_text(dir + "/t.json", text);
+  const std::string gzipped = write_gzip(dir + "/t.json.gz", text);
+  TraceLimits limits = trace_limits();
+  ASSERT_EQ(import_trace(plain, limits).profile.events.size(), 100u);
+
+  limits.max_bytes = static_cast<int64_t>(text.size()) - 1;  // a file by its size, a stream as it inflates
+  EXPECT_EQ(import_error(plain, limits),
+            plain + ": " + std::to_string(text.size()) + " bytes on disk, more than " +
+                std::to_string(text.size() - 1) +
+                " bytes: past the limit (set TRAINLAB_MAX_TRACE_GB to raise it)");
+  EXPECT_EQ(import_error(gzipped, limits),
+            gzipped + ": more than " + std::to_string(text.size() - 1) +
+                " bytes decompressed: past the limit (set TRAINLAB_MAX_TRACE_GB to "
+                "raise it)");
+  limits.max_bytes = static_cast<int64_t>(text.size());
+  EXPECT_EQ(import_trace(gzipped, limits).profile.events.size(), 100u);
+
+  limits = trace_limits();
+  limits.max_events = 99;
+  EXPECT_EQ(
+      import_error(plain, limits),
+      plain + ": more than 99 trace events: past the limit (set TRAINLAB_MAX_TRACE_EVENTS to raise it)");
+  limits.max_events = 100;
+  EXPECT_EQ(import_trace(plain, limits).profile.events.size(), 100u);
+
+  // JSON values: 8 per event here (the object and its 7 fields); metadata counts too.
+  limits = trace_limits();
+  limits.max_values = 800;
+  EXPECT_EQ(import_trace(plain, limits).profile.events.size(), 100u);
+  limits.max_values = 799;
+  EXPECT_NE(import_error(plain, limits).find(": more than 799 JSON values (event fields, args and metadata"),
+            std::string::npos)
+      << import_error(plain, limits);
+  std::string zeros = "0";
+  for (int i = 1; i < 1000; ++i) zeros += ",0";
+  const std::string metadata_array =
+      write_text(dir + "/array.json", R"({"x": [)" + zeros + R"(], "traceEvents": []})");
+  limits.max_values = 500;
+  EXPECT_NE(import_error(metadata_array, limits).find("more than 500 JSON values"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+// Sets an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~ScopedEnv() { ::unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
+
+TEST(TraceImportLimits, DefaultsAndTheEnvironmentVariablesThatRaiseThem) {
+  for (const char* name : {"TRAINLAB_MAX_TRACE_GB", "TRAINLAB_MAX_TRACE_EVENTS", "TRAINLAB_MAX_STRING_MB"}) {
+    ::unsetenv(name);
+  }
+  const TraceLimits defaults = trace_limits();
+  EXPECT_EQ(defaults.max_bytes, int64_t{32} << 30);
+  EXPECT_EQ(defaults.max_events, 50'000'000);
+  EXPECT_EQ(defaults.max_values, 40 * defaults.max_events);
+  EXPECT_EQ(defaults.max_token_bytes, int64_t{16} << 20);
+  {
+    ScopedEnv gb("TRAINLAB_MAX_TRACE_GB", "0.5");
+    ScopedEnv events("TRAINLAB_MAX_TRACE_EVENTS", "2");
+    ScopedEnv string_mb("TRAINLAB_MAX_STRING_MB", "64");
+    const TraceLimits raised = trace_limits();
+    EXPECT_EQ(raised.max_bytes, int64_t{1} << 29);
+    EXPECT_EQ(raised.max_events, 2);
+    EXPECT_EQ(raised.max_values, 80);
+    EXPECT_EQ(raised.max_token_bytes, int64_t{64} << 20);
+    // import_trace(path) reads them.
+    const std::string path = write_text(temp_dir("env") + "/t.json", R"({"traceEvents": [
+        {"ph": "X", "name": "a", "ts": 1, "dur": 1}, {"ph": "X", "name": "b", "ts": 2, "dur": 1},
+        {"ph": "X", "name": "c", "ts": 3, "dur": 1}]})");
+    EXPECT_NE(
+        import_error(path).find("more than 2 trace events: past the limit (set TRAINLAB_MAX_TRACE_EVENTS"),
+        std::string::npos);
+  }
+  for (const char* bad : {"abc", "0", "-3", "1e300", "5 GB", "nan"}) {
+    ScopedEnv gb("TRAINLAB_MAX_TRACE_GB", bad);
+    try {
+      trace_limits();
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()), std::string("TRAINLAB_MAX_TRACE_GB=") + bad +
+                                           ": not a positive number (it raises an input limit)");
+    }
+  }
+}
+
+// trainlabDropped (trainlab's count of lost records): two INT64_MAX counts summed to -2 and the
+// verdict turned from inconclusive to a named suspect; negative counts were taken as they came.
+TEST(TraceImportFixtures, DroppedCountsAreCountsOrTheTraceIsMalformed) {
+  const std::string dir = temp_dir("dropped");
+  auto trace_with = [&](const std::string& name, const std::string& dropped) {
+    return write_text(dir + "/" + name + ".json",
+                      R"({"trainlabDropped": )" + dropped +
+                          R"(, "traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}]})");
+  };
+  const TraceImport huge = import_trace(trace_with(
+      "huge",
+      R"({"events": 9223372036854775807, "cupti": 9223372036854775807, "x": 18446744073709551615, "y": 0})"));
+  EXPECT_EQ(huge.profile.dropped.at("events"), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(huge.profile.dropped.at("cupti"), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(huge.profile.dropped.at("x"),
+            std::numeric_limits<int64_t>::max());  // past int64: as many as can be
+  EXPECT_EQ(huge.profile.dropped.at("y"), 0);
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"negative", R"({"events": -5})"}, {"float", R"({"events": 1.5})"}, {"string", R"({"events": "3"})"},
+      {"null", R"({"events": null})"},   {"array", R"([1, 2])"},
+  };
+  for (const auto& [name, dropped] : bad) {
+    const std::string path = dir + "/" + name + ".json";
+    const std::string message = import_error(trace_with(name, dropped));
+    EXPECT_EQ(message.rfind(path + ": trainlabDropped", 0), 0u) << message;
+    EXPECT_NE(message.find(name == "array" ? "not an object of counts" : "not a count of lost records"),
+              std::string::npos)
+        << message;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Fuzz target: a trace file, plain (the bytes as given) then the same bytes gzipped and, when the
-// first byte says so, cut short: the streaming importer, then the trace summary and the diagnosis
-// that `trainlab diagnose` runs on it.
+// first byte says so, cut short: the streaming importer (under small limits), then the trace
+// summary and the diagnosis that `trainlab diagnose` runs on it.
 #include <zlib.h>
 
 #include <string>
@@ -29,9 +29,20 @@ std::vector<uint8_t> gzipped(const uint8_t* data, size_t size) {
   return out;
 }
 
+// Limits small enough for the fuzzer's inputs (at most 64 KiB) to reach, and a gzip bomb it finds
+// to end fast: the code that enforces them is the same for the defaults.
+trainlab::TraceLimits fuzz_limits() {
+  trainlab::TraceLimits limits;
+  limits.max_bytes = int64_t{4} << 20;
+  limits.max_events = 20'000;
+  limits.max_values = 40 * limits.max_events;
+  limits.max_token_bytes = 4096;
+  return limits;
+}
+
 void import_and_diagnose(const std::string& path) {
   try {
-    trainlab::TraceImport t = trainlab::import_trace(path);
+    trainlab::TraceImport t = trainlab::import_trace(path, fuzz_limits());
     trainlab::Summary s = trainlab::summarise_trace(t.profile, t.metadata, "fuzz");
     trainlab::diagnose_summary(std::move(s), trainlab::Thresholds::defaults());
   } catch (const trainlab::InputError&) {
