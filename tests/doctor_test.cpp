@@ -1,5 +1,6 @@
 // doctor without running anything: which settings a finding's change stands for, and the terminal
 // and HTML renderings of a hand-built outcome (trials, the best configuration, what remains).
+#include "harness/dist/dist_env.h"
 #include "harness/runner/doctor.h"
 
 #include <gtest/gtest.h>
@@ -27,6 +28,14 @@ TEST(DoctorTest, SettingsForEachChangeFollowTheConfiguration) {
   EXPECT_EQ(settings_for_change("overlap_comm", spec, false), "comm-mode=overlap");
   EXPECT_EQ(settings_for_change("bucket_size", spec, false), "bucket-mb=50");
   EXPECT_EQ(settings_for_change("no_such_change", spec, false), "");
+  // Oversubscribed ranks: each gets the usable cores divided by the ranks (at least one).
+  VariantSpec oversubscribed = spec;
+  oversubscribed.threads = 64;
+  EXPECT_EQ(settings_for_change("fewer_threads", oversubscribed, false),
+            "threads=" + std::to_string(std::max(1, usable_cores() / 2)));
+  VariantSpec one_process = oversubscribed;
+  one_process.nproc = 1;
+  EXPECT_EQ(settings_for_change("fewer_threads", one_process, false), "");
   VariantSpec no_workers = spec;
   no_workers.workers = 0;
   no_workers.knobs.clear();  // a scenario without a decoded cache

@@ -1,5 +1,6 @@
 // doctor: profile child -> diagnosis.json -> one A/B child per change -> combined A/B -> profile of
 // the best configuration -> doctor.json and report.html.
+#include "harness/dist/dist_env.h"
 #include "harness/runner/doctor.h"
 
 #include <algorithm>
@@ -197,6 +198,10 @@ std::string settings_for_change(const std::string& change, const VariantSpec& sp
   if (change == "overlap_comm") {
     changed.comm_mode = CommMode::kOverlap;
     return spec.nproc > 1 && spec.comm_mode == CommMode::kSerial ? setting("comm-mode", changed) : "";
+  }
+  if (change == "fewer_threads") {  // oversubscribed ranks: the cores divided among them
+    changed.threads = std::max(1, usable_cores() / std::max(1, spec.nproc));
+    return spec.nproc > 1 && changed.threads != spec.threads ? setting("threads", changed) : "";
   }
   if (change == "bucket_size") {
     changed.bucket_mb = 2 * spec.bucket_mb;
