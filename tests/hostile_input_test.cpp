@@ -26,6 +26,7 @@
 #include "harness/runner/history.h"
 #include "harness/runner/lab.h"
 #include "scenarios/model_bundle.h"
+#include "scoped_env.h"
 
 namespace trainlab {
 namespace {
@@ -422,17 +423,7 @@ TEST(HostileInputTest, ModelAddRefusesEmptyValues) {
 
 // ---- issue 31: nothing unbounded --------------------------------------------------------------
 
-// Sets an environment variable for one scope (the readers' limits come from the environment).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
-  ~ScopedEnv() { ::unsetenv(name_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-};
+using test_env::ScopedEnv;
 
 // /dev/zero as a thresholds file or run.json was read until memory ran out (exit 3).
 TEST(HostileInputTest, SideFilesAreReadUpToALimitThatTheEnvironmentRaises) {

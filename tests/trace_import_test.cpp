@@ -27,6 +27,7 @@
 #include "host_span.h"
 #include "profiler/chrome_trace.h"
 #include "sanitizer_build.h"
+#include "scoped_env.h"
 
 namespace trainlab {
 namespace {
@@ -1157,17 +1158,7 @@ TEST(TraceImportLimits, SizeEventAndValueLimitsNameTheVariableThatRaisesThem) {
   std::filesystem::remove_all(dir);
 }
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
-  ~ScopedEnv() { ::unsetenv(name_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-};
+using test_env::ScopedEnv;
 
 TEST(TraceImportLimits, DefaultsAndTheEnvironmentVariablesThatRaiseThem) {
   for (const char* name : {"TRAINLAB_MAX_TRACE_GB", "TRAINLAB_MAX_TRACE_EVENTS", "TRAINLAB_MAX_STRING_MB"}) {
