@@ -291,6 +291,7 @@ TEST(CliFormatTest, HistoryDiagnoseCompareAndListPrintJsonAndMarkdownInProcess) 
   ASSERT_EQ(history["runs"].size(), 4u);
   EXPECT_EQ(history["runs"][2]["best"], "workers=0 pin=off batch=64");
   EXPECT_NEAR(history["runs"][2]["samples_per_s"].get<double>(), 422.4, 0.05);
+  // The previous version's folder holds a 2-rank run: the ranks x threads column is there.
   expect_markdown_table(run("history --results " + kPrevious + " --format markdown"),
                         "| run | kind | best | ranks x thr | samples/s | verdict |");
 

@@ -116,14 +116,14 @@ void expect_bad_sweep(const std::string& args, const std::string& message_part) 
 TEST(DataE2E, SweepRejectsImpossibleLists) {
   const std::string results = e2e::fresh_results_dir("badsweep");
   const std::string r = " --scenario vision --device cpu --results " + results;
-  expect_bad_sweep("--workers ''" + r, "--workers needs at least one value");
+  expect_bad_sweep("--workers ''" + r, "--workers: an empty value");
   expect_bad_sweep("--workers -1" + r, "--workers");
   expect_bad_sweep("--workers 0,,2" + r, "empty value in --workers");
   expect_bad_sweep("--workers 0,x" + r, "invalid value 'x'");
   expect_bad_sweep("--prefetch 0" + r, "--prefetch value 0");
   expect_bad_sweep("--prefetch -2" + r, "--prefetch");
   expect_bad_sweep("--batch 0" + r, "--batch value 0");
-  expect_bad_sweep("--batch ''" + r, "--batch needs at least one value");
+  expect_bad_sweep("--batch ''" + r, "--batch: an empty value");
   expect_bad_sweep("--pin-memory maybe" + r, "expected on or off");
   expect_bad_sweep("--pin-memory on" + r, "impossible sweep");
   expect_bad_sweep("--tolerance-pct 150" + r, "--tolerance-pct");

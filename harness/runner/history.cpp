@@ -205,12 +205,15 @@ std::vector<HistoryEntry> read_history(const std::string& results_dir) {
 Table history_table(const std::vector<HistoryEntry>& entries, size_t max_width_chars) {
   Table table;
   table.left_align_last = true;
-  table.columns = {{"run", "run"},
-                   {"kind", "kind", /*left=*/true},
-                   {"best", "best", /*left=*/true},
-                   {"ranks x thr", "ranks_x_threads"},
-                   {"samples/s", "samples_per_s"},
-                   {"verdict", "verdict"}};
+  // Ranks x threads per rank, where some run had several ranks: there 2x2 and 2x1 on two cores are
+  // runs apart; single-process folders keep their columns for the verdict.
+  const bool show_layout = std::any_of(entries.begin(), entries.end(), [](const HistoryEntry& e) {
+    return e.ranks && *e.ranks > 1;
+  });
+  table.columns = {{"run", "run"}, {"kind", "kind", /*left=*/true}, {"best", "best", /*left=*/true}};
+  if (show_layout) table.columns.push_back({"ranks x thr", "ranks_x_threads"});
+  table.columns.push_back({"samples/s", "samples_per_s"});
+  table.columns.push_back({"verdict", "verdict"});
   for (const HistoryEntry& e : entries) {
     std::string best = e.best.empty() ? "-" : e.best;
     std::string samples_per_s = e.samples_per_s ? fmt("%.1f", *e.samples_per_s) : "-";
@@ -226,9 +229,11 @@ Table history_table(const std::vector<HistoryEntry>& entries, size_t max_width_c
     // "2x1": ranks x intra-op threads per rank ("2x?" where the threads were not recorded).
     const std::string layout =
         e.ranks ? std::to_string(*e.ranks) + "x" + (e.threads ? std::to_string(*e.threads) : "?") : "-";
-    table.rows.push_back({text_cell(e.id), text_cell(e.kind), text_cell(best), text_cell(layout),
-                          {samples_per_s, e.samples_per_s ? nlohmann::json(*e.samples_per_s) : nlohmann::json(nullptr)},
-                          text_cell(verdict)});
+    std::vector<TableCell> row = {text_cell(e.id), text_cell(e.kind), text_cell(best)};
+    if (show_layout) row.push_back(text_cell(layout));
+    row.push_back({samples_per_s, e.samples_per_s ? nlohmann::json(*e.samples_per_s) : nlohmann::json(nullptr)});
+    row.push_back(text_cell(verdict));
+    table.rows.push_back(row);
   }
   if (max_width_chars == 0) return table;
   // Too wide: shorten the best variant, then the verdict, then the run id (its middle), each down
@@ -243,7 +248,8 @@ Table history_table(const std::vector<HistoryEntry>& entries, size_t max_width_c
     for (size_t c = 0; c < table.columns.size(); ++c) sum += width_of(c);
     return sum;
   };
-  const std::pair<size_t, size_t> order[] = {{2, 15}, {5, 16}, {0, 24}, {5, 8}, {2, 8}};  // (column, floor)
+  const size_t verdict = table.columns.size() - 1;
+  const std::pair<size_t, size_t> order[] = {{2, 15}, {verdict, 16}, {0, 24}, {verdict, 8}, {2, 8}};  // (column, floor)
   for (const auto& [column, floor] : order) {
     const size_t now = total();
     if (now <= max_width_chars) break;

@@ -37,7 +37,7 @@ struct HistoryEntry {
 // Throws InputError when the folder does not exist; unreadable entries carry their problem.
 std::vector<HistoryEntry> read_history(const std::string& results_dir);
 
-// run, kind, best, ranks, threads, samples/s, verdict; with max_width_chars > 0 long values are shortened (".."
+// run, kind, best, ranks x threads (where a run had several ranks), samples/s, verdict; with max_width_chars > 0 long values are shortened (".."
 // where cut) until every line fits.
 Table history_table(const std::vector<HistoryEntry>& entries, size_t max_width_chars);
 nlohmann::json history_json(const std::string& results_dir, const std::vector<HistoryEntry>& entries);
