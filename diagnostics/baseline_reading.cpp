@@ -99,9 +99,13 @@ std::string expectation_words(const Bf16Expectation& e, const GainEstimate& meas
          signed_pct(measured.gain_pct);
 }
 
-// The measured gain got far less than the hardware could give: its whole interval under half the bound.
+// With a bound the precision gain's line is half the bound (gain_of sets against_line from it): the
+// whole interval under it is far less than the hardware could give, over it a good part of it, and
+// an interval holding it is undecided (and the lab runs more rounds).
+double expected_line_pct(const Bf16Expectation& e) { return e.bound_pct / 2.0; }
+
 bool far_below_bound(const Bf16Expectation& e, const GainEstimate& g) {
-  return !e.cannot_help() && e.bound_pct > 0 && g.high_pct < e.bound_pct / 2.0;
+  return !e.cannot_help() && g.against_line.rfind("below", 0) == 0;
 }
 
 std::string precision_line(const GainEstimate& g, double line_pct, const std::optional<Bf16Expectation>& expected,
@@ -110,9 +114,13 @@ std::string precision_line(const GainEstimate& g, double line_pct, const std::op
   if (expected) {
     std::string out = head + expectation_words(*expected, g);
     if (expected->cannot_help()) return out + ".";
-    if (far_below_bound(*expected, g)) return out + ": far less than the hardware could give.";
+    const std::string tentative = g.has_interval ? "" : ", tentatively (one repetition)";
+    if (far_below_bound(*expected, g)) return out + ": far less than the hardware could give" + tentative + ".";
+    if (g.against_line == "at the line")
+      return out + ": the interval holds half of that, so " + std::to_string(g.repetitions) +
+             " repetitions cannot tell how much of it the model got (more --repeat narrows it).";
     if (g.low_pct > expected->bound_pct) return out + ": more than the GEMMs alone explain (bf16 also halves memory traffic).";
-    return out + ": " + (g.high_pct >= expected->bound_pct / 2.0 ? "a good part of what the hardware could give." : ".");
+    return out + ": a good part of what the hardware could give" + tentative + ".";
   }
   const std::string line = "+" + plain_pct(line_pct);
   if (bf16_slower(g)) {
@@ -215,6 +223,13 @@ std::string expected_conclusion(const Bf16Expectation& e, const GainEstimate& g,
                          : head + "; compute is " + compute + data_wait + "; `trainlab profile` names the rest.";
   }
   const std::string got = signed_pct(g.gain_pct) + " of at most " + signed_pct(e.bound_pct);
+  if (g.against_line == "at the line") {
+    return (compute_bound ? "model compute is " + compute + "; how much of the possible bf16 gain (at most " +
+                                signed_pct(e.bound_pct) + ") the model gets"
+                          : "undecided: how much of the possible bf16 gain (at most " + signed_pct(e.bound_pct) +
+                                ") the model gets") +
+           " the interval (" + gain_text(g) + ") cannot tell yet; run more repetitions or `trainlab profile`.";
+  }
   if (far_below_bound(e, g)) {
     if (!compute_bound) {
       return "not precision: bf16 got far less than the hardware could give (" + got + ") and compute is only " +
@@ -282,7 +297,13 @@ LabReading read_baseline_lab(const LabVariantFigures& fp32, const LabVariantFigu
     reading.precision_gain = probe->gemm_gain;
     reading.lines.push_back(probe_line(*probe));
   } else {
-    reading.precision_gain = gain_of(fp32, bf16, precision_min);
+    // Read against half of what the hardware could give where the probe says; the seeds' line otherwise.
+    const bool bounded = expected && !expected->cannot_help();
+    reading.precision_gain = gain_of(fp32, bf16, bounded ? expected_line_pct(*expected) : precision_min);
+    // bf16 no faster on this CPU: the reading is decided whatever the interval holds.
+    if (reading.precision_gain && expected && expected->cannot_help() &&
+        reading.precision_gain->against_line == "at the line")
+      reading.precision_gain->against_line = "below";
     reading.lines.push_back(reading.precision_gain
                                 ? precision_line(*reading.precision_gain, precision_min, expected, probe)
                                 : "fp32 -> bf16: no reading (a variant failed).");

@@ -286,6 +286,21 @@ TEST(BaselineReadingTest, AFastProbeAndASmallGainSayFarLessThanTheHardwareCouldG
       << got.conclusion;
 }
 
+// An interval holding half the bound (+33.3 %) cannot tell: the reading says so, the lab's rounds
+// go on ("at the line"), and compute at 90 % still never "waits on something else".
+TEST(BaselineReadingTest, AnIntervalHoldingHalfTheBoundIsUndecidedAndAsksForMoreRounds) {
+  const Bf16Probe probe = read_bf16_probe({180, 180, 180}, {100, 100, 100}, "avx512_bf16 yes", -80);
+  LabVariantFigures fp32 = with_compute(reps(100), 90), bf16 = reps(100);
+  fp32.samples_per_s = {100, 100, 100};
+  bf16.samples_per_s = {105, 160, 300};
+  const LabReading r = read_baseline_lab(fp32, bf16, compiled_with(reps(300), 3, 400), Thresholds::defaults(), &probe);
+  EXPECT_EQ(r.precision_gain->against_line, "at the line");
+  EXPECT_TRUE(mentions(r, "the interval holds half of that, so 3 repetitions cannot tell")) << r.lines.front();
+  EXPECT_NE(r.conclusion.find("model compute is 90 % of the fp32 step"), std::string::npos) << r.conclusion;
+  EXPECT_NE(r.conclusion.find("cannot tell yet"), std::string::npos) << r.conclusion;
+  EXPECT_FALSE(mentions(r, "waits on something else"));
+}
+
 // Compiling: 400 -> 100 ops at 5 us each is 1.5 ms of a 10 ms bf16 step, 15 %: at most +17.6 %.
 TEST(BaselineReadingTest, TheCompileLineBoundsWhatFusingCanRemove) {
   const LabReading r = read_baseline_lab(reps(100), with_compute(compiled_with(reps(110), 0, 400), 90, 10),
