@@ -113,6 +113,9 @@ std::string precision_line(const GainEstimate& g, double line_pct, const std::op
   const std::string head = "fp32 -> bf16 " + gain_text(g) + ": ";
   if (expected) {
     std::string out = head + expectation_words(*expected, g);
+    if (expected->cannot_help() && g.has_interval && g.low_pct > 0)
+      return out + ": faster than the probe's GEMMs allow, so the gain comes from outside them (bf16 halves memory "
+                   "traffic).";
     if (expected->cannot_help()) return out + ".";
     const std::string tentative = g.has_interval ? "" : ", tentatively (one repetition)";
     if (far_below_bound(*expected, g)) return out + ": far less than the hardware could give" + tentative + ".";
@@ -214,6 +217,11 @@ std::string expected_conclusion(const Bf16Expectation& e, const GainEstimate& g,
   const std::string compute = format_text("%.0f %% of the fp32 step", e.compute_pct);
   const std::string data_wait =
       fp32_wait_pct >= input_moderate_pct ? "; data wait (" + plain_pct(fp32_wait_pct) + ") is part of it" : "";
+  if (e.cannot_help() && g.has_interval && g.low_pct > 0) {
+    return format_text("bf16 gained %+.1f %% although the probe measured its GEMMs %.2fx fp32 on this CPU: the gain "
+                       "comes from outside the GEMMs (less memory traffic); `trainlab profile` splits the step by op.",
+                       g.gain_pct, e.gemm_x);
+  }
   if (e.cannot_help()) {
     const std::string head = format_text("precision cannot help here: the probe measured bf16 GEMMs %.2fx fp32 on "
                                          "this CPU", e.gemm_x);

@@ -248,6 +248,19 @@ TEST(BaselineReadingTest, AProbeSlowerBf16AndAComputeBoundStepSayPrecisionCannot
   EXPECT_FALSE(mentions(r, "emulat"));  // the probe found a bf16 unit
 }
 
+// The probe slower, yet the step clearly faster in bf16: the reading says the gain lies outside the
+// GEMMs instead of "precision cannot help".
+TEST(BaselineReadingTest, AGainThatTheProbeCannotExplainIsNotDenied) {
+  const Bf16Probe probe = read_bf16_probe({100, 102, 98, 101}, {137, 140, 134, 138}, "avx512_bf16 yes", -80);
+  const LabReading r = read_baseline_lab(with_compute(reps(100), 60), reps(130), compiled_with(reps(131), 3, 400),
+                                         Thresholds::defaults(), &probe);
+  EXPECT_TRUE(mentions(r, "faster than the probe's GEMMs allow")) << r.lines.front();
+  EXPECT_NE(r.conclusion.find("bf16 gained +30.0 % although the probe measured its GEMMs 0.73x fp32"),
+            std::string::npos)
+      << r.conclusion;
+  EXPECT_EQ(r.conclusion.find("cannot help"), std::string::npos) << r.conclusion;
+}
+
 // Before the change: "the step waits on something else" at compute 80 % whenever bf16 gained under
 // the 20 % line, probe or none.
 TEST(BaselineReadingTest, ComputeAtSeventyPercentOrMoreNeverWaitsOnSomethingElse) {
