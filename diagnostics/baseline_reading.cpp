@@ -1,9 +1,12 @@
-// Rules of the lab reading (DESIGN §1), thresholds from configs/thresholds.json. Each gain is a
-// ratio of geometric means over interleaved repetitions with Welch's interval on the logarithms
-// (core/comparison_stats); the reading compares the interval, not the point, with the line,
-// and the conclusion is built once from all three figures so no two lines contradict each other.
+// Rules of the lab reading (DESIGN §1), thresholds from configs/thresholds.json. Each gain is the
+// median of the per-round ratios of interleaved repetitions with the robust paired interval
+// (core/comparison_stats: one disturbed round cannot widen it a hundredfold). The precision gain is
+// read against what the hardware could give where the probe measured the CPU (the bound); otherwise
+// against the seeds' 20 % line, comparing the interval, not the point. The conclusion is built once
+// from all figures so no two lines contradict each other, nor the probe or the phase shares.
 #include "diagnostics/baseline_reading.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -32,7 +35,9 @@ std::optional<GainEstimate> gain_of(const LabVariantFigures& a, const LabVariant
   GainEstimate g;
   g.repetitions = static_cast<int>(std::min(a.samples_per_s.size(), b.samples_per_s.size()));
   if (a.samples_per_s.size() >= 2 && b.samples_per_s.size() >= 2) {
-    const stats::ChangeEstimate change = stats::welch_change(a.samples_per_s, b.samples_per_s, /*relative=*/true);
+    const stats::ChangeEstimate change =
+        stats::paired_robust_change(a.samples_per_s, b.samples_per_s, /*relative=*/true);
+    g.repetitions = change.pairs;
     g.gain_pct = change.change_pct;
     g.low_pct = change.low_pct;
     g.high_pct = change.high_pct;
@@ -48,22 +53,85 @@ std::optional<GainEstimate> gain_of(const LabVariantFigures& a, const LabVariant
 
 std::string gain_text(const GainEstimate& g) {
   if (!g.has_interval) return signed_pct(g.gain_pct) + " (one repetition: no interval; --repeat 3 gives one)";
-  return signed_pct(g.gain_pct) + format_text(" [%+.1f, %+.1f] over %d repetitions", g.low_pct, g.high_pct,
-                                              g.repetitions);
+  return signed_pct(g.gain_pct) + format_text(" [%+.1f, %+.1f] over %d paired repetitions", g.low_pct,
+                                              g.high_pct, g.repetitions);
 }
 
 double mean_of(const std::vector<double>& values) { return values.empty() ? 0.0 : stats::mean(values); }
 
-// bf16 slower than fp32 beyond the interval: the CPU runs bf16 arithmetic without native support
-// (no AVX512-BF16 or AMX: emulated), so the precision test says nothing about what bounds the step.
+// bf16 slower than fp32 beyond the interval: the precision test then says nothing about what bounds
+// the step (the probe, where it ran, says why).
 bool bf16_slower(const GainEstimate& g) { return g.high_pct < 0; }
 
-std::string precision_line(const GainEstimate& g, double line_pct) {
+// What bf16 could give this step: the probe's GEMM speed-up (its interval's upper bound, so "at
+// most") applied to the fp32 step's compute share by Amdahl's law, 1 / ((1 - c) + c / r) - 1. Known
+// only where the probe measured the CPU and the fp32 step's phases were recorded.
+struct Bf16Expectation {
+  double gemm_x = 1, gemm_high_x = 1;  // bf16 GEMM speed over fp32 (point, interval's upper bound)
+  double compute_pct = 0;              // the fp32 step's compute share
+  double bound_pct = 0;                // the largest gain the step could see
+  bool cannot_help() const { return gemm_high_x <= 1.0; }
+};
+
+std::optional<Bf16Expectation> bf16_expectation(const Bf16Probe* probe, const LabVariantFigures& fp32) {
+  if (!probe || !probe->measured || !fp32.ok || fp32.compute_pct.empty()) return std::nullopt;
+  Bf16Expectation e;
+  e.gemm_x = 1.0 + probe->gemm_gain.gain_pct / 100.0;
+  e.gemm_high_x = 1.0 + probe->gemm_gain.high_pct / 100.0;
+  e.compute_pct = std::min(100.0, std::max(0.0, stats::mean(fp32.compute_pct)));
+  const double share = e.compute_pct / 100.0;
+  e.bound_pct = 100.0 * (1.0 / ((1.0 - share) + share / e.gemm_high_x) - 1.0);
+  return e;
+}
+
+std::string probe_words(const Bf16Expectation& e) {
+  return format_text("probe: bf16 GEMMs %.2fx fp32 on this CPU, compute %.0f %% of the fp32 step", e.gemm_x,
+                     e.compute_pct);
+}
+
+// "bf16 could give at most +X % here (probe ...); measured +Y %" or, with bf16 GEMMs no faster,
+// "precision cannot help here".
+std::string expectation_words(const Bf16Expectation& e, const GainEstimate& measured) {
+  if (e.cannot_help())
+    return "precision cannot help here (" + probe_words(e) + ": bf16 arithmetic is no faster than fp32 on this "
+           "CPU, so a bf16 step can only be as fast or slower); measured " + signed_pct(measured.gain_pct);
+  return "bf16 could give at most " + signed_pct(e.bound_pct) + " here (" + probe_words(e) + "); measured " +
+         signed_pct(measured.gain_pct);
+}
+
+// With a bound the precision gain's line is half the bound (gain_of sets against_line from it): the
+// whole interval under it is far less than the hardware could give, over it a good part of it, and
+// an interval holding it is undecided (and the lab runs more rounds).
+double expected_line_pct(const Bf16Expectation& e) { return e.bound_pct / 2.0; }
+
+bool far_below_bound(const Bf16Expectation& e, const GainEstimate& g) {
+  return !e.cannot_help() && g.against_line.rfind("below", 0) == 0;
+}
+
+std::string precision_line(const GainEstimate& g, double line_pct, const std::optional<Bf16Expectation>& expected,
+                           const Bf16Probe* probe) {
   const std::string head = "fp32 -> bf16 " + gain_text(g) + ": ";
+  if (expected) {
+    std::string out = head + expectation_words(*expected, g);
+    if (expected->cannot_help() && g.has_interval && g.low_pct > 0)
+      return out + ": faster than the probe's GEMMs allow, so the gain comes from outside them (bf16 halves memory "
+                   "traffic).";
+    if (expected->cannot_help()) return out + ".";
+    const std::string tentative = g.has_interval ? "" : ", tentatively (one repetition)";
+    if (far_below_bound(*expected, g)) return out + ": far less than the hardware could give" + tentative + ".";
+    if (g.against_line == "at the line")
+      return out + ": the interval holds half of that, so " + std::to_string(g.repetitions) +
+             " repetitions cannot tell how much of it the model got (more --repeat narrows it).";
+    if (g.low_pct > expected->bound_pct) return out + ": more than the GEMMs alone explain (bf16 also halves memory traffic).";
+    return out + ": a good part of what the hardware could give" + tentative + ".";
+  }
   const std::string line = "+" + plain_pct(line_pct);
   if (bf16_slower(g)) {
-    return head + "bf16 is slower than fp32 on this machine (a CPU without AVX512-BF16 or AMX emulates it), "
-                  "so this test cannot tell whether precision bounds the step.";
+    const std::string why = probe && probe->measured && !probe->cpu_isa.empty()
+                                ? " (the probe's " + probe->cpu_isa + ")"
+                                : "";
+    return head + "bf16 is slower than fp32 on this machine" + why +
+           ", so this test cannot tell whether precision bounds the step.";
   }
   if (g.against_line == "above") return head + "clears " + line + ": arithmetic precision matters here.";
   if (g.against_line == "below") return head + "entirely under " + line + ": precision is not what bounds the step.";
@@ -78,9 +146,11 @@ std::string probe_line(const Bf16Probe& probe) {
   const GainEstimate& g = probe.gemm_gain;
   return "fp32 -> bf16 not run: one Linear layer's forward+backward ran " + signed_pct(g.gain_pct) +
          format_text(" [%+.1f, %+.1f] in bf16 over %d interleaved pairs", g.low_pct, g.high_pct, probe.pairs) +
-         " (the lab's pre-flight probe, not a training step; " + probe.cpu_isa +
-         "): this CPU emulates bf16, so a bf16 step could only measure the emulation and the lab left its bf16 "
-         "runs out (--emulated-bf16 run measures them); whether precision bounds the step cannot be tested here.";
+         " (the lab's pre-flight probe, not a training step; " + probe.cpu_isa + "): " +
+         (probe_found_bf16_unit(probe) ? std::string("bf16 runs that slowly here despite the CPU's bf16 unit")
+                                       : std::string("this CPU emulates bf16")) +
+         ", so a bf16 step could only measure that slow path and the lab left its bf16 runs out (--emulated-bf16 "
+         "run measures them); precision cannot help here.";
 }
 
 // What compiling changed, from the record: method, fusion, ops per step before and after.
@@ -100,10 +170,30 @@ std::string compile_changes(const LabVariantFigures& base, const LabVariantFigur
   return out;
 }
 
+// What fusing can remove: the host dispatch of the ops it saves, at op_dispatch_us each, as a share
+// of the base step, read as the largest gain (removing share s gives 1 / (1 - s) - 1). Empty without
+// op counts or step times.
+std::string compile_bound(const GainEstimate& g, const LabVariantFigures& base, const LabVariantFigures& compiled,
+                          double op_dispatch_us) {
+  if (!(base.ops_per_step > 0) || base.step_ms.empty() || !(op_dispatch_us > 0)) return "";
+  const double saved_ops = compiled.ops_per_step > 0 ? std::max(0.0, base.ops_per_step - compiled.ops_per_step)
+                                                     : base.ops_per_step;
+  const double step_ms = stats::mean(base.step_ms);
+  if (!(step_ms > 0)) return "";
+  const double share = std::min(0.95, saved_ops * op_dispatch_us / 1000.0 / step_ms);
+  const double bound_pct = 100.0 * (1.0 / (1.0 - share) - 1.0);
+  std::string out = format_text("fusing could remove at most the dispatch of %.0f ops per step (%.1f %% of the step "
+                                "at %.0f us each: at most %+.1f %%); measured %+.1f %%",
+                                saved_ops, 100.0 * share, op_dispatch_us, bound_pct, g.gain_pct);
+  if (g.low_pct > bound_pct) out += ", more than dispatch alone: the fused kernels also cut memory traffic";
+  return out + "; ";
+}
+
 // base_name: the variant compiling started from ("bf16", or "fp32" when the lab left bf16 out).
 std::string compile_line(const GainEstimate& g, const std::string& base_name, const LabVariantFigures& base,
-                         const LabVariantFigures& compiled, double line_pct) {
-  const std::string head = base_name + " -> compiled " + gain_text(g) + ": " + compile_changes(base, compiled) + "; ";
+                         const LabVariantFigures& compiled, double line_pct, double op_dispatch_us) {
+  const std::string head = base_name + " -> compiled " + gain_text(g) + ": " + compile_changes(base, compiled) +
+                           "; " + compile_bound(g, base, compiled, op_dispatch_us);
   const std::string line = "+" + plain_pct(line_pct);
   const bool fused_nothing = compiled.fused_groups && *compiled.fused_groups == 0;
   if (g.against_line == "above" || g.against_line == "above?") {
@@ -121,7 +211,57 @@ std::string compile_line(const GainEstimate& g, const std::string& base_name, co
   return head + under + ": compiling buys little here.";
 }
 
+// The conclusion read against what the hardware could give (the probe and the compute share).
+std::string expected_conclusion(const Bf16Expectation& e, const GainEstimate& g, bool compute_bound,
+                                double fp32_wait_pct, double input_moderate_pct, double ops_per_step) {
+  const std::string compute = format_text("%.0f %% of the fp32 step", e.compute_pct);
+  const std::string data_wait =
+      fp32_wait_pct >= input_moderate_pct ? "; data wait (" + plain_pct(fp32_wait_pct) + ") is part of it" : "";
+  if (e.cannot_help() && g.has_interval && g.low_pct > 0) {
+    return format_text("bf16 gained %+.1f %% although the probe measured its GEMMs %.2fx fp32 on this CPU: the gain "
+                       "comes from outside the GEMMs (less memory traffic); `trainlab profile` splits the step by op.",
+                       g.gain_pct, e.gemm_x);
+  }
+  if (e.cannot_help()) {
+    const std::string head = format_text("precision cannot help here: the probe measured bf16 GEMMs %.2fx fp32 on "
+                                         "this CPU", e.gemm_x);
+    return compute_bound ? head + ", and model compute is " + compute +
+                               ", so compute bounds this run and bf16 cannot shorten it; `trainlab profile` names the "
+                               "ops that take it."
+                         : head + "; compute is " + compute + data_wait + "; `trainlab profile` names the rest.";
+  }
+  const std::string got = signed_pct(g.gain_pct) + " of at most " + signed_pct(e.bound_pct);
+  if (g.against_line == "at the line") {
+    return (compute_bound ? "model compute is " + compute + "; how much of the possible bf16 gain (at most " +
+                                signed_pct(e.bound_pct) + ") the model gets"
+                          : "undecided: how much of the possible bf16 gain (at most " + signed_pct(e.bound_pct) +
+                                ") the model gets") +
+           " the interval (" + gain_text(g) + ") cannot tell yet; run more repetitions or `trainlab profile`.";
+  }
+  if (far_below_bound(e, g)) {
+    if (!compute_bound) {
+      return "not precision: bf16 got far less than the hardware could give (" + got + ") and compute is only " +
+             compute + ", so the step waits on something else" + data_wait +
+             "; `trainlab profile` names it (framework overhead, other host work).";
+    }
+    std::string out = "model compute is " + compute + ", yet bf16 got far less than the hardware could give (" + got +
+                      "). What else bounds it: compute outside the GEMMs the probe measured (elementwise, "
+                      "normalisation and dtype conversions gain little in bf16)";
+    if (fp32_wait_pct >= input_moderate_pct) out += ", data wait (" + plain_pct(fp32_wait_pct) + ")";
+    if (ops_per_step > 0) out += format_text(", host dispatch of %.0f ops per step", ops_per_step);
+    return out + "; `trainlab profile` splits compute by op.";
+  }
+  std::string out = "model compute bounds this run: bf16 gained " + got + " the hardware could give";
+  if (fp32_wait_pct >= input_moderate_pct) out += "; data wait (" + plain_pct(fp32_wait_pct) + ") is a secondary cost";
+  return out + ".";
+}
+
 }  // namespace
+
+bool probe_found_bf16_unit(const Bf16Probe& probe) {
+  return probe.cpu_isa.find("avx512_bf16 yes") != std::string::npos ||
+         probe.cpu_isa.find("amx_bf16 yes") != std::string::npos;
+}
 
 Bf16Probe read_bf16_probe(const std::vector<double>& fp32_ns, const std::vector<double>& bf16_ns,
                           const std::string& cpu_isa, double skip_below_pct) {
@@ -154,20 +294,32 @@ LabReading read_baseline_lab(const LabVariantFigures& fp32, const LabVariantFigu
   const double input_moderate = thresholds.value("input_bound.moderate_pct");
 
   const bool bf16_left_out = probe && probe->bf16_left_out;
+  const std::optional<Bf16Expectation> expected = bf16_expectation(probe, fp32);
+  const double compute_pct = fp32.ok && !fp32.compute_pct.empty() ? stats::mean(fp32.compute_pct) : -1.0;
+  // Compute at 70 % or more of the step (the CPU's device-busy level): the step does not wait on
+  // something else, whatever precision did.
+  const bool compute_bound = compute_pct >= thresholds.value("low_device_utilisation.cpu_busy_pct");
   const LabVariantFigures& compile_base = bf16_left_out ? fp32 : bf16;
   const std::string compile_base_name = bf16_left_out ? "fp32" : "bf16";
   if (bf16_left_out) {
     reading.precision_gain = probe->gemm_gain;
     reading.lines.push_back(probe_line(*probe));
   } else {
-    reading.precision_gain = gain_of(fp32, bf16, precision_min);
-    reading.lines.push_back(reading.precision_gain ? precision_line(*reading.precision_gain, precision_min)
-                                                   : "fp32 -> bf16: no reading (a variant failed).");
+    // Read against half of what the hardware could give where the probe says; the seeds' line otherwise.
+    const bool bounded = expected && !expected->cannot_help();
+    reading.precision_gain = gain_of(fp32, bf16, bounded ? expected_line_pct(*expected) : precision_min);
+    // bf16 no faster on this CPU: the reading is decided whatever the interval holds.
+    if (reading.precision_gain && expected && expected->cannot_help() &&
+        reading.precision_gain->against_line == "at the line")
+      reading.precision_gain->against_line = "below";
+    reading.lines.push_back(reading.precision_gain
+                                ? precision_line(*reading.precision_gain, precision_min, expected, probe)
+                                : "fp32 -> bf16: no reading (a variant failed).");
   }
   reading.compile_gain = gain_of(compile_base, compiled, compile_min);
   if (reading.compile_gain) {
-    reading.lines.push_back(
-        compile_line(*reading.compile_gain, compile_base_name, compile_base, compiled, compile_min));
+    reading.lines.push_back(compile_line(*reading.compile_gain, compile_base_name, compile_base, compiled,
+                                         compile_min, thresholds.value("lab.op_dispatch_us")));
   } else if (!compiled.ok && !compiled.unavailable.empty()) {
     reading.lines.push_back(compile_base_name + " -> compiled: compiling could not be measured: " +
                             compiled.unavailable + ".");
@@ -203,21 +355,32 @@ LabReading read_baseline_lab(const LabVariantFigures& fp32, const LabVariantFigu
                                  signed_pct(reading.precision_gain->gain_pct) + "). Fix the data pipeline first"
                            : ". Fix it first";
     c += " (`trainlab sweep` finds the loader setting; -k cache=1 measures decode-once).";
+  } else if (expected && reading.precision_gain) {
+    c = expected_conclusion(*expected, *reading.precision_gain, compute_bound, fp32_wait, input_moderate,
+                            fp32.ops_per_step);
   } else if (precision_matters) {
     c = "model compute bounds this run: bf16 gained " + signed_pct(reading.precision_gain->gain_pct);
     if (fp32_wait >= input_moderate) c += "; data wait (" + plain_pct(fp32_wait) + ") is a secondary cost";
     c += ".";
+  } else if (not_precision && compute_bound) {
+    // No probe to say why, but compute fills the step: it does not wait on something else.
+    c = "model compute is " + plain_pct(compute_pct) + " of the fp32 step, yet bf16 gained " +
+        signed_pct(reading.precision_gain->gain_pct) +
+        ": bf16 arithmetic is not much faster than fp32 here, or the compute is outside GEMMs; `trainlab profile` "
+        "splits compute by op.";
   } else if (not_precision) {
     c = "not precision: the step waits on something else";
     c += fp32_wait >= input_moderate
              ? "; data wait (" + plain_pct(fp32_wait) + ") is part of it; `trainlab profile` splits the rest."
              : "; `trainlab profile` names it (framework overhead, other host work).";
   } else if (slower) {
-    c = bf16_left_out ? "no precision reading: this CPU emulates bf16 (a Linear layer's GEMMs " +
-                            signed_pct(reading.precision_gain->gain_pct) + " in bf16), so the lab cannot say whether "
-                            "compute bounds the step"
+    const bool unit = probe && probe_found_bf16_unit(*probe);
+    c = bf16_left_out ? std::string(unit ? "no precision reading: bf16 runs slowly here despite the CPU's bf16 unit"
+                                         : "no precision reading: this CPU emulates bf16") +
+                            " (a Linear layer's GEMMs " + signed_pct(reading.precision_gain->gain_pct) +
+                            " in bf16), so the lab cannot say whether compute bounds the step"
                       : "no precision reading: bf16 ran " + signed_pct(reading.precision_gain->gain_pct) +
-                            " against fp32 here (emulated), so the lab cannot say whether compute bounds the step";
+                            " against fp32 here, so the lab cannot say whether compute bounds the step";
     if (fp32_wait >= input_moderate) c += "; data wait is " + plain_pct(fp32_wait) + " of the fp32 step";
     c += "; `trainlab profile` names the bottleneck of the fp32 step.";
   } else if (against == "at the line") {

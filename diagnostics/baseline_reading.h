@@ -1,7 +1,10 @@
 // The three-run lab's reading: what the fp32 -> bf16 and bf16 -> compiled gains (with their
 // intervals over interleaved repetitions) and the data-wait share say about where the step's time
-// goes, ending in one conclusion. A gain is read against its line (20 % / 10 %) only when its interval
-// clears the line; at the line the reading says so. Pure function of measured figures. No LibTorch.
+// goes, ending in one conclusion. Where the bf16 probe measured this CPU and the fp32 step's compute
+// share is known, the precision gain is read against what the hardware could give (the probe's GEMM
+// speed-up applied to the compute share, Amdahl) and the compile gain against the host dispatch that
+// fusing can remove; without them, against the seeds' lines (20 % / 10 %), only when the interval
+// clears the line. Pure function of measured figures. No LibTorch.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +20,8 @@ struct LabVariantFigures {
   bool ok = false;
   std::vector<double> samples_per_s;  // one per completed repetition
   std::vector<double> data_wait_pct;  // one per completed repetition
+  std::vector<double> compute_pct;    // forward + backward + optimizer share of the step, one per repetition
+  std::vector<double> step_ms;        // mean measured step time, one per repetition
   double ops_per_step = 0;            // host ops per step (mean over repetitions); 0 when unknown
   // The compiled variant: what compiling did (from the record's compile_info).
   std::string compile_method;          // "inductor-aot", "torchscript-trace"; empty when not compiled or unknown
@@ -26,15 +31,18 @@ struct LabVariantFigures {
   std::optional<int64_t> fused_groups;  // fusion groups / fused kernels that compiling produced
 };
 
-// A relative gain in samples/s, B over A: the ratio of geometric means with Welch's 95 % interval
-// on the logarithms when both sides have 2+ repetitions; a point (no interval) otherwise.
+// A relative gain in samples/s, B over A: repetition k of A paired with repetition k of B (the lab
+// interleaves them), the median of the paired ratios with the robust 95 % interval of
+// stats::paired_robust_change when both sides have 2+ repetitions; a point (no interval) otherwise.
 struct GainEstimate {
   double gain_pct = 0;
   double low_pct = 0, high_pct = 0;  // equal to gain_pct without an interval
   bool has_interval = false;
   int repetitions = 0;  // the fewer of the two sides
   // Against the line: "above" (the interval clears it upwards), "below" (entirely under it),
-  // "at the line" (the interval holds it), or "above?"/"below?" (one repetition: the point only).
+  // "at the line" (the interval holds it; the lab then runs more rounds), or "above?"/"below?" (one
+  // repetition: the point only). The precision gain's line is half of what the probe says bf16 could
+  // give where the probe measured the CPU, the seeds' 20 % otherwise.
   std::string against_line;
 };
 
@@ -42,11 +50,14 @@ struct GainEstimate {
 // interleaved, on the CPU the lab runs on.
 struct Bf16Probe {
   bool measured = false;       // CPU timings were taken (none on a CUDA device)
-  GainEstimate gemm_gain;      // bf16 over fp32 GEMM throughput, Welch's interval over the pairs
+  GainEstimate gemm_gain;      // bf16 over fp32 GEMM throughput, the paired interval over the pairs
   int pairs = 0;
   std::string cpu_isa;         // the bf16-relevant instruction sets, e.g. "avx512_bf16 no, amx_bf16 no"
   bool bf16_left_out = false;  // the interval lies under the skip line: the lab runs no bf16 variant
 };
+
+// Whether the probe's instruction sets name a bf16 unit ("avx512_bf16 yes" or "amx_bf16 yes").
+bool probe_found_bf16_unit(const Bf16Probe& probe);
 
 // Reads the probe's timings (ns per call, one per pair). The bf16 variants are left out when the
 // whole interval lies under skip_below_pct (lab.bf16_probe_skip_below_pct: -80, i.e. >5x slower).

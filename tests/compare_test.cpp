@@ -109,17 +109,35 @@ TEST(CompareTest, RepetitionsGiveIntervalsOverRunsAndWarningsSayWhatIsMissing) {
                           [](const std::string& w) { return w.find("no Mann-Whitney U test") != std::string::npos; }));
 }
 
-TEST(CompareTest, RepetitionRowsUseGeometricMeansAndSkipAMissingPeakMemory) {
-  // Over repetitions the change is the ratio of geometric means: before/after show those means.
+TEST(CompareTest, RepetitionRowsUsePairedMediansAndSkipAMissingPeakMemory) {
+  // Over repetitions the change is the median of the paired ratios (repetition k with repetition k):
+  // one of three at half speed is out-voted by the two unchanged pairs (it was the ratio of
+  // geometric means, 0.5^(1/3), -20.6 %). Before and after show each side's median.
   RunRecord before = run_of(100, 40, 3), after = run_of(100, 40, 3);
   after.variants[2].peak_memory_bytes = 0;  // no reading in one repetition: no relative change possible
   for (StepRecord& s : after.variants[0].steps) s.step_ns *= 2;
   const CompareOutcome o = compare_runs(before, after, CompareOptions{});
   const CompareRow& sps = row(o, "samples/s");
-  EXPECT_NEAR(sps.change.change_pct, 100.0 * (sps.after / sps.before - 1.0), 1e-9);
-  EXPECT_NEAR(sps.after / sps.before, std::pow(0.5, 1.0 / 3.0), 0.01);  // one of three at half speed
+  EXPECT_NEAR(sps.change.change_pct, 0.0, 1e-9);
+  EXPECT_NEAR(sps.after, sps.before, 1e-9);
+  EXPECT_EQ(sps.verdict, "unchanged");
   EXPECT_TRUE(std::none_of(o.rows.begin(), o.rows.end(),
                            [](const CompareRow& r) { return r.metric == "peak memory MiB"; }));
+}
+
+// The A/B: two steady pairs about +10 % and one repetition slowed 4x by another process.
+// Welch's interval on the logarithms spanned hundreds of points; the paired one stays near +10 %.
+TEST(CompareTest, OneDisturbedRepetitionDoesNotWidenTheIntervalAHundredfold) {
+  RunRecord before = run_of(100, 40, 3), after = run_of(100, 40, 3);
+  const double scale[] = {1 / 1.10, 1 / 1.12, 4.0};
+  for (size_t k = 0; k < 3; ++k) {
+    for (StepRecord& s : after.variants[k].steps) s.step_ns = static_cast<int64_t>(s.step_ns * scale[k]);
+  }
+  const CompareRow sps = row(compare_runs(before, after, CompareOptions{}), "samples/s");
+  ASSERT_TRUE(sps.has_interval);
+  EXPECT_NEAR(sps.change.change_pct, 10.0, 0.1);
+  EXPECT_LT(sps.change.high_pct - sps.change.low_pct, 30.0);
+  EXPECT_GT(sps.change.low_pct, 0.0);
 }
 
 TEST(CompareTest, SweepsPairTheirPointsByLoaderSettings) {

@@ -36,7 +36,7 @@ TEST(BaselineLabE2E, ThreeVariantsInterleavedWithConsistentFigures) {
   ASSERT_EQ(r.exit_status, 0) << r.err;
   EXPECT_NE(r.out.find("samples/s"), std::string::npos);  // the table
   EXPECT_NE(r.out.find("Reading:"), std::string::npos);
-  EXPECT_NE(r.out.find("over 2 repetitions"), std::string::npos) << r.out;  // the gains' intervals
+  EXPECT_NE(r.out.find("over 2 paired repetitions"), std::string::npos) << r.out;  // the gains' intervals
 
   const RunRecord run = read_run_record(e2e::only_run_dir(results));
   EXPECT_EQ(run.kind, "baseline");

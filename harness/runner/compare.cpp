@@ -2,9 +2,13 @@
 //
 // Samples. With several repetitions of a variant on both sides (runs made with --repeat, or the
 // same variant recorded more than once), the unit is the repetition: its samples/s, step p50/p95,
-// data-wait share and peak memory, so the interval includes run-to-run drift; with so few values
-// it is Welch's t interval, on the logarithms for relative changes (before and after are then
-// geometric means, so after/before is the change shown), on the values for the data-wait points.
+// data-wait share and peak memory, so the interval includes run-to-run drift. Repetition k of one
+// side is paired with repetition k of the other (run --ab interleaves A B A B, so a pair shared the
+// machine's state), and the change is the median of the paired log-ratios (differences for the
+// data-wait points) with the MAD-based interval of core/comparison_stats.h: one disturbed repetition
+// moves it by one order statistic instead of widening it a hundredfold, as Welch's interval on the
+// logarithms did. Before and after are then each side's median; the change is the median of the
+// ratios, which need not equal after/before.
 // With fewer than 3 a side, the unit is the measured step (peak memory then has one value a side
 // and no interval), and the interval only covers step-to-step noise; the output says so.
 //
@@ -209,8 +213,9 @@ CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, c
       row.has_interval = xa.size() >= 2 && xb.size() >= 2;
       row.gated = by_repetition;
       if (row.has_interval && by_repetition) {
-        // A few repetitions: Welch's t interval (a bootstrap of 3 values runs narrow).
-        row.change = stats::welch_change(xa, xb, !points);
+        // A few repetitions, paired by index: the robust paired interval (a bootstrap of 3 values
+        // runs narrow; Welch's interval on means and standard deviations explodes on one bad round).
+        row.change = stats::paired_robust_change(xa, xb, !points);
       } else if (row.has_interval) {
         const size_t block = static_cast<size_t>(std::lround(std::sqrt(std::min(xa.size(), xb.size()))));
         row.change =
@@ -225,10 +230,10 @@ CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, c
       outcome.rows.push_back(row);
     };
     if (by_repetition) {
-      add("samples/s", true, false, a.rep_samples_per_s, b.rep_samples_per_s, stats::geometric_mean, false);
-      add("step p50 ms", false, false, a.rep_p50_ms, b.rep_p50_ms, stats::geometric_mean, false);
-      add("step p95 ms", false, false, a.rep_p95_ms, b.rep_p95_ms, stats::geometric_mean, false);
-      add("data wait %", false, true, a.rep_data_wait_pct, b.rep_data_wait_pct, stats::mean, false);
+      add("samples/s", true, false, a.rep_samples_per_s, b.rep_samples_per_s, stats::median, false);
+      add("step p50 ms", false, false, a.rep_p50_ms, b.rep_p50_ms, stats::median, false);
+      add("step p95 ms", false, false, a.rep_p95_ms, b.rep_p95_ms, stats::median, false);
+      add("data wait %", false, true, a.rep_data_wait_pct, b.rep_data_wait_pct, stats::median, false);
     } else {
       add("samples/s", true, false, a.throughput, b.throughput, samples_per_s, true);
       add("step p50 ms", false, false, a.step_ms, b.step_ms, stats::median, true);

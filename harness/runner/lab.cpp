@@ -45,6 +45,10 @@ LabVariantFigures figures_of(const RunRecord& record, const std::string& name) {
     figures.ok = true;
     figures.samples_per_s.push_back(agg.samples_per_s);
     figures.data_wait_pct.push_back(agg.phase_pct[static_cast<size_t>(Phase::kDataWait)]);
+    figures.compute_pct.push_back(agg.phase_pct[static_cast<size_t>(Phase::kForward)] +
+                                  agg.phase_pct[static_cast<size_t>(Phase::kBackward)] +
+                                  agg.phase_pct[static_cast<size_t>(Phase::kOptimizer)]);
+    figures.step_ms.push_back(agg.step_ms_mean);
     if (v.ops_per_step > 0) {
       ops_sum += v.ops_per_step;
       ++ops_count;

@@ -21,6 +21,7 @@
 #include <tuple>
 
 #include "core/atomic_file.h"
+#include "core/comparison_stats.h"
 #include "core/errors.h"
 #include "core/statistics.h"
 #include "harness/runner/text_table.h"
@@ -59,6 +60,7 @@ SweepFigures figures_of(const VariantRecord& record) {
   f.data_wait_pct = agg.phase_pct[static_cast<size_t>(Phase::kDataWait)];
   f.cpu_util_pct = record.cpu_util_pct;
   f.samples_per_s_min = f.samples_per_s_max = f.samples_per_s;
+  f.round_samples_per_s = {f.samples_per_s};
   return f;
 }
 
@@ -67,7 +69,9 @@ SweepFigures figures_of(const VariantRecord& record) {
 SweepFigures median_of_rounds(const std::vector<SweepFigures>& rounds) {
   SweepFigures f = rounds.front();
   std::vector<double> samples_per_s, data_wait_pct, cpu_util_pct;
+  f.round_samples_per_s.clear();
   for (const SweepFigures& r : rounds) {
+    f.round_samples_per_s.push_back(r.ok ? r.samples_per_s : 0.0);
     if (!r.ok) continue;
     samples_per_s.push_back(r.samples_per_s);
     data_wait_pct.push_back(r.data_wait_pct);
@@ -95,6 +99,30 @@ std::string figures_label(const SweepFigures& f, bool with_batch) {
   label += std::string(" pin=") + (f.pin_memory ? "on" : "off");
   if (with_batch) label += " batch=" + std::to_string(f.batch_size);
   return label;
+}
+
+// Whether the best point beats the runner-up beyond the noise of the rounds: their rounds paired
+// (round k of each ran in the same pass over the grid), the gain's robust interval above 0. Sets
+// `tied` and returns the words for the reason.
+std::string separation_from(const SweepFigures& best, const SweepFigures& runner_up, bool with_batch, bool& tied) {
+  std::vector<double> ours, theirs;
+  for (size_t k = 0; k < std::min(best.round_samples_per_s.size(), runner_up.round_samples_per_s.size()); ++k) {
+    if (best.round_samples_per_s[k] > 0 && runner_up.round_samples_per_s[k] > 0) {
+      ours.push_back(best.round_samples_per_s[k]);
+      theirs.push_back(runner_up.round_samples_per_s[k]);
+    }
+  }
+  const std::string other = figures_label(runner_up, with_batch) + ", " + fmt("%.1f samples/s", runner_up.samples_per_s);
+  if (ours.size() < 2) {  // a caveat, not a tie: nothing measured the noise
+    return "from one round, which cannot tell it from the runner-up (" + other +
+           ") beyond noise: --repeat 3 measures whether they are separated";
+  }
+  const stats::ChangeEstimate gain = stats::paired_robust_change(theirs, ours);
+  const std::string figure = fmt("%+.1f %%", gain.change_pct) + " [" + fmt("%+.1f", gain.low_pct) + ", " +
+                             fmt("%+.1f", gain.high_pct) + "] over " + std::to_string(gain.pairs) + " paired rounds";
+  tied = !(gain.low_pct > 0);
+  return tied ? "tied with the runner-up (" + other + "): " + figure + " holds no change"
+              : "ahead of the runner-up (" + other + ") by " + figure;
 }
 
 }  // namespace
@@ -208,6 +236,12 @@ std::optional<SweepRecommendation> recommend_sweep_point(const std::vector<Sweep
   std::string reason = figures_label(chosen, with_batch) + ": " + fmt("%.1f samples/s", chosen.samples_per_s);
   if (pick == *best) {
     reason += ", the best measured, and no cheaper setting came within " + fmt("%.0f %%", tolerance_pct) + " of it";
+    std::optional<size_t> runner_up;
+    for (size_t i = 0; i < figures.size(); ++i) {
+      if (i != *best && figures[i].ok && (!runner_up || figures[i].samples_per_s > figures[*runner_up].samples_per_s))
+        runner_up = i;
+    }
+    if (runner_up) reason += "; " + separation_from(top, figures[*runner_up], with_batch, rec.tied);
   } else {
     reason += ", " + fmt("%.1f %%", 100.0 * chosen.samples_per_s / top.samples_per_s) + " of the best (" +
               figures_label(top, with_batch) + ", " + fmt("%.1f samples/s", top.samples_per_s) +
@@ -500,10 +534,15 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
       if (figure_of_point[i] == static_cast<int>(rec->index)) recommended_record = records_of_point[i].front();
       if (figure_of_point[i] == static_cast<int>(rec->best_index)) best_record = records_of_point[i].front();
     }
-    details.recommendation = RecommendedPoint{static_cast<int64_t>(recommended_record),
-                                                 static_cast<int64_t>(best_record),
-                                                 figures_label(figures[rec->index], with_batch), rec->reason};
-    record.reading.push_back("Recommended: " + rec->reason + ".");
+    if (rec->tied) {
+      // The top points are not separated: no recommendation, and the reading says why.
+      record.reading.push_back("No recommendation, the top points are tied: " + rec->reason + ".");
+    } else {
+      details.recommendation = RecommendedPoint{static_cast<int64_t>(recommended_record),
+                                                static_cast<int64_t>(best_record),
+                                                figures_label(figures[rec->index], with_batch), rec->reason};
+      record.reading.push_back("Recommended: " + rec->reason + ".");
+    }
   } else {
     record.reading.push_back("No recommendation: no point completed.");
   }

@@ -59,16 +59,24 @@ struct SweepFigures {
   double data_wait_pct = 0;
   double cpu_util_pct = 0;
   double samples_per_s_min = 0, samples_per_s_max = 0;  // over the point's rounds (--repeat)
+  std::vector<double> round_samples_per_s;  // one per round, in round order; 0 for a round that failed
 };
 
 struct SweepRecommendation {
   size_t index = 0;               // into the figures
   size_t best_index = 0;
   std::string reason;
+  // The best point and the runner-up are not separated: the paired interval of their 2+ rounds
+  // holds no change. Then the reason says so and no point is recommended (one round: a caveat only).
+  bool tied = false;
 };
 
 // The cheapest point (fewest workers, then fewest batches in flight, then pin off, then smallest
-// batch) whose throughput is within tolerance_pct of the best. Empty when no point succeeded.
+// batch) whose throughput is within tolerance_pct of the best. When that is the best point itself, it
+// is recommended only where its rounds beat the runner-up's: the paired robust interval of their
+// per-round ratios (round k with round k; stats::paired_robust_change) lies above no change;
+// otherwise the two are tied and `tied` is set (one round: the reason says it cannot tell). Empty
+// when no point succeeded.
 std::optional<SweepRecommendation> recommend_sweep_point(const std::vector<SweepFigures>& figures,
                                                          double tolerance_pct, double data_bound_pct);
 
