@@ -8,9 +8,9 @@
 #   device-carry/bin/   trainlab, trainlab-train and the two test binaries with CUDA tests
 #                       (trainlab_inductor_tests, trainlab_profiler_tests), built here (~11 MB)
 #   device-carry/lib/   the shared libraries they need that are neither LibTorch/CUDA nor glibc:
-#                       libturbojpeg, libzstd, zlib (~1.5 MB); lib/compat/ holds this machine's
-#                       libstdc++ and libgcc_s, used only where the device's are older than the
-#                       binaries need
+#                       libturbojpeg, libzstd, zlib (~1.5 MB), each used only where the device
+#                       lacks it; lib/compat/ holds this machine's libstdc++ and libgcc_s, used
+#                       only where the device's are older than the binaries need
 #   device-carry/MANIFEST.txt  what was copied, from which revision, and the GLIBC the binaries need
 # LibTorch, the CUDA runtime, cuBLAS/cuDNN/NCCL and CUPTI come from the device's PyTorch wheel: its
 # torch/lib and every nvidia/*/lib folder beside it go on LD_LIBRARY_PATH. The Python side (the
@@ -81,7 +81,7 @@ prepare_carry() {
     provided_on_device "$lib" && continue
     name="$(basename "$lib")"
     case "$name" in
-      libstdc++.so*|libgcc_s.so*) cp -L "$lib" "$dest/lib/compat/$name" ;;
+      libstdc++.so*|libgcc_s.so*) cp -L "$lib" "$dest/lib/compat/$name" ;;  # only where the device's are older
       *) cp -L "$lib" "$dest/lib/$name" ;;
     esac
   done
@@ -120,6 +120,23 @@ find_python() {
   done
 }
 
+work="$(mktemp -d "${TMPDIR:-/tmp}/device-check-work.XXXXXX")" || die_usage "cannot create a temp folder"
+trap 'rm -rf "$work"' EXIT
+
+# Only the carried libraries the device lacks go on the path (through links in $work/lib), so that
+# the device's own zlib or libstdc++, where they are there and new enough, serve every process.
+use_carried_libraries() {
+  local bins=("$bin_dir"/*) name
+  mkdir -p "$work/lib"
+  for name in $(ldd "${bins[@]}" 2>/dev/null | awk '/not found/ {print $1}' | sort -u); do
+    [ -e "$carry/lib/$name" ] && ln -sf "$carry/lib/$name" "$work/lib/$name"
+  done
+  if ldd "${bins[@]}" 2>&1 | grep -q "version .GLIBCXX.* not found\|version .GCC.* not found"; then
+    ln -sf "$carry"/lib/compat/* "$work/lib/"  # the device's libstdc++ is older than the build's
+  fi
+  export LD_LIBRARY_PATH="$work/lib:$LD_LIBRARY_PATH"
+}
+
 missing=()
 [ -x "$tl" ] && [ -x "$bin_dir/trainlab-train" ] || missing+=("trainlab binaries in $bin_dir (carry device-carry, made by --prepare)")
 py="$(find_python)"
@@ -134,10 +151,8 @@ if [ -n "$torch_lib" ]; then
   site="$(dirname "$(dirname "$torch_lib")")"
   wheel_libs="$torch_lib"
   for d in "$site"/nvidia/*/lib "$site"/nvidia/*/*/lib; do [ -d "$d" ] && wheel_libs="$wheel_libs:$d"; done
-  export LD_LIBRARY_PATH="${carry:+$carry/lib:}$wheel_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  if [ -n "$carry" ] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH" ldd "$bin_dir/trainlab-train" 2>&1 | grep -q "GLIBCXX.*not found"; then
-    export LD_LIBRARY_PATH="$carry/lib/compat:$LD_LIBRARY_PATH"  # the device's libstdc++ is older
-  fi
+  export LD_LIBRARY_PATH="$wheel_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  [ -z "$carry" ] || use_carried_libraries
 fi
 if [ -x "$bin_dir/trainlab-train" ]; then
   unresolved="$(ldd "$bin_dir/trainlab-train" 2>&1 | awk '/not found/ {print $1}' | sort -u | tr '\n' ' ')"
@@ -158,8 +173,6 @@ if [ -z "$out" ]; then out="$(mktemp -d "${TMPDIR:-/tmp}/device-check.XXXXXX")";
 mkdir -p "$out" || die_usage "cannot create --out $out"
 out="$(cd "$out" && pwd)"
 rm -f "$out"/*.log "$out/summary" "$out/cupti_vs_torch.json" "$out/device_check.json" "$out/records.tar.gz"  # a previous check's
-work="$(mktemp -d "${TMPDIR:-/tmp}/device-check-work.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
 export TRAINLAB_PYTHON="$py"
 export TRAINLAB_EXPORT_SCRIPT="$repo/scenarios/export/aot_compile.py"
 # The datasets and compiled packages: a given TRAINLAB_DATA_DIR is kept (CI reuses its cache).
