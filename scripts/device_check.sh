@@ -49,6 +49,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$device" in cuda|cpu) ;; *) die_usage "--device must be cuda or cpu, not '$device'" ;; esac
+all_steps=",cuda_tests,lab_mlp,profile_vs_torch,validate,sweep_pinning,lab_recsys,doctor,"
+for name in ${only//,/ }; do
+  [[ "$all_steps" == *",$name,"* ]] || die_usage "unknown step '$name' in --only (steps: ${all_steps:1:-1})"
+done
 [[ "$budget_s" =~ ^[0-9]+$ ]] && [ "$budget_s" -ge 30 ] || die_usage "--budget-s must be a whole number of seconds >= 30"
 
 build_dir="${TRAINLAB_BUILD_DIR:-$repo/build}"
@@ -154,7 +158,7 @@ if [ -n "$torch_lib" ]; then
   export LD_LIBRARY_PATH="$wheel_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   [ -z "$carry" ] || use_carried_libraries
 fi
-if [ -x "$bin_dir/trainlab-train" ]; then
+if [ -x "$bin_dir/trainlab-train" ] && command -v ldd >/dev/null 2>&1; then
   unresolved="$(ldd "$bin_dir/trainlab-train" 2>&1 | awk '/not found/ {print $1}' | sort -u | tr '\n' ' ')"
   [ -z "$unresolved" ] || missing+=("libraries for trainlab-train: ${unresolved% }")
 fi
@@ -163,6 +167,7 @@ if [ "$device" = cuda ] && [ -n "$py" ] && [ -n "$torch_lib" ]; then
     missing+=("a CUDA device that torch sees (torch.cuda.is_available() is False)")
 fi
 command -v timeout >/dev/null 2>&1 || missing+=("timeout (coreutils)")
+command -v ldd >/dev/null 2>&1 || missing+=("ldd (libc-bin)")
 if [ ${#missing[@]} -gt 0 ]; then
   printf -v joined '%s; ' "${missing[@]}"
   echo "device_check: missing: ${joined%; }" >&2
