@@ -31,6 +31,10 @@
 # skipped, 2 a prerequisite is missing (one line naming each) or bad arguments.
 set -uo pipefail
 
+# The whole script is one function, read in full before it runs: editing the file while a check
+# runs cannot change the rest of that check.
+main() {
+
 die_usage() { echo "device_check: $*" >&2; exit 2; }
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -270,9 +274,9 @@ bad = [n for n, vs in variants.items() for v in vs if v.get("error")]
 compiled = [n for n in variants if n.endswith("+compiled")]
 if not compiled: fail("no compiled variant in %s" % sorted(variants))
 info = variants[compiled[0]][0].get("compile_info") or {}
-if bad: fail("variants that failed: %s (%s)" % (sorted(set(bad)), variants[bad[0]][0].get("error", "")[:120]))
+if bad: fail("variants that failed: %s (%s)" % (sorted(set(bad)), (next(v for v in variants[bad[0]] if v.get("error"))["error"])[:120]))
 if info.get("method") != "inductor-aot": fail("compiled by %s, not the AOTInductor package" % info.get("method"))
-if device == "cuda" and any(v.get("device", "").startswith("cpu") for vs in variants.values() for v in vs):
+if device == "cuda" and any(str(v.get("device") or "").startswith("cpu") for vs in variants.values() for v in vs):
     fail("a variant ran on the CPU")
 reading = [line for line in r.get("reading", []) if "->" in line]
 print("variants %s; compiled: %d fused kernels, cuda graph %s; %s" % (
@@ -290,10 +294,12 @@ ours, theirs = c["trainlab"], c["torch_profiler"]
 if device == "cuda" and not (ours["kernels_per_step"] > 0 and theirs["kernels_per_step"] > 0):
     fail("no kernels captured: trainlab %s, torch.profiler %s per step" % (ours["kernels_per_step"], theirs["kernels_per_step"]))
 fmt = lambda x, f: (f % x) if isinstance(x, (int, float)) else "n/a"
-print("kernels/step %s vs %s, kernel us/step %s vs %s, window overhead %s %% vs %s %% (trainlab vs torch.profiler)" % (
+print("kernels/step %s vs %s, kernel us/step %s vs %s, window overhead %s %% vs %s %% (trainlab vs torch.profiler); "
+      "trainlab copies/step %s, memsets/step %s" % (
     fmt(ours["kernels_per_step"], "%.0f"), fmt(theirs["kernels_per_step"], "%.0f"),
     fmt(ours["kernel_us_per_step"], "%.1f"), fmt(theirs["kernel_us_per_step"], "%.1f"),
-    fmt(ours["overhead_pct"], "%+.1f"), fmt(theirs["overhead_pct"], "%+.1f")))
+    fmt(ours["overhead_pct"], "%+.1f"), fmt(theirs["overhead_pct"], "%+.1f"),
+    fmt(ours.get("memcpy_per_step"), "%.1f"), fmt(ours.get("memset_per_step"), "%.1f")))
 '
 }
 
@@ -400,7 +406,7 @@ step doctor 150 check_doctor "$tl" doctor --device "$device" "${doctor_args[@]}"
    tar --null -czf "$out/records.tar.gz" -T - 2>/dev/null)
 
 "$py" - "$records" "$out/device_check.json" "$device" "$quick" "$tl" "$repo" "$((SECONDS - start_s))" <<'EOF'
-import json, os, subprocess, sys
+import datetime, json, os, subprocess, sys
 records, dest, device, quick, tl, repo, wall = sys.argv[1:8]
 steps = [json.loads(line) for line in open(records)]
 def output(cmd):
@@ -410,6 +416,7 @@ def output(cmd):
         return ""
 summary = {
     "schema_version": 1,
+    "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     "device": device, "quick": quick == "1", "wall_s": int(wall),
     "passed": bool(steps) and all(s["status"] == "PASS" for s in steps),
     "steps": steps,
@@ -427,3 +434,6 @@ EOF
 failed="$(grep -cE '^[a-z_]+ +(FAIL|SKIP) ' "$out/summary")"
 echo "device_check: $([ "$failed" = 0 ] && echo PASS || echo "FAIL ($failed steps)") in $((SECONDS - start_s))s; results in $out" | tee -a "$out/summary"
 [ "$failed" = 0 ]
+}
+
+main "$@"; exit $?  # on one line: bash has read it whole before main runs
