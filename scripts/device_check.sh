@@ -15,7 +15,8 @@
 # LibTorch, the CUDA runtime, cuBLAS/cuDNN/NCCL and CUPTI come from the device's PyTorch wheel: its
 # torch/lib and every nvidia/*/lib folder beside it go on LD_LIBRARY_PATH. The Python side (the
 # AOTInductor export in scenarios/export, torch.profiler's peer in bench/) is the working tree's,
-# run by the device's Python ($TRAINLAB_PYTHON, else the first python3/python that imports torch).
+# run by the device's Python ($TRAINLAB_PYTHON, else the first python3/python on PATH, or in
+# /opt/conda, /opt/*, ~/.venv, that imports torch).
 #
 #   bash scripts/device_check.sh --prepare device-carry     # here: copy binaries + libraries, print the size
 #   bash scripts/device_check.sh                            # on the device: the check into $OUT (carry: ["device-carry"])
@@ -121,7 +122,9 @@ tl="$bin_dir/trainlab"
 find_python() {
   local candidate
   if [ -n "${TRAINLAB_PYTHON:-}" ]; then echo "$TRAINLAB_PYTHON"; return; fi
-  for candidate in python3 python; do
+  # PATH first, then where images usually keep an environment with the wheel.
+  for candidate in python3 python /opt/conda/bin/python3 /opt/*/bin/python3 /opt/*/venv/bin/python3 \
+                   "$HOME"/.venv/bin/python3 "$HOME"/venv/bin/python3 /usr/local/bin/python3; do
     if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import torch' >/dev/null 2>&1; then
       command -v "$candidate"; return
     fi
