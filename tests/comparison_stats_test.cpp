@@ -145,9 +145,6 @@ TEST(WelchTest, StudentQuantilesFromTheTable) {
   EXPECT_LT(student_t_975(11), 2.228);
 }
 
-}  // namespace
-}  // namespace trainlab::stats
-
 // Paired robust interval (median of the per-pair log-ratios, MAD-based half-width), hand-computed:
 // ratios 1.10 1.12 1.11: logs 0.09531 0.10436 0.11333, median 0.10436 (+11.0 %), MAD 0.00897,
 // half = 4.303 x 1.2533 x 1.4826 x 0.00897 / sqrt(3) = 0.04141 -> [+6.50 %, +15.69 %].
@@ -198,3 +195,6 @@ TEST(PairedRobustTest, PointsUnequalSidesAndBadInput) {
   EXPECT_THROW(stats::paired_robust_change({1}, {2}), std::invalid_argument);
   EXPECT_THROW(stats::paired_robust_change({1, 0}, {2, 2}), std::invalid_argument);
 }
+
+}  // namespace
+}  // namespace trainlab::stats
