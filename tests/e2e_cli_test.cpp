@@ -151,14 +151,20 @@ TEST(CliE2E, AClosedOutputPipeStopsTheRunAndKeepsItsRecord) {
   EXPECT_FALSE(std::filesystem::exists(e2e::only_run_dir(results) + "/.running"));  // finished: unmarked
 }
 
+// `run --scenario mlp` for far more steps than a test waits for (120 s at most), in the background;
+// its output goes to results/../NAME.log.
+pid_t spawn_endless_mlp_run(const std::string& results, const std::string& name) {
+  return e2e::spawn_trainlab({"run", "--scenario", "mlp", "--steps", "100000", "--warmup", "1", "--timeout-s", "120",
+                              "--sampler", "off", "--results", results},
+                             "/dev/null", results + "/../" + name + ".log");
+}
+
 // A run folder reads as running from its start: run.json is there before any variant finished, and
 // history, diagnose and compare say the run is still running (diagnose used to say the folder was
 // not a run). Ctrl-C then ends it as usual.
 TEST(CliE2E, ARunFolderReadsAsRunningBeforeAnyVariantFinished) {
   const std::string results = e2e::fresh_results_dir("running");
-  const pid_t pid = e2e::spawn_trainlab({"run", "--scenario", "mlp", "--steps", "100000", "--warmup", "1",
-                                         "--timeout-s", "120", "--sampler", "off", "--results", results},
-                                        "/dev/null", results + "/../running.log");
+  const pid_t pid = spawn_endless_mlp_run(results, "running");
   ASSERT_GE(pid, 0);
   const std::string run_dir = e2e::wait_for_run_record(results, /*finished_variant=*/false,
                                                        std::chrono::seconds(30));
@@ -185,9 +191,7 @@ TEST(CliE2E, ARunFolderReadsAsRunningBeforeAnyVariantFinished) {
 // sends (the parent's own description of the end used to match its out-of-memory signs).
 TEST(CliE2E, ATrainingChildKilledFromOutsideIsRecordedAsKilledNotOutOfMemory) {
   const std::string results = e2e::fresh_results_dir("child_killed");
-  const pid_t pid = e2e::spawn_trainlab({"run", "--scenario", "mlp", "--steps", "100000", "--warmup", "1",
-                                         "--timeout-s", "120", "--sampler", "off", "--results", results},
-                                        "/dev/null", results + "/../child_killed.log");
+  const pid_t pid = spawn_endless_mlp_run(results, "child_killed");
   ASSERT_GE(pid, 0);
   std::string child;  // the training child, once it runs
   for (int i = 0; i < 600 && child.empty(); ++i) {
