@@ -420,6 +420,7 @@ TEST(HostileInputTest, ModelAddRefusesEmptyValues) {
     expect_one_line(run({"model", "add", "model.py:make", option, ""}), option + " is empty");
   }
   expect_one_line(run({"model", "add", ""}), "FILE.py:FACTORY is empty");
+}
 
 // ---- issue 31: nothing unbounded --------------------------------------------------------------
 
