@@ -261,3 +261,96 @@ TEST(BaselineLabE2E, TheBf16ProbeDecidesWhichVariantsRunAndTheRecordShowsWhy) {
 
 }  // namespace
 }  // namespace trainlab
+
+namespace trainlab {
+namespace {
+
+// The pid of a process whose command line holds `folder` and `needle` (its arguments joined by
+// spaces), or 0.
+pid_t find_process_with(const std::string& folder, const std::string& needle) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = e2e::slurp(entry.path().string() + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(folder) != std::string::npos && cmdline.find(needle) != std::string::npos) {
+      return static_cast<pid_t>(std::stoi(name));
+    }
+  }
+  return 0;
+}
+
+// Processes that each keep a core busy until killed.
+std::vector<pid_t> start_cpu_burners(int count) {
+  std::vector<pid_t> burners;
+  for (int k = 0; k < count; ++k) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      volatile uint64_t spin = 0;
+      for (;;) spin = spin + 1;
+    }
+    burners.push_back(pid);
+  }
+  return burners;
+}
+
+void stop(const std::vector<pid_t>& pids) {
+  for (pid_t pid : pids) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+}
+
+// Issue 33: a repetition disturbed on purpose (two processes burning the cores while the first
+// repetition's child runs, and only then) is detected, left out, run again, and recorded as such;
+// the terminal names it.
+TEST(BaselineLabE2E, ARepetitionDisturbedOnPurposeIsDetectedRerunAndRecorded) {
+  const std::string results = e2e::fresh_results_dir("disturbed");
+  const std::string out = results + "/lab.out", err = results + "/lab.err";
+  const pid_t lab = e2e::spawn_trainlab({"run", "--scenario", "mlp", "--repeat", "2", "--threads", "1", "--batch", "32",
+                                         "-k", "hidden=256", "--steps", "200", "--warmup", "2", "--sampler", "off",
+                                         "--results", results},
+                                        out, err);
+  // The first repetition's child (its spec is fp32.rep1.spec.json; a re-run's is fp32.rep1.rerun1...).
+  pid_t first = 0;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (first == 0 && std::chrono::steady_clock::now() < give_up) {
+    first = find_process_with(results, "/variants/fp32.rep1.spec.json");
+    if (first == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_NE(first, 0) << e2e::slurp(err);
+  const std::vector<pid_t> burners = start_cpu_burners(2);
+  while (::kill(first, 0) == 0 && find_process_with(results, "/variants/fp32.rep1.spec.json") == first) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  stop(burners);
+  int status = 0;
+  ::waitpid(lab, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << e2e::slurp(err);
+
+  const RunRecord run = read_run_record(e2e::only_run_dir(results));
+  ASSERT_GE(run.variants.size(), 3u);
+  const VariantRecord& disturbed = run.variants[0];
+  EXPECT_EQ(disturbed.repetition, 0);
+  ASSERT_TRUE(disturbed.ok()) << disturbed.error;
+  ASSERT_TRUE(disturbed.disturbance.other_cpu_pct.has_value());
+  EXPECT_GT(*disturbed.disturbance.other_cpu_pct, 25.0);
+  EXPECT_NE(disturbed.disturbed.find("another process took"), std::string::npos) << disturbed.disturbed;
+  EXPECT_FALSE(disturbed.counts());
+  // Run again: the first repetition has a record that counts (re-run on a quieter machine, or kept
+  // once the re-runs were spent), and the second repetition follows.
+  EXPECT_TRUE(std::any_of(run.variants.begin() + 1, run.variants.end(),
+                          [](const VariantRecord& v) { return v.repetition == 0 && v.counts(); }));
+  EXPECT_EQ(run.variants.back().repetition, 1);
+  const std::string terminal = e2e::slurp(err);
+  EXPECT_NE(terminal.find("fp32 #1 re-run: another process took "), std::string::npos) << terminal;
+  EXPECT_NE(terminal.find("% of the CPU"), std::string::npos) << terminal;
+  // The report's table marks it and says why.
+  const std::string table = e2e::slurp(out);
+  EXPECT_NE(table.find("fp32 #1 (disturbed)"), std::string::npos) << table;
+  EXPECT_NE(table.find("left out of every figure and run again"), std::string::npos) << table;
+}
+
+}  // namespace
+}  // namespace trainlab
