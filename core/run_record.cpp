@@ -445,7 +445,6 @@ RunDetails details_from_json(const nlohmann::json& j) {
   return d;
 }
 nlohmann::json disturbance_to_json(const Disturbance& d) {
-  if (!d.measured() && !d.own_cpu_pct) return nlohmann::json::object();
   auto figure = [](const std::optional<double>& x) { return x ? real_json(*x) : nlohmann::json(nullptr); };
   return {{"other_cpu_pct", figure(d.other_cpu_pct)},
           {"own_cpu_pct", figure(d.own_cpu_pct)},
@@ -500,9 +499,6 @@ nlohmann::json to_json(const VariantRecord& record) {
                       {"steps_cut_by_budget", record.steps_cut_by_budget},
                       {"init_ns", record.init_ns},
                       {"cpu_util_pct", record.cpu_util_pct},
-                      {"warmup_steps_taken", record.warmup_steps_taken},
-                      {"disturbance", disturbance_to_json(record.disturbance)},
-                      {"disturbed", record.disturbed.empty() ? nlohmann::json(nullptr) : nlohmann::json(record.disturbed)},
                       {"loader", loader_to_json(record.loader)},
                       {"data", dataset_to_json(record.dataset)},
                       {"profile", profile_to_json(record.profile)},
@@ -516,6 +512,12 @@ nlohmann::json to_json(const VariantRecord& record) {
                       {"environment", env_to_json(record.environment)},
                       {"steps", steps}};
   if (record.ok()) j["aggregate"] = aggregate_to_json(aggregate(record));
+  // Issue 33's fields, only where there is something to say (older records write back as they were).
+  if (record.warmup_steps_taken) j["warmup_steps_taken"] = *record.warmup_steps_taken;
+  if (record.disturbance.measured() || record.disturbance.own_cpu_pct) {
+    j["disturbance"] = disturbance_to_json(record.disturbance);
+  }
+  if (!record.disturbed.empty()) j["disturbed"] = record.disturbed;
   return j;
 }
 
@@ -570,9 +572,9 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
     if (s.contains("grad_norm") && !s["grad_norm"].is_null()) step.grad_norm = real_of(s["grad_norm"]);
     record.steps.push_back(step);
   }
-  record.warmup_steps_taken = integer_or<int64_t>(
-      j, "warmup_steps_taken",
-      std::count_if(record.steps.begin(), record.steps.end(), [](const StepRecord& s) { return s.warmup; }));
+  if (j.contains("warmup_steps_taken") && !j["warmup_steps_taken"].is_null()) {
+    record.warmup_steps_taken = integer_of<int64_t>(j["warmup_steps_taken"]);
+  }
   return record;
 }
 
