@@ -164,36 +164,9 @@ void warn_of_oversubscription(const std::vector<VariantSpec>& specs, std::ostrea
   }
 }
 
-// Why a repetition's measurement was disturbed past the lab's limits (thresholds lab.disturbed_*),
-// or "" when it was not (or nothing could be measured).
-std::string disturbance_past_limit(const VariantRecord& v, const Thresholds& thresholds) {
-  if (!v.ok() || ns_to_s(aggregate(v).measured_ns) < thresholds.value("lab.disturbance_min_measured_s")) return "";
-  const Disturbance& d = v.disturbance;
-  if (d.other_cpu_pct && *d.other_cpu_pct > thresholds.value("lab.disturbed_other_cpu_pct")) {
-    return fmt("another process took %.0f %% of the CPU", *d.other_cpu_pct);
-  }
-  if (d.steal_pct && *d.steal_pct > thresholds.value("lab.disturbed_steal_pct")) {
-    return fmt("the hypervisor stole %.0f %% of the CPU", *d.steal_pct);
-  }
-  if (d.runqueue_wait_pct && *d.runqueue_wait_pct > thresholds.value("lab.disturbed_runqueue_wait_pct")) {
-    return fmt("its threads waited for a CPU %.0f %% of the time they wanted one", *d.runqueue_wait_pct);
-  }
-  return "";
-}
-
 // A repetition's name in the terminal's lines: "bf16 #1", "B bf16 #2".
 std::string repetition_name(const VariantRecord& v, const std::string& label, size_t rounds) {
   return (label.empty() ? "" : label + " ") + v.spec.name() + (rounds > 1 ? " #" + std::to_string(v.repetition + 1) : "");
-}
-
-// The measured loop time of a round's repetitions (their measured steps), in seconds: what the
-// rounds budget counts, so compiling and warming up never use it up.
-double measured_loop_s(const std::vector<VariantRecord>& variants, size_t first) {
-  double total_ns = 0;
-  for (size_t k = first; k < variants.size(); ++k) {
-    if (variants[k].ok()) total_ns += static_cast<double>(aggregate(variants[k]).measured_ns);
-  }
-  return total_ns / 1e9;
 }
 
 LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& specs, const LabOptions& options,
@@ -475,6 +448,29 @@ LabOutcome run_ab(const LabOptions& options, const std::vector<std::pair<std::st
   outcome.record.details.ab_changes = described;
   finish_run(options, outcome);
   return outcome;
+}
+
+std::string disturbance_past_limit(const VariantRecord& v, const Thresholds& thresholds) {
+  if (!v.ok() || ns_to_s(aggregate(v).measured_ns) < thresholds.value("lab.disturbance_min_measured_s")) return "";
+  const Disturbance& d = v.disturbance;
+  if (d.other_cpu_pct && *d.other_cpu_pct > thresholds.value("lab.disturbed_other_cpu_pct")) {
+    return fmt("another process took %.0f %% of the CPU", *d.other_cpu_pct);
+  }
+  if (d.steal_pct && *d.steal_pct > thresholds.value("lab.disturbed_steal_pct")) {
+    return fmt("the hypervisor stole %.0f %% of the CPU", *d.steal_pct);
+  }
+  if (d.runqueue_wait_pct && *d.runqueue_wait_pct > thresholds.value("lab.disturbed_runqueue_wait_pct")) {
+    return fmt("its threads waited for a CPU %.0f %% of the time they wanted one", *d.runqueue_wait_pct);
+  }
+  return "";
+}
+
+double measured_loop_s(const std::vector<VariantRecord>& variants, size_t first) {
+  double total_ns = 0;
+  for (size_t k = first; k < variants.size(); ++k) {
+    if (variants[k].ok()) total_ns += static_cast<double>(aggregate(variants[k]).measured_ns);
+  }
+  return total_ns / 1e9;
 }
 
 std::string run_folder_in(const std::string& parent) {

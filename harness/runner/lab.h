@@ -78,6 +78,15 @@ std::string make_run_dir(const std::string& results_dir, const std::string& scen
 // or "" when there is none (each child run makes exactly one).
 std::string run_folder_in(const std::string& parent);
 
+// Why a repetition's measured steps were disturbed past the lab's limits (thresholds lab.disturbed_*,
+// judged on measured steps of lab.disturbance_min_measured_s or more), e.g. "another process took
+// 48 % of the CPU"; "" when they were not, or the repetition failed.
+std::string disturbance_past_limit(const VariantRecord& v, const Thresholds& thresholds);
+
+// The measured loop time of variants[first...] (their measured steps), in seconds: what the lab's
+// rounds budget counts, so compiling and warming up never use it up.
+double measured_loop_s(const std::vector<VariantRecord>& variants, size_t first);
+
 // The variant table: variant, samples/s, step p50/p95, peak memory, ops/step, data wait, speed-up
 // (rows for failed variants, their errors as notes); render_variant_table is its terminal text.
 Table variant_table(const RunRecord& record);
