@@ -24,7 +24,8 @@ struct LabOptions {
   int64_t memory_limit_bytes = 0;  // per variant process (its ranks share it); 0: default_memory_limit_bytes()
   int repeat = 1;  // each variant this many times, the variants interleaved (A B C A B C ...)
   // The baseline lab only: up to this many more rounds while a gain's interval holds its line, as
-  // long as the lab's variants have run under rounds_budget_s seconds with room for one more round.
+  // long as the rounds' measured steps (never compile or warm-up time) have taken under
+  // rounds_budget_s seconds with room for one more round as long as the longest.
   int extra_rounds = 0;
   double rounds_budget_s = 0;
   // Per-variant settings applied on top of base, e.g. {"bf16", {{"batch", "64"}}}.
