@@ -2,6 +2,7 @@
 #include "core/run_record.h"
 #include "core/json_fields.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -443,6 +444,27 @@ RunDetails details_from_json(const nlohmann::json& j) {
   }
   return d;
 }
+nlohmann::json disturbance_to_json(const Disturbance& d) {
+  auto figure = [](const std::optional<double>& x) { return x ? real_json(*x) : nlohmann::json(nullptr); };
+  return {{"other_cpu_pct", figure(d.other_cpu_pct)},
+          {"own_cpu_pct", figure(d.own_cpu_pct)},
+          {"runqueue_wait_pct", figure(d.runqueue_wait_pct)},
+          {"steal_pct", figure(d.steal_pct)}};
+}
+
+Disturbance disturbance_from_json(const nlohmann::json& j) {
+  Disturbance d;
+  if (!j.is_object()) return d;
+  auto figure = [&](const char* key) -> std::optional<double> {
+    if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+    return real_of(j[key]);
+  };
+  d.other_cpu_pct = figure("other_cpu_pct");
+  d.own_cpu_pct = figure("own_cpu_pct");
+  d.runqueue_wait_pct = figure("runqueue_wait_pct");
+  d.steal_pct = figure("steal_pct");
+  return d;
+}
 }  // namespace
 
 nlohmann::json to_json(const VariantRecord& record) {
@@ -490,6 +512,12 @@ nlohmann::json to_json(const VariantRecord& record) {
                       {"environment", env_to_json(record.environment)},
                       {"steps", steps}};
   if (record.ok()) j["aggregate"] = aggregate_to_json(aggregate(record));
+  // Issue 33's fields, only where there is something to say (older records write back as they were).
+  if (record.warmup_steps_taken) j["warmup_steps_taken"] = *record.warmup_steps_taken;
+  if (record.disturbance.measured() || record.disturbance.own_cpu_pct) {
+    j["disturbance"] = disturbance_to_json(record.disturbance);
+  }
+  if (!record.disturbed.empty()) j["disturbed"] = record.disturbed;
   return j;
 }
 
@@ -512,6 +540,8 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
   record.init_ns = integer_of<int64_t>(j.at("init_ns"));
   record.steps_cut_by_budget = integer_or<int64_t>(j, "steps_cut_by_budget", 0);
   record.cpu_util_pct = real_or(j, "cpu_util_pct", 0.0);
+  record.disturbance = disturbance_from_json(j.value("disturbance", nlohmann::json::object()));
+  if (j.contains("disturbed") && j["disturbed"].is_string()) record.disturbed = j["disturbed"].get<std::string>();
   record.loader = loader_from_json(j.value("loader", nlohmann::json::object()));
   record.dataset = dataset_from_json(j.value("data", nlohmann::json::object()));
   record.profile = profile_from_json(j.value("profile", nlohmann::json::object()));
@@ -541,6 +571,9 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
     // null: not measured (-1, the default); "non-finite" (older records), "NaN", "Infinity": as said.
     if (s.contains("grad_norm") && !s["grad_norm"].is_null()) step.grad_norm = real_of(s["grad_norm"]);
     record.steps.push_back(step);
+  }
+  if (j.contains("warmup_steps_taken") && !j["warmup_steps_taken"].is_null()) {
+    record.warmup_steps_taken = integer_of<int64_t>(j["warmup_steps_taken"]);
   }
   return record;
 }

@@ -226,6 +226,17 @@ struct DistributedRun {
   bool empty() const { return backend.empty() && ranks.empty(); }
 };
 
+// What disturbed a variant's measured steps, measured by its child from /proc between the first and
+// the last measured step (profiler/disturbance.h): the machine's CPU other processes took, this
+// run's own share, the share of the time its threads wanted a CPU that they waited in the run queue,
+// and the hypervisor's steal. Each absent where it could not be read. In run.json "disturbance":
+// {"other_cpu_pct", "own_cpu_pct", "runqueue_wait_pct", "steal_pct"} (null when absent); no key in
+// records made before it was measured.
+struct Disturbance {
+  std::optional<double> other_cpu_pct, own_cpu_pct, runqueue_wait_pct, steal_pct;
+  bool measured() const { return other_cpu_pct || runqueue_wait_pct || steal_pct; }
+};
+
 struct VariantRecord {
   VariantSpec spec;
   std::string error;                   // empty when the variant completed
@@ -249,6 +260,13 @@ struct VariantRecord {
   int64_t init_ns = 0;                 // process start of the variant to first step
   int64_t steps_cut_by_budget = 0;     // steps not run because the loop's wall-time budget was spent
   double cpu_util_pct = 0;             // process CPU time over the measured steps / (wall x cores)
+  // Warm-up steps the loop ran: --warmup, or more where step times had not settled yet. Absent in
+  // records made before it was kept (their warm-up steps are the steps marked warmup).
+  std::optional<int64_t> warmup_steps_taken;
+  Disturbance disturbance;             // what else ran while the measured steps did
+  // Why a lab left this repetition out of every figure and ran it again (e.g. "another process took
+  // 48 % of the CPU"); empty: it counts. In run.json "disturbed": the text, no key when empty.
+  std::string disturbed;
   // The loader as it ran: options applied, what could not apply and why, and its counters.
   std::optional<LoaderRun> loader;
   // The dataset: source description, folder, whether this run generated it.
@@ -268,6 +286,8 @@ struct VariantRecord {
   Environment environment;
 
   bool ok() const { return error.empty(); }
+  // Whether the repetition enters estimates: it completed and no lab left it out as disturbed.
+  bool counts() const { return ok() && disturbed.empty(); }
 };
 
 // Figures derived from the measured (non-warm-up) steps.

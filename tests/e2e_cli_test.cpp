@@ -1,6 +1,9 @@
 // End to end: bad input gives one clear line on stderr and exit status 2; `list` shows scenarios.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <regex>
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -83,7 +86,8 @@ TEST(CliE2E, AProgressLineOnATerminalOnly) {
   const std::string on_terminal =
       e2e::run_command("script -qec \"'" + std::string(TRAINLAB_BINARY) + "' " + args + "\" /dev/null 2>&1");
   EXPECT_NE(on_terminal.find("[1/1] fp32  step "), std::string::npos) << on_terminal;
-  EXPECT_NE(on_terminal.find("/62  elapsed "), std::string::npos) << on_terminal;  // 2 warm-up + 60 steps
+  // 2 warm-up steps or more (until step times settle, at most 8) + 60 steps
+  EXPECT_TRUE(std::regex_search(on_terminal, std::regex("step [0-9]+/6[2-8]  elapsed "))) << on_terminal;
   EXPECT_NE(on_terminal.find(" s left"), std::string::npos) << on_terminal;
   const e2e::CliResult piped = e2e::run_trainlab(args);
   ASSERT_EQ(piped.exit_status, 0) << piped.err;
@@ -104,9 +108,15 @@ TEST(CliE2E, AnInterruptedLabKeepsWhatFinishedAndMarksTheRest) {
     if (signo != SIGKILL) {
       EXPECT_EQ(exit_status, 128 + signo);
     }
-    const RunRecord record = read_run_record(run_dir);
-    ASSERT_EQ(record.variants.size(), 9u);  // 3 variants x 3 interleaved repetitions, all accounted for
-    EXPECT_TRUE(record.variants[0].ok()) << record.variants[0].error;
+    RunRecord record = read_run_record(run_dir);
+    // A first repetition disturbed by the machine's load is kept as such and run again: the
+    // interrupt may then stop its re-run. The rest: 3 variants x 3 interleaved repetitions.
+    record.variants.erase(std::remove_if(record.variants.begin(), record.variants.end(),
+                                         [](const VariantRecord& v) { return !v.disturbed.empty(); }),
+                          record.variants.end());
+    ASSERT_EQ(record.variants.size(), 9u);  // all accounted for
+    const bool first_finished = record.variants[0].ok();
+    if (!first_finished) EXPECT_EQ(record.variants[0].error_kind, "interrupted") << record.variants[0].error;
     for (size_t i = 1; i < record.variants.size(); ++i) {
       EXPECT_FALSE(record.variants[i].ok());
       EXPECT_EQ(record.variants[i].error_kind, "interrupted") << record.variants[i].error;
@@ -117,7 +127,7 @@ TEST(CliE2E, AnInterruptedLabKeepsWhatFinishedAndMarksTheRest) {
     EXPECT_TRUE(ps.empty()) << ps;
     const auto history = run_trainlab("history --results " + results);
     EXPECT_EQ(history.exit_status, 0);
-    EXPECT_NE(history.out.find("8 interrupted"), std::string::npos) << history.out;
+    EXPECT_NE(history.out.find(first_finished ? "8 interrupted" : "9 interrupted"), std::string::npos) << history.out;
     EXPECT_EQ(run_trainlab("diagnose " + run_dir).exit_status, 0);
   }
 }

@@ -90,6 +90,39 @@ TEST(RunRecordTest, RoundTripPreservesEverything) {
   EXPECT_EQ(back.variants[1].error, "out of memory");
 }
 
+// Issue 33: a repetition's disturbance, whether the lab left it out, and the warm-up it took
+// round-trip; a record made before them reads as undisturbed and counted, and writes back unchanged.
+TEST(RunRecordTest, DisturbanceAndWarmupTakenRoundTripAndOlderRecordsLackThem) {
+  VariantRecord v = sample_variant();
+  v.disturbance.other_cpu_pct = 48.25;
+  v.disturbance.own_cpu_pct = 50.0;
+  v.disturbance.runqueue_wait_pct = 31.5;  // steal unreadable: stays absent
+  v.disturbed = "another process took 48 % of the CPU";
+  v.warmup_steps_taken = 7;
+  const nlohmann::json j = to_json(v);
+  EXPECT_TRUE(j.at("disturbance").at("steal_pct").is_null());
+  const VariantRecord back = variant_record_from_json(nlohmann::json::parse(j.dump()));
+  EXPECT_DOUBLE_EQ(*back.disturbance.other_cpu_pct, 48.25);
+  EXPECT_DOUBLE_EQ(*back.disturbance.own_cpu_pct, 50.0);
+  EXPECT_DOUBLE_EQ(*back.disturbance.runqueue_wait_pct, 31.5);
+  EXPECT_FALSE(back.disturbance.steal_pct.has_value());
+  EXPECT_EQ(back.disturbed, "another process took 48 % of the CPU");
+  EXPECT_TRUE(back.ok());
+  EXPECT_FALSE(back.counts());  // left out of every estimate
+  EXPECT_EQ(back.warmup_steps_taken, 7);
+  EXPECT_TRUE(j.contains("disturbed"));
+
+  nlohmann::json old = to_json(sample_variant());
+  old.erase("disturbance");
+  old.erase("disturbed");
+  old.erase("warmup_steps_taken");
+  const VariantRecord old_back = variant_record_from_json(old);
+  EXPECT_FALSE(old_back.disturbance.measured());
+  EXPECT_TRUE(old_back.counts());
+  EXPECT_FALSE(old_back.warmup_steps_taken.has_value());
+  EXPECT_EQ(to_json(old_back), old);  // written back as it was
+}
+
 TEST(RunRecordTest, SystemSummaryIsTypedAndReadsTheJsonThePreviousVersionWrote) {
   // A variant's "system" exactly as the untyped record of the previous version wrote it.
   nlohmann::json old_variant = to_json(VariantRecord{});

@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "profiler/disturbance.h"
 #include "profiler/proc_parsers.h"
 #include "profiler/system_sampler.h"
 
@@ -244,6 +245,65 @@ TEST(ProcParsers, UtilisationBetweenTheTwoFixtureSnapshots) {
   EXPECT_DOUBLE_EQ(core1->busy_pct, 80.0);
   EXPECT_DOUBLE_EQ(core1->iowait_pct, 0.0);
   EXPECT_FALSE(cpu_utilisation(a.total, a.total).has_value());  // no tick passed
+}
+
+// Issue 33: a repetition's disturbance between the two fixture snapshots. b - a: 200 ticks on the
+// machine, 80 idle or iowait, so 60 % busy; the process took 50 ticks (25 %), so other processes
+// took 35 %. Threads: 100 ran 600 ms and waited 200 ms, 101 ended (not counted), 102 is new (ran
+// 200 ms, waited 200 ms): 400 ms of wait over 1200 ms of wanting a CPU, a third.
+TEST(Disturbance, BetweenTheTwoFixtureSnapshots) {
+  const DisturbanceSnapshot a = take_disturbance_snapshot((kFixtures / "a").string());
+  const DisturbanceSnapshot b = take_disturbance_snapshot((kFixtures / "b").string());
+  ASSERT_TRUE(a.machine && b.machine && a.process_cpu_ticks && b.process_cpu_ticks);
+  EXPECT_EQ(a.threads.size(), 2u);
+  EXPECT_EQ(b.threads.at(100).wait_ns, 300000000u);
+  const CpuDisturbance d = disturbance_between(a, b);
+  ASSERT_TRUE(d.own_cpu_pct && d.other_cpu_pct && d.steal_pct && d.runqueue_wait_pct);
+  EXPECT_DOUBLE_EQ(*d.own_cpu_pct, 25.0);
+  EXPECT_DOUBLE_EQ(*d.other_cpu_pct, 35.0);
+  EXPECT_DOUBLE_EQ(*d.steal_pct, 0.0);
+  EXPECT_NEAR(*d.runqueue_wait_pct, 100.0 / 3.0, 1e-9);
+}
+
+TEST(Disturbance, StealIsNeitherOwnNorOtherCpu) {
+  DisturbanceSnapshot before, after;
+  before.machine = CpuTimes{};
+  after.machine = CpuTimes{};
+  after.machine->user = 60;   // of which the process 20
+  after.machine->idle = 20;
+  after.machine->steal = 20;  // 100 ticks in all
+  before.process_cpu_ticks = 100;
+  after.process_cpu_ticks = 120;
+  const CpuDisturbance d = disturbance_between(before, after);
+  EXPECT_DOUBLE_EQ(*d.steal_pct, 20.0);
+  EXPECT_DOUBLE_EQ(*d.own_cpu_pct, 20.0);
+  EXPECT_DOUBLE_EQ(*d.other_cpu_pct, 40.0);
+  EXPECT_FALSE(d.runqueue_wait_pct.has_value());  // no thread was read
+  // Own CPU above the machine's busy share (tick quantisation) is no negative disturbance.
+  after.process_cpu_ticks = 190;
+  EXPECT_DOUBLE_EQ(*disturbance_between(before, after).other_cpu_pct, 0.0);
+  // Nothing readable: nothing measured, nothing invented.
+  const CpuDisturbance none = disturbance_between(DisturbanceSnapshot{}, DisturbanceSnapshot{});
+  EXPECT_FALSE(none.other_cpu_pct || none.steal_pct || none.runqueue_wait_pct);
+  const CpuDisturbance missing_root = disturbance_between(take_disturbance_snapshot("/nonexistent-proc"),
+                                                          take_disturbance_snapshot("/nonexistent-proc"));
+  EXPECT_FALSE(missing_root.other_cpu_pct || missing_root.runqueue_wait_pct);
+}
+
+TEST(Disturbance, SchedstatParsesAndRefusesJunk) {
+  const ThreadSchedstat s = parse_schedstat("123 456 7\n");
+  EXPECT_EQ(s.run_ns, 123u);
+  EXPECT_EQ(s.wait_ns, 456u);
+  expect_throws_naming([] { parse_schedstat("123\n", "/x/schedstat"); }, "/x/schedstat");
+  expect_throws_naming([] { parse_schedstat("1 -2 3", "/x/schedstat"); }, "/x/schedstat");
+}
+
+// This process's own threads: a real snapshot reads the machine, the process and at least this thread.
+TEST(Disturbance, ARealSnapshotReadsThisProcess) {
+  const DisturbanceSnapshot now = take_disturbance_snapshot();
+  EXPECT_TRUE(now.machine.has_value());
+  EXPECT_TRUE(now.process_cpu_ticks.has_value());
+  EXPECT_FALSE(now.threads.empty());
 }
 
 TEST(ProcParsers, UtilisationClampsFieldsThatStepBackwards) {

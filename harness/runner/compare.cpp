@@ -160,12 +160,12 @@ CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, c
   std::vector<std::string> names;
   std::map<std::string, std::vector<const VariantRecord*>> by_name_before, by_name_after;
   for (const VariantRecord& v : before.variants) {
-    if (!v.ok()) continue;
+    if (!v.counts()) continue;  // failed, or disturbed and run again
     if (by_name_before.count(key(v)) == 0) names.push_back(key(v));
     by_name_before[key(v)].push_back(&v);
   }
   for (const VariantRecord& v : after.variants) {
-    if (v.ok()) by_name_after[key(v)].push_back(&v);
+    if (v.counts()) by_name_after[key(v)].push_back(&v);
   }
   for (const auto& [name, records] : by_name_after) {
     if (by_name_before.count(name) == 0)

@@ -37,7 +37,7 @@ void read_run(const RunRecord& r, RunState state, HistoryEntry& e) {
   std::vector<std::string> order;
   std::map<std::string, std::vector<double>> samples_per_s;  // by variant, one value per repetition
   for (const VariantRecord& v : r.variants) {
-    if (!v.ok()) continue;
+    if (!v.counts()) continue;  // failed, or disturbed and run again
     std::string key = v.spec.name();
     if (r.kind == "ab") key = v.label;
     if (r.kind == "sweep") key = v.spec.loader_label() + " batch=" + std::to_string(v.spec.batch_size);

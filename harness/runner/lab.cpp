@@ -39,7 +39,7 @@ LabVariantFigures figures_of(const RunRecord& record, const std::string& name) {
   int ops_count = 0;
   for (const VariantRecord& v : record.variants) {
     if (v.spec.name() == name && !v.ok() && v.error_kind == "unavailable") figures.unavailable = v.error;
-    if (v.spec.name() != name || !v.ok()) continue;
+    if (v.spec.name() != name || !v.counts()) continue;  // a disturbed repetition was run again
     const VariantAggregate agg = aggregate(v);
     if (agg.measured_steps <= 0) continue;
     figures.ok = true;
@@ -168,6 +168,11 @@ void warn_of_oversubscription(const std::vector<VariantSpec>& specs, std::ostrea
   }
 }
 
+// A repetition's name in the terminal's lines: "bf16 #1", "B bf16 #2".
+std::string repetition_name(const VariantRecord& v, const std::string& label, size_t rounds) {
+  return (label.empty() ? "" : label + " ") + v.spec.name() + (rounds > 1 ? " #" + std::to_string(v.repetition + 1) : "");
+}
+
 LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& specs, const LabOptions& options,
                            std::ostream& shown_progress, const std::vector<std::string>& labels = {},
                            const std::function<bool(const RunRecord&)>& undecided = nullptr) {
@@ -189,16 +194,20 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
   ProgressTicker ticker(progress, options.live_progress && !outcome.quiet);
   double variants_s = 0;
   size_t variants_done = 0;
-  double longest_round_s = 0;
+  double longest_round_s = 0;  // measured loop time of the longest round so far
+  double measured_s = 0;       // measured loop time of every round so far
+  // Re-runs of disturbed repetitions, per variant (not under a launcher: every rank must run the same).
+  std::vector<int> reruns(specs.size(), 0);
+  const int max_reruns = options.launch ? 0 : static_cast<int>(options.thresholds->value("lab.disturbance_reruns_per_variant"));
   bool bad_input = false;
   bool stopped = false;
   write_progress_record(outcome, not_run_variants(specs, labels, 0, 0, repeat, kNotRunYet));
   for (size_t rep = 0; rep < max_rounds && !bad_input && !stopped; ++rep) {
     if (rep >= repeat) {
-      const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - lab_start).count();
-      if (!undecided(record) || elapsed_s + longest_round_s > options.rounds_budget_s) break;
+      // The budget counts measured steps only: compile and warm-up time never use it up.
+      if (!undecided(record) || measured_s + longest_round_s > options.rounds_budget_s) break;
     }
-    const auto round_start = std::chrono::steady_clock::now();
+    const size_t round_first = record.variants.size();
     const size_t total = specs.size() * std::max(repeat, rep + 1);
     for (size_t i = 0; i < specs.size(); ++i) {
       // A variant that could not be built (compiling without the Python side) is not retried.
@@ -214,37 +223,57 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
         stopped = true;
         break;
       }
-      const auto start = std::chrono::steady_clock::now();
-      VariantRunOptions run_options;
-      run_options.run_dir = outcome.run_dir;
-      run_options.timeout_s = options.variant_timeout_s;
-      run_options.memory_limit_bytes = options.memory_limit_bytes;
-      run_options.launch = options.launch ? &*options.launch : nullptr;
-      const std::string stem = labels.empty() ? specs[i].name() : labels[i];
-      if (max_rounds > 1 || !labels.empty()) run_options.file_stem = stem + ".rep" + std::to_string(rep + 1);
-      if (ticker.live()) {
-        run_options.progress_file = (fs::path(outcome.run_dir) / ".progress").string();
-        ticker.start(rep * specs.size() + i + 1, total, (labels.empty() ? "" : labels[i] + " ") + specs[i].name(),
-                     run_options.progress_file,
-                     std::chrono::duration<double>(std::chrono::steady_clock::now() - lab_start).count(),
-                     variants_done > 0 ? variants_s / static_cast<double>(variants_done) : -1.0);
+      for (int attempt = 0;; ++attempt) {
+        const auto start = std::chrono::steady_clock::now();
+        VariantRunOptions run_options;
+        run_options.run_dir = outcome.run_dir;
+        run_options.timeout_s = options.variant_timeout_s;
+        run_options.memory_limit_bytes = options.memory_limit_bytes;
+        run_options.launch = options.launch ? &*options.launch : nullptr;
+        const std::string stem = labels.empty() ? specs[i].name() : labels[i];
+        if (max_rounds > 1 || !labels.empty()) run_options.file_stem = stem + ".rep" + std::to_string(rep + 1);
+        if (attempt > 0) run_options.file_stem = (run_options.file_stem.empty() ? stem : run_options.file_stem) +
+                                                 ".rerun" + std::to_string(attempt);
+        if (ticker.live()) {
+          run_options.progress_file = (fs::path(outcome.run_dir) / ".progress").string();
+          ticker.start(rep * specs.size() + i + 1, total, (labels.empty() ? "" : labels[i] + " ") + specs[i].name(),
+                       run_options.progress_file,
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - lab_start).count(),
+                       variants_done > 0 ? variants_s / static_cast<double>(variants_done) : -1.0);
+        }
+        record.variants.push_back(run_variant_isolated(specs[i], run_options));
+        ticker.stop();
+        record.variants.back().repetition = static_cast<int>(rep);
+        if (!labels.empty()) record.variants.back().label = labels[i];
+        const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        variants_s += wall_s;
+        ++variants_done;
+        report_progress(progress, rep * specs.size() + i + 1, total, record.variants.back(), wall_s);
+        VariantRecord& ran = record.variants.back();
+        const std::string disturbed = disturbance_past_limit(ran, *options.thresholds);
+        const std::string ran_name = repetition_name(ran, labels.empty() ? "" : labels[i], max_rounds);
+        if (!disturbed.empty() && reruns[i] < max_reruns && !interrupted()) {
+          ++reruns[i];
+          ran.disturbed = disturbed;  // kept in the record, left out of every figure
+          progress << ran_name << " re-run: " << disturbed << " while it was measured" << std::endl;
+          write_progress_record(outcome, not_run_variants(specs, labels, rep, i, repeat, kNotRunYet));
+          continue;
+        }
+        if (!disturbed.empty()) {
+          progress << ran_name << " kept though disturbed (" << disturbed << "): the lab's "
+                   << count_noun(max_reruns, "re-run") << " of " << specs[i].name() << " are spent" << std::endl;
+        }
+        break;
       }
-      record.variants.push_back(run_variant_isolated(specs[i], run_options));
-      ticker.stop();
-      record.variants.back().repetition = static_cast<int>(rep);
-      if (!labels.empty()) record.variants.back().label = labels[i];
-      const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      variants_s += wall_s;
-      ++variants_done;
-      report_progress(progress, rep * specs.size() + i + 1, total, record.variants.back(), wall_s);
       write_progress_record(outcome, not_run_variants(specs, labels, rep, i + 1, repeat, kNotRunYet));
       if (record.variants.back().error_kind == "input") {  // e.g. a corrupt data file: the rest would fail alike
         bad_input = true;
         break;
       }
     }
-    longest_round_s = std::max(
-        longest_round_s, std::chrono::duration<double>(std::chrono::steady_clock::now() - round_start).count());
+    const double round_measured_s = measured_loop_s(record.variants, round_first);
+    measured_s += round_measured_s;
+    longest_round_s = std::max(longest_round_s, round_measured_s);
   }
   for (const VariantRecord& v : record.variants) {
     if (v.ok()) {
@@ -307,7 +336,7 @@ LabOutcome run_variants(const std::vector<VariantSpec>& specs, const LabOptions&
 
 const VariantRecord* find_variant(const RunRecord& record, const std::string& name) {
   for (const VariantRecord& v : record.variants) {
-    if (v.spec.name() == name) return &v;
+    if (v.spec.name() == name && v.disturbed.empty()) return &v;
   }
   return nullptr;
 }
@@ -425,6 +454,29 @@ LabOutcome run_ab(const LabOptions& options, const std::vector<std::pair<std::st
   return outcome;
 }
 
+std::string disturbance_past_limit(const VariantRecord& v, const Thresholds& thresholds) {
+  if (!v.ok() || ns_to_s(aggregate(v).measured_ns) < thresholds.value("lab.disturbance_min_measured_s")) return "";
+  const Disturbance& d = v.disturbance;
+  if (d.other_cpu_pct && *d.other_cpu_pct > thresholds.value("lab.disturbed_other_cpu_pct")) {
+    return fmt("another process took %.0f %% of the CPU", *d.other_cpu_pct);
+  }
+  if (d.steal_pct && *d.steal_pct > thresholds.value("lab.disturbed_steal_pct")) {
+    return fmt("the hypervisor stole %.0f %% of the CPU", *d.steal_pct);
+  }
+  if (d.runqueue_wait_pct && *d.runqueue_wait_pct > thresholds.value("lab.disturbed_runqueue_wait_pct")) {
+    return fmt("its threads waited for a CPU %.0f %% of the time they wanted one", *d.runqueue_wait_pct);
+  }
+  return "";
+}
+
+double measured_loop_s(const std::vector<VariantRecord>& variants, size_t first) {
+  double total_ns = 0;
+  for (size_t k = first; k < variants.size(); ++k) {
+    if (variants[k].ok()) total_ns += static_cast<double>(aggregate(variants[k]).measured_ns);
+  }
+  return total_ns / 1e9;
+}
+
 std::string run_folder_in(const std::string& parent) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(parent, ec)) {
@@ -475,6 +527,10 @@ Table variant_table(const RunRecord& record) {
                           {fmt("%.1f %%", data_wait_pct), data_wait_pct},
                           fp32_sps > 0 ? number_cell(agg.samples_per_s / fp32_sps, "%.2fx") : missing_cell()});
     if (const std::string note = divergence_note(label, v); !note.empty()) table.notes.push_back(note);
+    if (!v.disturbed.empty()) {
+      table.rows.back().front() = text_cell(label + " (disturbed)");
+      table.notes.push_back(label + " left out of every figure and run again: " + v.disturbed + " while it was measured");
+    }
   }
   return table;
 }

@@ -24,7 +24,8 @@ struct LabOptions {
   int64_t memory_limit_bytes = 0;  // per variant process (its ranks share it); 0: default_memory_limit_bytes()
   int repeat = 1;  // each variant this many times, the variants interleaved (A B C A B C ...)
   // The baseline lab only: up to this many more rounds while a gain's interval holds its line, as
-  // long as the lab's variants have run under rounds_budget_s seconds with room for one more round.
+  // long as the rounds' measured steps (never compile or warm-up time) have taken under
+  // rounds_budget_s seconds with room for one more round as long as the longest.
   int extra_rounds = 0;
   double rounds_budget_s = 0;
   // Per-variant settings applied on top of base, e.g. {"bf16", {{"batch", "64"}}}.
@@ -77,6 +78,15 @@ std::string make_run_dir(const std::string& results_dir, const std::string& scen
 // The run folder (one holding run.json) that a child `trainlab` command created under `parent`,
 // or "" when there is none (each child run makes exactly one).
 std::string run_folder_in(const std::string& parent);
+
+// Why a repetition's measured steps were disturbed past the lab's limits (thresholds lab.disturbed_*,
+// judged on measured steps of lab.disturbance_min_measured_s or more), e.g. "another process took
+// 48 % of the CPU"; "" when they were not, or the repetition failed.
+std::string disturbance_past_limit(const VariantRecord& v, const Thresholds& thresholds);
+
+// The measured loop time of variants[first...] (their measured steps), in seconds: what the lab's
+// rounds budget counts, so compiling and warming up never use it up.
+double measured_loop_s(const std::vector<VariantRecord>& variants, size_t first);
 
 // The variant table: variant, samples/s, step p50/p95, peak memory, ops/step, data wait, speed-up
 // (rows for failed variants, their errors as notes); render_variant_table is its terminal text.

@@ -2,7 +2,9 @@
 // into recorded errors; ranks' records merged into one.
 #include "harness/runner/variant_runner.h"
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <signal.h>
 
 #include <cstdio>
@@ -187,6 +189,17 @@ RankSummary rank_summary(const VariantRecord& r, int rank, const ChildOutcome& o
   return summary;
 }
 
+// The other ranks are this run's processes, not a disturbance: their own CPU share comes off the
+// CPU the merged record's rank saw other processes take.
+void discount_peer_ranks(VariantRecord& merged, const std::vector<VariantRecord>& ranks, size_t measured_by) {
+  std::optional<double>& other = merged.disturbance.other_cpu_pct;
+  if (!other) return;
+  for (size_t rank = 0; rank < ranks.size(); ++rank) {
+    if (rank != measured_by && ranks[rank].disturbance.own_cpu_pct) *other -= *ranks[rank].disturbance.own_cpu_pct;
+  }
+  *other = std::max(0.0, *other);
+}
+
 // The ranks' records merged into rank 0's (or the first that finished): every rank's summary,
 // their spread, and, when one failed, the failure of the rank that caused it.
 VariantRecord merge_ranks(const VariantSpec& spec, const std::vector<VariantRecord>& ranks,
@@ -231,6 +244,7 @@ VariantRecord merge_ranks(const VariantSpec& spec, const std::vector<VariantReco
   }
   merged.rank = 0;
   merged.world_size = nproc;
+  discount_peer_ranks(merged, ranks, first_ok >= 0 ? first_ok : 0);
   return merged;
 }
 

@@ -12,6 +12,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -33,6 +34,7 @@
 #include "harness/train/phase_clock.h"
 #include "profiler/annotate.h"
 #include "profiler/chrome_trace.h"
+#include "profiler/disturbance.h"
 #include "profiler/op_census.h"
 #include "profiler/profile_summary.h"
 #include "profiler/session.h"
@@ -364,7 +366,27 @@ struct LoopLeftovers {
   std::vector<torch::Tensor> losses;
   std::vector<std::pair<int64_t, torch::Tensor>> grad_norms;  // (step index, norm on the device)
   int64_t measured_start_ns = 0, measured_start_cpu_ns = 0;
+  DisturbanceSnapshot measured_start;  // the machine and this process's threads when measurement began
 };
+
+// Warm-up goes on past --warmup until step times settle: the last kSettledSteps warm-up steps each
+// within kSettledWithinPct of their median (first-use kernel and primitive creation, allocator
+// growth and lazy loading then lie behind), at most kWarmupCapFactor x --warmup steps in all.
+constexpr size_t kSettledSteps = 3;
+constexpr double kSettledWithinPct = 10.0;
+constexpr int64_t kWarmupCapFactor = 4;
+
+// Whether the last kSettledSteps host step times lie within kSettledWithinPct of their median.
+bool warmup_settled(const std::vector<int64_t>& warmup_host_ns) {
+  if (warmup_host_ns.size() < kSettledSteps) return false;
+  std::vector<int64_t> last(warmup_host_ns.end() - kSettledSteps, warmup_host_ns.end());
+  std::vector<int64_t> sorted = last;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = static_cast<double>(sorted[kSettledSteps / 2]);
+  return std::all_of(last.begin(), last.end(), [&](int64_t ns) {
+    return std::abs(static_cast<double>(ns) - median) <= median * kSettledWithinPct / 100.0;
+  });
+}
 
 // The timed loop: warm-up and measured steps, each timed phase by phase (the record's steps). The
 // loop's wall-time budget (spec.max_loop_s) may end warm-up and measurement early.
@@ -375,6 +397,11 @@ LoopLeftovers run_loop(const VariantSpec& spec, TrainingSetup& t, Session& profi
   const int64_t budget_ns = s_to_ns(spec.max_loop_s);
   const int64_t loop_start_ns = now_ns();
   int64_t warmup_steps = spec.warmup_steps;
+  // Ranks must run the same steps, and a profile's window is counted from the first warm-up step:
+  // those keep --warmup as it is.
+  const bool warmup_may_grow = spec.warmup_steps > 0 && !spec.profile && !t.data_parallel;
+  const int64_t warmup_cap = spec.warmup_steps * kWarmupCapFactor;
+  std::vector<int64_t> warmup_host_ns;  // host wall time of each warm-up step
   StepProgressWriter progress;  // for the parent's live line, when it shows one
   // Ends the phase `done` on the clock and moves the NVTX phase range on to `next`.
   auto next_phase = [&](Phase done, Phase next) {
@@ -395,9 +422,11 @@ LoopLeftovers run_loop(const VariantSpec& spec, TrainingSetup& t, Session& profi
     step.index = i;
     step.warmup = i < warmup_steps;
     if (i == warmup_steps) {
+      out.measured_start = take_disturbance_snapshot();
       out.measured_start_ns = now_ns();
       out.measured_start_cpu_ns = process_cpu_ns();
     }
+    const int64_t host_start_ns = now_ns();
     profiler.begin_step();
     clock.begin_step();
     nvtx_push(phase_name(Phase::kDataWait));
@@ -464,14 +493,33 @@ LoopLeftovers run_loop(const VariantSpec& spec, TrainingSetup& t, Session& profi
     }
     profiler.end_step();
     record.steps.push_back(step);
+    if (step.warmup) {
+      warmup_host_ns.push_back(now_ns() - host_start_ns);
+      if (i + 1 == warmup_steps && warmup_may_grow && warmup_steps < warmup_cap &&
+          !warmup_settled(warmup_host_ns)) {
+        ++warmup_steps;
+      }
+    }
     progress.step_done(i + 1, warmup_steps + spec.steps, now_ns());
   }
+  record.warmup_steps_taken = std::min<int64_t>(warmup_steps, static_cast<int64_t>(record.steps.size()));
   clock.finalize(record.steps);  // CUDA: one synchronisation, after the timed loop
   if (t.data_parallel && t.data_parallel->comm_resolved_later()) {
     // NCCL: the all-reduce intervals, observed on the device, one figure per step in loop order.
     const std::vector<int64_t> comm_ns = t.data_parallel->resolve_comm_ns();
     for (size_t k = 0; k < record.steps.size() && k < comm_ns.size(); ++k) record.steps[k].comm_ns = comm_ns[k];
   }
+  return out;
+}
+
+// The record's disturbance figures between two snapshots.
+Disturbance disturbance_of(const DisturbanceSnapshot& before, const DisturbanceSnapshot& after) {
+  const CpuDisturbance d = disturbance_between(before, after);
+  Disturbance out;
+  out.other_cpu_pct = d.other_cpu_pct;
+  out.own_cpu_pct = d.own_cpu_pct;
+  out.runqueue_wait_pct = d.runqueue_wait_pct;
+  out.steal_pct = d.steal_pct;
   return out;
 }
 
@@ -482,6 +530,7 @@ void read_back(const LoopLeftovers& loop, TrainingSetup& t, VariantRecord& recor
   const int logical_cores = std::max(1u, std::thread::hardware_concurrency());
   record.cpu_util_pct = 100.0 * static_cast<double>(process_cpu_ns() - loop.measured_start_cpu_ns) /
                         (measured_wall_ns * logical_cores);
+  record.disturbance = disturbance_of(loop.measured_start, take_disturbance_snapshot());
   const LoaderCounters counters = t.loader->counters();
   record.loader->counts = LoaderCounts{counters.batches, counters.worker_busy_ns, counters.worker_starts};
   torch::Tensor loss_values = torch::stack(loop.losses).to(torch::kCPU, torch::kDouble);
