@@ -196,9 +196,13 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
   size_t variants_done = 0;
   double longest_round_s = 0;  // measured loop time of the longest round so far
   double measured_s = 0;       // measured loop time of every round so far
-  // Re-runs of disturbed repetitions, per variant (not under a launcher: every rank must run the same).
+  // Re-runs of disturbed repetitions, per variant: not under a launcher (every rank must run the
+  // same), and not for a profile (one run whose trace and diagnosis are the result; its record says
+  // how disturbed it was).
   std::vector<int> reruns(specs.size(), 0);
-  const int max_reruns = options.launch ? 0 : static_cast<int>(options.thresholds->value("lab.disturbance_reruns_per_variant"));
+  const int max_reruns = options.launch || kind == "profile"
+                             ? 0
+                             : static_cast<int>(options.thresholds->value("lab.disturbance_reruns_per_variant"));
   bool bad_input = false;
   bool stopped = false;
   write_progress_record(outcome, not_run_variants(specs, labels, 0, 0, repeat, kNotRunYet));
