@@ -327,9 +327,13 @@ void stop(const std::vector<pid_t>& pids) {
 TEST(BaselineLabE2E, ARepetitionDisturbedOnPurposeIsDetectedRerunAndRecorded) {
   const std::string results = e2e::fresh_results_dir("disturbed");
   const std::string out = results + "/lab.out", err = results + "/lab.err";
+  // Re-runs are off by default (configs/thresholds.json says why): this lab turns them on.
+  const std::string thresholds = results + "/../disturbed-thresholds.json";
+  std::ofstream(thresholds) << R"({"schema_version": 1, "thresholds": {"lab.disturbance_reruns_per_variant": )"
+                            << R"({"value": 2, "unit": "runs", "source": "test"}}})";
   const pid_t lab = e2e::spawn_trainlab({"run", "--scenario", "mlp", "--repeat", "2", "--threads", "1", "--batch", "32",
                                          "-k", "hidden=256", "--steps", "200", "--warmup", "2", "--sampler", "off",
-                                         "--results", results},
+                                         "--thresholds", thresholds, "--results", results},
                                         out, err);
   // The first repetition's child (its spec is fp32.rep1.spec.json; a re-run's is fp32.rep1.rerun1...).
   pid_t first = 0;

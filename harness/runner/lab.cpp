@@ -263,7 +263,10 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
           write_progress_record(outcome, not_run_variants(specs, labels, rep, i, repeat, kNotRunYet));
           continue;
         }
-        if (!disturbed.empty()) {
+        if (!disturbed.empty() && max_reruns == 0) {
+          progress << ran_name << " disturbed: " << disturbed << " while it was measured (kept: re-runs are off, "
+                   << "lab.disturbance_reruns_per_variant)" << std::endl;
+        } else if (!disturbed.empty()) {
           progress << ran_name << " kept though disturbed (" << disturbed << "): the lab's "
                    << count_noun(max_reruns, "re-run") << " of " << specs[i].name() << " are spent" << std::endl;
         }
