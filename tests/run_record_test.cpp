@@ -261,6 +261,14 @@ TEST(RunRecordTest, IntegerFieldsOutOfRangeAreBadInput) {
   EXPECT_EQ(integer_or<int>(object, "rank", 0), 3);
   EXPECT_EQ(integer_or<int>(object, "absent", 5), 5);
   EXPECT_THROW(integer_or<int64_t>(object, "big", 0), InputError);
+  // The bf16 probe's GEMM shape (found by the 10^6-run fuzz pass: nlohmann's vector conversion of a
+  // 6.7e73 dimension was undefined behaviour) and null timings.
+  const json probe = {{"shape", {64, 6.66667e+73, 512}}, {"fp32_ns", {1.0, nullptr}}};
+  EXPECT_THROW(bf16_probe_from_json(probe), InputError);
+  const Bf16ProbeTimings timings = bf16_probe_from_json({{"shape", {64, 512.0}}, {"fp32_ns", {1.0, nullptr}}});
+  EXPECT_EQ(timings.shape, (std::vector<int64_t>{64, 512}));
+  ASSERT_EQ(timings.fp32_ns.size(), 2u);
+  EXPECT_TRUE(std::isnan(timings.fp32_ns[1]));
 }
 
 }  // namespace
