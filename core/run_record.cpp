@@ -518,6 +518,7 @@ nlohmann::json to_json(const VariantRecord& record) {
     j["disturbance"] = disturbance_to_json(record.disturbance);
   }
   if (!record.disturbed.empty()) j["disturbed"] = record.disturbed;
+  if (!record.disturbed_kept.empty()) j["disturbed_kept"] = record.disturbed_kept;
   return j;
 }
 
@@ -542,6 +543,8 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
   record.cpu_util_pct = real_or(j, "cpu_util_pct", 0.0);
   record.disturbance = disturbance_from_json(j.value("disturbance", nlohmann::json::object()));
   if (j.contains("disturbed") && j["disturbed"].is_string()) record.disturbed = j["disturbed"].get<std::string>();
+  if (j.contains("disturbed_kept") && j["disturbed_kept"].is_string())
+    record.disturbed_kept = j["disturbed_kept"].get<std::string>();
   record.loader = loader_from_json(j.value("loader", nlohmann::json::object()));
   record.dataset = dataset_from_json(j.value("data", nlohmann::json::object()));
   record.profile = profile_from_json(j.value("profile", nlohmann::json::object()));

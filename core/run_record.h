@@ -267,6 +267,9 @@ struct VariantRecord {
   // Why a lab left this repetition out of every figure and ran it again (e.g. "another process took
   // 48 % of the CPU"); empty: it counts. In run.json "disturbed": the text, no key when empty.
   std::string disturbed;
+  // Disturbed past the limits but kept in the figures (the lab's re-runs were spent, or none are
+  // made: a profile, a launched rank): the same text. In run.json "disturbed_kept", no key when empty.
+  std::string disturbed_kept;
   // The loader as it ran: options applied, what could not apply and why, and its counters.
   std::optional<LoaderRun> loader;
   // The dataset: source description, folder, whether this run generated it.

@@ -63,24 +63,26 @@ double mean_of(const std::vector<double>& values) { return values.empty() ? 0.0 
 // the step (the probe, where it ran, says why).
 bool bf16_slower(const GainEstimate& g) { return g.high_pct < 0; }
 
-// What bf16 could give this step: the probe's GEMM speed-up (its interval's upper bound, so "at
-// most") applied to the fp32 step's compute share by Amdahl's law, 1 / ((1 - c) + c / r) - 1. Known
-// only where the probe measured the CPU and the fp32 step's phases were recorded.
+// What bf16 could give this step: the probe's measured GEMM speed-up applied to the whole of the
+// fp32 step's compute share by Amdahl's law, 1 / ((1 - c) + c / r) - 1 ("at most": no step speeds up
+// more than all of its compute would). The point estimate, not the interval's upper end: a probe
+// that a busy machine left with a wide interval (the lab re-runs it, lab.bf16_probe_max_width_pct)
+// would otherwise promise gains the words beside it ("bf16 GEMMs 0.94x fp32") deny. Known only where
+// the probe measured the CPU and the fp32 step's phases were recorded.
 struct Bf16Expectation {
-  double gemm_x = 1, gemm_high_x = 1;  // bf16 GEMM speed over fp32 (point, interval's upper bound)
-  double compute_pct = 0;              // the fp32 step's compute share
-  double bound_pct = 0;                // the largest gain the step could see
-  bool cannot_help() const { return gemm_high_x <= 1.0; }
+  double gemm_x = 1;       // bf16 GEMM speed over fp32, as measured
+  double compute_pct = 0;  // the fp32 step's compute share
+  double bound_pct = 0;    // the largest gain the step could see
+  bool cannot_help() const { return gemm_x <= 1.0; }
 };
 
 std::optional<Bf16Expectation> bf16_expectation(const Bf16Probe* probe, const LabVariantFigures& fp32) {
   if (!probe || !probe->measured || !fp32.ok || fp32.compute_pct.empty()) return std::nullopt;
   Bf16Expectation e;
   e.gemm_x = 1.0 + probe->gemm_gain.gain_pct / 100.0;
-  e.gemm_high_x = 1.0 + probe->gemm_gain.high_pct / 100.0;
   e.compute_pct = std::min(100.0, std::max(0.0, stats::mean(fp32.compute_pct)));
   const double share = e.compute_pct / 100.0;
-  e.bound_pct = 100.0 * (1.0 / ((1.0 - share) + share / e.gemm_high_x) - 1.0);
+  e.bound_pct = 100.0 * (1.0 / ((1.0 - share) + share / std::max(1.0, e.gemm_x)) - 1.0);
   return e;
 }
 

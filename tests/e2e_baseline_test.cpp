@@ -327,13 +327,9 @@ void stop(const std::vector<pid_t>& pids) {
 TEST(BaselineLabE2E, ARepetitionDisturbedOnPurposeIsDetectedRerunAndRecorded) {
   const std::string results = e2e::fresh_results_dir("disturbed");
   const std::string out = results + "/lab.out", err = results + "/lab.err";
-  // Re-runs are off by default (configs/thresholds.json says why): this lab turns them on.
-  const std::string thresholds = results + "/../disturbed-thresholds.json";
-  std::ofstream(thresholds) << R"({"schema_version": 1, "thresholds": {"lab.disturbance_reruns_per_variant": )"
-                            << R"({"value": 2, "unit": "runs", "source": "test"}}})";
   const pid_t lab = e2e::spawn_trainlab({"run", "--scenario", "mlp", "--repeat", "2", "--threads", "1", "--batch", "32",
                                          "-k", "hidden=256", "--steps", "200", "--warmup", "2", "--sampler", "off",
-                                         "--thresholds", thresholds, "--results", results},
+                                         "--results", results},
                                         out, err);
   // The first repetition's child (its spec is fp32.rep1.spec.json; a re-run's is fp32.rep1.rerun1...).
   pid_t first = 0;
@@ -343,7 +339,8 @@ TEST(BaselineLabE2E, ARepetitionDisturbedOnPurposeIsDetectedRerunAndRecorded) {
     if (first == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   ASSERT_NE(first, 0) << e2e::slurp(err);
-  const std::vector<pid_t> burners = start_cpu_burners(2);
+  // Three burners on a 2-core machine: the run's one thread waits for a CPU about half the time.
+  const std::vector<pid_t> burners = start_cpu_burners(3);
   while (::kill(first, 0) == 0 && find_process_with(results, "/variants/fp32.rep1.spec.json") == first) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -359,7 +356,10 @@ TEST(BaselineLabE2E, ARepetitionDisturbedOnPurposeIsDetectedRerunAndRecorded) {
   ASSERT_TRUE(disturbed.ok()) << disturbed.error;
   ASSERT_TRUE(disturbed.disturbance.other_cpu_pct.has_value());
   EXPECT_GT(*disturbed.disturbance.other_cpu_pct, 25.0);
+  ASSERT_TRUE(disturbed.disturbance.runqueue_wait_pct.has_value());
+  EXPECT_GT(*disturbed.disturbance.runqueue_wait_pct, 25.0);
   EXPECT_NE(disturbed.disturbed.find("another process took"), std::string::npos) << disturbed.disturbed;
+  EXPECT_NE(disturbed.disturbed.find("its threads waited for a CPU"), std::string::npos) << disturbed.disturbed;
   EXPECT_FALSE(disturbed.counts());
   // Run again: the first repetition has a record that counts (re-run on a quieter machine, or kept
   // once the re-runs were spent), and the second repetition follows.

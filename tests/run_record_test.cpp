@@ -111,6 +111,13 @@ TEST(RunRecordTest, DisturbanceAndWarmupTakenRoundTripAndOlderRecordsLackThem) {
   EXPECT_FALSE(back.counts());  // left out of every estimate
   EXPECT_EQ(back.warmup_steps_taken, 7);
   EXPECT_TRUE(j.contains("disturbed"));
+  EXPECT_FALSE(j.contains("disturbed_kept"));
+  // Kept though disturbed (the re-runs spent): it counts, and says so.
+  VariantRecord kept = sample_variant();
+  kept.disturbed_kept = "another process took 40 % of the CPU";
+  const VariantRecord kept_back = variant_record_from_json(nlohmann::json::parse(to_json(kept).dump()));
+  EXPECT_EQ(kept_back.disturbed_kept, "another process took 40 % of the CPU");
+  EXPECT_TRUE(kept_back.counts());
 
   nlohmann::json old = to_json(sample_variant());
   old.erase("disturbance");

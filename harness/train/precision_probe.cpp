@@ -18,8 +18,11 @@ namespace trainlab {
 namespace {
 
 constexpr int64_t kRows = 64, kInFeatures = 512, kOutFeatures = 512;  // one Linear layer's GEMM
-constexpr int kPairs = 7;                                              // fp32/bf16 samples, interleaved
-constexpr int64_t kMinSampleNs = 5'000'000;                           // each sample lasts >= 5 ms
+// fp32/bf16 samples, interleaved: 15 pairs of >= 10 ms (about 0.3 s in all), so that the paired
+// median and its interval stand when a few samples lose a scheduler slice to another process (with
+// 7 pairs of 5 ms, one busy core left an interval of [-87, +579] %).
+constexpr int kPairs = 15;
+constexpr int64_t kMinSampleNs = 10'000'000;
 constexpr int kMaxCallsPerSample = 4096;
 
 int64_t steady_ns() {
