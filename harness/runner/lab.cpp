@@ -185,7 +185,7 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
   const size_t max_rounds = repeat + static_cast<size_t>(undecided ? std::max(0, options.extra_rounds) : 0);
   progress << "trainlab " << kind << ": scenario " << record.scenario << ", " << count_noun(specs.size(), "variant")
            << (repeat > 1 ? " x " + std::to_string(repeat) + " repetitions, interleaved" : std::string())
-           << (max_rounds > repeat ? fmt(" (up to %.0f while a gain holds its line, within ",
+           << (max_rounds > repeat ? fmt(" (up to %.0f while a gain holds its line or its interval is wide, within ",
                                          static_cast<double>(max_rounds)) +
                                          fmt("%.0f s)", options.rounds_budget_s)
                                    : std::string())
@@ -489,8 +489,10 @@ LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress) {
       if (!v.ok() && v.error_kind != "unavailable") return false;
     }
     const LabReading so_far = read_lab(record);
+    const double widest_pct = options.thresholds->value("lab.target_interval_width_pct");
     for (const auto& gain : {so_far.precision_gain, so_far.compile_gain}) {
       if (gain && gain->against_line == "at the line") return true;
+      if (gain && gain->has_interval && gain->high_pct - gain->low_pct > widest_pct) return true;
     }
     return false;
   };
