@@ -51,6 +51,10 @@ TEST(LabDisturbance, PastTheLimitsSaysWhatTookTheCpu) {
   EXPECT_EQ(disturbance_past_limit(unread, limits), "another process took 48 % of the CPU");
   unread.disturbance.other_cpu_pct = 24.9;
   EXPECT_EQ(disturbance_past_limit(unread, limits), "");
+  // A data-parallel variant's ranks wait on each other: not judged.
+  VariantRecord ranks = v;
+  ranks.world_size = 2;
+  EXPECT_EQ(disturbance_past_limit(ranks, limits), "");
   // Too short a measurement to judge (0.4 s: /proc/stat's ticks make it noise), and a failed one.
   VariantRecord brief = repetition(4, 100);
   brief.disturbance = v.disturbance;
