@@ -321,6 +321,44 @@ void stop(const std::vector<pid_t>& pids) {
   }
 }
 
+// Issue 33: sweep has the lab's guard. Burners run while the first point's child does: the point is
+// left out of the table and recommendation, run again, and the terminal says so.
+TEST(BaselineLabE2E, ASweepPointDisturbedOnPurposeIsRerunAndLeftOutOfTheTable) {
+  const std::string results = e2e::fresh_results_dir("sweep-disturbed");
+  const std::string out = results + "/sweep.out", err = results + "/sweep.err";
+  const pid_t sweep = e2e::spawn_trainlab({"sweep", "--scenario", "mlp", "--batch", "32,64", "--workers", "0", "--threads", "1", "-k",
+                                           "hidden=256", "--steps", "200", "--warmup", "2", "--sampler", "off",
+                                           "--results", results},
+                                          out, err);
+  pid_t first = 0;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (first == 0 && std::chrono::steady_clock::now() < give_up) {
+    first = find_process_with(results, "/variants/point-1.spec.json");
+    if (first == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_NE(first, 0) << e2e::slurp(err);
+  const std::vector<pid_t> burners = start_cpu_burners(3);
+  while (::kill(first, 0) == 0 && find_process_with(results, "/variants/point-1.spec.json") == first) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  stop(burners);
+  int status = 0;
+  ::waitpid(sweep, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << e2e::slurp(err);
+  const RunRecord run = read_run_record(e2e::only_run_dir(results));
+  ASSERT_GE(run.variants.size(), 3u);
+  EXPECT_NE(run.variants[0].disturbed.find("its threads waited for a CPU"), std::string::npos) << run.variants[0].disturbed;
+  EXPECT_FALSE(run.variants[0].counts());
+  EXPECT_EQ(run.variants[1].spec.batch_size, run.variants[0].spec.batch_size);  // the same point again
+  const std::string terminal = e2e::slurp(err);
+  EXPECT_NE(terminal.find(" re-run: another process took "), std::string::npos) << terminal;
+  // The table has one row a point: the disturbed record is not a row of its own.
+  const std::string table = e2e::slurp(out);
+  size_t rows = 0;
+  for (size_t at = table.find("\nworkers=0"); at != std::string::npos; at = table.find("\nworkers=0", at + 1)) ++rows;
+  EXPECT_EQ(rows, 2u) << table;
+}
+
 // Issue 33: a repetition disturbed on purpose (two processes burning the cores while the first
 // repetition's child runs, and only then) is detected, left out, run again, and recorded as such;
 // the terminal names it.

@@ -51,6 +51,10 @@ TEST(LabDisturbance, PastTheLimitsSaysWhatTookTheCpu) {
   EXPECT_EQ(disturbance_past_limit(unread, limits), "another process took 48 % of the CPU");
   unread.disturbance.other_cpu_pct = 24.9;
   EXPECT_EQ(disturbance_past_limit(unread, limits), "");
+  // Its own threads past the cores: a long wait with others taking little is the run's own.
+  VariantRecord own = v;
+  own.disturbance.other_cpu_pct = 3;
+  EXPECT_EQ(disturbance_past_limit(own, limits), "");
   // A data-parallel variant's ranks wait on each other: not judged.
   VariantRecord ranks = v;
   ranks.world_size = 2;

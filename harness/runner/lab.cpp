@@ -526,11 +526,13 @@ LabOutcome run_ab(const LabOptions& options, const std::vector<std::pair<std::st
   return outcome;
 }
 
-// Disturbed means slowed: the run's threads waited in the run queue past the limit, or the
-// hypervisor stole past its limit. The other processes' CPU share alone does not decide, since a
-// run that leaves a core idle is not slowed by the process that takes it (a one-thread run beside a
-// busy core, or a nice'd build beside a lab: 9-12 % taken, 2 % waited); it names the cause. Only
-// where schedstat could not be read does the other-CPU share decide.
+// Disturbed means slowed by someone else: the run's threads waited in the run queue past the limit
+// while other processes took past theirs, or the hypervisor stole past its limit. The other
+// processes' CPU share alone does not decide, since a run that leaves a core idle is not slowed by
+// the process that takes it (a one-thread run beside a busy core, or a nice'd build beside a lab:
+// 9-12 % taken, 2 % waited); nor does the wait alone, since a run whose own threads exceed the cores
+// (loader workers beside the step) waits on itself. Where schedstat could not be read, the
+// other-CPU share decides.
 //
 // Not judged for a data-parallel variant (ranks > 1): its own ranks and their communication threads
 // share the cores, so each rank's run-queue wait and "other" CPU are mostly its peers' (mlp on 2
@@ -543,8 +545,11 @@ std::string disturbance_past_limit(const VariantRecord& v, const Thresholds& thr
     return fmt("the hypervisor stole %.0f %% of the CPU", *d.steal_pct);
   }
   const std::string taken = d.other_cpu_pct ? fmt("another process took %.0f %% of the CPU", *d.other_cpu_pct) : "";
+  const bool others_took_little = d.other_cpu_pct && *d.other_cpu_pct <= thresholds.value("lab.disturbed_other_cpu_pct");
   if (d.runqueue_wait_pct) {
-    if (*d.runqueue_wait_pct <= thresholds.value("lab.disturbed_runqueue_wait_pct")) return "";
+    // Its own threads past the cores (loader workers beside the step's) wait as well: with others
+    // taking little, the wait is the run's own.
+    if (*d.runqueue_wait_pct <= thresholds.value("lab.disturbed_runqueue_wait_pct") || others_took_little) return "";
     const std::string waited = fmt("its threads waited for a CPU %.0f %% of the time they wanted one", *d.runqueue_wait_pct);
     return taken.empty() ? waited : taken + " (" + waited + ")";
   }

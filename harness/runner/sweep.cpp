@@ -457,6 +457,9 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   };
   size_t done = 0;
   bool stopped = false;  // Ctrl-C / SIGTERM: the points measured so far are recorded and read
+  const int max_reruns = static_cast<int>(options.lab.thresholds->value("lab.disturbance_reruns_per_variant"));
+  std::vector<int> reruns_of_point(points.size(), 0);
+  int kept_under_load = 0;
   write_progress_record(0, 0);
   for (size_t rep = 0; rep < repeat && !outcome.bad_input && !stopped; ++rep) {
     size_t point_number = 0;
@@ -486,8 +489,26 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
       run_options.file_stem =
           "point-" + std::to_string(point_number) + (repeat > 1 ? ".rep" + std::to_string(rep + 1) : "");
       const auto point_start = std::chrono::steady_clock::now();
-      record.variants.push_back(run_variant_isolated(points[i].spec, run_options));
-      record.variants.back().repetition = static_cast<int>(rep);
+      // The lab's disturbance guard: a point slowed by another process is left out and run again,
+      // at most lab.disturbance_reruns_per_variant times per point, then kept and said so.
+      for (int attempt = 0;; ++attempt) {
+        if (attempt > 0) run_options.file_stem += ".rerun" + std::to_string(attempt);
+        record.variants.push_back(run_variant_isolated(points[i].spec, run_options));
+        VariantRecord& ran = record.variants.back();
+        ran.repetition = static_cast<int>(rep);
+        const std::string disturbed = disturbance_past_limit(ran, *options.lab.thresholds);
+        if (disturbed.empty()) break;
+        if (reruns_of_point[i] < max_reruns && !interrupted()) {
+          ++reruns_of_point[i];
+          ran.disturbed = disturbed;
+          progress << label << " re-run: " << disturbed << " while it was measured" << std::endl;
+          continue;
+        }
+        ran.disturbed_kept = disturbed;
+        ++kept_under_load;
+        progress << label << " kept though disturbed (" << disturbed << "): its re-runs are spent" << std::endl;
+        break;
+      }
       ticker.stop();
       records_of_point[i].push_back(record.variants.size() - 1);
       ++done;
@@ -508,6 +529,11 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
       record.environment = v.environment;
       break;
     }
+  }
+  if (kept_under_load > 0) {
+    notes.push_back(count_noun(static_cast<size_t>(kept_under_load), "point run") +
+                    " measured under another process's load, kept once its re-runs were spent: the chart and "
+                    "recommendation include them");
   }
   if (stopped) {
     const size_t not_run = static_cast<size_t>(std::count_if(
@@ -584,6 +610,7 @@ std::vector<SweepTableRow> sweep_layout(const RunRecord& record) {
   std::vector<SweepTableRow> layout;
   std::map<std::string, size_t> row_of_label;
   for (size_t i = 0; i < record.variants.size(); ++i) {
+    if (!record.variants[i].disturbed.empty()) continue;  // left out as disturbed and run again
     const std::string label = point_label(record.variants[i].spec, with_batch);
     const auto [it, added] = row_of_label.emplace(label, layout.size());
     if (added) layout.push_back({label, "", {}});
