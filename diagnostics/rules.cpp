@@ -708,6 +708,10 @@ std::optional<Finding> oversubscription(const Summary& s, const Thresholds&) {
       format_text("Set torch.set_num_threads(%d) in each rank (or OMP_NUM_THREADS=%d, as torchrun does with 1).",
                   fair, fair));
   f.change = "fewer_threads";
+  // What waiting for cores could cost at most: the part of the compute share the extra threads
+  // cannot run in, 1 - cores / threads of it (2 ranks x 2 threads on 2 cores: half).
+  f.saving_pct = s.shares.compute_pct * (1.0 - static_cast<double>(s.logical_cores) / threads);
+  f.evidence.push_back({"compute_pct", s.shares.compute_pct, 0, "pct"});
   f.times_fired = f.data_points = step_count(s);
   return f;
 }

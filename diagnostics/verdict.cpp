@@ -265,6 +265,24 @@ Verdict decide(const Summary& summary, const std::vector<Finding>& findings, con
     v.headline = "inconclusive: " + v.inconclusive_reasons.front();
     return v;
   }
+  // Oversubscribed ranks: what reads as compute is threads waiting for cores, which is how the run
+  // is set up (framework overhead), not the model's arithmetic.
+  const auto oversubscribed = std::find_if(findings.begin(), findings.end(),
+                                           [](const Finding& f) { return f.rule_id == "oversubscription"; });
+  if (oversubscribed != findings.end()) {
+    v.primary = Suspect::kFrameworkOverhead;
+    v.confidence = "high";
+    v.policy = busy_text + ", but " + oversubscribed->title + ": the threads' waiting is set-up overhead";
+    v.headline = suspect_words(Suspect::kFrameworkOverhead) + ": " + oversubscribed->title + format_text(
+                     "; up to %.1f %% of the step (%s) waits for cores", oversubscribed->saving_pct,
+                     format_speedup(oversubscribed->saving_pct).c_str());
+    for (const SuspectShare& r : removable) {
+      if (r.suspect == Suspect::kFrameworkOverhead || r.share_pct < policy.suspect_min_pct) continue;
+      v.secondary.push_back(suspect_words(r.suspect) + " " + with_interval(r) + " of the step (up to " +
+                            format_speedup(r.share_pct) + " if removed)");
+    }
+    return v;
+  }
   v.primary = primary;
 
   // Confidence: from the evidence.

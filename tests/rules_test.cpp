@@ -1,6 +1,7 @@
 // The rules on hand-built Summaries: each on both sides of its thresholds (fires or not, severity,
 // suspect, change, evidence equal to the inputs, saving), and silent when its inputs are absent.
 #include "diagnostics/rules.h"
+#include "diagnostics/verdict.h"
 
 #include <gtest/gtest.h>
 
@@ -709,6 +710,13 @@ TEST(RulesTest, OversubscribedRanksAreNamedAndTakePrecisionsPlace) {
   EXPECT_EQ(evidence(*f, "rank_threads")->threshold, 2);
   EXPECT_NE(f->title.find("2 ranks x 2 threads = 4 threads on 2 cores"), std::string::npos) << f->title;
   EXPECT_FALSE(find(s, "precision"));  // the compute share is threads waiting, not GEMMs bf16 would speed up
+  EXPECT_NEAR(f->saving_pct, 45.0, 1e-9);  // 90 % compute, half of it waiting: 1 - 2 cores / 4 threads
+  // The verdict names it: framework overhead, not model compute, with the fix as the first action.
+  const Verdict v = decide(s, run_rules(s, Thresholds::defaults()), Thresholds::defaults());
+  EXPECT_EQ(v.primary, Suspect::kFrameworkOverhead);
+  EXPECT_NE(v.headline.find("oversubscribed"), std::string::npos) << v.headline;
+  ASSERT_FALSE(v.actions.empty());
+  EXPECT_EQ(v.actions.front().rule_id, "oversubscription");
 
   s.intra_op_threads = 1;  // 2 x 1 on 2 cores: fits
   EXPECT_FALSE(find(s, "oversubscription"));
