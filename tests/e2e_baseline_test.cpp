@@ -47,7 +47,7 @@ TEST(BaselineLabE2E, ThreeVariantsInterleavedWithConsistentFigures) {
   EXPECT_NE(r.out.find("Reading:"), std::string::npos);
   EXPECT_NE(r.out.find("over 2 paired repetitions"), std::string::npos) << r.out;  // the gains' intervals
 
-  const RunRecord run = counted(read_run_record(e2e::only_run_dir(results)));
+  const RunRecord run = counted(e2e::read_measured_run(e2e::only_run_dir(results)));
   EXPECT_EQ(run.kind, "baseline");
   ASSERT_EQ(run.variants.size(), 6u);
   for (size_t rep = 0; rep < 2; ++rep) {
@@ -116,7 +116,7 @@ TEST(BaselineLabE2E, WithoutPythonCompilingIsNotMeasuredAndTheOtherVariantsRun) 
                                   results,
                               {{"TRAINLAB_PYTHON", "/nonexistent/python3"}});
   ASSERT_EQ(r.exit_status, 0) << r.err;
-  const RunRecord run = counted(read_run_record(e2e::only_run_dir(results)));
+  const RunRecord run = counted(e2e::read_measured_run(e2e::only_run_dir(results)));
   // fp32 and bf16 in every round (two, or more while a gain holds its line); the compiled variant
   // once: it is not retried.
   const auto count = [&](const std::string& name) {
@@ -141,7 +141,7 @@ TEST(BaselineLabE2E, WithoutPythonCompilingIsNotMeasuredAndTheOtherVariantsRun) 
                                    ts_results,
                                {{"TRAINLAB_PYTHON", "/nonexistent/python3"}});
   ASSERT_EQ(ts.exit_status, 0) << ts.err;
-  const VariantRecord traced = read_run_record(e2e::only_run_dir(ts_results)).variants.at(0);
+  const VariantRecord traced = e2e::read_measured_run(e2e::only_run_dir(ts_results)).variants.at(0);
   EXPECT_EQ(traced.spec.name(), "fp32+torchscript");
   EXPECT_EQ(traced.compile_info.method, "torchscript-trace");
   EXPECT_GT(traced.compile_info.traced_graph_nodes, 3);
@@ -165,8 +165,8 @@ TEST(BaselineLabE2E, TheCompiledVariantRunsInductorsPackageAndFindsItCachedNextT
   }
   std::sort(runs.begin(), runs.end());
   ASSERT_EQ(runs.size(), 2u);
-  const VariantRecord first = read_run_record(runs[0]).variants.at(0);
-  const VariantRecord second = read_run_record(runs[1]).variants.at(0);
+  const VariantRecord first = e2e::read_measured_run(runs[0]).variants.at(0);
+  const VariantRecord second = e2e::read_measured_run(runs[1]).variants.at(0);
   ASSERT_TRUE(first.ok()) << first.error;
   EXPECT_EQ(first.compile_info.method, kInductorMethod);
   EXPECT_GT(first.compile_info.fusion_groups, 0);
@@ -187,7 +187,7 @@ TEST(BaselineLabE2E, TheLoopBudgetEndsMeasurementEarlyAndSaysHowManyStepsItCut) 
   const auto r = run_trainlab("run --scenario mlp --batch 16 -k in_features=64 -k hidden=64 -k classes=10 "
                               "--steps 100000 --warmup 2 --max-loop-s 1 --results " + results);
   ASSERT_EQ(r.exit_status, 0) << r.err;
-  const RunRecord run = counted(read_run_record(e2e::only_run_dir(results)));
+  const RunRecord run = counted(e2e::read_measured_run(e2e::only_run_dir(results)));
   const VariantRecord& v = run.variants.at(0);
   const VariantAggregate agg = aggregate(v);
   EXPECT_GE(agg.measured_steps, kMinBudgetedSteps);
@@ -208,7 +208,7 @@ TEST(BaselineLabE2E, SameSeedGivesSameFp32Losses) {
     const std::string results = e2e::fresh_results_dir("seed" + std::to_string(i));
     const auto r = run_trainlab(std::string("run ") + kTinyMlp + " --seed 7 --results " + results);
     ASSERT_EQ(r.exit_status, 0) << r.err;
-    const RunRecord run = counted(read_run_record(e2e::only_run_dir(results)));
+    const RunRecord run = counted(e2e::read_measured_run(e2e::only_run_dir(results)));
     ASSERT_EQ(run.variants.size(), 1u);
     std::vector<double> l;
     for (const StepRecord& s : run.variants[0].steps) l.push_back(s.loss);
@@ -229,7 +229,7 @@ TEST(BaselineLabE2E, FailingVariantIsRecordedAndOthersComplete) {
   const auto r = run_trainlab(std::string("baseline ") + kTinyMlp +
                               " --repeat 1 --emulated-bf16 run --override bf16:batch=1000000000 --results " + results);
   EXPECT_EQ(r.exit_status, 1) << r.err;  // results kept, status says a variant failed
-  const RunRecord run = counted(read_run_record(e2e::only_run_dir(results)));
+  const RunRecord run = counted(e2e::read_measured_run(e2e::only_run_dir(results)));
   ASSERT_EQ(run.variants.size(), 3u);
   EXPECT_TRUE(variant(run, "fp32").ok());
   EXPECT_TRUE(variant(run, "bf16+compiled").ok());
@@ -245,7 +245,7 @@ TEST(BaselineLabE2E, TheBf16ProbeDecidesWhichVariantsRunAndTheRecordShowsWhy) {
   const auto r = run_trainlab(std::string("baseline ") + kTinyMlp + " --repeat 2 --results " + results);
   ASSERT_EQ(r.exit_status, 0) << r.err;
   EXPECT_NE(r.err.find("bf16 probe: "), std::string::npos) << r.err;
-  const RunRecord run = counted(read_run_record(e2e::only_run_dir(results)));
+  const RunRecord run = counted(e2e::read_measured_run(e2e::only_run_dir(results)));
   ASSERT_TRUE(run.details.bf16_probe.has_value());
   const Bf16ProbeTimings& probe_timings = *run.details.bf16_probe;
   ASSERT_EQ(probe_timings.device, "cpu");

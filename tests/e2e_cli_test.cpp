@@ -108,12 +108,9 @@ TEST(CliE2E, AnInterruptedLabKeepsWhatFinishedAndMarksTheRest) {
     if (signo != SIGKILL) {
       EXPECT_EQ(exit_status, 128 + signo);
     }
-    RunRecord record = read_run_record(run_dir);
-    // A first repetition disturbed by the machine's load is kept as such and run again: the
-    // interrupt may then stop its re-run. The rest: 3 variants x 3 interleaved repetitions.
-    record.variants.erase(std::remove_if(record.variants.begin(), record.variants.end(),
-                                         [](const VariantRecord& v) { return !v.disturbed.empty(); }),
-                          record.variants.end());
+    // A first repetition disturbed by the machine's load is kept as such and run again (left out
+    // here): the interrupt may then stop its re-run. The rest: 3 variants x 3 interleaved repetitions.
+    const RunRecord record = e2e::read_measured_run(run_dir);
     ASSERT_EQ(record.variants.size(), 9u);  // all accounted for
     const bool first_finished = record.variants[0].ok();
     if (!first_finished) EXPECT_EQ(record.variants[0].error_kind, "interrupted") << record.variants[0].error;
@@ -155,7 +152,7 @@ TEST(CliE2E, AClosedOutputPipeStopsTheRunAndKeepsItsRecord) {
   ::waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status)) << "ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   EXPECT_EQ(WEXITSTATUS(status), 128 + SIGPIPE);
-  const RunRecord record = read_run_record(e2e::only_run_dir(results));
+  const RunRecord record = e2e::read_measured_run(e2e::only_run_dir(results));
   ASSERT_EQ(record.variants.size(), 3u);
   for (const VariantRecord& v : record.variants) EXPECT_EQ(v.error_kind, "interrupted") << v.error;
   EXPECT_FALSE(std::filesystem::exists(e2e::only_run_dir(results) + "/.running"));  // finished: unmarked
@@ -191,7 +188,7 @@ TEST(CliE2E, ARunFolderReadsAsRunningBeforeAnyVariantFinished) {
   EXPECT_NE(compared.err.find("the run is still running"), std::string::npos) << compared.err;
   EXPECT_EQ(e2e::signal_and_wait(pid, SIGINT), 130);
   EXPECT_FALSE(std::filesystem::exists(run_dir + "/.running"));  // the run ended: no longer marked
-  const RunRecord record = read_run_record(run_dir);
+  const RunRecord record = e2e::read_measured_run(run_dir);
   ASSERT_EQ(record.variants.size(), 1u);
   EXPECT_EQ(record.variants[0].error_kind, "interrupted") << record.variants[0].error;
 }
@@ -214,7 +211,7 @@ TEST(CliE2E, ATrainingChildKilledFromOutsideIsRecordedAsKilledNotOutOfMemory) {
   ::waitpid(pid, &status, 0);
   EXPECT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 1);  // the variant failed
-  const RunRecord record = read_run_record(e2e::only_run_dir(results));
+  const RunRecord record = e2e::read_measured_run(e2e::only_run_dir(results));
   ASSERT_EQ(record.variants.size(), 1u);
   EXPECT_EQ(record.variants[0].error_kind, "killed") << record.variants[0].error;
   EXPECT_NE(record.variants[0].error.find("killed by signal 9 (SIGKILL) from outside"), std::string::npos)
@@ -234,7 +231,7 @@ TEST(CliE2E, AVariantOverItsMemoryLimitIsRecordedAsOutOfMemory) {
   EXPECT_NE(r.err.find("out of memory: over the variant's memory limit of 1.5 GiB (--memory-limit-gb)"),
             std::string::npos)
       << r.err;
-  const RunRecord record = read_run_record(e2e::only_run_dir(results));
+  const RunRecord record = e2e::read_measured_run(e2e::only_run_dir(results));
   ASSERT_EQ(record.variants.size(), 1u);
   EXPECT_EQ(record.variants[0].error_kind, "out_of_memory");
 }

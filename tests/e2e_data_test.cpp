@@ -142,7 +142,7 @@ TEST(DataE2E, SweepRunsPointsReportsNotApplicableAndRecommends) {
   ASSERT_EQ(r.exit_status, 0) << r.err;
   const std::string run_dir = e2e::only_run_dir(results.c_str());
   ASSERT_FALSE(run_dir.empty());
-  const RunRecord run = read_run_record(run_dir);
+  const RunRecord run = e2e::read_measured_run(run_dir);
   EXPECT_EQ(run.kind, "sweep");
   // workers=0 once (prefetch does not apply), workers=2 with prefetch 1 and 2; pin=on not run.
   ASSERT_EQ(run.variants.size(), 3u);
@@ -173,7 +173,7 @@ TEST(DataE2E, SweepWithRepeatRunsTheGridInRoundsAndReportsTheirMedian) {
   const std::string results = e2e::fresh_results_dir("sweep-repeat");
   const auto r = run_trainlab("sweep " + std::string(kSweepVision) + "--workers 0,1 --repeat 2 --results " + results);
   ASSERT_EQ(r.exit_status, 0) << r.err;
-  const RunRecord run = read_run_record(e2e::only_run_dir(results.c_str()));
+  const RunRecord run = e2e::read_measured_run(e2e::only_run_dir(results.c_str()));
   // Rounds: workers 0, 1, then 0, 1 again.
   ASSERT_EQ(run.variants.size(), 4u);
   const int expected_workers[] = {0, 1, 0, 1}, expected_round[] = {0, 0, 1, 1};
@@ -214,7 +214,7 @@ TEST(DataE2E, AnInterruptedSweepKeepsItsMeasuredPointsAndMarksTheRest) {
       EXPECT_NE(out.find("not run (interrupted)"), std::string::npos) << out;
       EXPECT_NE(out.find("2 points not run"), std::string::npos) << out;
     }
-    const RunRecord record = read_run_record(run_dir);
+    const RunRecord record = e2e::read_measured_run(run_dir);
     EXPECT_EQ(record.kind, "sweep");
     ASSERT_EQ(record.variants.size(), 3u);  // workers 0, 1, 2: all accounted for
     EXPECT_TRUE(record.variants[0].ok()) << record.variants[0].error;

@@ -38,7 +38,7 @@ TEST(DistE2E, TwoRanksStayIdenticalAndMatchOneProcessOnTheGlobalBatch) {
     // theirs, so the ranks get the warm-up it took and both train the same number of steps.
     const std::string single = e2e::fresh_results_dir(std::string("single_") + mode);
     ASSERT_EQ(run_trainlab(std::string("run ") + kSmallMlp + " --steps 12 --results " + single).exit_status, 0);
-    const VariantRecord one = read_run_record(e2e::only_run_dir(single)).variants.at(0);
+    const VariantRecord one = e2e::read_measured_run(e2e::only_run_dir(single)).variants.at(0);
     ASSERT_TRUE(one.warmup_steps_taken.has_value());
     std::string ranks_mlp = kSmallMlp;  // with the warm-up the single process took
     ranks_mlp.replace(ranks_mlp.find("--warmup 2"), 10, "--warmup " + std::to_string(*one.warmup_steps_taken));
@@ -62,7 +62,7 @@ TEST(DistE2E, TwoRanksStayIdenticalAndMatchOneProcessOnTheGlobalBatch) {
       EXPECT_GT(s.comm_ns, 0);
       EXPECT_GT(s.phase_ns[static_cast<size_t>(Phase::kCommunication)], 0);
     }
-    const VariantRecord merged = read_run_record(run_dir).variants.at(0);
+    const VariantRecord merged = e2e::read_measured_run(run_dir).variants.at(0);
     EXPECT_EQ(merged.world_size, 2);
     ASSERT_EQ(merged.distributed.ranks.size(), 2u);
     EXPECT_TRUE(merged.distributed.ranks[1].ok);
@@ -155,7 +155,7 @@ TEST(DistE2E, KilledRankEndsItsPeerWithAClearErrorWithinTheTimeout) {
   EXPECT_EQ(r.exit_status, 1) << r.err << r.out;
 
   const std::string run_dir = e2e::only_run_dir(results);
-  const VariantRecord merged = read_run_record(run_dir).variants.at(0);
+  const VariantRecord merged = e2e::read_measured_run(run_dir).variants.at(0);
   EXPECT_NE(merged.error.find("rank 1 of 2"), std::string::npos) << merged.error;
   EXPECT_NE(merged.error.find("signal 9"), std::string::npos) << merged.error;
   const VariantRecord survivor = read_variant_record(run_dir + "/variants/fp32.rank0.json");
@@ -175,7 +175,7 @@ TEST(DistE2E, PeerThatNeverJoinsFailsTheRendezvousWithinTheTimeout) {
   EXPECT_LT(wall_s, 3 + 20);
   bool found = false;
   for (const auto& entry : fs::directory_iterator(results)) {
-    const RunRecord run = read_run_record(entry.path().string());
+    const RunRecord run = e2e::read_measured_run(entry.path().string());
     if (run.variants.at(0).error.find("rendezvous failed on rank 0 of 2") != std::string::npos) found = true;
   }
   EXPECT_TRUE(found);
@@ -207,7 +207,7 @@ TEST(DistE2E, AMasterPortThatNeverAnswersFailsWithinTheTimeout) {
   ::close(listener);
   EXPECT_EQ(WEXITSTATUS(status), 1);
   EXPECT_LT(wall_s, 3 + 5 + 20);
-  const RunRecord run = read_run_record(e2e::only_run_dir(results));
+  const RunRecord run = e2e::read_measured_run(e2e::only_run_dir(results));
   const std::string& error = run.variants.at(0).error;
   EXPECT_TRUE(error.find("rendezvous did not complete on rank 1") != std::string::npos ||
               error.find("rendezvous failed on rank 1 of 2") != std::string::npos)
@@ -244,7 +244,7 @@ TEST(DistE2E, TorchrunRanksWriteOneMergedRunAndOnlyRankZeroPrints) {
   const std::string run_dir = e2e::only_run_dir(results);
   ASSERT_FALSE(run_dir.empty()) << "expected exactly one run folder in " << results << "\n" << out;
   EXPECT_FALSE(fs::exists(results + "/.launches") && !fs::is_empty(results + "/.launches"));  // the pointer went
-  const VariantRecord merged = read_run_record(run_dir).variants.at(0);
+  const VariantRecord merged = e2e::read_measured_run(run_dir).variants.at(0);
   EXPECT_EQ(merged.world_size, 2);
   ASSERT_EQ(merged.distributed.ranks.size(), 2u);
   EXPECT_TRUE(merged.distributed.ranks[0].ok);

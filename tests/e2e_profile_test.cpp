@@ -26,7 +26,7 @@ TEST(ProfileE2E, TraceParsesBackWithOneStepSpanPerWindowStepAndNestedSpans) {
                               results);  // the callback makes each step >= 25 ms: a dozen sampler ticks
   ASSERT_EQ(r.exit_status, 0) << r.err;
   const std::string run_dir = e2e::only_run_dir(results);
-  const RunRecord run = read_run_record(run_dir);
+  const RunRecord run = e2e::read_measured_run(run_dir);
   ASSERT_EQ(run.variants.size(), 1u);
   const VariantRecord& v = run.variants[0];
   ASSERT_TRUE(v.ok()) << v.error;
@@ -108,7 +108,7 @@ TEST(ProfileE2E, GzippedTraceReadsBackAndBadWindowIsBadInput) {
   const std::string results = e2e::fresh_results_dir("profile_gz");
   const auto r = run_trainlab(std::string("run --profile ") + kTinyMlp + " --results " + results);
   ASSERT_EQ(r.exit_status, 0) << r.err;
-  const RunRecord run = read_run_record(e2e::only_run_dir(results));
+  const RunRecord run = e2e::read_measured_run(e2e::only_run_dir(results));
   const VariantRecord& v = run.variants[0];
   const std::string trace = v.profile.trace;
   EXPECT_EQ(trace.substr(trace.size() - 3), ".gz");
@@ -129,7 +129,7 @@ TEST(ProfileE2E, SamplerRunsInEveryRunUnlessSwitchedOff) {
   // (a 10 ms host callback each step makes the run last long enough for several 20 ms samples)
   const auto r = run_trainlab(std::string("run ") + kTinyMlp + " --interval-ms 20 --callback-every 1 --callback-ms 10 --results " + on);
   ASSERT_EQ(r.exit_status, 0) << r.err;
-  const VariantRecord v = read_run_record(e2e::only_run_dir(on)).variants.at(0);
+  const VariantRecord v = e2e::read_measured_run(e2e::only_run_dir(on)).variants.at(0);
   EXPECT_TRUE(v.profile.empty());
   const MetricSummary* rss = v.system.find("mem.rss_bytes");
   ASSERT_NE(rss, nullptr);
@@ -145,7 +145,7 @@ TEST(ProfileE2E, SamplerRunsInEveryRunUnlessSwitchedOff) {
   const std::string off = e2e::fresh_results_dir("sampler_off");
   const auto r_off = run_trainlab(std::string("run ") + kTinyMlp + " --sampler off --results " + off);
   ASSERT_EQ(r_off.exit_status, 0) << r_off.err;
-  EXPECT_TRUE(read_run_record(e2e::only_run_dir(off)).variants.at(0).system.empty());
+  EXPECT_TRUE(e2e::read_measured_run(e2e::only_run_dir(off)).variants.at(0).system.empty());
   EXPECT_EQ(r_off.out.find("System fp32"), std::string::npos);
   e2e::expect_bad_input(std::string("run ") + kTinyMlp + " --sampler sometimes --results " + off, "--sampler");
 }

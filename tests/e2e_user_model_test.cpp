@@ -80,6 +80,7 @@ void lab_profile_doctor(const Example& e) {
   EXPECT_EQ(lab["scenario"], e.name);
   std::vector<std::string> names;
   for (const nlohmann::json& v : lab["variants"]) {
+    if (v.contains("disturbed")) continue;  // left out and run again on a loaded machine
     names.push_back(v["spec"]["name"].get<std::string>());
     EXPECT_TRUE(!v.contains("error") || v["error"].is_null() || v["error"].get<std::string>().empty())
         << v.dump().substr(0, 600);
