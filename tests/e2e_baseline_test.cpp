@@ -321,33 +321,48 @@ void stop(const std::vector<pid_t>& pids) {
   }
 }
 
+// Burns the cores (three burners on a 2-core machine: a one-thread run waits for a CPU about half
+// the time) while the child whose spec file ends in `spec_suffix` runs, and only then; waits for
+// `parent` to exit and returns whether it exited 0. False (with the reason in `why`) when that
+// child never started.
+bool disturb_while_child_runs(pid_t parent, const std::string& results, const std::string& spec_suffix,
+                              std::string& why) {
+  pid_t child = 0;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (child == 0 && std::chrono::steady_clock::now() < give_up) {
+    child = find_process_with(results, spec_suffix);
+    if (child == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (child == 0) {
+    why = "no child with " + spec_suffix + " started";
+    return false;
+  }
+  const std::vector<pid_t> burners = start_cpu_burners(3);
+  while (::kill(child, 0) == 0 && find_process_with(results, spec_suffix) == child) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  stop(burners);
+  int status = 0;
+  ::waitpid(parent, &status, 0);
+  why = "exit status " + std::to_string(status);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 // Issue 33: sweep has the lab's guard. Burners run while the first point's child does: the point is
 // left out of the table and recommendation, run again, and the terminal says so.
 TEST(BaselineLabE2E, ASweepPointDisturbedOnPurposeIsRerunAndLeftOutOfTheTable) {
   const std::string results = e2e::fresh_results_dir("sweep-disturbed");
   const std::string out = results + "/sweep.out", err = results + "/sweep.err";
-  const pid_t sweep = e2e::spawn_trainlab({"sweep", "--scenario", "mlp", "--batch", "32,64", "--workers", "0", "--threads", "1", "-k",
-                                           "hidden=256", "--steps", "200", "--warmup", "2", "--sampler", "off",
-                                           "--results", results},
-                                          out, err);
-  pid_t first = 0;
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (first == 0 && std::chrono::steady_clock::now() < give_up) {
-    first = find_process_with(results, "/variants/point-1.spec.json");
-    if (first == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ASSERT_NE(first, 0) << e2e::slurp(err);
-  const std::vector<pid_t> burners = start_cpu_burners(3);
-  while (::kill(first, 0) == 0 && find_process_with(results, "/variants/point-1.spec.json") == first) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  stop(burners);
-  int status = 0;
-  ::waitpid(sweep, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << e2e::slurp(err);
+  const pid_t sweep =
+      e2e::spawn_trainlab({"sweep", "--scenario", "mlp", "--batch", "32,64", "--workers", "0", "--threads", "1", "-k",
+                           "hidden=256", "--steps", "200", "--warmup", "2", "--sampler", "off", "--results", results},
+                          out, err);
+  std::string why;
+  ASSERT_TRUE(disturb_while_child_runs(sweep, results, "/variants/point-1.spec.json", why)) << why << e2e::slurp(err);
   const RunRecord run = read_run_record(e2e::only_run_dir(results));
   ASSERT_GE(run.variants.size(), 3u);
-  EXPECT_NE(run.variants[0].disturbed.find("its threads waited for a CPU"), std::string::npos) << run.variants[0].disturbed;
+  EXPECT_NE(run.variants[0].disturbed.find("its threads waited for a CPU"), std::string::npos)
+      << run.variants[0].disturbed;
   EXPECT_FALSE(run.variants[0].counts());
   EXPECT_EQ(run.variants[1].spec.batch_size, run.variants[0].spec.batch_size);  // the same point again
   const std::string terminal = e2e::slurp(err);
@@ -370,23 +385,8 @@ TEST(BaselineLabE2E, ARepetitionDisturbedOnPurposeIsDetectedRerunAndRecorded) {
                                          "--results", results},
                                         out, err);
   // The first repetition's child (its spec is fp32.rep1.spec.json; a re-run's is fp32.rep1.rerun1...).
-  pid_t first = 0;
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (first == 0 && std::chrono::steady_clock::now() < give_up) {
-    first = find_process_with(results, "/variants/fp32.rep1.spec.json");
-    if (first == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ASSERT_NE(first, 0) << e2e::slurp(err);
-  // Three burners on a 2-core machine: the run's one thread waits for a CPU about half the time.
-  const std::vector<pid_t> burners = start_cpu_burners(3);
-  while (::kill(first, 0) == 0 && find_process_with(results, "/variants/fp32.rep1.spec.json") == first) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  stop(burners);
-  int status = 0;
-  ::waitpid(lab, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << e2e::slurp(err);
-
+  std::string why;
+  ASSERT_TRUE(disturb_while_child_runs(lab, results, "/variants/fp32.rep1.spec.json", why)) << why << e2e::slurp(err);
   const RunRecord run = read_run_record(e2e::only_run_dir(results));
   ASSERT_GE(run.variants.size(), 3u);
   const VariantRecord& disturbed = run.variants[0];
