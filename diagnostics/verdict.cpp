@@ -273,9 +273,9 @@ Verdict decide(const Summary& summary, const std::vector<Finding>& findings, con
     v.primary = Suspect::kFrameworkOverhead;
     v.confidence = "high";
     v.policy = busy_text + ", but " + oversubscribed->title + ": the threads' waiting is set-up overhead";
-    v.headline = suspect_words(Suspect::kFrameworkOverhead) + ": " + oversubscribed->title + format_text(
-                     "; up to %.1f %% of the step (%s) waits for cores", oversubscribed->saving_pct,
-                     format_speedup(oversubscribed->saving_pct).c_str());
+    v.headline = suspect_words(Suspect::kFrameworkOverhead) + ": " + oversubscribed->title +
+                 format_text("; up to %.1f %% of the step (%s) waits for cores", oversubscribed->saving_pct,
+                             format_speedup(oversubscribed->saving_pct).c_str());
     for (const SuspectShare& r : removable) {
       if (r.suspect == Suspect::kFrameworkOverhead || r.share_pct < policy.suspect_min_pct) continue;
       v.secondary.push_back(suspect_words(r.suspect) + " " + with_interval(r) + " of the step (up to " +

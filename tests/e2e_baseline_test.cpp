@@ -353,12 +353,13 @@ bool disturb_while_child_runs(pid_t parent, const std::string& results, const st
 TEST(BaselineLabE2E, ASweepPointDisturbedOnPurposeIsRerunAndLeftOutOfTheTable) {
   const std::string results = e2e::fresh_results_dir("sweep-disturbed");
   const std::string out = results + "/sweep.out", err = results + "/sweep.err";
-  const pid_t sweep =
-      e2e::spawn_trainlab({"sweep", "--scenario", "mlp", "--batch", "32,64", "--workers", "0", "--threads", "1", "-k",
-                           "hidden=256", "--steps", "200", "--warmup", "2", "--sampler", "off", "--results", results},
-                          out, err);
+  const pid_t sweep = e2e::spawn_trainlab(
+      {"sweep", "--scenario", "mlp", "--batch", "32,64", "--workers", "0", "--threads", "1", "-k",
+       "hidden=256", "--steps", "200", "--warmup", "2", "--sampler", "off", "--results", results},
+      out, err);
   std::string why;
-  ASSERT_TRUE(disturb_while_child_runs(sweep, results, "/variants/point-1.spec.json", why)) << why << e2e::slurp(err);
+  ASSERT_TRUE(disturb_while_child_runs(sweep, results, "/variants/point-1.spec.json", why))
+      << why << e2e::slurp(err);
   const RunRecord run = read_run_record(e2e::only_run_dir(results));
   ASSERT_GE(run.variants.size(), 3u);
   EXPECT_NE(run.variants[0].disturbed.find("its threads waited for a CPU"), std::string::npos)
@@ -370,7 +371,8 @@ TEST(BaselineLabE2E, ASweepPointDisturbedOnPurposeIsRerunAndLeftOutOfTheTable) {
   // The table has one row a point: the disturbed record is not a row of its own.
   const std::string table = e2e::slurp(out);
   size_t rows = 0;
-  for (size_t at = table.find("\nworkers=0"); at != std::string::npos; at = table.find("\nworkers=0", at + 1)) ++rows;
+  for (size_t at = table.find("\nworkers=0"); at != std::string::npos; at = table.find("\nworkers=0", at + 1))
+    ++rows;
   EXPECT_EQ(rows, 2u) << table;
 }
 
@@ -380,13 +382,14 @@ TEST(BaselineLabE2E, ASweepPointDisturbedOnPurposeIsRerunAndLeftOutOfTheTable) {
 TEST(BaselineLabE2E, ARepetitionDisturbedOnPurposeIsDetectedRerunAndRecorded) {
   const std::string results = e2e::fresh_results_dir("disturbed");
   const std::string out = results + "/lab.out", err = results + "/lab.err";
-  const pid_t lab = e2e::spawn_trainlab({"run", "--scenario", "mlp", "--repeat", "2", "--threads", "1", "--batch", "32",
-                                         "-k", "hidden=256", "--steps", "200", "--warmup", "2", "--sampler", "off",
-                                         "--results", results},
-                                        out, err);
+  const pid_t lab = e2e::spawn_trainlab(
+      {"run", "--scenario", "mlp", "--repeat", "2", "--threads", "1", "--batch", "32", "-k", "hidden=256",
+       "--steps", "200", "--warmup", "2", "--sampler", "off", "--results", results},
+      out, err);
   // The first repetition's child (its spec is fp32.rep1.spec.json; a re-run's is fp32.rep1.rerun1...).
   std::string why;
-  ASSERT_TRUE(disturb_while_child_runs(lab, results, "/variants/fp32.rep1.spec.json", why)) << why << e2e::slurp(err);
+  ASSERT_TRUE(disturb_while_child_runs(lab, results, "/variants/fp32.rep1.spec.json", why))
+      << why << e2e::slurp(err);
   const RunRecord run = read_run_record(e2e::only_run_dir(results));
   ASSERT_GE(run.variants.size(), 3u);
   const VariantRecord& disturbed = run.variants[0];
@@ -397,7 +400,8 @@ TEST(BaselineLabE2E, ARepetitionDisturbedOnPurposeIsDetectedRerunAndRecorded) {
   ASSERT_TRUE(disturbed.disturbance.runqueue_wait_pct.has_value());
   EXPECT_GT(*disturbed.disturbance.runqueue_wait_pct, 25.0);
   EXPECT_NE(disturbed.disturbed.find("another process took"), std::string::npos) << disturbed.disturbed;
-  EXPECT_NE(disturbed.disturbed.find("its threads waited for a CPU"), std::string::npos) << disturbed.disturbed;
+  EXPECT_NE(disturbed.disturbed.find("its threads waited for a CPU"), std::string::npos)
+      << disturbed.disturbed;
   EXPECT_FALSE(disturbed.counts());
   // Run again: the first repetition has a record that counts (re-run on a quieter machine, or kept
   // once the re-runs were spent), and the second repetition follows.

@@ -43,8 +43,9 @@ TEST(LabDisturbance, PastTheLimitsSaysWhatTookTheCpu) {
   v.disturbance.steal_pct = 0;
   v.disturbance.runqueue_wait_pct = 40;
   v.disturbance.other_cpu_pct = 48.2;
-  EXPECT_EQ(disturbance_past_limit(v, limits),
-            "another process took 48 % of the CPU (its threads waited for a CPU 40 % of the time they wanted one)");
+  EXPECT_EQ(
+      disturbance_past_limit(v, limits),
+      "another process took 48 % of the CPU (its threads waited for a CPU 40 % of the time they wanted one)");
   // Without schedstat the other processes' share decides.
   VariantRecord unread = v;
   unread.disturbance.runqueue_wait_pct.reset();

@@ -1,7 +1,6 @@
 // The rules on hand-built Summaries: each on both sides of its thresholds (fires or not, severity,
 // suspect, change, evidence equal to the inputs, saving), and silent when its inputs are absent.
 #include "diagnostics/rules.h"
-#include "diagnostics/verdict.h"
 
 #include <gtest/gtest.h>
 
@@ -9,6 +8,8 @@
 #include <limits>
 #include <random>
 #include <set>
+
+#include "diagnostics/verdict.h"
 
 namespace trainlab {
 namespace {

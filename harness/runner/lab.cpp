@@ -12,13 +12,14 @@
 #include <optional>
 #include <sstream>
 
-#include "diagnostics/baseline_reading.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/hash.h"
 #include "core/json_text.h"
 #include "core/run_record.h"
 #include "core/text.h"
+#include "core/units.h"
+#include "diagnostics/baseline_reading.h"
 #include "harness/dist/dist_env.h"
 #include "harness/runner/child_process.h"
 #include "harness/runner/interrupt.h"
@@ -27,8 +28,6 @@
 #include "harness/runner/text_table.h"
 #include "harness/runner/variant_runner.h"
 #include "scenarios/registry.h"
-#include "core/text.h"
-#include "core/units.h"
 
 namespace trainlab {
 namespace fs = std::filesystem;
@@ -183,12 +182,14 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
   const std::string& kind = record.kind;
   const size_t repeat = static_cast<size_t>(std::max(1, options.repeat));
   const size_t max_rounds = repeat + static_cast<size_t>(undecided ? std::max(0, options.extra_rounds) : 0);
-  progress << "trainlab " << kind << ": scenario " << record.scenario << ", " << count_noun(specs.size(), "variant")
+  progress << "trainlab " << kind << ": scenario " << record.scenario << ", "
+           << count_noun(specs.size(), "variant")
            << (repeat > 1 ? " x " + std::to_string(repeat) + " repetitions, interleaved" : std::string())
-           << (max_rounds > repeat ? fmt(" (up to %.0f while a gain holds its line or its interval is wide, within ",
-                                         static_cast<double>(max_rounds)) +
-                                         fmt("%.0f s)", options.rounds_budget_s)
-                                   : std::string())
+           << (max_rounds > repeat
+                   ? fmt(" (up to %.0f while a gain holds its line or its interval is wide, within ",
+                         static_cast<double>(max_rounds)) +
+                         fmt("%.0f s)", options.rounds_budget_s)
+                   : std::string())
            << ", results in " << outcome.run_dir << std::endl;
   warn_of_oversubscription(specs, progress);
   // Repetitions interleave the variants (A B A B ...), so drift on a shared machine hits each alike.
@@ -268,8 +269,9 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
         ran.disturbed_kept = disturbed;
         if (!disturbed.empty() && max_reruns == 0) {
           progress << ran_name << " disturbed: " << disturbed << " while it was measured (kept: "
-                   << (kind == "profile" ? "a profile is not re-run" : options.launch ? "launched ranks are not re-run"
-                                                                                        : "re-runs are off, lab.disturbance_reruns_per_variant")
+                   << (kind == "profile" ? "a profile is not re-run"
+                       : options.launch  ? "launched ranks are not re-run"
+                                         : "re-runs are off, lab.disturbance_reruns_per_variant")
                    << ")" << std::endl;
         } else if (!disturbed.empty()) {
           progress << ran_name << " kept though disturbed (" << disturbed << "): the lab's "
@@ -344,8 +346,8 @@ std::string under_load_caveat(const RunRecord& record) {
   }
   if (under_load == 0) return "";
   return std::to_string(under_load) + " of " + std::to_string(counted) +
-         " repetitions in these figures were measured under load, kept once their re-runs were spent (e.g. " + first +
-         "): the gains above are this machine's under that load, not its quiet speeds.";
+         " repetitions in these figures were measured under load, kept once their re-runs were spent (e.g. " +
+         first + "): the gains above are this machine's under that load, not its quiet speeds.";
 }
 
 std::optional<Bf16Probe> probe_bf16(const LabOptions& options, LabOutcome& outcome, std::ostream& progress) {
@@ -363,7 +365,8 @@ std::optional<Bf16Probe> probe_bf16(const LabOptions& options, LabOutcome& outco
       outcome.record.details.bf16_probe = taken;
       return std::nullopt;
     }
-    const Bf16Probe read = read_bf16_probe(taken->fp32_ns, taken->bf16_ns, probe_isa_words(*taken), skip_below_pct);
+    const Bf16Probe read =
+        read_bf16_probe(taken->fp32_ns, taken->bf16_ns, probe_isa_words(*taken), skip_below_pct);
     if (!read.measured) {
       outcome.record.details.bf16_probe = taken;
       return std::nullopt;
@@ -385,14 +388,19 @@ std::optional<Bf16Probe> probe_bf16(const LabOptions& options, LabOutcome& outco
   const std::string isa = probe->cpu_isa;
   const GainEstimate& g = probe->gemm_gain;
   // "Emulated" only where the probe found no bf16 unit; with one, the words say what it measured.
-  const std::string slow_words = probe_found_bf16_unit(*probe) ? "over 5x slower than fp32 here" : "emulated here";
-  progress << "bf16 probe: one Linear layer's forward+backward " << fmt("%+.1f %%", g.gain_pct) << fmt(" [%+.1f,", g.low_pct) << fmt(" %+.1f]", g.high_pct)
-           << " in bf16 against fp32 (" << isa << ")"
+  const std::string slow_words =
+      probe_found_bf16_unit(*probe) ? "over 5x slower than fp32 here" : "emulated here";
+  progress << "bf16 probe: one Linear layer's forward+backward " << fmt("%+.1f %%", g.gain_pct)
+           << fmt(" [%+.1f,", g.low_pct) << fmt(" %+.1f]", g.high_pct) << " in bf16 against fp32 (" << isa
+           << ")"
            << (!probe->bf16_left_out       ? ": the lab runs its bf16 variants"
                : options.run_emulated_bf16 ? ": " + slow_words + ", run anyway (--emulated-bf16 run)"
-                                           : ": " + slow_words + ", so the lab leaves its bf16 runs out (--emulated-bf16 "
-                                             "run measures them) and compiles the fp32 model")
-           << (g.high_pct - g.low_pct > max_width_pct ? " (the narrowest of " + std::to_string(kProbeTries) + " tries)" : "")
+                                           : ": " + slow_words +
+                                                 ", so the lab leaves its bf16 runs out (--emulated-bf16 "
+                                                 "run measures them) and compiles the fp32 model")
+           << (g.high_pct - g.low_pct > max_width_pct
+                   ? " (the narrowest of " + std::to_string(kProbeTries) + " tries)"
+                   : "")
            << std::endl;
   return probe;
 }
@@ -500,7 +508,8 @@ LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress) {
                             options.launch ? nullptr : undecided);
   const LabReading reading = read_lab(outcome.record);
   outcome.record.reading = reading.lines;
-  if (const std::string caveat = under_load_caveat(outcome.record); !caveat.empty() && !outcome.record.reading.empty())
+  if (const std::string caveat = under_load_caveat(outcome.record);
+      !caveat.empty() && !outcome.record.reading.empty())
     outcome.record.reading.insert(outcome.record.reading.end() - 1, caveat);
   finish_run(options, outcome);
   return outcome;
@@ -544,13 +553,17 @@ std::string disturbance_past_limit(const VariantRecord& v, const Thresholds& thr
   if (d.steal_pct && *d.steal_pct > thresholds.value("lab.disturbed_steal_pct")) {
     return fmt("the hypervisor stole %.0f %% of the CPU", *d.steal_pct);
   }
-  const std::string taken = d.other_cpu_pct ? fmt("another process took %.0f %% of the CPU", *d.other_cpu_pct) : "";
-  const bool others_took_little = d.other_cpu_pct && *d.other_cpu_pct <= thresholds.value("lab.disturbed_other_cpu_pct");
+  const std::string taken =
+      d.other_cpu_pct ? fmt("another process took %.0f %% of the CPU", *d.other_cpu_pct) : "";
+  const bool others_took_little =
+      d.other_cpu_pct && *d.other_cpu_pct <= thresholds.value("lab.disturbed_other_cpu_pct");
   if (d.runqueue_wait_pct) {
     // Its own threads past the cores (loader workers beside the step's) wait as well: with others
     // taking little, the wait is the run's own.
-    if (*d.runqueue_wait_pct <= thresholds.value("lab.disturbed_runqueue_wait_pct") || others_took_little) return "";
-    const std::string waited = fmt("its threads waited for a CPU %.0f %% of the time they wanted one", *d.runqueue_wait_pct);
+    if (*d.runqueue_wait_pct <= thresholds.value("lab.disturbed_runqueue_wait_pct") || others_took_little)
+      return "";
+    const std::string waited =
+        fmt("its threads waited for a CPU %.0f %% of the time they wanted one", *d.runqueue_wait_pct);
     return taken.empty() ? waited : taken + " (" + waited + ")";
   }
   if (d.other_cpu_pct && *d.other_cpu_pct > thresholds.value("lab.disturbed_other_cpu_pct")) return taken;

@@ -457,7 +457,8 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   };
   size_t done = 0;
   bool stopped = false;  // Ctrl-C / SIGTERM: the points measured so far are recorded and read
-  const int max_reruns = static_cast<int>(options.lab.thresholds->value("lab.disturbance_reruns_per_variant"));
+  const int max_reruns =
+      static_cast<int>(options.lab.thresholds->value("lab.disturbance_reruns_per_variant"));
   std::vector<int> reruns_of_point(points.size(), 0);
   int kept_under_load = 0;
   write_progress_record(0, 0);
@@ -506,7 +507,8 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
         }
         ran.disturbed_kept = disturbed;
         ++kept_under_load;
-        progress << label << " kept though disturbed (" << disturbed << "): its re-runs are spent" << std::endl;
+        progress << label << " kept though disturbed (" << disturbed << "): its re-runs are spent"
+                 << std::endl;
         break;
       }
       ticker.stop();
