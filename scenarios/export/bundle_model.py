@@ -46,8 +46,18 @@ import tempfile
 import traceback
 import warnings
 
-import torch
-import torch.nn as nn
+STARTED_LINE = "trainlab model add: bundle writer started"
+try:
+    import torch
+    import torch.nn as nn
+except ImportError as _no_torch:
+    print(STARTED_LINE, file=sys.stderr, flush=True)
+    print("trainlab model add: this Python (%s) has no torch (%s): --python must name an interpreter with the torch "
+          "trainlab was built with" % (sys.executable, _no_torch), file=sys.stderr)
+    sys.exit(2)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # model_adapter.py, beside this file
+import model_adapter  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "int64": torch.int64, "int32": torch.int32, "uint8": torch.uint8,
           "bool": torch.bool}
@@ -66,7 +76,6 @@ MAX_SPEC_ELEMENTS = 1 << 31
 # Value ranges each integer dtype holds (int64's top is one less: the draw's bound is HI + 1).
 DTYPE_RANGES = {"int64": (-(1 << 63), (1 << 63) - 2), "int32": (-(1 << 31), (1 << 31) - 1), "uint8": (0, 255),
                 "bool": (0, 1)}
-STARTED_LINE = "trainlab model add: bundle writer started"
 WRITTEN_PREFIX = "trainlab model add: bundle written: "
 USER_FILE = None  # the user's file, once imported: the place named in errors its code raises
 
@@ -186,8 +195,12 @@ def user_location(error, user_file):
 def user_error(error, user_file, doing):
     where = user_location(error, user_file)
     message = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    return UserError("%s%s: %s%s" % (where + ": " if where else "", doing, type(error).__name__,
-                                     ": " + message if message else ""))
+    hint = ""
+    if isinstance(error, ModuleNotFoundError) and error.name:
+        hint = ("; make '%s' importable: install it into this Python (%s), or give --python the interpreter where "
+                "the model imports" % (error.name.split(".")[0], sys.executable))
+    return UserError("%s%s: %s%s%s" % (where + ": " if where else "", doing, type(error).__name__,
+                                       ": " + message if message else "", hint))
 
 
 def import_user_file(path):
@@ -237,11 +250,13 @@ def build_model(module, user_file, factory_name, kwargs, seed):
 
 
 def resolve_loss(name, module, user_file):
+    if name == "model":
+        return model_adapter.model_loss
     if name in LOSSES:
         return LOSSES[name]
     fn = getattr(module, name, None)
     if fn is None or not callable(fn):
-        raise UserError("--loss %s: neither a built-in loss (%s) nor a function in %s" %
+        raise UserError("--loss %s: neither a built-in loss (%s), model (the model's own) nor a function in %s" %
                         (name, ", ".join(LOSSES), os.path.basename(user_file)))
     return fn
 
@@ -417,6 +432,8 @@ def main():
     parser.add_argument("--optimizer", default="adamw", choices=OPTIMIZERS)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--name")
+    parser.add_argument("--output")
+    parser.add_argument("--input-style", choices=model_adapter.CALL_STYLES)
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--out", required=True)
     parser.add_argument("--force", action="store_true")
@@ -470,23 +487,45 @@ def write_bundle(args):
 
     module, user_file = import_user_file(path)
     kwargs = parse_args_values(args.arg)
-    model = build_model(module, user_file, factory_name, kwargs, args.seed)
+    raw_model = build_model(module, user_file, factory_name, kwargs, args.seed)
+    loss_model = args.loss == "model"
     loss_fn = resolve_loss(args.loss, module, user_file)
-    construct = unsupported_constructs(model)
+    construct = unsupported_constructs(raw_model)
     if construct:
         raise UserError("unsupported: " + construct)
-    model.train()
-    initial = snapshot(model)
+    raw_model.train()
+
+    def model_args(batch):
+        """The adapted model's positional tensors: the inputs, and the target where the model
+        computes its own loss."""
+        return list(batch[:-1]) + ([batch[-1]] if loss_model else [])
+
+    # How forward takes the inputs and which of its outputs is trained (model_adapter.py).
+    try:
+        settings = model_adapter.plan_call(raw_model, [s["name"] for s in specs[:-1]], specs[-1]["name"], loss_model,
+                                           args.input_style)
+    except model_adapter.AdapterError as e:
+        raise UserError(str(e))
+    initial_raw = snapshot(raw_model)
 
     # One step on the example, as the C++ loop will run it.
     try:
-        output = model(*inputs)
+        raw_output = model_adapter.call_model(raw_model, settings, model_args(example))
     except Exception as e:
-        raise user_error(e, user_file, "the model failed on the example batch (%s)" %
-                         ", ".join("%s %s%s" % (s["name"], s["dtype"], s["shape"]) for s in specs[:-1]))
-    if not isinstance(output, torch.Tensor):
-        raise UserError("unsupported: the model returns a %s; trainlab trains models whose forward returns one "
-                        "tensor (fold the rest into the model or the loss)" % type(output).__name__)
+        hint = ""
+        if settings["call"] != "dict" and len(model_adapter.forward_parameters(raw_model)) == 1:
+            hint = " (if forward takes one dict of tensors, give --input-style dict)"
+        raise user_error(e, user_file, "the model failed on the example batch (%s%s)%s" % (
+            ", ".join("%s %s%s" % (s["name"], s["dtype"], s["shape"]) for s in specs[:-1]),
+            ", the target as %s=" % specs[-1]["name"] if loss_model else "", hint))
+    try:
+        settings["output"] = model_adapter.choose_output(raw_output, args.output, loss_model)
+    except model_adapter.AdapterError as e:
+        raise UserError(str(e))
+    output = model_adapter.select_output(raw_output, settings["output"])
+    model = model_adapter.adapt(raw_model, settings)
+    initial = {k: initial_raw[k[len("model."):] if model is not raw_model else k]
+               for k in model.state_dict(keep_vars=True)}
     try:
         loss = loss_fn(output, target)
     except Exception as e:
@@ -498,7 +537,7 @@ def write_bundle(args):
     no_gradient = [n for n, p in model.named_parameters() if p.requires_grad and p.grad is None]
     frozen = [n for n, p in model.named_parameters() if not p.requires_grad]
     model.zero_grad(set_to_none=True)
-    flops = flops_per_sample(model, loss_fn, inputs, target, batch)
+    flops = flops_per_sample(model, loss_fn, model_args(example), target, batch)
     model.zero_grad(set_to_none=True)
     restore(model, initial)
 
@@ -507,7 +546,7 @@ def write_bundle(args):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", torch.jit.TracerWarning)
         try:
-            traced = torch.jit.trace(model, tuple(inputs), check_trace=False)
+            traced = torch.jit.trace(model, tuple(model_args(example)), check_trace=False)
             traced_loss = torch.jit.trace(LossModule(loss_fn), (output.detach().requires_grad_(), target),
                                           check_trace=False)
         except Exception as e:
@@ -535,10 +574,10 @@ def write_bundle(args):
     for check in check_batches:
         try:
             torch.manual_seed(args.seed)
-            eager_loss = loss_fn(model(*check[:-1]), check[-1]).item()
+            eager_loss = loss_fn(model(*model_args(check)), check[-1]).item()
             restore(model, initial)
             torch.manual_seed(args.seed)
-            traced_loss_value = traced_loss(traced(*check[:-1]), check[-1]).item()
+            traced_loss_value = traced_loss(traced(*model_args(check)), check[-1]).item()
             restore(model, initial)
         except Exception as e:
             raise user_error(e, user_file, "checking the trace against the model on a second batch failed")
@@ -566,6 +605,7 @@ def write_bundle(args):
         "target": specs[-1],
         "batch_size": batch,
         "loss": args.loss,
+        "adapter": settings,
         "optimizer": optimizer_settings(args.optimizer, args.lr),
         "parameters": sum(p.numel() for _, p in parameters),
         "parameter_tensors": len(parameters),
@@ -609,6 +649,11 @@ def write_bundle(args):
     summary = "%s: %d parameters in %d tensors, %s per sample (forward+backward)" % (
         name, manifest["parameters"], len(parameters),
         "%.3g MFLOP" % (flops / 1e6) if flops else "FLOPs not countable")
+    if settings["output"] is not None:
+        summary += "; trains output %s" % (repr(settings["output"]) if isinstance(settings["output"], int)
+                                          else "'%s'" % settings["output"])
+    if settings["call"] != "positional":
+        summary += "; inputs passed %s" % model_adapter.style_words(settings["call"])
     if tied:
         summary += "; tied: " + ", ".join("%s = %s" % kv for kv in tied.items())
     if no_gradient:
