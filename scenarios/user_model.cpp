@@ -207,6 +207,7 @@ class UserModelWorkload : public Workload {
     return dataset;
   }
   double flops_per_sample() const override { return bundle_.flops_per_sample; }
+  std::vector<std::string> flops_not_counted() const override { return bundle_.flops_not_counted; }
   std::vector<std::pair<std::string, torch::Tensor>> tied_parameters() const override { return tied_; }
 
  private:

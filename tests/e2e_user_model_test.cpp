@@ -375,8 +375,8 @@ TEST(UserModelE2E, TheModelsCodeEndingTheWriterIsOneLineNeverSuccessOrAnInternal
   expect_one_line_no_bundle(add_hostile(dir), "at model.py:5", dir, "the crash's place");
 }
 
-// An interpreter that is missing, or no Python at all, is one line; one that does nothing is not a
-// bundle written.
+// An interpreter that is missing, or no Python at all, is one line, checked before the bundle
+// writer starts (one without torch, or with another torch: tests/ecosystem_test.py).
 TEST(UserModelE2E, AnInterpreterThatIsMissingOrNotAPythonIsOneLine) {
   const std::string dir = fresh_results_dir("user_interpreter");
   hostile_model(dir, "");
@@ -384,12 +384,12 @@ TEST(UserModelE2E, AnInterpreterThatIsMissingOrNotAPythonIsOneLine) {
                             "no-such-python) is not executable", dir, "missing");
   expect_one_line_no_bundle(
       add_hostile(dir, "", {{"TRAINLAB_PYTHON", "/bin/false"}}),
-      "the Python side (/bin/false) did not start the bundle writer (exit status 1, no output)", dir,
-      "/bin/false");
-  expect_one_line_no_bundle(
-      add_hostile(dir, "", {{"TRAINLAB_PYTHON", "/bin/true"}}),
-      "the Python side (/bin/true) did not start the bundle writer (exit status 0, no output)", dir,
-      "/bin/true");
+      "$TRAINLAB_PYTHON /bin/false: not a Python that runs (exit status 1)", dir, "/bin/false");
+  expect_one_line_no_bundle(add_hostile(dir, "", {{"TRAINLAB_PYTHON", "/bin/true"}}),
+                            "$TRAINLAB_PYTHON /bin/true: not a Python that runs (exit status 0)", dir, "/bin/true");
+  // --python is checked the same way, before the model's code runs.
+  expect_one_line_no_bundle(add_hostile(dir, "--python /bin/true"),
+                            "--python /bin/true: not a Python that runs (exit status 0)", dir, "--python /bin/true");
 }
 
 // Values the bundle writer must not take for its own options (they begin with '-'), and an integer

@@ -14,7 +14,9 @@ into a temporary folder beside BUNDLE and renamed into place:
   manifest.json  inputs and target (name, dtype, shape with the example's batch as dim 0, range of
                  integer values; mean/std of floating ones), loss, optimizer, parameter count and
                  names, parameters that get no gradient, tied parameter names, buffers, forward+
-                 backward FLOPs per sample (torch.utils.flop_counter; null where nothing counts),
+                 backward FLOPs per sample (torch.utils.flop_counter; null where nothing counts) and
+                 the modules it does not count (flops_not_counted: nn.LSTM, ...: the count is partial),
+                 how the model is called (adapter: model_adapter.py's settings),
                  torch version, the source file's sha256
   model.pt       the module traced in train mode (TorchScript): C++ owns and updates its
                  parameters and buffers; the eager fp32 and bf16 variants run it
@@ -280,6 +282,72 @@ def unsupported_constructs(model):
     return None
 
 
+CHECKPOINT_CALLS = []  # where the model called torch.utils.checkpoint ("FILE.py:LINE" or "")
+
+
+def watch_checkpointing():
+    """Replaces torch.utils.checkpoint's checkpoint and checkpoint_sequential (before the user's file
+    imports them) with versions that note their caller, then checkpoint as asked: the step's
+    recomputation is Python the C++ loop cannot run, and a non-reentrant checkpoint leaves no trace
+    in the autograd graph to find it by."""
+    import torch.utils.checkpoint as checkpointing
+
+    def noting(original):
+        def checkpoint(*args, **kwargs):
+            where = ""
+            for frame in reversed(traceback.extract_stack()[:-1]):
+                if USER_FILE and os.path.abspath(frame.filename) == USER_FILE:
+                    where = "%s:%d" % (os.path.basename(frame.filename), frame.lineno)
+                    break
+            CHECKPOINT_CALLS.append(where)
+            return original(*args, **kwargs)
+        return checkpoint
+
+    checkpointing.checkpoint = noting(checkpointing.checkpoint)
+    checkpointing.checkpoint_sequential = noting(checkpointing.checkpoint_sequential)
+
+
+def class_line(path, name, fallback):
+    """The line of `class NAME` in the file (fallback: the line given)."""
+    try:
+        with open(path) as f:
+            for number, line in enumerate(f, 1):
+                if re.match(r"\s*class\s+%s\b" % re.escape(name), line):
+                    return number
+    except OSError:
+        pass
+    return fallback
+
+
+def python_autograd_construct(loss):
+    """One line naming the first construct of the step the C++ loop cannot run: torch.utils.checkpoint
+    (its recomputation is Python), or a custom torch.autograd.Function in the step's graph (its
+    backward is Python); None when there is none."""
+    if CHECKPOINT_CALLS:
+        where = next((w for w in CHECKPOINT_CALLS if w), "")
+        return ("unsupported: %storch.utils.checkpoint (activation checkpointing): its recomputation runs in Python, "
+                "which the C++ loop cannot; measure the model without it (e.g. gradient checkpointing off)" %
+                (where + ": " if where else ""))
+    seen, stack = set(), [loss.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        function = getattr(node, "_forward_cls", None)  # a Python Function's backward node
+        if function is not None:
+            where = ""
+            code = getattr(function.forward, "__code__", None)
+            if code:
+                where = "%s:%d: " % (os.path.basename(code.co_filename), class_line(code.co_filename, function.__name__,
+                                                                                      code.co_firstlineno))
+            return ("unsupported: %sa custom torch.autograd.Function (%s): its backward is Python, which the C++ loop "
+                    "cannot run; write its forward with torch operations so autograd derives the backward" %
+                    (where, function.__name__))
+        stack.extend(next_node for next_node, _ in node.next_functions)
+    return None
+
+
 def snapshot(model):
     return {k: v.detach().clone() for k, v in model.state_dict(keep_vars=True).items()}
 
@@ -307,6 +375,20 @@ def optimizer_settings(name, lr):
     if name == "sgd":
         settings["momentum"] = 0.9
     return settings
+
+
+# Modules whose FLOPs torch.utils.flop_counter does not count: their fused ATen ops (aten::lstm,
+# aten::gru, aten::rnn_tanh, ...) have no FLOP formula, so a model holding one gets a partial count.
+UNCOUNTED_MODULES = (nn.LSTM, nn.GRU, nn.RNN, nn.LSTMCell, nn.GRUCell, nn.RNNCell)
+
+
+def flops_not_counted(model):
+    """The module types of the model whose FLOPs the counter leaves out ("nn.LSTM"), in order."""
+    names = []
+    for m in model.modules():
+        if isinstance(m, UNCOUNTED_MODULES) and "nn." + type(m).__name__ not in names:
+            names.append("nn." + type(m).__name__)
+    return names
 
 
 def flops_per_sample(model, loss_fn, inputs, target, batch):
@@ -485,6 +567,7 @@ def write_bundle(args):
                             "batch first" % (s["name"], s["shape"][0], specs[0]["name"], batch))
     inputs, target = example[:-1], example[-1]
 
+    watch_checkpointing()
     module, user_file = import_user_file(path)
     kwargs = parse_args_values(args.arg)
     raw_model = build_model(module, user_file, factory_name, kwargs, args.seed)
@@ -533,11 +616,15 @@ def write_bundle(args):
                          (args.loss, list(output.shape), specs[-1]["dtype"], specs[-1]["shape"]))
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1 or not loss.requires_grad:
         raise UserError("the loss '%s' must return a scalar tensor that depends on the parameters" % args.loss)
+    construct = python_autograd_construct(loss)
+    if construct:
+        raise UserError(construct)
     loss.backward()
     no_gradient = [n for n, p in model.named_parameters() if p.requires_grad and p.grad is None]
     frozen = [n for n, p in model.named_parameters() if not p.requires_grad]
     model.zero_grad(set_to_none=True)
     flops = flops_per_sample(model, loss_fn, model_args(example), target, batch)
+    uncounted = flops_not_counted(model)
     model.zero_grad(set_to_none=True)
     restore(model, initial)
 
@@ -614,6 +701,7 @@ def write_bundle(args):
         "tied": tied,
         "buffers": [n for n, _ in model.named_buffers()],
         "flops_per_sample": flops,
+        "flops_not_counted": uncounted,
         "output_shape": list(output.shape),
         "trace_warnings": trace_warnings,
         "torch": torch.__version__,
@@ -649,6 +737,8 @@ def write_bundle(args):
     summary = "%s: %d parameters in %d tensors, %s per sample (forward+backward)" % (
         name, manifest["parameters"], len(parameters),
         "%.3g MFLOP" % (flops / 1e6) if flops else "FLOPs not countable")
+    if uncounted and flops:
+        summary += " (partial: FLOPs not counted for: %s)" % ", ".join(uncounted)
     if settings["output"] is not None:
         summary += "; trains output %s" % (repr(settings["output"]) if isinstance(settings["output"], int)
                                           else "'%s'" % settings["output"])
