@@ -2,8 +2,13 @@
 
   python bundle_model.py --source FILE.py:FACTORY [--arg NAME=VALUE ...]
       (--input NAME:DTYPE[D0,D1,...][:LO..HI] ... --target NAME:DTYPE[...][:LO..HI] | --example BATCH.pt)
-      --loss cross_entropy|mse|bce_with_logits|l1|smooth_l1|nll|FUNCTION_IN_FILE
+      --loss cross_entropy|mse|bce_with_logits|l1|smooth_l1|nll|model|FUNCTION_IN_FILE
+      [--output KEY|INDEX] [--input-style positional|keyword|dict]
       [--optimizer sgd|adam|adamw] [--lr X] [--name NAME] --out BUNDLE [--force]
+
+The module is called and its output picked through model_adapter.py (keyword or dict inputs; a
+tuple, dict or Hugging Face ModelOutput output; --loss model: the model's own loss, the target
+passed as the keyword it is named after); model.pt is the adapted module, traced.
 
 The factory is called with the --arg values (Python literals) after torch.manual_seed(--seed); the
 module it returns is run once in train mode on an example batch (built from the specs with the
