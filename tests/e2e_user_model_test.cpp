@@ -359,10 +359,10 @@ TEST(UserModelE2E, TheModelsCodeEndingTheWriterIsOneLineNeverSuccessOrAnInternal
       // Raised in the backward of the first step (before the trace): the user's line.
       {"", "y = OutOfMemory.apply(y)", "model.py:20: out of memory (MemoryError)"},
       {"", "y = BadGradient.apply(y)", "model.py:26: the model's code failed: ValueError: bad gradient"},
-      // A Python autograd function traces but cannot be saved: unsupported, with its place.
+      // A Python autograd function: its backward is Python the C++ loop cannot run: unsupported,
+      // named, with its place.
       {"", "y = Identity.apply(y)",
-       "unsupported: model.py:13: TorchScript cannot save the traced model: Could not "
-       "export Python function call 'Identity'"},
+       "a custom torch.autograd.Function (Identity): its backward is Python, which the C++ loop cannot run"},
       {"", "sys.exit(0)", "model.py:13: the model's code called sys.exit(0) before the bundle was written"},
       {"", "os._exit(0)", "exit status 0 before the bundle was written"},
   };

@@ -622,9 +622,9 @@ def write_bundle(args):
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1 or not loss.requires_grad:
         raise UserError("the loss '%s' must return a scalar tensor that depends on the parameters" % args.loss)
     construct = python_autograd_construct(loss)
+    loss.backward()  # first: an error the model's own backward raises is the user's line
     if construct:
         raise UserError(construct)
-    loss.backward()
     no_gradient = [n for n, p in model.named_parameters() if p.requires_grad and p.grad is None]
     frozen = [n for n, p in model.named_parameters() if not p.requires_grad]
     model.zero_grad(set_to_none=True)
