@@ -491,6 +491,7 @@ nlohmann::json to_json(const VariantRecord& record) {
                       {"ops_per_step", record.ops_per_step},
                       {"dispatch_ns_per_op", record.dispatch_ns_per_op},
                       {"model_flops_per_sample", record.model_flops_per_sample},
+                      {"flops_not_counted", record.flops_not_counted},
                       {"peak_flops_per_s", record.peak_flops_per_s},
                       {"peak_flops_by_dtype", record.peak_flops_by_dtype},
                       {"op_input_dtypes", record.op_input_dtypes},
@@ -533,6 +534,11 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
   record.ops_per_step = real_of(j.at("ops_per_step"));
   record.dispatch_ns_per_op = real_or(j, "dispatch_ns_per_op", 0.0);
   record.model_flops_per_sample = real_or(j, "model_flops_per_sample", 0.0);
+  if (j.contains("flops_not_counted") && j.at("flops_not_counted").is_array()) {
+    for (const nlohmann::json& name : j.at("flops_not_counted")) {
+      if (name.is_string()) record.flops_not_counted.push_back(name.get<std::string>());
+    }
+  }
   record.peak_flops_per_s = real_or(j, "peak_flops_per_s", 0.0);
   record.peak_flops_by_dtype = j.value("peak_flops_by_dtype", std::map<std::string, double>{});
   record.op_input_dtypes = j.at("op_input_dtypes").get<std::map<std::string, int64_t>>();

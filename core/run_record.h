@@ -252,6 +252,9 @@ struct VariantRecord {
   // loop by timing tiny ops; ops_per_step x this estimates the step's framework overhead.
   double dispatch_ns_per_op = 0;
   double model_flops_per_sample = 0;   // training FLOPs of one sample when countable (Linear-only models); 0 unknown
+  // Module types PyTorch's FLOP counter left out of a bundle's count ("nn.LSTM"): the count is
+  // partial, and no efficiency is read from it.
+  std::vector<std::string> flops_not_counted;
   double peak_flops_per_s = 0;         // measured GEMM peak on the device in this precision (profile runs); 0 unmeasured
   std::map<std::string, double> peak_flops_by_dtype;  // "fp32", "bf16" -> measured GEMM peak (profile runs)
   std::map<std::string, int64_t> op_input_dtypes;  // census: first tensor input dtype -> ops

@@ -575,6 +575,7 @@ void run_section(std::ostringstream& o, const ReportInput& in) {
                format_pct(100.0 * *s.achieved_flops_per_s / *s.peak_flops_per_s) + ")";
     }
   }
+  if (!s.flops_not_counted.empty()) flops = "FLOPs not counted for: " + join_flops_not_counted(s);
   kv_row(o, "Achieved FLOP/s", flops);
   if (!s.losses.empty()) {
     kv_row(o, "Loss first → last", format_number(s.losses.front()) + " → " + format_number(s.losses.back()));

@@ -896,6 +896,8 @@ std::optional<Finding> model_compute(const Summary& s, const Thresholds& t) {
     const double efficiency = *s.achieved_flops_per_s / *s.peak_flops_per_s * 100.0;
     f.evidence.push_back({"flops_efficiency_pct", efficiency, 0, "pct"});  // no threshold: context only
     f.title += format_text("; it reaches %.1f %% of the device's measured peak FLOP/s", efficiency);
+  } else if (!s.flops_not_counted.empty()) {
+    f.title += "; FLOPs not counted for: " + join_flops_not_counted(s) + " (no efficiency figure)";
   } else {
     f.title += "; efficiency unknown (no achieved or peak FLOP/s)";
   }

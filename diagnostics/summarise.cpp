@@ -654,6 +654,7 @@ nlohmann::json to_json(const Summary& s) {
           {"rank_spread_pct", opt(s.rank_spread_pct)},
           {"straggler_rank", opt(s.straggler_rank)},
           {"model_flops_per_step", opt(s.model_flops_per_step)},
+          {"flops_not_counted", s.flops_not_counted},
           {"achieved_flops_per_s", opt(s.achieved_flops_per_s)},
           {"peak_flops_per_s", opt(s.peak_flops_per_s)},
           {"bf16_gemm_speedup", opt(s.bf16_gemm_speedup)},

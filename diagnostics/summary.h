@@ -110,7 +110,8 @@ struct Summary {
   std::optional<int> straggler_rank;          // the rank with the most own work per step (merged runs, rank folders)
 
   // --- efficiency
-  std::optional<double> model_flops_per_step;
+  std::optional<double> model_flops_per_step;  // unset where the count is partial (flops_not_counted)
+  std::vector<std::string> flops_not_counted;   // module types the FLOP count left out ("nn.LSTM")
   std::optional<double> achieved_flops_per_s;
   std::optional<double> peak_flops_per_s;     // measured by a GEMM on the same device
   std::optional<double> bf16_gemm_speedup;    // measured bf16 GEMM peak over fp32 on the same device
@@ -125,5 +126,12 @@ struct Summary {
   int64_t dropped_events = 0;
   std::vector<std::string> notes;             // what could not be measured and why
 };
+
+// "nn.LSTM, nn.GRU": the module types a partial FLOP count left out, for the lines that say so.
+inline std::string join_flops_not_counted(const Summary& s) {
+  std::string out;
+  for (const std::string& name : s.flops_not_counted) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
 
 }  // namespace trainlab

@@ -154,6 +154,8 @@ std::string compute_headline(const Summary& s, const SuspectShare& busy) {
   if (s.achieved_flops_per_s && s.peak_flops_per_s && *s.peak_flops_per_s > 0) {
     line += ", running at " + format_pct(100.0 * *s.achieved_flops_per_s / *s.peak_flops_per_s) +
             " of the measured peak FLOP/s";
+  } else if (!s.flops_not_counted.empty()) {
+    line += " (FLOPs not counted for: " + join_flops_not_counted(s) + ": no efficiency figure)";
   } else {
     line += " (efficiency vs peak FLOP/s unknown: the model's FLOPs are not known)";
   }

@@ -126,6 +126,7 @@ ModelBundle load_model_bundle(const std::string& dir) {
     bundle.target = tensor_spec(j.at("target"));
     bundle.batch_size = j.at("batch_size").get<int64_t>();
     bundle.loss = j.at("loss").get<std::string>();
+    bundle.target_is_input = bundle.loss == "model";
     bundle.optimizer = j.at("optimizer").at("name").get<std::string>();
     bundle.lr = j.at("optimizer").at("lr").get<double>();
     bundle.momentum = j.at("optimizer").value("momentum", 0.0);
@@ -136,6 +137,7 @@ ModelBundle load_model_bundle(const std::string& dir) {
     if (j.contains("flops_per_sample") && j.at("flops_per_sample").is_number()) {
       bundle.flops_per_sample = j.at("flops_per_sample").get<double>();
     }
+    bundle.flops_not_counted = j.value("flops_not_counted", std::vector<std::string>{});
     bundle.torch_version = j.value("torch", std::string());
   } catch (const std::exception& e) {
     throw InputError("--model " + dir + ": manifest.json is not a model bundle's: " + e.what());

@@ -32,7 +32,8 @@ struct ModelBundle {
   std::vector<BatchTensorSpec> inputs;
   BatchTensorSpec target;
   int64_t batch_size = 0;     // the example's
-  std::string loss;
+  std::string loss;            // a loss name, a function in the user's file, or "model"
+  bool target_is_input = false;  // --loss model: the model takes the target and returns its own loss
   std::string optimizer = "adamw";
   double lr = 1e-3;
   double momentum = 0;        // sgd
@@ -41,6 +42,9 @@ struct ModelBundle {
   std::vector<std::string> no_gradient;  // parameters the example step left without a gradient
   std::map<std::string, std::string> tied;  // parameter name -> the name it is tied to
   double flops_per_sample = -1;  // forward+backward per sample; -1 where nothing counted
+  // Modules PyTorch's FLOP counter does not count ("nn.LSTM"): flops_per_sample leaves them out,
+  // so it is partial and no efficiency may be read from it.
+  std::vector<std::string> flops_not_counted;
   std::string torch_version;
   uint64_t manifest_hash = 0;   // of manifest.json's text: the bundle's identity in package caches
 };

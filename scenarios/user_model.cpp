@@ -200,12 +200,14 @@ class UserModelWorkload : public Workload {
                     ", held in memory";
     }
     torch::Tensor targets = tensors.back();
-    tensors.pop_back();
+    // --loss model: the model takes the target too (as the keyword it computes its loss from).
+    if (!bundle_.target_is_input) tensors.pop_back();
     auto dataset = std::make_unique<TensorDataset>(std::move(tensors), std::move(targets));
     dataset->set_source(info.source);
     return dataset;
   }
   double flops_per_sample() const override { return bundle_.flops_per_sample; }
+  std::vector<std::string> flops_not_counted() const override { return bundle_.flops_not_counted; }
   std::vector<std::pair<std::string, torch::Tensor>> tied_parameters() const override { return tied_; }
 
  private:

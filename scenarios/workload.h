@@ -53,6 +53,9 @@ class Workload {
   // Forward+backward FLOPs per sample where the workload counted them; -1: the loop estimates
   // them from the model's Linear layers.
   virtual double flops_per_sample() const { return -1; }
+  // Module types flops_per_sample() leaves out (PyTorch's counter has no formula for them, e.g.
+  // "nn.LSTM"): the count is partial.
+  virtual std::vector<std::string> flops_not_counted() const { return {}; }
   // Other names of parameters in model() (tied weights: each tensor is in model() once, under its
   // first name), for binding an exported package that may use any of them.
   virtual std::vector<std::pair<std::string, torch::Tensor>> tied_parameters() const { return {}; }

@@ -18,6 +18,7 @@
 #include "core/run_record.h"
 #include "harness/runner/child_process.h"
 #include "harness/runner/cuda_check.h"
+#include "harness/runner/python_side.h"
 
 namespace trainlab {
 namespace {
@@ -76,6 +77,29 @@ TEST(CliRunTest, BadSettingsAreOneLineAndExitTwoBeforeAnythingRuns) {
   expect_bad_input("run --scenario mlp --preset data-bound" + r, "(presets: none)");
   expect_bad_input("run --results /proc/trainlab-cannot-write", "results folder");
   expect_nothing_ran(results);
+}
+
+// --python's torch check: the release must match, local build suffixes aside.
+TEST(PythonSideTest, TheTorchReleaseMustMatchLocalSuffixesAside) {
+  EXPECT_TRUE(same_torch_release("2.11.0+cpu", "2.11.0"));
+  EXPECT_TRUE(same_torch_release("2.11.0", "2.11.0+cu130"));
+  EXPECT_FALSE(same_torch_release("2.10.0+cpu", "2.11.0"));
+  EXPECT_FALSE(same_torch_release("2.11.1", "2.11.0"));
+  EXPECT_FALSE(same_torch_release("", "2.11.0"));
+}
+
+// --python names an interpreter that must exist: one line, exit 2, before anything runs; --help
+// of the commands that run Python says where the default comes from.
+TEST(CliTest, PythonIsCheckedAndDocumented) {
+  expect_bad_input("model add m.py:make --python /nonexistent/python3",
+                   "--python /nonexistent/python3: not an executable");
+  expect_bad_input("baseline --python /nonexistent/python3", "--python /nonexistent/python3: not an executable");
+  for (const std::string command : {"run", "baseline", "profile", "sweep", "doctor"}) {
+    const CliResult help = run(command + " --help");
+    EXPECT_NE(help.out.find("--python"), std::string::npos) << command;
+    EXPECT_NE(help.out.find("$TRAINLAB_PYTHON"), std::string::npos) << command;
+  }
+  EXPECT_NE(run("model add --help").out.find("$TRAINLAB_PYTHON"), std::string::npos);
 }
 
 TEST(CliTest, AnEmptyValueIsRefusedNotTakenAsTheDefault) {

@@ -188,6 +188,31 @@ TEST(DiagnosisGolden, BusyComputeIsModelComputeWithItsEfficiency) {
   EXPECT_NE(d.verdict.headline.find("of the measured peak FLOP/s"), std::string::npos) << d.verdict.headline;
 }
 
+// A partial FLOP count (a bundle with an nn.LSTM, which PyTorch's counter leaves out) gives no
+// efficiency figure: the verdict, the rule and the notes name what was not counted.
+TEST(DiagnosisGolden, APartialFlopCountGivesNoEfficiencyAndSaysWhatWasNotCounted) {
+  VariantRecord r = record_with(20, 0.5, 40, 50, 10);
+  r.model_flops_per_sample = 3e8;
+  r.peak_flops_per_s = 1e12;
+  r.flops_not_counted = {"nn.LSTM", "nn.GRU"};
+  const Diagnosis d = diagnose_record(r);
+  EXPECT_EQ(d.verdict.primary, Suspect::kModelCompute);
+  EXPECT_FALSE(d.summary.achieved_flops_per_s);
+  EXPECT_FALSE(d.summary.model_flops_per_step);
+  EXPECT_EQ(d.verdict.headline.find("of the measured peak FLOP/s"), std::string::npos) << d.verdict.headline;
+  EXPECT_NE(d.verdict.headline.find("FLOPs not counted for: nn.LSTM, nn.GRU: no efficiency figure"), std::string::npos)
+      << d.verdict.headline;
+  const auto rule = std::find_if(d.findings.begin(), d.findings.end(),
+                                 [](const Finding& f) { return f.rule_id == "model_compute"; });
+  ASSERT_NE(rule, d.findings.end());
+  EXPECT_NE(rule->title.find("FLOPs not counted for: nn.LSTM, nn.GRU (no efficiency figure)"), std::string::npos)
+      << rule->title;
+  EXPECT_EQ(rule->title.find("peak FLOP/s"), std::string::npos) << rule->title;
+  EXPECT_TRUE(std::any_of(d.summary.notes.begin(), d.summary.notes.end(), [](const std::string& n) {
+    return n.find("FLOPs not counted for: nn.LSTM, nn.GRU") != std::string::npos;
+  }));
+}
+
 TEST(DiagnosisGolden, ThousandsOfSmallOpsAreFrameworkOverhead) {
   VariantRecord r = record_with(20, 0.5, 40, 50, 10);
   r.ops_per_step = 20000;

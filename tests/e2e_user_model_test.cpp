@@ -360,10 +360,10 @@ TEST(UserModelE2E, TheModelsCodeEndingTheWriterIsOneLineNeverSuccessOrAnInternal
       // Raised in the backward of the first step (before the trace): the user's line.
       {"", "y = OutOfMemory.apply(y)", "model.py:20: out of memory (MemoryError)"},
       {"", "y = BadGradient.apply(y)", "model.py:26: the model's code failed: ValueError: bad gradient"},
-      // A Python autograd function traces but cannot be saved: unsupported, with its place.
+      // A Python autograd function: its backward is Python the C++ loop cannot run: unsupported,
+      // named, with its place.
       {"", "y = Identity.apply(y)",
-       "unsupported: model.py:13: TorchScript cannot save the traced model: Could not "
-       "export Python function call 'Identity'"},
+       "a custom torch.autograd.Function (Identity): its backward is Python, which the C++ loop cannot run"},
       {"", "sys.exit(0)", "model.py:13: the model's code called sys.exit(0) before the bundle was written"},
       {"", "os._exit(0)", "exit status 0 before the bundle was written"},
   };
@@ -376,8 +376,8 @@ TEST(UserModelE2E, TheModelsCodeEndingTheWriterIsOneLineNeverSuccessOrAnInternal
   expect_one_line_no_bundle(add_hostile(dir), "at model.py:5", dir, "the crash's place");
 }
 
-// An interpreter that is missing, or no Python at all, is one line; one that does nothing is not a
-// bundle written.
+// An interpreter that is missing, or no Python at all, is one line, checked before the bundle
+// writer starts (one without torch, or with another torch: tests/ecosystem_test.py).
 TEST(UserModelE2E, AnInterpreterThatIsMissingOrNotAPythonIsOneLine) {
   const std::string dir = fresh_results_dir("user_interpreter");
   hostile_model(dir, "");
@@ -385,12 +385,12 @@ TEST(UserModelE2E, AnInterpreterThatIsMissingOrNotAPythonIsOneLine) {
                             "no-such-python) is not executable", dir, "missing");
   expect_one_line_no_bundle(
       add_hostile(dir, "", {{"TRAINLAB_PYTHON", "/bin/false"}}),
-      "the Python side (/bin/false) did not start the bundle writer (exit status 1, no output)", dir,
-      "/bin/false");
-  expect_one_line_no_bundle(
-      add_hostile(dir, "", {{"TRAINLAB_PYTHON", "/bin/true"}}),
-      "the Python side (/bin/true) did not start the bundle writer (exit status 0, no output)", dir,
-      "/bin/true");
+      "$TRAINLAB_PYTHON /bin/false: not a Python that runs (exit status 1)", dir, "/bin/false");
+  expect_one_line_no_bundle(add_hostile(dir, "", {{"TRAINLAB_PYTHON", "/bin/true"}}),
+                            "$TRAINLAB_PYTHON /bin/true: not a Python that runs (exit status 0)", dir, "/bin/true");
+  // --python is checked the same way, before the model's code runs.
+  expect_one_line_no_bundle(add_hostile(dir, "--python /bin/true"),
+                            "--python /bin/true: not a Python that runs (exit status 0)", dir, "--python /bin/true");
 }
 
 // Values the bundle writer must not take for its own options (they begin with '-'), and an integer

@@ -416,10 +416,11 @@ TEST(HostileInputTest, ModelAddTouchesNothingAtAnOutThatIsNotABundleItWrote) {
 // An empty value for a model add option that takes one is one line naming it, before anything runs.
 TEST(HostileInputTest, ModelAddRefusesEmptyValues) {
   for (const std::string option :
-       {"--out", "--input", "--name", "--loss", "--target", "--example", "--arg"}) {
-    expect_one_line(run({"model", "add", "model.py:make", option, ""}), option + " is empty");
+       {"--out", "--input", "--name", "--loss", "--target", "--example", "--arg", "--output", "--python"}) {
+    expect_one_line(run({"model", "add", "model.py:make", option, ""}),
+                    option + ": an empty value (an unset shell variable?); give a value or leave the option out");
   }
-  expect_one_line(run({"model", "add", ""}), "FILE.py:FACTORY is empty");
+  expect_one_line(run({"model", "add", ""}), "source: an empty value (an unset shell variable?); give a value");
 }
 
 // ---- issue 31: nothing unbounded --------------------------------------------------------------

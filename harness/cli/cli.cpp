@@ -11,6 +11,7 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/version.h"
 #include "harness/runner/interrupt.h"
+#include "harness/runner/python_side.h"
 
 namespace trainlab {
 namespace {
@@ -31,6 +32,26 @@ void refuse_empty_values(const CLI::App& app) {
   for (const CLI::App* subcommand : app.get_subcommands()) refuse_empty_values(*subcommand);
 }
 
+// The commands whose work or children run the Python side (the bundle writer; the compiled
+// variant's exporter): `--python PATH` on each, checked and passed down as $TRAINLAB_PYTHON.
+constexpr const char* kPythonHelp =
+    "the Python to run the model's code and the compiler's exporter with (where your model's "
+    "libraries import; its torch must be the one trainlab was built with); default $TRAINLAB_PYTHON, "
+    "else the build's";
+
+bool runs_python(const std::string& command) {
+  return command == "run" || command == "profile" || command == "baseline" || command == "sweep" ||
+         command == "doctor" || command == "validate" || command == "model";
+}
+
+void add_python_options(const std::vector<Subcommand>& commands, std::string& python) {
+  for (const Subcommand& c : commands) {
+    if (!runs_python(c.app->get_name())) continue;
+    CLI::App* target = c.app->get_name() == "model" ? c.app->get_subcommand("add") : c.app;
+    target->add_option("--python", python, kPythonHelp);
+  }
+}
+
 int parse_and_run(int argc, const char* const* argv) {
   CLI::App app{"trainlab: find out why training is slow, then verify the fix by measurement"};
   app.require_subcommand(1);
@@ -42,6 +63,8 @@ int parse_and_run(int argc, const char* const* argv) {
       add_list_command(app),     add_run_command(app),      add_profile_command(app), add_baseline_command(app),
       add_sweep_command(app),    add_diagnose_command(app), add_validate_command(app), add_compare_command(app),
       add_history_command(app),  add_doctor_command(app),   add_model_command(app)};
+  std::string python;
+  add_python_options(commands, python);
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;
     bool known = false;
@@ -68,6 +91,13 @@ int parse_and_run(int argc, const char* const* argv) {
   refuse_empty_values(app);
   for (const Subcommand& c : commands) {
     if (!c.app->parsed()) continue;
+    if (runs_python(c.app->get_name())) {
+      if (!python.empty()) {
+        use_python(python);
+      } else {
+        check_chosen_python();
+      }
+    }
     // Commands that start children stop them on Ctrl-C / SIGTERM and record what finished.
     const std::string name = c.app->get_name();
     if (name == "run" || name == "profile" || name == "baseline" || name == "sweep" || name == "doctor" ||

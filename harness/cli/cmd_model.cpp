@@ -37,7 +37,7 @@ constexpr const char* kWriterWrittenPrefix = "trainlab model add: bundle written
 constexpr const char* kWriterWarningPrefix = "trainlab model add: warning: ";
 
 struct ModelAddOptions {
-  std::string source, target, example, loss = "cross_entropy", optimizer = "adamw", name, out;
+  std::string source, target, example, loss = "cross_entropy", optimizer = "adamw", name, out, output, input_style;
   std::vector<std::string> inputs, factory_args;
   double lr = 1e-3;
   double timeout_s = kDefaultBundleTimeoutS;
@@ -107,7 +107,7 @@ std::string unwritten_reason(const ChildOutcome& ended, const WriterLog& log, co
   if (!log.started) {
     return "the Python side (" + python + ") did not start the bundle writer (" + ended.describe() +
            (log.last.empty() ? ", no output" : ": " + log.last) +
-           "): $TRAINLAB_PYTHON, where set, must be a Python with the torch trainlab was built against";
+           "): --python (or $TRAINLAB_PYTHON) must name a Python with the torch trainlab was built against";
   }
   const std::string unwritten = "the bundle writer ended without writing the bundle: ";
   if (ended.signal != 0) {
@@ -142,6 +142,8 @@ std::vector<std::string> writer_args(const ModelAddOptions& o, const std::string
   if (!o.target.empty()) args.push_back("--target=" + o.target);
   if (!o.example.empty()) args.push_back("--example=" + o.example);
   if (!o.name.empty()) args.push_back("--name=" + o.name);
+  if (!o.output.empty()) args.push_back("--output=" + o.output);
+  if (!o.input_style.empty()) args.push_back("--input-style=" + o.input_style);
   if (o.force) args.push_back("--force");
   return args;
 }
@@ -212,16 +214,6 @@ int add_model(const ModelAddOptions& o) {
   return kExitOk;
 }
 
-// An option whose value may not be empty (`--out ''`): one line naming it.
-CLI::Option* non_empty(CLI::Option* option, const std::string& shown) {
-  return option->check(CLI::Validator(
-      [shown](std::string& text) {
-        if (text.empty()) throw InputError(shown + " is empty: give it a value");
-        return std::string();
-      },
-      "", ""));
-}
-
 }  // namespace
 
 Subcommand add_model_command(CLI::App& app) {
@@ -230,38 +222,37 @@ Subcommand add_model_command(CLI::App& app) {
                    nullptr};
   model.app->require_subcommand(1);
   CLI::App* add = model.app->add_subcommand("add", "write a model bundle from FILE.py:FACTORY (a function returning the nn.Module)");
-  non_empty(add->add_option("source", o->source, "FILE.py:FACTORY")->required(), "FILE.py:FACTORY");
-  non_empty(
-      add->add_option(
-          "--input", o->inputs,
-          "one model input, in forward's order: NAME:DTYPE[D0,D1,...][:LO..HI] with the batch first, e.g. "
-          "x:float32[32,3,224,224] or ids:int64[32,128]:0..49999 (integers need their range); repeatable"),
-      "--input");
-  non_empty(
-      add->add_option("--target", o->target,
-                      "the target, same syntax (e.g. y:int64[32]:0..999); with --example, the entry that is "
-                      "the target"),
-      "--target");
-  non_empty(
-      add->add_option("--example", o->example,
-                      "a batch saved with torch.save: a dict (inputs in order, the target last or named by "
-                      "--target) or a tuple (target last); replaces --input"),
-      "--example");
-  non_empty(
-      add->add_option("--loss", o->loss,
-                      "cross_entropy (default), mse, bce_with_logits, l1, smooth_l1, nll, or a function "
-                      "loss(output, target) in FILE.py"),
-      "--loss");
-  non_empty(add->add_option("--arg", o->factory_args,
-                            "NAME=VALUE passed to the factory (a Python literal); repeatable"),
-            "--arg");
+  add->add_option("source", o->source, "FILE.py:FACTORY")->required();
+  add->add_option(
+      "--input", o->inputs,
+      "one model input: NAME:DTYPE[D0,D1,...][:LO..HI] with the batch first, e.g. x:float32[32,3,224,224] or "
+      "input_ids:int64[32,128]:0..49999 (integers need their range); repeatable. Named after forward's "
+      "parameters (input_ids, attention_mask) they are passed as keywords, else in forward's order");
+  add->add_option("--target", o->target,
+                  "the target, same syntax (e.g. y:int64[32]:0..999); with --example, the entry that is the "
+                  "target; with --loss model, the keyword the model takes it as (e.g. labels:int64[32]:0..1)");
+  add->add_option("--example", o->example,
+                  "a batch saved with torch.save: a dict (inputs in order, the target last or named by "
+                  "--target) or a tuple (target last); replaces --input");
+  add->add_option("--loss", o->loss,
+                  "cross_entropy (default), mse, bce_with_logits, l1, smooth_l1, nll, a function "
+                  "loss(output, target) in FILE.py, or model: the loss the model computes itself from the "
+                  "target (Hugging Face's labels=)");
+  add->add_option("--output", o->output,
+                  "which output to train when forward returns a tuple, a dict or a Hugging Face ModelOutput: "
+                  "a key (logits) or an index (default: the only tensor; logits; loss with --loss model)");
+  add->add_option("--input-style", o->input_style,
+                  "how forward takes the inputs: positional, keyword or dict (one dict of them); default: "
+                  "keyword when every --input is named after a parameter of forward, dict when forward takes "
+                  "one argument, else positional")
+      ->check(CLI::IsMember({"positional", "keyword", "dict"}));
+  add->add_option("--arg", o->factory_args, "NAME=VALUE passed to the factory (a Python literal); repeatable");
   add->add_option("--optimizer", o->optimizer, "sgd (momentum 0.9), adam or adamw (default; weight decay 0.01)")
       ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
   real_number_in(add->add_option("--lr", o->lr, "learning rate (default 1e-3)"), 0, kMaxLearningRate,
                  /*min_exclusive=*/true);
-  non_empty(add->add_option("--name", o->name, "the model's name in results (default: the factory's)"),
-            "--name");
-  non_empty(add->add_option("--out", o->out, "the bundle folder (default models/NAME)"), "--out");
+  add->add_option("--name", o->name, "the model's name in results (default: the factory's)");
+  add->add_option("--out", o->out, "the bundle folder (default models/NAME)");
   whole_number_in(
       add->add_option("--seed", o->seed, "seed of the initial parameters and the synthesized example (default 1234)"),
       0, std::numeric_limits<int64_t>::max());

@@ -3,9 +3,35 @@
 
 #include <unistd.h>
 
+#include <cctype>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+
+#include "core/errors.h"
+#include "harness/runner/child_process.h"
 
 namespace trainlab {
+namespace {
+
+constexpr double kTorchProbeTimeoutS = 120;  // importing torch from a cold disk
+constexpr const char* kTorchProbe =
+    "import sys\n"
+    "try:\n"
+    "    import torch\n"
+    "except ImportError as e:\n"
+    "    print('no torch: %s' % e)\n"
+    "    sys.exit(0)\n"
+    "print('torch ' + torch.__version__)\n";
+
+// "2.11.0" out of "2.11.0+cpu" / "2.11.0a0+git..." (the release, before any local or pre suffix).
+std::string release_of(const std::string& version) {
+  size_t end = 0;
+  while (end < version.size() && (std::isdigit(static_cast<unsigned char>(version[end])) || version[end] == '.')) ++end;
+  return version.substr(0, end);
+}
+
+}  // namespace
 
 std::string torch_python() {
   if (const char* env = std::getenv("TRAINLAB_PYTHON"); env != nullptr && *env != '\0') {
@@ -20,7 +46,55 @@ std::string torch_python_missing_reason() {
   return env != nullptr && *env != '\0'
              ? std::string("$TRAINLAB_PYTHON (") + env + ") is not executable"
              : "this installation lacks the Python side (the PyTorch trainlab was built against, with "
-               "scenarios/export; or $TRAINLAB_PYTHON)";
+               "scenarios/export; or --python PATH / $TRAINLAB_PYTHON)";
+}
+
+std::string built_torch_version() { return TRAINLAB_LIBTORCH_VERSION; }
+
+bool same_torch_release(const std::string& found, const std::string& built) {
+  const std::string release = release_of(found);
+  return !release.empty() && release == release_of(built);
+}
+
+void use_python(const std::string& path) {
+  if (::access(path.c_str(), X_OK) != 0) throw InputError("--python " + path + ": not an executable");
+  char log_template[] = "/tmp/trainlab-python-probe-XXXXXX";
+  const int fd = ::mkstemp(log_template);
+  if (fd < 0) throw InputError("--python " + path + ": cannot create a log file in /tmp");
+  ::close(fd);
+  const std::string log = log_template;
+  const ChildOutcome ended =
+      run_self_as_children({ChildLaunch{{"-c", kTorchProbe}, log, {}, path, path}}, kTorchProbeTimeoutS).front();
+  const std::string said = last_line_of(log);
+  std::remove(log.c_str());
+  const std::string built = built_torch_version();
+  if (!ended.exited || ended.exit_status != 0 || said.rfind("torch ", 0) != 0 && said.rfind("no torch: ", 0) != 0) {
+    throw InputError("--python " + path + ": not a Python that runs (" + ended.describe() +
+                     (said.empty() ? "" : ": " + said) + ")");
+  }
+  if (said.rfind("no torch: ", 0) == 0) {
+    throw InputError("--python " + path + " has no torch (" + said.substr(10) + "): trainlab needs a Python with torch " +
+                     built + ", the version it was built with");
+  }
+  const std::string found = said.substr(6);
+  if (!release_of(built).empty() && !same_torch_release(found, built)) {
+    throw InputError("--python " + path + " has torch " + found + ", trainlab was built with " + built +
+                     ": use a Python with torch " + built + " (the model runs in both)");
+  }
+  ::setenv("TRAINLAB_PYTHON", path.c_str(), 1);
+}
+
+void check_chosen_python() {
+  const char* env = std::getenv("TRAINLAB_PYTHON");
+  // Not executable: the commands say so where they need the Python side (a lab still runs its
+  // eager variants).
+  if (env == nullptr || *env == '\0' || std::string(env) == TRAINLAB_TORCH_PYTHON || ::access(env, X_OK) != 0) return;
+  try {
+    use_python(env);
+  } catch (const InputError& e) {
+    std::string what = e.what();
+    throw InputError("$TRAINLAB_PYTHON" + what.substr(std::string("--python").size()));
+  }
 }
 
 std::string export_script(const std::string& file) {

@@ -7,12 +7,28 @@
 
 namespace trainlab {
 
-// $TRAINLAB_PYTHON when set, else the Python whose torch trainlab was built against. Empty when
-// that one is not an executable.
+// $TRAINLAB_PYTHON when set (`--python PATH` sets it for the command and its children), else the
+// Python whose torch trainlab was built against. Empty when that one is not an executable.
 std::string torch_python();
 
 // Why torch_python() is empty, one line (for the error that needs it).
 std::string torch_python_missing_reason();
+
+// The PyTorch version trainlab was built against ("2.11.0"; empty in a torch-free build).
+std::string built_torch_version();
+
+// Whether a torch version string ("2.11.0+cpu") is the release trainlab was built against: the
+// same major.minor.patch, local suffixes (+cpu, +cu130) aside.
+bool same_torch_release(const std::string& found, const std::string& built);
+
+// `--python PATH`: checks that PATH is an executable Python whose torch is the one trainlab was
+// built against (one InputError line otherwise: not executable, no torch, another version), then
+// sets $TRAINLAB_PYTHON so this command and every child it starts use it.
+void use_python(const std::string& path);
+
+// $TRAINLAB_PYTHON, when set to an executable other than the build's Python, checked as use_python
+// does (one InputError line naming the variable).
+void check_chosen_python();
 
 // A script of scenarios/export ("aot_compile.py", "bundle_model.py"); $TRAINLAB_EXPORT_SCRIPT
 // replaces aot_compile.py (tests).

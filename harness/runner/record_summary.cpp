@@ -128,7 +128,11 @@ Summary summarise_variant(const VariantRecord& measured, const std::string& scen
   s.device_busy_pct = s.shares.compute_pct;
   add_step_shares(record, s.on_gpu ? 0.0 : record.ops_per_step * record.dispatch_ns_per_op, s);
   s.init_ms = ns_to_ms(record.init_ns);
-  if (record.model_flops_per_sample > 0) {
+  s.flops_not_counted = record.flops_not_counted;
+  if (!record.flops_not_counted.empty()) {
+    s.notes.push_back("FLOPs not counted for: " + join_flops_not_counted(s) +
+                      " (PyTorch's FLOP counter has no formula for them): no efficiency figure from a partial count");
+  } else if (record.model_flops_per_sample > 0) {
     s.model_flops_per_step = record.model_flops_per_sample * static_cast<double>(record.spec.batch_size);
     // Per rank: each rank computes its shard of the global batch.
     s.achieved_flops_per_s =

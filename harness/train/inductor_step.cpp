@@ -87,12 +87,13 @@ InductorPackage prepare_inductor_package(const InductorPackageRequest& request) 
   std::vector<std::string> source_args = {"--scenario", request.scenario, "--knobs", request.knobs_json};
   if (!request.bundle.empty()) {
     // The bundle's identity: its manifest (which names the user's file and its hash), that file,
-    // and the bundler, whose loss table the exporter imports.
+    // and the bundler and adapter, whose loss table and model wrapper the exporter imports.
     try {
       const nlohmann::json manifest = nlohmann::json::parse(read_file(request.bundle + "/manifest.json"));
       params["bundle"] = hex16(fnv1a(manifest.dump())) + "-" +
                          hex16(fnv1a(read_file(request.bundle + "/source/" + manifest.at("source").at("file").get<std::string>()))) +
-                         "-" + hex16(fnv1a(read_file(export_script("bundle_model.py"))));
+                         "-" + hex16(fnv1a(read_file(export_script("bundle_model.py")))) + "-" +
+                         hex16(fnv1a(read_file(export_script("model_adapter.py"))));
     } catch (const std::exception& e) {
       throw InductorUnavailable(std::string("the model bundle cannot be read: ") + e.what());
     }

@@ -604,6 +604,7 @@ void measure_costs(const VariantSpec& spec, TrainingSetup& t, VariantRecord& rec
   record.dispatch_ns_per_op = measure_dispatch_ns_per_op(t.device);
   const double counted = t.workload->flops_per_sample();  // a bundle's, counted by PyTorch's FLOP counter
   record.model_flops_per_sample = counted >= 0 ? counted : linear_model_flops_per_sample(t.workload->model());
+  record.flops_not_counted = t.workload->flops_not_counted();
   if (spec.profile) {
     record.peak_flops_by_dtype["fp32"] = measure_peak_gemm_flops_per_s(t.device, torch::kFloat32);
     record.peak_flops_by_dtype["bf16"] = measure_peak_gemm_flops_per_s(t.device, torch::kBFloat16);

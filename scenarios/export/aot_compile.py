@@ -191,7 +191,10 @@ def vision_twin(knobs):
 
 def bundle_twin(bundle_dir):
     """A user's model from a model bundle: their factory with the bundle's arguments and seed (the
-    C++ side binds its own parameters, so only the structure matters), and their loss."""
+    C++ side binds its own parameters, so only the structure matters), wrapped by the adapter the
+    bundle was traced through (model_adapter.py: how forward takes the inputs, which output is
+    trained), and their loss (--loss model: the adapted model returns the model's own loss, its
+    target the last input)."""
     with open(os.path.join(bundle_dir, "manifest.json")) as f:
         manifest = json.load(f)
     source = manifest["source"]
@@ -201,10 +204,15 @@ def bundle_twin(bundle_dir):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     torch.manual_seed(int(manifest.get("seed", 0)))
-    net = getattr(module, source["factory"])(**source.get("args", {}))
-    from bundle_model import LOSSES  # the loss names `trainlab model add` takes, beside this file
+    # The loss table and the adapter `trainlab model add` used, beside this file.
+    from bundle_model import LOSSES
+    import model_adapter
 
-    user_loss = LOSSES.get(manifest["loss"]) or getattr(module, manifest["loss"])
+    net = model_adapter.adapt(getattr(module, source["factory"])(**source.get("args", {})), manifest.get("adapter"))
+    if manifest["loss"] == "model":
+        user_loss = model_adapter.model_loss
+    else:
+        user_loss = LOSSES.get(manifest["loss"]) or getattr(module, manifest["loss"])
 
     def loss(output, inputs, targets):
         return user_loss(output, targets)

@@ -2,8 +2,13 @@
 
   python bundle_model.py --source FILE.py:FACTORY [--arg NAME=VALUE ...]
       (--input NAME:DTYPE[D0,D1,...][:LO..HI] ... --target NAME:DTYPE[...][:LO..HI] | --example BATCH.pt)
-      --loss cross_entropy|mse|bce_with_logits|l1|smooth_l1|nll|FUNCTION_IN_FILE
+      --loss cross_entropy|mse|bce_with_logits|l1|smooth_l1|nll|model|FUNCTION_IN_FILE
+      [--output KEY|INDEX] [--input-style positional|keyword|dict]
       [--optimizer sgd|adam|adamw] [--lr X] [--name NAME] --out BUNDLE [--force]
+
+The module is called and its output picked through model_adapter.py (keyword or dict inputs; a
+tuple, dict or Hugging Face ModelOutput output; --loss model: the model's own loss, the target
+passed as the keyword it is named after); model.pt is the adapted module, traced.
 
 The factory is called with the --arg values (Python literals) after torch.manual_seed(--seed); the
 module it returns is run once in train mode on an example batch (built from the specs with the
@@ -14,7 +19,9 @@ into a temporary folder beside BUNDLE and renamed into place:
   manifest.json  inputs and target (name, dtype, shape with the example's batch as dim 0, range of
                  integer values; mean/std of floating ones), loss, optimizer, parameter count and
                  names, parameters that get no gradient, tied parameter names, buffers, forward+
-                 backward FLOPs per sample (torch.utils.flop_counter; null where nothing counts),
+                 backward FLOPs per sample (torch.utils.flop_counter; null where nothing counts) and
+                 the modules it does not count (flops_not_counted: nn.LSTM, ...: the count is partial),
+                 how the model is called (adapter: model_adapter.py's settings),
                  torch version, the source file's sha256
   model.pt       the module traced in train mode (TorchScript): C++ owns and updates its
                  parameters and buffers; the eager fp32 and bf16 variants run it
@@ -46,8 +53,18 @@ import tempfile
 import traceback
 import warnings
 
-import torch
-import torch.nn as nn
+STARTED_LINE = "trainlab model add: bundle writer started"
+try:
+    import torch
+    import torch.nn as nn
+except ImportError as _no_torch:
+    print(STARTED_LINE, file=sys.stderr, flush=True)
+    print("trainlab model add: this Python (%s) has no torch (%s): --python must name an interpreter with the torch "
+          "trainlab was built with" % (sys.executable, _no_torch), file=sys.stderr)
+    sys.exit(2)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # model_adapter.py, beside this file
+import model_adapter  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "int64": torch.int64, "int32": torch.int32, "uint8": torch.uint8,
           "bool": torch.bool}
@@ -66,7 +83,6 @@ MAX_SPEC_ELEMENTS = 1 << 31
 # Value ranges each integer dtype holds (int64's top is one less: the draw's bound is HI + 1).
 DTYPE_RANGES = {"int64": (-(1 << 63), (1 << 63) - 2), "int32": (-(1 << 31), (1 << 31) - 1), "uint8": (0, 255),
                 "bool": (0, 1)}
-STARTED_LINE = "trainlab model add: bundle writer started"
 WRITTEN_PREFIX = "trainlab model add: bundle written: "
 USER_FILE = None  # the user's file, once imported: the place named in errors its code raises
 
@@ -186,8 +202,12 @@ def user_location(error, user_file):
 def user_error(error, user_file, doing):
     where = user_location(error, user_file)
     message = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    return UserError("%s%s: %s%s" % (where + ": " if where else "", doing, type(error).__name__,
-                                     ": " + message if message else ""))
+    hint = ""
+    if isinstance(error, ModuleNotFoundError) and error.name:
+        hint = ("; make '%s' importable: install it into this Python (%s), or give --python the interpreter where "
+                "the model imports" % (error.name.split(".")[0], sys.executable))
+    return UserError("%s%s: %s%s%s" % (where + ": " if where else "", doing, type(error).__name__,
+                                       ": " + message if message else "", hint))
 
 
 def import_user_file(path):
@@ -237,11 +257,13 @@ def build_model(module, user_file, factory_name, kwargs, seed):
 
 
 def resolve_loss(name, module, user_file):
+    if name == "model":
+        return model_adapter.model_loss
     if name in LOSSES:
         return LOSSES[name]
     fn = getattr(module, name, None)
     if fn is None or not callable(fn):
-        raise UserError("--loss %s: neither a built-in loss (%s) nor a function in %s" %
+        raise UserError("--loss %s: neither a built-in loss (%s), model (the model's own) nor a function in %s" %
                         (name, ", ".join(LOSSES), os.path.basename(user_file)))
     return fn
 
@@ -262,6 +284,72 @@ def unsupported_constructs(model):
     for name, b in model.named_buffers():
         if b.layout != torch.strided:
             return "buffer %s is not a dense tensor" % name
+    return None
+
+
+CHECKPOINT_CALLS = []  # where the model called torch.utils.checkpoint ("FILE.py:LINE" or "")
+
+
+def watch_checkpointing():
+    """Replaces torch.utils.checkpoint's checkpoint and checkpoint_sequential (before the user's file
+    imports them) with versions that note their caller, then checkpoint as asked: the step's
+    recomputation is Python the C++ loop cannot run, and a non-reentrant checkpoint leaves no trace
+    in the autograd graph to find it by."""
+    import torch.utils.checkpoint as checkpointing
+
+    def noting(original):
+        def checkpoint(*args, **kwargs):
+            where = ""
+            for frame in reversed(traceback.extract_stack()[:-1]):
+                if USER_FILE and os.path.abspath(frame.filename) == USER_FILE:
+                    where = "%s:%d" % (os.path.basename(frame.filename), frame.lineno)
+                    break
+            CHECKPOINT_CALLS.append(where)
+            return original(*args, **kwargs)
+        return checkpoint
+
+    checkpointing.checkpoint = noting(checkpointing.checkpoint)
+    checkpointing.checkpoint_sequential = noting(checkpointing.checkpoint_sequential)
+
+
+def class_line(path, name, fallback):
+    """The line of `class NAME` in the file (fallback: the line given)."""
+    try:
+        with open(path) as f:
+            for number, line in enumerate(f, 1):
+                if re.match(r"\s*class\s+%s\b" % re.escape(name), line):
+                    return number
+    except OSError:
+        pass
+    return fallback
+
+
+def python_autograd_construct(loss):
+    """One line naming the first construct of the step the C++ loop cannot run: torch.utils.checkpoint
+    (its recomputation is Python), or a custom torch.autograd.Function in the step's graph (its
+    backward is Python); None when there is none."""
+    if CHECKPOINT_CALLS:
+        where = next((w for w in CHECKPOINT_CALLS if w), "")
+        return ("unsupported: %storch.utils.checkpoint (activation checkpointing): its recomputation runs in Python, "
+                "which the C++ loop cannot; measure the model without it (e.g. gradient checkpointing off)" %
+                (where + ": " if where else ""))
+    seen, stack = set(), [loss.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        function = getattr(node, "_forward_cls", None)  # a Python Function's backward node
+        if function is not None:
+            where = ""
+            code = getattr(function.forward, "__code__", None)
+            if code:
+                where = "%s:%d: " % (os.path.basename(code.co_filename), class_line(code.co_filename, function.__name__,
+                                                                                      code.co_firstlineno))
+            return ("unsupported: %sa custom torch.autograd.Function (%s): its backward is Python, which the C++ loop "
+                    "cannot run; write its forward with torch operations so autograd derives the backward" %
+                    (where, function.__name__))
+        stack.extend(next_node for next_node, _ in node.next_functions)
     return None
 
 
@@ -292,6 +380,20 @@ def optimizer_settings(name, lr):
     if name == "sgd":
         settings["momentum"] = 0.9
     return settings
+
+
+# Modules whose FLOPs torch.utils.flop_counter does not count: their fused ATen ops (aten::lstm,
+# aten::gru, aten::rnn_tanh, ...) have no FLOP formula, so a model holding one gets a partial count.
+UNCOUNTED_MODULES = (nn.LSTM, nn.GRU, nn.RNN, nn.LSTMCell, nn.GRUCell, nn.RNNCell)
+
+
+def flops_not_counted(model):
+    """The module types of the model whose FLOPs the counter leaves out ("nn.LSTM"), in order."""
+    names = []
+    for m in model.modules():
+        if isinstance(m, UNCOUNTED_MODULES) and "nn." + type(m).__name__ not in names:
+            names.append("nn." + type(m).__name__)
+    return names
 
 
 def flops_per_sample(model, loss_fn, inputs, target, batch):
@@ -417,6 +519,8 @@ def main():
     parser.add_argument("--optimizer", default="adamw", choices=OPTIMIZERS)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--name")
+    parser.add_argument("--output")
+    parser.add_argument("--input-style", choices=model_adapter.CALL_STYLES)
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--out", required=True)
     parser.add_argument("--force", action="store_true")
@@ -468,25 +572,48 @@ def write_bundle(args):
                             "batch first" % (s["name"], s["shape"][0], specs[0]["name"], batch))
     inputs, target = example[:-1], example[-1]
 
+    watch_checkpointing()
     module, user_file = import_user_file(path)
     kwargs = parse_args_values(args.arg)
-    model = build_model(module, user_file, factory_name, kwargs, args.seed)
+    raw_model = build_model(module, user_file, factory_name, kwargs, args.seed)
+    loss_model = args.loss == "model"
     loss_fn = resolve_loss(args.loss, module, user_file)
-    construct = unsupported_constructs(model)
+    construct = unsupported_constructs(raw_model)
     if construct:
         raise UserError("unsupported: " + construct)
-    model.train()
-    initial = snapshot(model)
+    raw_model.train()
+
+    def model_args(batch):
+        """The adapted model's positional tensors: the inputs, and the target where the model
+        computes its own loss."""
+        return list(batch[:-1]) + ([batch[-1]] if loss_model else [])
+
+    # How forward takes the inputs and which of its outputs is trained (model_adapter.py).
+    try:
+        settings = model_adapter.plan_call(raw_model, [s["name"] for s in specs[:-1]], specs[-1]["name"], loss_model,
+                                           args.input_style)
+    except model_adapter.AdapterError as e:
+        raise UserError(str(e))
+    initial_raw = snapshot(raw_model)
 
     # One step on the example, as the C++ loop will run it.
     try:
-        output = model(*inputs)
+        raw_output = model_adapter.call_model(raw_model, settings, model_args(example))
     except Exception as e:
-        raise user_error(e, user_file, "the model failed on the example batch (%s)" %
-                         ", ".join("%s %s%s" % (s["name"], s["dtype"], s["shape"]) for s in specs[:-1]))
-    if not isinstance(output, torch.Tensor):
-        raise UserError("unsupported: the model returns a %s; trainlab trains models whose forward returns one "
-                        "tensor (fold the rest into the model or the loss)" % type(output).__name__)
+        hint = ""
+        if settings["call"] != "dict" and len(model_adapter.forward_parameters(raw_model)) == 1:
+            hint = " (if forward takes one dict of tensors, give --input-style dict)"
+        raise user_error(e, user_file, "the model failed on the example batch (%s%s)%s" % (
+            ", ".join("%s %s%s" % (s["name"], s["dtype"], s["shape"]) for s in specs[:-1]),
+            ", the target as %s=" % specs[-1]["name"] if loss_model else "", hint))
+    try:
+        settings["output"] = model_adapter.choose_output(raw_output, args.output, loss_model)
+    except model_adapter.AdapterError as e:
+        raise UserError(str(e))
+    output = model_adapter.select_output(raw_output, settings["output"])
+    model = model_adapter.adapt(raw_model, settings)
+    initial = {k: initial_raw[k[len("model."):] if model is not raw_model else k]
+               for k in model.state_dict(keep_vars=True)}
     try:
         loss = loss_fn(output, target)
     except Exception as e:
@@ -494,11 +621,15 @@ def write_bundle(args):
                          (args.loss, list(output.shape), specs[-1]["dtype"], specs[-1]["shape"]))
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1 or not loss.requires_grad:
         raise UserError("the loss '%s' must return a scalar tensor that depends on the parameters" % args.loss)
-    loss.backward()
+    construct = python_autograd_construct(loss)
+    loss.backward()  # first: an error the model's own backward raises is the user's line
+    if construct:
+        raise UserError(construct)
     no_gradient = [n for n, p in model.named_parameters() if p.requires_grad and p.grad is None]
     frozen = [n for n, p in model.named_parameters() if not p.requires_grad]
     model.zero_grad(set_to_none=True)
-    flops = flops_per_sample(model, loss_fn, inputs, target, batch)
+    flops = flops_per_sample(model, loss_fn, model_args(example), target, batch)
+    uncounted = flops_not_counted(model)
     model.zero_grad(set_to_none=True)
     restore(model, initial)
 
@@ -507,7 +638,7 @@ def write_bundle(args):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", torch.jit.TracerWarning)
         try:
-            traced = torch.jit.trace(model, tuple(inputs), check_trace=False)
+            traced = torch.jit.trace(model, tuple(model_args(example)), check_trace=False)
             traced_loss = torch.jit.trace(LossModule(loss_fn), (output.detach().requires_grad_(), target),
                                           check_trace=False)
         except Exception as e:
@@ -535,10 +666,10 @@ def write_bundle(args):
     for check in check_batches:
         try:
             torch.manual_seed(args.seed)
-            eager_loss = loss_fn(model(*check[:-1]), check[-1]).item()
+            eager_loss = loss_fn(model(*model_args(check)), check[-1]).item()
             restore(model, initial)
             torch.manual_seed(args.seed)
-            traced_loss_value = traced_loss(traced(*check[:-1]), check[-1]).item()
+            traced_loss_value = traced_loss(traced(*model_args(check)), check[-1]).item()
             restore(model, initial)
         except Exception as e:
             raise user_error(e, user_file, "checking the trace against the model on a second batch failed")
@@ -566,6 +697,7 @@ def write_bundle(args):
         "target": specs[-1],
         "batch_size": batch,
         "loss": args.loss,
+        "adapter": settings,
         "optimizer": optimizer_settings(args.optimizer, args.lr),
         "parameters": sum(p.numel() for _, p in parameters),
         "parameter_tensors": len(parameters),
@@ -574,6 +706,7 @@ def write_bundle(args):
         "tied": tied,
         "buffers": [n for n, _ in model.named_buffers()],
         "flops_per_sample": flops,
+        "flops_not_counted": uncounted,
         "output_shape": list(output.shape),
         "trace_warnings": trace_warnings,
         "torch": torch.__version__,
@@ -609,6 +742,13 @@ def write_bundle(args):
     summary = "%s: %d parameters in %d tensors, %s per sample (forward+backward)" % (
         name, manifest["parameters"], len(parameters),
         "%.3g MFLOP" % (flops / 1e6) if flops else "FLOPs not countable")
+    if uncounted and flops:
+        summary += " (partial: FLOPs not counted for: %s)" % ", ".join(uncounted)
+    if settings["output"] is not None:
+        summary += "; trains output %s" % (repr(settings["output"]) if isinstance(settings["output"], int)
+                                          else "'%s'" % settings["output"])
+    if settings["call"] != "positional":
+        summary += "; inputs passed %s" % model_adapter.style_words(settings["call"])
     if tied:
         summary += "; tied: " + ", ".join("%s = %s" % kv for kv in tied.items())
     if no_gradient:
