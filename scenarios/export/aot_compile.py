@@ -215,12 +215,14 @@ def bundle_twin(bundle_dir):
 RECSYS_ACTIONS = 4  # scenarios/data/recsys_data.h: RecsysDataSpec::actions (view, click, cart, buy; not a knob)
 
 # Gradient error (gradient_errors) an fp32 joint graph may show against eager autograd: summation
-# order differs, nothing more (measured at most ~1e-6 on the examples and library models; the SDPA
+# order differs, nothing more (measured at most ~1e-5 on the examples and library models; the SDPA
 # export bug of torch 2.11's core decompositions gave ~1e11, a doubled gradient gives ~1).
-GRADIENT_CHECK_TOLERANCE = 1e-3
-# The share of all gradients' norm below which a gradient's own norm stops being its yardstick
-# (mathematically zero gradients are rounding noise on both sides).
-GRADIENT_FLOOR = 1e-3
+GRADIENT_CHECK_TOLERANCE = 1e-2
+# The share of all gradients' norm below which a gradient's own norm stops being its yardstick:
+# a mathematically zero gradient (a bias before BatchNorm) is rounding noise on both sides,
+# measured up to 2e-5 of all gradients' norm (an LSTM into Linear+BatchNorm1d, batch 8), so it
+# reads 4e-4 here; a doubled gradient is still refused down to 5e-4 of all gradients' norm.
+GRADIENT_FLOOR = 0.05
 
 TWINS = {"mlp": mlp_twin, "commheavy": mlp_twin, "tinyops": tinyops_twin, "recsys": recsys_twin,
          "vision": vision_twin}
@@ -266,6 +268,21 @@ def example_batch(specs, device):
     return tensors
 
 
+def with_bundle_ranges(specs, bundle_dir):
+    """The batch specs with the integer ranges of the bundle's manifest (inputs, then the target):
+    the gradient check needs a batch like the user's (all-zero ids give identical samples, whose
+    BatchNorm statistics are degenerate)."""
+    with open(os.path.join(bundle_dir, "manifest.json")) as f:
+        manifest = json.load(f)
+    described = list(manifest.get("inputs", [])) + [manifest.get("target", {})]
+    out = []
+    for spec, known in zip(specs, described + [{}] * (len(specs) - len(described))):
+        if "range" not in spec and "range" in known and spec.get("dtype") == known.get("dtype"):
+            spec = dict(spec, range=known["range"])
+        out.append(spec)
+    return out
+
+
 def parameters_to_constants(exported):
     """Turns parameters the graph never reads into buffers of the program (in place) and returns
     their names: unused parameters, and the names of a tied parameter that export does not use
@@ -297,6 +314,7 @@ def export_joint(model, example_args):
     attention backward is wrong under torch 2.11: scaled_dot_product_attention gave gradients
     ~1e11 off (a timm ViT) or failed ("Cannot view a tensor with shape [4, 64, 64] and strides
     (64, 256, 1) as (256, 64)", GPT-2); with Inductor's table both match eager autograd (~1e-6)."""
+    import torch._inductor.lowering  # noqa: F401  (some of the table's decompositions, max_pool2d's, read it)
     from torch._inductor.decomposition import select_decomp_table
     from torch.export.experimental import (_copy_graph_module_and_signature, _decompose_exported_program,
                                            _remove_detach_pass)
@@ -373,7 +391,8 @@ def gradient_errors(joint_grads, eager_grads):
     """Each gradient's error, sound for zero and tiny gradients: the norm of its difference from
     eager autograd's over (its own eager norm + GRADIENT_FLOOR x the norm of all eager gradients
     together). A gradient that is mathematically zero (a bias before BatchNorm) is rounding noise
-    on both sides and reads ~1e-6; a wrong one of any size reads near 1 or more. {name: error}."""
+    on both sides and reads well under the tolerance; a wrong one reads near 1 or more unless it is
+    itself under ~GRADIENT_FLOOR x tolerance of the whole. {name: error}."""
     total = torch.sqrt(sum(g.double().pow(2).sum() for g in eager_grads.values())).item()
     errors = {}
     for name, g in joint_grads.items():
@@ -463,7 +482,7 @@ def fault_of(error, full):
         parts.append("op %s" % ops[-1])
     torch_dir = os.path.dirname(torch.__file__)
     frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if not f.filename.startswith(torch_dir) and os.path.abspath(f.filename) != os.path.abspath(__file__)]
+              if not f.filename.startswith((torch_dir, "<")) and os.path.abspath(f.filename) != os.path.abspath(__file__)]
     if frames:
         parts.append("in %s:%d (%s)" % (os.path.basename(frames[-1].filename), frames[-1].lineno, frames[-1].name))
     compiler_error = next((l.strip() for l in message.splitlines() if "error:" in l), None)
@@ -523,6 +542,8 @@ def main():
         fail("building the bundle's model failed: %s: %s" % (type(e).__name__, e))
     if not isinstance(specs, list) or len(specs) < 2:
         fail("--inputs must list the model's inputs and then the targets")
+    if args.bundle is not None:
+        specs = with_bundle_ranges(specs, args.bundle)
     model = WithLoss(net, loss, torch.device(args.device).type, args.precision == "bf16").to(args.device).train()
     example_args = tuple(example_batch(specs, args.device))
     gradient_check, exported, export_s = None, None, 0.0
