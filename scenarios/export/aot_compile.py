@@ -440,11 +440,14 @@ def random_ops_of(joint):
                    any(k in str(n.target) for k in ("dropout", "rand", "bernoulli", "normal", "uniform"))})
 
 
-def fail(message, log=None):
-    """One line on stderr (also the whole of --log when given), exit status 2."""
+REFUSAL_LOG = []  # the --log path, once parsed: where fail() and refuse() keep the full message
+
+
+def fail(message):
+    """One line on stderr (also the whole of the --log file, when given), exit status 2."""
     line = "aot_compile: " + message.replace("\n", " ")
-    if log:
-        write_log(log, line + "\n")
+    if REFUSAL_LOG:
+        write_log(REFUSAL_LOG[0], line + "\n")
     print(line[:2000], file=sys.stderr)
     sys.exit(2)
 
@@ -455,16 +458,16 @@ def write_log(path, text):
         f.write(text)
 
 
-def refuse(what, error, log):
+def refuse(what, error):
     """Exit 2 with one line saying what failed, at which op and where in the model's code when the
     error tells, and the compiler's first error line; the full message and traceback go to `log`."""
     import traceback
 
     full = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     line = "%s: %s" % (what, fault_of(error, full))
-    if log:
-        write_log(log, "aot_compile: " + line + "\n\n" + full)
-        line += " (full message: %s)" % log
+    if REFUSAL_LOG:
+        write_log(REFUSAL_LOG[0], "aot_compile: " + line + "\n\n" + full)
+        line += " (full message: %s)" % REFUSAL_LOG.pop()  # fail() keeps the log as it is
     fail(line)
 
 
@@ -527,6 +530,8 @@ def main():
     parser.add_argument("--log", help="a refusal's full message (the exporter's or compiler's, with its traceback) "
                                       "goes to this file")
     args = parser.parse_args()
+    if args.log:
+        REFUSAL_LOG.append(args.log)
     if args.bundle is None and args.scenario not in TWINS:
         fail("no Python twin of scenario '%s' to export (twins: %s)" % (args.scenario, ", ".join(sorted(TWINS))))
     torch.manual_seed(0)
@@ -553,7 +558,7 @@ def main():
             result, skipped, checked, same_model = check_gradients(net, loss, torch.device(args.device).type,
                                                                    example_args)
         except Exception as e:
-            refuse("export failed", e, args.log)
+            refuse("export failed", e)
         if skipped:
             gradient_check = {"skipped": skipped}
         else:
@@ -561,7 +566,7 @@ def main():
             if result[0] > GRADIENT_CHECK_TOLERANCE:
                 fail("the exported joint graph gets this model's backward wrong: the gradient of %s differs from "
                      "eager autograd's by %.3g (more than %g; error over its norm + %g x all gradients' norm)" %
-                     (result[1], result[0], GRADIENT_CHECK_TOLERANCE, GRADIENT_FLOOR), args.log)
+                     (result[1], result[0], GRADIENT_CHECK_TOLERANCE, GRADIENT_FLOOR))
         if same_model and args.precision == "fp32":  # the checked graph is the one to compile
             exported, export_s = checked, time.perf_counter() - start
     if exported is None:
@@ -569,7 +574,7 @@ def main():
         try:
             exported = export_joint(model, example_args)
         except Exception as e:  # the export's own words are the reason the record keeps
-            refuse("export failed", e, args.log)
+            refuse("export failed", e)
         export_s = time.perf_counter() - start
     joint, unread = exported
     gradients = [s.target for s in joint.graph_signature.output_specs if s.kind.name == "GRADIENT_TO_PARAMETER"]
@@ -591,7 +596,7 @@ def main():
         torch._inductor.aoti_compile_and_package(joint, package_path=tmp)
     except Exception as e:
         os.unlink(tmp)
-        refuse("Inductor compile failed", e, args.log)
+        refuse("Inductor compile failed", e)
     compile_s = time.perf_counter() - start
     kernels = fused_kernels(tmp)
     os.replace(tmp, args.out)
