@@ -1,19 +1,24 @@
 """trainlab's compiled variant (Inductor, ahead of time, run from C++) against PyTorch's own
 torch.compile on the same model, batch, optimizer and threads, measured side by side in one
 invocation: rounds interleave `trainlab run --compiled on` (its run.json's samples/s) with a Python
-training loop over torch.compile(model), and the table gives each side's median samples/s and the
-ratio per round.
+training loop over torch.compile(model), and the table gives each side's median step time, the
+ratio, and each side's compile time.
 
   python bench/compiled_vs_torch_compile.py --trainlab build/trainlab --scenario tinyops \
       [--rounds 3] [--steps 50] [--precision fp32|bf16] [-k NAME=VALUE ...]
+  python bench/compiled_vs_torch_compile.py --trainlab build/trainlab --model models/a --model models/b ...
 
-Run it with the PyTorch trainlab was built against (the quick start's venv). The model is the
-scenario's Python twin from scenarios/export/aot_compile.py (a parity test keeps it equal to the
-C++ model); the optimizer mirrors the scenario's C++ make_optimizer. Both sides exclude compile
-time from their timed steps.
-"""
+Run it with the PyTorch trainlab was built against (the quick start's venv; for bundles of library
+models, the Python where the model imports, also given to trainlab as $TRAINLAB_PYTHON). A
+scenario's model is its Python twin from scenarios/export/aot_compile.py (a parity test keeps it
+equal to the C++ model), its optimizer mirrors the scenario's C++ make_optimizer; a bundle's model
+is the one its package is exported from (aot_compile.bundle_twin), its optimizer the manifest's,
+its batches synthesized from the manifest's shapes and ranges. Both sides exclude compile time from
+their timed steps; trainlab's compile time is its package's export + compile (kept in the bundle,
+so later rounds reuse it), torch.compile's is its first step's time less a compiled step's."""
 import argparse
 import glob
+import importlib.util
 import json
 import os
 import statistics
@@ -36,8 +41,28 @@ OPTIMIZERS = {
 }
 
 
-def example_batch(scenario, knobs, batch):
-    """One batch as the scenario's in-memory dataset makes it (scenarios/<name>.cpp)."""
+# A bundle's optimizer (scenarios/user_model.cpp make_optimizer, from the manifest).
+BUNDLE_OPTIMIZERS = {
+    "sgd": lambda params, o: torch.optim.SGD(params, lr=o["lr"], momentum=o.get("momentum", 0.9),
+                                             weight_decay=o.get("weight_decay", 0.0)),
+    "adam": lambda params, o: torch.optim.Adam(params, lr=o["lr"], weight_decay=o.get("weight_decay", 0.0)),
+    "adamw": lambda params, o: torch.optim.AdamW(params, lr=o["lr"], weight_decay=o.get("weight_decay", 0.01)),
+}
+
+
+def read_manifest(bundle):
+    with open(os.path.join(bundle, "manifest.json")) as f:
+        return json.load(f)
+
+
+def example_batch(scenario, knobs, batch, bundle=None):
+    """One batch as the scenario's in-memory dataset makes it (scenarios/<name>.cpp), or from a
+    bundle's manifest (its shapes, batch first)."""
+    if bundle is not None:
+        manifest = read_manifest(bundle)
+        specs = [dict(spec, shape=[batch] + list(spec["shape"][1:])) for spec in manifest["inputs"] + [manifest["target"]]]
+        tensors = aot_compile.example_batch(specs, "cpu")
+        return tensors[:-1], tensors[-1]
     if scenario == "tinyops":
         x = torch.randn(batch, int(knobs["width"]))
         return [x], torch.tanh(x.roll(1, 1))
@@ -47,7 +72,8 @@ def example_batch(scenario, knobs, batch):
 def trainlab_round(args, results):
     """One `trainlab run --compiled on`; returns (samples/s, its resolved spec, intra-op threads)."""
     before = set(glob.glob(os.path.join(results, "*", "run.json")))
-    command = [args.trainlab, "run", "--scenario", args.scenario, "--compiled", "on", "--steps", str(args.steps),
+    source = ["--model", args.model_bundle] if args.model_bundle else ["--scenario", args.scenario]
+    command = [args.trainlab, "run"] + source + ["--compiled", "on", "--steps", str(args.steps),
                "--warmup", str(args.warmup), "--precision", args.precision, "--sampler", "off", "--results", results]
     for knob in args.knob:
         command += ["-k", knob]
@@ -61,21 +87,52 @@ def trainlab_round(args, results):
         variant = json.load(f)["variants"][0]
     if variant["compile_info"].get("method") != "inductor-aot":
         sys.exit("compiled_vs_torch_compile: trainlab did not use Inductor: " + str(variant.get("error")))
-    return variant["aggregate"]["samples_per_s"], variant["spec"], variant["environment"]["intra_op_threads"]
+    return (variant["aggregate"]["samples_per_s"], variant["spec"], variant["environment"]["intra_op_threads"],
+            variant["compile_info"].get("compile_s", 0.0))
 
 
-def torch_compile_round(scenario, spec, threads, steps, warmup, compiled_model=None):
+def bundle_model_importable(bundle):
+    """aot_compile.bundle_twin(bundle), with the user's module registered in sys.modules under the
+    name it was loaded as: torch.compile's tracer imports the module of the code it traces."""
+    original = importlib.util.module_from_spec
+
+    def registered(spec):
+        module = original(spec)
+        sys.modules[spec.name] = module
+        return module
+
+    importlib.util.module_from_spec = registered
+    try:
+        return aot_compile.bundle_twin(bundle)
+    finally:
+        importlib.util.module_from_spec = original
+
+
+def build_compiled(scenario, spec, bundle):
+    """(model, torch.compile(model), its optimizer): the scenario's twin or the bundle's model."""
+    torch.manual_seed(spec["seed"])
+    if bundle is not None:
+        net, loss = bundle_model_importable(bundle)
+        optimizer_spec = read_manifest(bundle)["optimizer"]
+        make_optimizer = lambda params: BUNDLE_OPTIMIZERS[optimizer_spec["name"]](params, optimizer_spec)
+    else:
+        net, loss = aot_compile.TWINS[scenario](spec["knobs"])
+        make_optimizer = OPTIMIZERS[scenario]
+    model = aot_compile.WithLoss(net, loss, "cpu", spec["precision"] == "bf16").train()
+    return model, torch.compile(model), make_optimizer(model.parameters())
+
+
+def torch_compile_round(scenario, spec, threads, steps, warmup, compiled_model=None, bundle=None):
     """torch.compile over the twin (under autocast for bf16, as trainlab exports it): warm-up steps
-    (compiling in the first), then timed steps."""
+    (compiling in the first), then timed steps. Returns (samples/s, the compiled model, the first
+    warm-up step's seconds when this round compiled)."""
     torch.set_num_threads(threads)
     batch = spec["batch_size"]
+    first_step_s = None
     if compiled_model is None:
-        torch.manual_seed(spec["seed"])
-        net, loss = aot_compile.TWINS[scenario](spec["knobs"])
-        model = aot_compile.WithLoss(net, loss, "cpu", spec["precision"] == "bf16").train()
-        compiled_model = (model, torch.compile(model), OPTIMIZERS[scenario](model.parameters()))
+        compiled_model = build_compiled(scenario, spec, bundle)
     model, step_fn, optimizer = compiled_model
-    batches = [example_batch(scenario, spec["knobs"], batch) for _ in range(8)]
+    batches = [example_batch(scenario, spec["knobs"], batch, bundle) for _ in range(8)]
 
     def step(i):
         inputs, targets = batches[i % len(batches)]
@@ -85,18 +142,45 @@ def torch_compile_round(scenario, spec, threads, steps, warmup, compiled_model=N
         optimizer.zero_grad(set_to_none=True)
 
     for i in range(warmup):
+        start = time.perf_counter()
         step(i)
+        if i == 0:
+            first_step_s = time.perf_counter() - start
     start = time.perf_counter()
     for i in range(steps):
         step(i)
     elapsed = time.perf_counter() - start
-    return batch * steps / elapsed, compiled_model
+    return batch * steps / elapsed, compiled_model, first_step_s
+
+
+def compare(args, results):
+    """The rounds for one scenario or bundle: a table row (dict)."""
+    ours, theirs, compiled_model, torch_compile_s = [], [], None, None
+    name = os.path.basename(os.path.normpath(args.model_bundle)) if args.model_bundle else args.scenario
+    for r in range(args.rounds):
+        sps, spec, threads, trainlab_compile_s = trainlab_round(args, results)
+        ours.append(sps)
+        # The first torch.compile round compiles (in its warm-up); later rounds reuse it.
+        sps_py, compiled_model, first_step_s = torch_compile_round(args.scenario, spec, threads, args.steps, args.warmup,
+                                                                   compiled_model, args.model_bundle)
+        if torch_compile_s is None:  # the first round compiles; later rounds reuse the compiled model
+            torch_compile_s = first_step_s - spec["batch_size"] / sps_py
+        theirs.append(sps_py)
+        print("%s round %d: trainlab %.1f samples/s, torch.compile %.1f samples/s, ratio %.3f" %
+              (name, r + 1, sps, sps_py, sps / sps_py), flush=True)
+    ratios = [a / b for a, b in zip(ours, theirs)]
+    batch = spec["batch_size"]
+    return {"name": name, "batch": batch, "threads": threads, "trainlab_compile_s": trainlab_compile_s,
+            "torch_compile_s": torch_compile_s, "trainlab_ms": 1e3 * batch / statistics.median(ours),
+            "torch_compile_ms": 1e3 * batch / statistics.median(theirs), "ratio": statistics.median(ratios),
+            "ratios": (min(ratios), max(ratios))}
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--trainlab", required=True, help="the trainlab binary")
-    parser.add_argument("--scenario", required=True, choices=sorted(OPTIMIZERS))
+    parser.add_argument("--scenario", choices=sorted(OPTIMIZERS))
+    parser.add_argument("--model", action="append", default=[], help="a model bundle (trainlab model add); repeatable")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=5)
@@ -106,24 +190,22 @@ def main():
     args = parser.parse_args()
     if args.rounds < 1 or args.steps < 1 or args.warmup < 1:
         sys.exit("compiled_vs_torch_compile: --rounds, --steps and --warmup must be at least 1")
+    if (args.scenario is None) == (not args.model):
+        sys.exit("compiled_vs_torch_compile: give --scenario or one or more --model bundles")
     results = tempfile.mkdtemp(prefix="trainlab-compile-bench-")
-    ours, theirs, compiled_model = [], [], None
-    for r in range(args.rounds):
-        sps, spec, threads = trainlab_round(args, results)
-        ours.append(sps)
-        # The first torch.compile round compiles (in its warm-up); later rounds reuse it.
-        sps_py, compiled_model = torch_compile_round(args.scenario, spec, threads, args.steps, args.warmup,
-                                                     compiled_model)
-        theirs.append(sps_py)
-        print("round %d: trainlab %.1f samples/s, torch.compile %.1f samples/s, ratio %.3f" %
-              (r + 1, sps, sps_py, sps / sps_py), flush=True)
-    ratios = [a / b for a, b in zip(ours, theirs)]
-    print("\n| scenario | precision | batch | threads | trainlab compiled samples/s (median) | torch.compile samples/s (median) "
-          "| ratio (median) | ratio range |")
-    print("|---|---|---|---|---|---|---|---|")
-    print("| %s | %s | %d | %d | %.1f | %.1f | %.3f | %.3f-%.3f |" %
-          (args.scenario, args.precision, spec["batch_size"], threads, statistics.median(ours), statistics.median(theirs),
-           statistics.median(ratios), min(ratios), max(ratios)))
+    rows = []
+    for bundle in args.model or [None]:
+        args.model_bundle = bundle
+        rows.append(compare(args, results))
+    # ratio: torch.compile's step time over trainlab's (above 1: trainlab's compiled step is faster)
+    print("\n| model | precision | batch | threads | trainlab compile s | torch.compile compile s "
+          "| trainlab compiled ms/step (median) | torch.compile ms/step (median) | ratio (median) | ratio range |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        print("| %s | %s | %d | %d | %.1f | %s | %.2f | %.2f | %.3f | %.3f-%.3f |" %
+              (row["name"], args.precision, row["batch"], row["threads"], row["trainlab_compile_s"],
+               "%.1f" % row["torch_compile_s"] if row["torch_compile_s"] is not None else "-",
+               row["trainlab_ms"], row["torch_compile_ms"], row["ratio"], row["ratios"][0], row["ratios"][1]))
 
 
 if __name__ == "__main__":

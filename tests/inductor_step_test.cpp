@@ -295,6 +295,27 @@ TEST(InductorStepTest, AScenarioWithoutATwinOrWithoutPythonSaysWhy) {
     EXPECT_NE(std::string(e.what()).find("no Python twin of scenario 'nosuchscenario'"), std::string::npos)
         << e.what();
   }
+  // The refusal is kept with its full message and remembered: asked again, no exporter runs.
+  const std::string log = cache_root() + "/compiled/nosuchscenario-fp32.log";
+  EXPECT_NE(read_file(log).find("no Python twin of scenario 'nosuchscenario'"), std::string::npos);
+  try {
+    prepare_inductor_package(unknown);
+    FAIL() << "a scenario without a twin, again";
+  } catch (const InductorUnavailable& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("refused by an earlier run"), std::string::npos) << what;
+    EXPECT_NE(what.find(log), std::string::npos) << what;
+    EXPECT_NE(what.find("no Python twin of scenario 'nosuchscenario'"), std::string::npos) << what;
+  }
+  // Another precision is another package: tried, not answered from the fp32 refusal.
+  InductorPackageRequest bf16 = unknown;
+  bf16.precision = "bf16";
+  try {
+    prepare_inductor_package(bf16);
+    FAIL() << "a scenario without a twin, in bf16";
+  } catch (const InductorUnavailable& e) {
+    EXPECT_EQ(std::string(e.what()).find("refused by an earlier run"), std::string::npos) << e.what();
+  }
   ::setenv("TRAINLAB_PYTHON", "/nonexistent/python3", 1);
   InductorPackageRequest other = request_for(kMlp);
   other.inputs.front().sizes.front() = 8;  // not cached

@@ -39,6 +39,8 @@ std::string constant_name(const std::string& fqn) {
   return name;
 }
 
+std::string parent_folder(const std::string& path) { return path.substr(0, path.rfind('/')); }
+
 std::string dtype_name(const at::Tensor& t) {
   switch (t.scalar_type()) {
     case at::kFloat: return "float32";
@@ -54,6 +56,47 @@ nlohmann::json shapes_json(const std::vector<TensorShape>& shapes) {
   nlohmann::json out = nlohmann::json::array();
   for (const TensorShape& s : shapes) out.push_back({{"shape", s.sizes}, {"dtype", s.dtype}});
   return out;
+}
+
+// Where a refusal is kept: <cache root>/compiled/[<scenario>-]<precision>.log (the exporter's or
+// compiler's full message) and .refused.json ({"key", "reason"}), the key hashing everything that
+// determines the package (bundle content, batch shapes, precision, device, torch, the exporter).
+struct RefusalRecord {
+  std::string log_path, record_path, key;
+};
+
+RefusalRecord refusal_record(const InductorPackageRequest& request, const nlohmann::json& params) {
+  const std::string stem = request.cache_root + "/compiled/" +
+                           (request.bundle.empty() ? request.scenario + "-" : std::string()) + request.precision;
+  return {stem + ".log", stem + ".refused.json",
+          std::to_string(kPackageFormatVersion) + "-" + hex16(fnv1a(params.dump()))};
+}
+
+// The reason an earlier run refused these same inputs, if one did: refusing again costs the whole
+// export and compile (10-50 s a model) and gives the same answer.
+std::optional<std::string> remembered_refusal(const RefusalRecord& refusal) {
+  std::string text;
+  try {
+    text = read_file(refusal.record_path);
+  } catch (const std::exception&) {
+    return std::nullopt;  // none kept
+  }
+  const nlohmann::json record = nlohmann::json::parse(text, nullptr, false);
+  if (record.is_discarded() || !record.is_object() || record.value("key", std::string()) != refusal.key ||
+      !record.contains("reason") || !record.at("reason").is_string()) {
+    return std::nullopt;  // another model, precision, torch or exporter: try again
+  }
+  return "refused by an earlier run with the same model, batch, precision, device and torch (not tried again; "
+         "the full message: " + refusal.log_path + "): " + record.at("reason").get<std::string>();
+}
+
+void remember_refusal(const RefusalRecord& refusal, const std::string& reason) {
+  try {
+    ensure_writable_dir(parent_folder(refusal.record_path));
+    write_file_atomically(refusal.record_path, nlohmann::json{{"key", refusal.key}, {"reason", reason}}.dump() + "\n");
+  } catch (const std::exception&) {
+    // a read-only cache root: the refusal is recomputed next time, nothing is wrong
+  }
 }
 
 }  // namespace
@@ -99,6 +142,11 @@ InductorPackage prepare_inductor_package(const InductorPackageRequest& request) 
     }
     source_args = {"--bundle", request.bundle};
   }
+  if (const char* corrupt = std::getenv("TRAINLAB_TEST_CORRUPT_GRADIENT"); corrupt != nullptr && *corrupt != '\0') {
+    params["test_corrupt_gradient"] = corrupt;  // a test's deliberately broken backward is a package of its own
+  }
+  const RefusalRecord refusal = refusal_record(request, params);
+  if (const std::optional<std::string> reason = remembered_refusal(refusal)) throw InductorUnavailable(*reason);
   PreparedDataset prepared;
   try {
     prepared = prepare_dataset(
@@ -108,13 +156,19 @@ InductorPackage prepare_inductor_package(const InductorPackageRequest& request) 
           std::vector<std::string> args = {script};
           args.insert(args.end(), source_args.begin(), source_args.end());
           args.insert(args.end(), {"--inputs", inputs_json, "--precision", request.precision, "--device", request.device,
-                                   "--out", tmp_dir + "/model.pt2", "--report", tmp_dir + "/build.json"});
+                                   "--out", tmp_dir + "/model.pt2", "--report", tmp_dir + "/build.json",
+                                   "--log", refusal.log_path});
           ChildLaunch launch{args,
                              log,
                              {},
                              python,
                              python};
           const ChildOutcome ended = run_self_as_children({launch}, kBuildTimeoutS).front();
+          if (ended.exited && ended.exit_status == 2) {  // the exporter refused: the same inputs refuse again
+            const std::string reason = last_line_of(log);
+            remember_refusal(refusal, reason);
+            throw InductorUnavailable("export/compile " + ended.describe() + ": " + reason);
+          }
           if (!ended.exited || ended.exit_status != 0) {
             throw InductorUnavailable("export/compile " + ended.describe() + ": " + last_line_of(log));
           }
