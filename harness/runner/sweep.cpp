@@ -492,8 +492,9 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
       const auto point_start = std::chrono::steady_clock::now();
       // The lab's disturbance guard: a point slowed by another process is left out and run again,
       // at most lab.disturbance_reruns_per_variant times per point, then kept and said so.
+      const std::string first_stem = run_options.file_stem;
       for (int attempt = 0;; ++attempt) {
-        if (attempt > 0) run_options.file_stem += ".rerun" + std::to_string(attempt);
+        if (attempt > 0) run_options.file_stem = first_stem + ".rerun" + std::to_string(attempt);
         record.variants.push_back(run_variant_isolated(points[i].spec, run_options));
         VariantRecord& ran = record.variants.back();
         ran.repetition = static_cast<int>(rep);
