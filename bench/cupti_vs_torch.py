@@ -58,8 +58,12 @@ def trainlab_side(run_dir):
     kernels = [] if device.startswith("cpu") else [e for e in complete if e.get("cat") == "kernel"]
     steps = sum(1 for e in complete if str(e.get("name", "")).startswith("ProfilerStep#")) or \
         int(profile.get("window_steps", 0)) or 1
+    by_name = {}
+    for e in kernels:
+        by_name[e.get("name", "")] = by_name.get(e.get("name", ""), 0) + 1
     return {
         "window_steps": steps,
+        "kernels_per_step_by_name": {name: n / steps for name, n in by_name.items()},
         "kernels_per_step": len(kernels) / steps,
         "kernel_us_per_step": sum(float(e.get("dur", 0)) for e in kernels) / steps,
         "memcpy_per_step": sum(1 for e in complete if e.get("cat") == "gpu_memcpy") / steps,
@@ -90,6 +94,24 @@ def main():
         result["kernel_count_ratio"] = ours["kernels_per_step"] / theirs["kernels_per_step"]
     if theirs.get("kernel_us_per_step"):
         result["kernel_time_ratio"] = ours["kernel_us_per_step"] / theirs["kernel_us_per_step"]
+    # Where the counts differ, by kernel name: the same workload gives the same launches, so a
+    # difference names either a profiler's gap or work that only one side's loop does.
+    ours_by_name, theirs_by_name = ours.pop("kernels_per_step_by_name", {}), theirs.pop("kernels_per_step_by_name", {})
+    if ours_by_name or theirs_by_name:
+        names = set(ours_by_name) | set(theirs_by_name)
+        diffs = sorted(((ours_by_name.get(n, 0.0) - theirs_by_name.get(n, 0.0), n) for n in names),
+                       key=lambda d: -abs(d[0]))
+        result["kernel_names"] = {"trainlab_only": sorted(set(ours_by_name) - set(theirs_by_name))[:20],
+                                  "torch_profiler_only": sorted(set(theirs_by_name) - set(ours_by_name))[:20],
+                                  "largest_count_differences": [
+                                      {"name": n[:160], "trainlab_per_step": ours_by_name.get(n, 0.0),
+                                       "torch_profiler_per_step": theirs_by_name.get(n, 0.0)}
+                                      for d, n in diffs[:12] if abs(d) > 1e-9]}
+        print("kernel names: %d trainlab only, %d torch.profiler only; largest per-step differences:" % (
+            len(set(ours_by_name) - set(theirs_by_name)), len(set(theirs_by_name) - set(ours_by_name))))
+        for d, n in diffs[:6]:
+            if abs(d) > 1e-9:
+                print("  %+8.1f  %s" % (d, n[:110]))
     if args.out:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)

@@ -14,7 +14,8 @@ events_per_step, event_cost_ns, trace_json_bytes, trace_gz_bytes (one profiled s
 at zlib level 6, as trainlab writes its own), threads, torch, device. With --device cuda the model
 and its data live on the GPU, torch.profiler records CUDA activity too (CUPTI through Kineto), each
 timed step ends in a device synchronize, and kernels_per_step / kernel_us_per_step (medians over
-the profiled steps' traces) are what scripts/device_check.sh sets beside trainlab's CUPTI capture.
+the profiled steps' traces, and kernels_per_step_by_name) are what scripts/device_check.sh sets beside
+trainlab's CUPTI capture.
 Exit status 2 with one line on stderr for bad arguments.
 """
 import argparse
@@ -60,7 +61,9 @@ def main():
     torch.manual_seed(0)
     net, loss_fn = tinyops_twin({"width": args.width, "depth": args.depth})
     net = net.to(args.device)
-    optimizer = torch.optim.SGD(net.parameters(), lr=1e-3)
+    # One update kernel per parameter, as LibTorch's SGD (the C++ side) launches: torch's default on
+    # CUDA, foreach, batches them into a few multi-tensor kernels and would count other work.
+    optimizer = torch.optim.SGD(net.parameters(), lr=1e-3, foreach=False)
     x = torch.randn(args.batch * 8, args.width).to(args.device)
     y = torch.tanh(x.roll(1, 1))
     on_cuda = args.device == "cuda"
@@ -79,6 +82,7 @@ def main():
 
     trace_path = os.path.join(args.trace_dir, "torch_profiler.%d.pt.trace.json" % os.getpid())
     events_per_cycle, trace, kernels_per_cycle, kernel_us_per_cycle = [], {}, [], []
+    kernel_names = {}  # kernel name -> launches over all profiled steps
 
     def on_trace_ready(prof):
         events_per_cycle.append(len(prof.events()))
@@ -91,6 +95,8 @@ def main():
                     kernels = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "kernel"]
                     kernels_per_cycle.append(len(kernels))
                     kernel_us_per_cycle.append(sum(float(e.get("dur", 0)) for e in kernels))
+                    for e in kernels:
+                        kernel_names[e.get("name", "")] = kernel_names.get(e.get("name", ""), 0) + 1
             os.remove(trace_path)
 
     plain_ns, profiled_ns = [], []
@@ -124,6 +130,7 @@ def main():
         "device": args.device,
         "kernels_per_step": statistics.median(kernels_per_cycle) if kernels_per_cycle else 0,
         "kernel_us_per_step": statistics.median(kernel_us_per_cycle) if kernel_us_per_cycle else 0.0,
+        "kernels_per_step_by_name": {name: n / len(kernels_per_cycle) for name, n in kernel_names.items()},
     }))
 
 

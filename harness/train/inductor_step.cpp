@@ -225,8 +225,8 @@ struct InductorStep::State {
   std::vector<at::Tensor> static_args, static_outputs;
 
   std::vector<at::Tensor> run_eager(const std::vector<at::Tensor>& args) { return loader->run(args); }
-  // Captures one call on a side stream (thread-local mode: the loader's threads may allocate
-  // meanwhile). Returns the outputs of that call, or nothing with graph_state saying why.
+  // Captures one call on a side stream (relaxed mode: see capture()). Returns the outputs of that
+  // call, or nothing with graph_state saying why.
   std::optional<std::vector<at::Tensor>> capture(const std::vector<at::Tensor>& args);
 };
 
@@ -243,7 +243,10 @@ std::optional<std::vector<at::Tensor>> InductorStep::State::capture(const std::v
     auto next = std::make_unique<at::cuda::CUDAGraph>();
     {
       const c10::cuda::CUDAStreamGuard on_side(*side);
-      next->capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
+      // Relaxed: before each run AOTInductor's container asks whether its previous run finished
+      // (cudaEventQuery), which thread-local and global capture forbid ("operation not permitted
+      // when stream is capturing", seen on an H200 with torch 2.11).
+      next->capture_begin({0, 0}, cudaStreamCaptureModeRelaxed);
       capturing = true;
       static_outputs = loader->run(static_args, side->stream());
       capturing = false;
@@ -260,6 +263,10 @@ std::optional<std::vector<at::Tensor>> InductorStep::State::capture(const std::v
       if (cudaStreamEndCapture(side->stream(), &partial) == cudaSuccess && partial != nullptr) {
         cudaGraphDestroy(partial);
       }
+      // An invalidated capture leaves its error as the thread's last CUDA error, which the next
+      // kernel launch's check would report as its own ("operation failed due to a previous error
+      // during capture"): the eager fallback must start clean.
+      (void)cudaGetLastError();
     }
     graph.reset();
     static_outputs.clear();
