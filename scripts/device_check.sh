@@ -309,7 +309,9 @@ print("kernels/step %s vs %s, kernel us/step %s vs %s, window overhead %s %% vs 
 run_profile_vs_torch() {
   # tinyops at batch 16 (many small kernels) with the same steps on both sides: trainlab's window
   # of $window_steps steps against torch.profiler on every other of 2 x $pairs steps.
-  "$tl" profile --scenario tinyops --device "$device" --threads 1 $sizes_tinyops --steps "$steps" --warmup 3 \
+  # --grad-norm-every 0: trainlab's own gradient-norm reads are work the peer's loop does not do (on an
+  # H200 they were the only kernels torch.profiler did not also see: 19 of 742 per step).
+  "$tl" profile --scenario tinyops --device "$device" --threads 1 $sizes_tinyops --steps "$steps" --warmup 3 --grad-norm-every 0 \
       --window "3:$window_steps" --results "$work/results/$1" || return $?
   "$py" "$repo/bench/torch_profiler_peer.py" --device "$device" --threads 1 $peer_sizes --batch 16 --pairs "$window_steps" \
       --warmup 3 --trace-dir "$work" > "$work/peer.json" || return $?
