@@ -18,7 +18,6 @@ their timed steps; trainlab's compile time is its package's export + compile (ke
 so later rounds reuse it), torch.compile's is its first step's time less a compiled step's."""
 import argparse
 import glob
-import importlib.util
 import json
 import os
 import statistics
@@ -91,28 +90,11 @@ def trainlab_round(args, results):
             variant["compile_info"].get("compile_s", 0.0))
 
 
-def bundle_model_importable(bundle):
-    """aot_compile.bundle_twin(bundle), with the user's module registered in sys.modules under the
-    name it was loaded as: torch.compile's tracer imports the module of the code it traces."""
-    original = importlib.util.module_from_spec
-
-    def registered(spec):
-        module = original(spec)
-        sys.modules[spec.name] = module
-        return module
-
-    importlib.util.module_from_spec = registered
-    try:
-        return aot_compile.bundle_twin(bundle)
-    finally:
-        importlib.util.module_from_spec = original
-
-
 def build_compiled(scenario, spec, bundle):
     """(model, torch.compile(model), its optimizer): the scenario's twin or the bundle's model."""
     torch.manual_seed(spec["seed"])
     if bundle is not None:
-        net, loss = bundle_model_importable(bundle)
+        net, loss = aot_compile.bundle_twin(bundle)  # registers the user's module: torch.compile imports it
         optimizer_spec = read_manifest(bundle)["optimizer"]
         make_optimizer = lambda params: BUNDLE_OPTIMIZERS[optimizer_spec["name"]](params, optimizer_spec)
     else:

@@ -92,6 +92,14 @@ def forms(trainlab, source_dir, work):
     check(manifest["adapter"]["call"] == "dict", "a forward of one argument gets the inputs as one dict",
           manifest["adapter"])
     train_briefly(trainlab, out, os.path.join(work, "dict_input_results"))
+    # The exporter's twin of a bundle is importable by its module name: torch.save(model) (pickle)
+    # and torch.compile's tracer look classes up there.
+    rc, stdout, err = run([sys.executable, "-c", "import pickle, sys; sys.path.insert(0, sys.argv[1]); "
+                           "import aot_compile; net, loss = aot_compile.bundle_twin(sys.argv[2]); "
+                           "print(type(pickle.loads(pickle.dumps(net))).__name__)",
+                           os.path.join(source_dir, "scenarios", "export"), out])
+    check(rc == 0 and stdout.split()[-1:] == ["ModelAdapter"], "the bundle's model pickles by its module's name",
+          rc, stdout, err)
 
     out = os.path.join(work, "keyword_order")
     manifest = expect_added(model_add(trainlab, forms_py + ":keyword_order", out, ["--input", z, "--input", x,

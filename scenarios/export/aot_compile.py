@@ -202,6 +202,7 @@ def bundle_twin(bundle_dir):
     sys.path[:0] = [os.path.dirname(user_file), source.get("dir", "")]  # the file's own sibling imports
     spec = importlib.util.spec_from_file_location("trainlab_user_model", user_file)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # importable by name, as torch.compile's tracer and pickle expect
     spec.loader.exec_module(module)
     torch.manual_seed(int(manifest.get("seed", 0)))
     # The loss table and the adapter `trainlab model add` used, beside this file.

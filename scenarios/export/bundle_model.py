@@ -219,6 +219,7 @@ def import_user_file(path):
     sys.path.insert(0, os.path.dirname(user_file))  # its own imports of sibling files
     spec = importlib.util.spec_from_file_location("trainlab_user_model", user_file)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # importable by name, as torch.compile's tracer and pickle expect
     try:
         spec.loader.exec_module(module)
     except BaseException as e:  # SystemExit from the user's file is theirs too
