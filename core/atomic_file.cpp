@@ -126,6 +126,16 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   }
 }
 
+std::string make_temp_file(const std::string& stem) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  const std::string dir = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp";
+  std::string path = dir + "/" + stem + "-XXXXXX";
+  const int fd = ::mkstemp(path.data());
+  if (fd < 0) throw InputError("cannot create a temporary file in " + dir + ": " + std::strerror(errno));
+  ::close(fd);
+  return path;
+}
+
 int open_for_reading(const std::string& path, struct stat* info) {
   if (::stat(path.c_str(), info) != 0) return -1;
   if (S_ISDIR(info->st_mode)) {

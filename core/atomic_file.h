@@ -27,6 +27,10 @@ std::string read_file(const std::string& path, int64_t max_bytes = -1);
 // (EISDIR for a folder); *info gets the file's stat.
 int open_for_reading(const std::string& path, struct stat* info);
 
+// Creates an empty file <$TMPDIR, else /tmp>/<stem>-XXXXXX for a child's log and returns its path;
+// throws InputError naming the folder when it cannot. The caller removes it.
+std::string make_temp_file(const std::string& stem);
+
 // Creates the folder and its parents; throws InputError when that fails or it is not writable.
 void ensure_writable_dir(const std::string& path);
 

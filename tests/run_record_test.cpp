@@ -432,5 +432,28 @@ TEST(FileHelpersTest, AtomicWriteToAFifoGoesToItsReaderAndFailsWithoutOne) {
   remove_tree(dir.string());
 }
 
+TEST(FileHelpersTest, TempFilesGoWhereTmpdirSaysAndAMissingOneIsOneError) {
+  const char* before = std::getenv("TMPDIR");
+  const std::string saved = before != nullptr ? before : "";
+  const std::string dir = testing::TempDir() + "tl_temp_files_" + std::to_string(::getpid());
+  ensure_writable_dir(dir);
+  ::setenv("TMPDIR", dir.c_str(), 1);
+  const std::string made = make_temp_file("trainlab-probe");
+  EXPECT_EQ(made.rfind(dir + "/trainlab-probe-", 0), 0u) << made;
+  struct stat info {};
+  EXPECT_EQ(::stat(made.c_str(), &info), 0);
+  EXPECT_EQ(info.st_size, 0);
+  ::setenv("TMPDIR", (dir + "/no/such/folder").c_str(), 1);
+  try {
+    make_temp_file("trainlab-probe");
+    ADD_FAILURE() << "a TMPDIR that does not exist";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot create a temporary file in " + dir + "/no/such/folder"),
+              std::string::npos) << e.what();
+  }
+  if (before != nullptr) ::setenv("TMPDIR", saved.c_str(), 1); else ::unsetenv("TMPDIR");
+  remove_tree(dir);
+}
+
 }  // namespace
 }  // namespace trainlab

@@ -4,9 +4,7 @@
 // (trainlab-train __inductor-package). `--model BUNDLE` then works with every training command.
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -153,11 +151,7 @@ std::string write_bundle(const ModelAddOptions& o, const std::string& out) {
   const std::string python = torch_python();
   if (python.empty())
     throw InputError("trainlab model add needs the Python side: " + torch_python_missing_reason());
-  char log_template[] = "/tmp/trainlab-model-add-XXXXXX";
-  const int fd = ::mkstemp(log_template);
-  if (fd < 0) throw InputError(std::string("cannot create a log file in /tmp: ") + std::strerror(errno));
-  ::close(fd);
-  const std::string log_path = log_template;
+  const std::string log_path = make_temp_file("trainlab-model-add");
   std::cout << "trainlab model add: " << o.source << ": building the model, one step on the example batch, "
             << "the TorchScript trace and its checks" << std::endl;
   const ChildOutcome ended =

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "core/atomic_file.h"
 #include "core/errors.h"
 #include "harness/runner/child_process.h"
 
@@ -58,11 +59,7 @@ bool same_torch_release(const std::string& found, const std::string& built) {
 
 void use_python(const std::string& path) {
   if (::access(path.c_str(), X_OK) != 0) throw InputError("--python " + path + ": not an executable");
-  char log_template[] = "/tmp/trainlab-python-probe-XXXXXX";
-  const int fd = ::mkstemp(log_template);
-  if (fd < 0) throw InputError("--python " + path + ": cannot create a log file in /tmp");
-  ::close(fd);
-  const std::string log = log_template;
+  const std::string log = make_temp_file("trainlab-python-probe");
   const ChildOutcome ended =
       run_self_as_children({ChildLaunch{{"-c", kTorchProbe}, log, {}, path, path}}, kTorchProbeTimeoutS).front();
   const std::string said = last_line_of(log);
