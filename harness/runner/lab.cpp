@@ -257,24 +257,21 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
         ++variants_done;
         report_progress(progress, rep * specs.size() + i + 1, total, record.variants.back(), wall_s);
         VariantRecord& ran = record.variants.back();
-        const std::string disturbed = disturbance_past_limit(ran, *options.thresholds);
         const std::string ran_name = repetition_name(ran, labels.empty() ? "" : labels[i], max_rounds);
-        if (!disturbed.empty() && reruns[i] < max_reruns && !interrupted()) {
-          ++reruns[i];
-          ran.disturbed = disturbed;  // kept in the record, left out of every figure
-          progress << ran_name << " re-run: " << disturbed << " while it was measured" << std::endl;
+        const DisturbanceCall call = judge_disturbance(ran, *options.thresholds, interrupted() ? 0 : max_reruns,
+                                                       &reruns[i], ran_name, progress);
+        if (call == DisturbanceCall::kRerun) {
           write_progress_record(outcome, not_run_variants(specs, labels, rep, i, repeat, kNotRunYet));
           continue;
         }
-        ran.disturbed_kept = disturbed;
-        if (!disturbed.empty() && max_reruns == 0) {
-          progress << ran_name << " disturbed: " << disturbed << " while it was measured (kept: "
+        if (call == DisturbanceCall::kKept && max_reruns == 0) {
+          progress << ran_name << " disturbed: " << ran.disturbed_kept << " while it was measured (kept: "
                    << (kind == "profile" ? "a profile is not re-run"
                        : options.launch  ? "launched ranks are not re-run"
                                          : "re-runs are off, lab.disturbance_reruns_per_variant")
                    << ")" << std::endl;
-        } else if (!disturbed.empty()) {
-          progress << ran_name << " kept though disturbed (" << disturbed << "): the lab's "
+        } else if (call == DisturbanceCall::kKept) {
+          progress << ran_name << " kept though disturbed (" << ran.disturbed_kept << "): the lab's "
                    << count_noun(max_reruns, "re-run") << " of " << specs[i].name() << " are spent" << std::endl;
         }
         break;
@@ -568,6 +565,20 @@ std::string disturbance_past_limit(const VariantRecord& v, const Thresholds& thr
   }
   if (d.other_cpu_pct && *d.other_cpu_pct > thresholds.value("lab.disturbed_other_cpu_pct")) return taken;
   return "";
+}
+
+DisturbanceCall judge_disturbance(VariantRecord& ran, const Thresholds& thresholds, int max_reruns, int* reruns,
+                                  const std::string& name, std::ostream& progress) {
+  const std::string disturbed = disturbance_past_limit(ran, thresholds);
+  if (disturbed.empty()) return DisturbanceCall::kClean;
+  if (*reruns < max_reruns) {
+    ++*reruns;
+    ran.disturbed = disturbed;
+    progress << name << " re-run: " << disturbed << " while it was measured" << std::endl;
+    return DisturbanceCall::kRerun;
+  }
+  ran.disturbed_kept = disturbed;
+  return DisturbanceCall::kKept;
 }
 
 double measured_loop_s(const std::vector<VariantRecord>& variants, size_t first) {

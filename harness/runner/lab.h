@@ -84,6 +84,15 @@ std::string run_folder_in(const std::string& parent);
 // 48 % of the CPU"; "" when they were not, or the repetition failed.
 std::string disturbance_past_limit(const VariantRecord& v, const Thresholds& thresholds);
 
+// The guard the lab and the sweep apply to each run just measured. Disturbed past the limits and
+// with *reruns under max_reruns: `ran.disturbed` is set (the run is left out of every figure),
+// *reruns counted, "NAME re-run: WHY while it was measured" said, and kRerun returned. Disturbed
+// with the re-runs spent: `ran.disturbed_kept` is set and kKept returned (the caller says why it
+// keeps it). Otherwise kClean.
+enum class DisturbanceCall { kClean, kRerun, kKept };
+DisturbanceCall judge_disturbance(VariantRecord& ran, const Thresholds& thresholds, int max_reruns, int* reruns,
+                                  const std::string& name, std::ostream& progress);
+
 // The measured loop time of variants[first...] (their measured steps), in seconds: what the lab's
 // rounds budget counts, so compiling and warming up never use it up.
 double measured_loop_s(const std::vector<VariantRecord>& variants, size_t first);

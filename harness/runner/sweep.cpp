@@ -498,18 +498,14 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
         record.variants.push_back(run_variant_isolated(points[i].spec, run_options));
         VariantRecord& ran = record.variants.back();
         ran.repetition = static_cast<int>(rep);
-        const std::string disturbed = disturbance_past_limit(ran, *options.lab.thresholds);
-        if (disturbed.empty()) break;
-        if (reruns_of_point[i] < max_reruns && !interrupted()) {
-          ++reruns_of_point[i];
-          ran.disturbed = disturbed;
-          progress << label << " re-run: " << disturbed << " while it was measured" << std::endl;
-          continue;
+        const DisturbanceCall call = judge_disturbance(ran, *options.lab.thresholds, interrupted() ? 0 : max_reruns,
+                                                       &reruns_of_point[i], label, progress);
+        if (call == DisturbanceCall::kRerun) continue;
+        if (call == DisturbanceCall::kKept) {
+          ++kept_under_load;
+          progress << label << " kept though disturbed (" << ran.disturbed_kept << "): its re-runs are spent"
+                   << std::endl;
         }
-        ran.disturbed_kept = disturbed;
-        ++kept_under_load;
-        progress << label << " kept though disturbed (" << disturbed << "): its re-runs are spent"
-                 << std::endl;
         break;
       }
       ticker.stop();
