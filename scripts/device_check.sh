@@ -375,9 +375,11 @@ if any(t.get("verdict") in ("failed", "interrupted") for t in trials): fail("a t
 
 # Sizes: the device's (seconds per step matter little on a GPU) and the dry run's (a loaded 2-core CPU).
 if [ "$device" = cuda ] && [ $quick = 0 ]; then
-  # The labs choose their own rounds (3, then more while a gain's interval holds its line or is
-  # wider than 30 points): with 2 a GPU's 4x bf16 gain read [-39 %, +2492 %].
-  steps=30; repeat_args=(); window_steps=10
+  # Four rounds a lab: with 2 a GPU's 4x bf16 gain read [-39 %, +2492 %]; the lab's own choice (3,
+  # then up to 8 while a gain holds its line) took the mlp lab to 8 rounds, 153 s on an H200, and
+  # the whole check past its budget. Four: about 420 s for all steps there, estimated from the two
+  # runs' step times (not yet run on a device).
+  steps=30; repeat_args=(--repeat 4); window_steps=10
   lab_mlp_args=(--batch 2048 -k hidden=4096 -k layers=4)
   lab_recsys_args=(--preset data-bound)
   sizes_tinyops=""; peer_sizes=""
