@@ -533,6 +533,7 @@ class TraceReader {
       }
     }
     if (overflow) throw InputError(path_ + ": timestamps span more than the int64 nanosecond range");
+    result_.time_shift_ns = shift_ns;
     if (meta.contains("trainlabDropped")) take_dropped(meta["trainlabDropped"]);
     if (meta.contains("trainlabNotes") && meta["trainlabNotes"].is_array()) {
       for (const json& note : meta["trainlabNotes"]) {

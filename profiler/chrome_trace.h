@@ -50,6 +50,8 @@ struct TraceImport {
   std::string dialect;                  // "kineto-2021" (Operator/Kernel/Runtime/Memcpy/Memset),
                                         // "kineto" (cpu_op/kernel/cuda_runtime/...), "trainlab", "unknown"
   int64_t steps = 0;                    // ProfilerStep#N spans on the host
+  int64_t time_shift_ns = 0;            // added to the file's times (another tool's: minus its earliest
+                                        // event); two files of one clock line up after taking it off
   std::vector<std::string> warnings;    // oddities that did not stop the import, one line each
 };
 

@@ -57,6 +57,47 @@ TEST(DiagnoseE2E, PyTorchTracesFromTheRepoScriptAreNamedCorrectly) {
     EXPECT_EQ(d["summary"]["steps"].get<int>(), 10) << name;  // schedule(wait=1, warmup=1, active=10)
   }
 }
+
+// torch.profiler with schedule(..., repeat=2) and tensorboard_trace_handler writes one file per cycle
+// (worker.timestamp.pt.trace.json): one process, one run of 6 steps, its spans named. Two processes
+// writing one cycle each into one folder stay two runs.
+TEST(DiagnoseE2E, CyclesOfOneProfilerScheduleAreOneRunAndOtherProcessesStayApart) {
+  const std::string dir = ::testing::TempDir() + "/trainlab_schedule_spans";
+  fs::remove_all(dir);
+  const std::string script = dir + "/spans.py";
+  fs::create_directories(dir);
+  std::ofstream(script) << "import sys, torch, torch.nn as nn\n"
+                           "from torch.profiler import profile, schedule, tensorboard_trace_handler\n"
+                           "out, cycles = sys.argv[1], int(sys.argv[2])\n"
+                           "net = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10))\n"
+                           "opt = torch.optim.SGD(net.parameters(), lr=0.01)\n"
+                           "x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))\n"
+                           "with profile(schedule=schedule(wait=1, warmup=1, active=3, repeat=cycles),\n"
+                           "             on_trace_ready=tensorboard_trace_handler(out)) as prof:\n"
+                           "    for i in range(5 * cycles + 1):\n"
+                           "        opt.zero_grad(); nn.functional.cross_entropy(net(x), y).backward(); opt.step()\n"
+                           "        prof.step()\n";
+  const auto make = [&](const std::string& out, int cycles) {
+    const std::string cmd = std::string("'") + TRAINLAB_TORCH_PYTHON + "' '" + script + "' '" + out + "' " +
+                            std::to_string(cycles) + " >/dev/null 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  };
+  make(dir + "/one_process", 2);
+  ASSERT_EQ(std::distance(fs::directory_iterator(dir + "/one_process"), fs::directory_iterator()), 2);
+  CliResult r;
+  const std::string out = ::testing::TempDir() + "/trainlab_diagnose_schedule_spans";
+  nlohmann::json d = diagnose(dir + "/one_process", "schedule_spans", &r);
+  EXPECT_EQ(d["summary"]["steps"].get<int>(), 6);
+  EXPECT_EQ(read_json(out + "/diagnosis.json")["diagnoses"].size(), 1u);
+  EXPECT_NE(r.out.find("2 spans of one process pooled as one run (a profiler schedule's cycles; steps #2-#4, #7-#9)"),
+            std::string::npos) << r.out;
+  make(dir + "/two_processes", 1);
+  make(dir + "/two_processes", 1);
+  d = diagnose(dir + "/two_processes", "two_processes", &r);
+  EXPECT_EQ(d["summary"]["steps"].get<int>(), 3);
+  EXPECT_EQ(read_json(::testing::TempDir() + "/trainlab_diagnose_two_processes/diagnosis.json")["diagnoses"].size(), 2u);
+  EXPECT_EQ(r.out.find("spans of one process pooled"), std::string::npos) << r.out;
+}
 #endif
 
 #ifdef TRAINLAB_SAMPLE_TRACES_DIR

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -130,22 +131,158 @@ std::string reason_without_path(const std::string& message, const fs::path& trac
   return message.rfind(prefix, 0) == 0 ? message.substr(prefix.size()) : message;
 }
 
+// "host_1234" of "host_1234.1795723378142415782.pt.trace.json[.gz]", the name torch's
+// tensorboard_trace_handler gives each cycle's file (worker name, then a timestamp); "" otherwise.
+std::string handler_worker_name(std::string name) {
+  if (ends_with(name, ".gz")) name.resize(name.size() - 3);
+  const std::string suffix = ".pt.trace.json";
+  if (!ends_with(name, suffix)) return "";
+  name.resize(name.size() - suffix.size());
+  const size_t dot = name.rfind('.');
+  if (dot == std::string::npos || dot == 0 || name.size() - dot - 1 < 10) return "";
+  for (size_t i = dot + 1; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return "";
+  }
+  return name.substr(0, dot);
+}
+
+// The ProfilerStep spans of one trace file: the host thread they run on, their first and last
+// numbers, and when they start and end on the file's own clock (the import's shift taken off).
+struct SpanSteps {
+  int64_t track = -1;
+  int64_t first_number = -1, last_number = -1;
+  int64_t start_ns = INT64_MAX, end_ns = INT64_MIN;
+};
+
+SpanSteps span_steps(const TraceImport& imported) {
+  SpanSteps out;
+  for (const TraceEvent& e : imported.profile.events) {
+    if (e.kind != EventKind::kStep || e.on_device) continue;
+    if (e.start_ns - imported.time_shift_ns < out.start_ns) {
+      out.start_ns = e.start_ns - imported.time_shift_ns;
+      out.track = e.track;
+    }
+    out.end_ns = std::max(out.end_ns, e.end_ns - imported.time_shift_ns);
+    const size_t hash = e.name.rfind('#');
+    if (hash == std::string::npos) continue;
+    try {
+      const int64_t number = std::stoll(e.name.substr(hash + 1));
+      out.first_number = out.first_number < 0 ? number : std::min(out.first_number, number);
+      out.last_number = std::max(out.last_number, number);
+    } catch (const std::exception&) {
+    }
+  }
+  return out;
+}
+
+// Which process wrote a trace: its rank (distributedInfo), the handler's worker name, and the
+// thread its steps run on (the main thread: its id is the process id). "" without steps.
+std::string span_identity(const TraceImport& imported, const SpanSteps& steps, const fs::path& file) {
+  if (steps.track < 0) return "";
+  std::string rank = "-";
+  const nlohmann::json& info = imported.metadata.contains("distributedInfo") ? imported.metadata["distributedInfo"]
+                                                                            : nlohmann::json();
+  if (info.is_object() && info.contains("rank") && info["rank"].is_number_integer())
+    rank = std::to_string(info["rank"].get<int64_t>());
+  return rank + "|" + handler_worker_name(file.filename().string()) + "|" + std::to_string(steps.track);
+}
+
+// Moves a later span's events into the first span's profile, on the first span's clock.
+void pool_span(TraceImport& into, TraceImport&& later) {
+  const int64_t shift_ns = into.time_shift_ns - later.time_shift_ns;
+  Profile& to = into.profile;
+  Profile& from = later.profile;
+  for (TraceEvent& e : from.events) {
+    e.start_ns += shift_ns;
+    e.end_ns += shift_ns;
+    to.events.push_back(std::move(e));
+  }
+  for (CounterTrack& track : from.counters) {
+    for (CounterSample& sample : track.samples) sample.time_ns += shift_ns;
+    auto same = std::find_if(to.counters.begin(), to.counters.end(),
+                             [&](const CounterTrack& t) { return t.name == track.name; });
+    if (same == to.counters.end()) {
+      to.counters.push_back(std::move(track));
+    } else {
+      same->samples.insert(same->samples.end(), track.samples.begin(), track.samples.end());
+    }
+  }
+  for (const auto& [source, count] : from.dropped) to.dropped[source] += count;
+  for (std::string& note : from.notes) {
+    if (std::find(to.notes.begin(), to.notes.end(), note) == to.notes.end()) to.notes.push_back(std::move(note));
+  }
+  to.thread_names.insert(from.thread_names.begin(), from.thread_names.end());
+  for (std::string& w : later.warnings) into.warnings.push_back(std::move(w));
+  into.steps += later.steps;
+}
+
+// Consecutive trace files of one process, each one cycle of a profiler schedule (repeat=N): one run.
+struct SpanGroup {
+  TraceImport imported;  // the first span's, the later spans' events moved in
+  std::vector<fs::path> files;
+  std::vector<SpanSteps> spans;
+  std::string identity;
+};
+
+std::string spans_note(const SpanGroup& group) {
+  std::string steps;
+  for (const SpanSteps& span : group.spans) {
+    steps += (steps.empty() ? "" : ", ") +
+             (span.first_number < 0 ? std::string("?")
+                                    : "#" + std::to_string(span.first_number) +
+                                          (span.last_number > span.first_number ? "-#" + std::to_string(span.last_number)
+                                                                                : ""));
+  }
+  return std::to_string(group.files.size()) + " spans of one process pooled as one run (a profiler schedule's " +
+         "cycles; steps " + steps + "): " + group.files.front().filename().string() + " and " +
+         std::to_string(group.files.size() - 1) + " more; the time between spans is not counted";
+}
+
 RankDiagnoses diagnose_traces(const std::vector<fs::path>& traces, const Thresholds& thresholds,
                               bool skip_unreadable) {
   RankDiagnoses out;
-  for (const fs::path& trace : traces) {
+  std::optional<SpanGroup> pending;
+  const auto finish = [&]() {
+    if (!pending) return;
+    SpanGroup& group = *pending;
+    Summary s = summarise_trace(group.imported.profile, group.imported.metadata, group.files.front().filename().string());
+    for (const std::string& w : group.imported.warnings) s.notes.push_back(w);
+    if (group.files.size() > 1) s.notes.push_back(spans_note(group));
+    if (out.read.empty()) out.first_timelines = timelines_of(&group.imported.profile);
+    out.diagnoses.push_back(diagnose_summary(std::move(s), thresholds));
+    out.read.insert(out.read.end(), group.files.begin(), group.files.end());
+    pending.reset();
+  };
+  // Files are in name order, so one process's cycles (the handler names them worker.timestamp)
+  // follow each other. A trace stays in memory after its diagnosis only while the next file has
+  // the same worker name, so a folder of ranks holds one trace at a time.
+  for (size_t i = 0; i < traces.size(); ++i) {
+    const fs::path& trace = traces[i];
+    const std::string worker = handler_worker_name(trace.filename().string());
+    const bool next_may_pool =
+        !worker.empty() && i + 1 < traces.size() && handler_worker_name(traces[i + 1].filename().string()) == worker;
     try {
-      const TraceImport imported = import_trace(trace.string());
-      Summary s = summarise_trace(imported.profile, imported.metadata, trace.filename().string());
-      for (const std::string& w : imported.warnings) s.notes.push_back(w);
-      if (out.read.empty()) out.first_timelines = timelines_of(&imported.profile);
-      out.diagnoses.push_back(diagnose_summary(std::move(s), thresholds));
-      out.read.push_back(trace);
+      TraceImport imported = import_trace(trace.string());
+      const SpanSteps steps = span_steps(imported);
+      const std::string identity = span_identity(imported, steps, trace);
+      // A later cycle of the same process: its steps start after the last span's end (a copy of
+      // the same file, or another process that happens to match, overlaps and stays apart).
+      if (pending && !identity.empty() && identity == pending->identity &&
+          steps.start_ns > pending->spans.back().end_ns) {
+        pool_span(pending->imported, std::move(imported));
+        pending->files.push_back(trace);
+        pending->spans.push_back(steps);
+      } else {
+        finish();
+        pending = SpanGroup{std::move(imported), {trace}, {steps}, identity};
+      }
+      if (!next_may_pool) finish();
     } catch (const InputError& e) {
       if (!skip_unreadable) throw;
       out.unreadable.push_back({trace.filename().string(), reason_without_path(e.what(), trace)});
     }
   }
+  finish();
   return out;
 }
 
