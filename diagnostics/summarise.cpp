@@ -6,6 +6,8 @@
 // spans, collectives and the gaps between them.
 #include "diagnostics/summarise.h"
 
+#include "diagnostics/python_frames.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +19,7 @@
 #include "diagnostics/idle_attribution.h"
 #include "diagnostics/intervals.h"
 #include "diagnostics/profiler_cost.h"
+#include "diagnostics/python_frames.h"
 #include "diagnostics/trace_steps.h"
 #include "diagnostics/text_format.h"
 #include "core/statistics.h"
@@ -563,6 +566,10 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
     if (s.world_size > 1 && sum.comm_all > 0) s.comm_total_pct = 100.0 * sum.comm_all / total_ns;
   }
   add_profile_details(profile, steps, s, trainlab_number(metadata, "op_sample").value_or(1.0));
+  std::vector<Interval> step_spans;
+  for (const Step& st : steps) step_spans.push_back({st.start_ns, st.end_ns});
+  s.data_wait_python_frames = data_wait_python_frames(profile, step_spans);
+  if (!s.data_wait_python_frames.empty()) s.notes.push_back(python_frames_note(s.data_wait_python_frames));
   s.dropped_events = dropped_total(profile, /*with_missed_ticks=*/true);
   return s;
 }
@@ -586,6 +593,11 @@ nlohmann::json named_times(const std::vector<NamedTime>& items) {
   nlohmann::json out = nlohmann::json::array();
   for (const NamedTime& t : items)
     out.push_back({{"name", t.name}, {"count", t.count}, {"total_ns", t.total_ns}});
+  return out;
+}
+nlohmann::json python_frames_json(const std::vector<PythonFrameShare>& frames) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const PythonFrameShare& f : frames) out.push_back({{"frame", f.frame}, {"pct_of_data_wait", f.pct_of_data_wait}});
   return out;
 }
 // JSON has no NaN: non-finite losses become null.
@@ -646,6 +658,7 @@ nlohmann::json to_json(const Summary& s) {
           {"pin_memory", opt(s.pin_memory)},
           {"data_busy_ms", opt(s.data_busy_ms)},
           {"dataloader_next_ms", opt(s.dataloader_next_ms)},
+          {"data_wait_python_frames", python_frames_json(s.data_wait_python_frames)},
           {"world_size", s.world_size},
           {"intra_op_threads", opt(s.intra_op_threads)},
           {"rank", s.rank},

@@ -35,6 +35,12 @@ struct NamedTime {
   int64_t total_ns = 0;
 };
 
+// A user's Python function and the share of the data wait spent in it (python_frames.h).
+struct PythonFrameShare {
+  std::string frame;  // "dataset.py(31): __getitem__", as torch.profiler names it
+  double pct_of_data_wait = 0;
+};
+
 struct Summary {
   // --- where it came from
   std::string source;                // "trainlab" (a run's variant) or "kineto" (an imported trace)
@@ -99,6 +105,7 @@ struct Summary {
   std::optional<bool> pin_memory;
   std::optional<double> data_busy_ms;         // producer wall time per batch
   std::optional<double> dataloader_next_ms;   // traces: DataLoader __next__ per step
+  std::vector<PythonFrameShare> data_wait_python_frames;  // traces with stacks: the user's functions in it
 
   // --- data parallel
   int world_size = 1;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "diagnostics/python_frames.h"
 #include "diagnostics/summarise.h"
 #include "profiler/chrome_trace.h"
 
@@ -489,6 +490,61 @@ TEST(TraceSummaryIterations, PerStepSharesFollowEachStep) {
   EXPECT_NEAR(s.step_shares[1].data_wait_pct, 80.0, 1e-9);
   EXPECT_NEAR(s.shares.compute_pct, 100.0 * 14 / 40, 1e-9);  // time-weighted, not the mean of 80 and 20
   EXPECT_NEAR(s.shares.data_wait_pct, 100.0 * 24 / 40, 1e-9);
+}
+
+// A trace recorded with stacks (python_function events): the user's functions inside the data wait
+// are named with their share of it; frames around the DataLoader call (the training loop), library
+// frames (torch/, <built-in>) and another thread's frames are not.
+TEST(TraceSummaryPythonFrames, TheUsersFunctionsInsideTheDataWaitAreNamedWithTheirShare) {
+  const auto frame = [](const std::string& name, double start_ms, double end_ms, int64_t track = kMain) {
+    TraceEvent e = host(EventKind::kAnnotation, name, start_ms, end_ms, track);
+    e.args = {{"Python id", 1}, {"Python parent id", nullptr}};
+    return e;
+  };
+  Profile p;
+  for (int step = 0; step < 2; ++step) {
+    const double t0 = 20.0 * step;
+    p.events.push_back(host(EventKind::kStep, "ProfilerStep#" + std::to_string(step + 1), t0, t0 + 20));
+    p.events.push_back(host(EventKind::kCpuOp, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t0,
+                            t0 + 10));
+    p.events.push_back(frame("torch/utils/data/dataloader.py(733): __next__", t0, t0 + 10));
+    p.events.push_back(frame("dataset.py(31): __getitem__", t0 + 1, t0 + 9));
+    p.events.push_back(frame("dataset.py(12): decode", t0 + 2, t0 + 6));
+    p.events.push_back(frame("<built-in method sin of type object at 0x7f>", t0 + 3, t0 + 4));
+    p.events.push_back(frame("dataset.py(12): decode", t0 + 5, t0 + 12));  // ends after the wait: not in it
+    p.events.push_back(frame("augment.py(8): flip", t0 + 2, t0 + 8, /*track=*/kMain + 1));  // another thread
+    p.events.push_back(host(EventKind::kCpuOp, "aten::addmm", t0 + 11, t0 + 19));
+  }
+  p.events.push_back(frame("train.py(40): <module>", 0, 40));  // around everything: not inside the wait
+  const Summary s = summarise_trace(p, nlohmann::json::object(), "stacks");
+  ASSERT_EQ(s.data_wait_python_frames.size(), 2u);
+  EXPECT_EQ(s.data_wait_python_frames[0].frame, "dataset.py(31): __getitem__");
+  EXPECT_NEAR(s.data_wait_python_frames[0].pct_of_data_wait, 80.0, 1e-9);
+  EXPECT_EQ(s.data_wait_python_frames[1].frame, "dataset.py(12): decode");
+  EXPECT_NEAR(s.data_wait_python_frames[1].pct_of_data_wait, 40.0, 1e-9);
+  const auto note = std::find_if(s.notes.begin(), s.notes.end(),
+                                 [](const std::string& n) { return n.find("data wait by your Python") == 0; });
+  ASSERT_NE(note, s.notes.end());
+  EXPECT_EQ(*note, "data wait by your Python functions (the trace has stacks): dataset.py(31): __getitem__ 80.0 %, "
+                   "dataset.py(12): decode 40.0 % of the data wait");
+  // Without stacks nothing is named.
+  Profile plain;
+  for (const TraceEvent& e : p.events) {
+    if (!e.args.is_object()) plain.events.push_back(e);
+  }
+  EXPECT_TRUE(summarise_trace(plain, nlohmann::json::object(), "no stacks").data_wait_python_frames.empty());
+}
+
+TEST(TraceSummaryPythonFrames, LibraryAndStandardLibraryFramesAreNotTheUsers) {
+  for (const char* library : {"torch/utils/data/dataloader.py(733): __next__", "<built-in method item>",
+                              "nn.Module: Linear_0", "threading.py(320): wait", "multiprocessing/queues.py(100): get",
+                              "/usr/lib/python3.11/json/decoder.py(337): decode",
+                              "venv/lib/python3.11/site-packages/PIL/Image.py(3200): open"}) {
+    EXPECT_TRUE(is_library_python_frame(library)) << library;
+  }
+  for (const char* user : {"dataset.py(31): __getitem__", "src/data/augment.py(8): flip", "train.py(40): <module>"}) {
+    EXPECT_FALSE(is_library_python_frame(user)) << user;
+  }
 }
 
 }  // namespace
