@@ -74,10 +74,80 @@ std::vector<PythonFrameShare> data_wait_python_frames(const Profile& profile, co
                               static_cast<double>(wait_ns)});
   }
   std::sort(out.begin(), out.end(), [](const PythonFrameShare& a, const PythonFrameShare& b) {
-    return a.pct_of_data_wait != b.pct_of_data_wait ? a.pct_of_data_wait > b.pct_of_data_wait : a.frame < b.frame;
+    return a.share_pct != b.share_pct ? a.share_pct > b.share_pct : a.frame < b.frame;
   });
   if (out.size() > max_frames) out.resize(max_frames);
   return out;
+}
+
+std::vector<PythonFrameShare> host_python_frames(const Profile& profile, const std::vector<Interval>& steps,
+                                                 double min_pct, size_t max_frames) {
+  const std::vector<Interval> in_steps = intervals::merged(steps);
+  const int64_t steps_ns = intervals::length(in_steps);
+  if (steps_ns <= 0) return {};
+  // Per thread, Python calls and operators by start (the outer first): a stack finds each call's
+  // direct children, whose time is not its own.
+  std::map<int64_t, std::vector<const TraceEvent*>> by_track;
+  std::map<int64_t, std::vector<Interval>> waits;
+  bool any_frame = false;
+  for (const TraceEvent& e : profile.events) {
+    if (is_dataloader_next(e)) waits[e.track].push_back({e.start_ns, e.end_ns});
+    const bool frame = is_python_frame(e);
+    any_frame |= frame;
+    if (frame || (e.kind == EventKind::kCpuOp && !e.on_device)) by_track[e.track].push_back(&e);
+  }
+  if (!any_frame) return {};
+  std::map<std::string, int64_t> own_ns;
+  for (auto& [track, events] : by_track) {
+    std::sort(events.begin(), events.end(), [](const TraceEvent* a, const TraceEvent* b) {
+      return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->end_ns > b->end_ns;
+    });
+    const std::vector<Interval> track_waits = intervals::merged(waits[track]);
+    std::vector<std::pair<const TraceEvent*, int64_t>> open;  // (call, its children's time so far)
+    const auto close = [&](const std::pair<const TraceEvent*, int64_t>& call) {
+      const TraceEvent& e = *call.first;
+      if (!is_python_frame(e) || is_library_python_frame(e.name)) return;
+      // Whole inside one step, and not inside the data wait.
+      const auto step = std::lower_bound(in_steps.begin(), in_steps.end(), e.start_ns,
+                                         [](const Interval& s, int64_t t) { return s.second <= t; });
+      if (step == in_steps.end() || step->first > e.start_ns || step->second < e.end_ns) return;
+      if (intervals::length(intervals::clip(track_waits, e.start_ns, e.end_ns)) > 0) return;
+      own_ns[e.name] += std::max<int64_t>(0, e.duration_ns() - call.second);
+    };
+    for (const TraceEvent* e : events) {
+      while (!open.empty() && open.back().first->end_ns <= e->start_ns) {
+        close(open.back());
+        open.pop_back();
+      }
+      if (!open.empty()) open.back().second += std::min(e->end_ns, open.back().first->end_ns) - e->start_ns;
+      open.push_back({e, 0});
+    }
+    while (!open.empty()) {
+      close(open.back());
+      open.pop_back();
+    }
+  }
+  std::vector<PythonFrameShare> out;
+  for (const auto& [frame, ns] : own_ns) {
+    const double pct = 100.0 * static_cast<double>(ns) / static_cast<double>(steps_ns);
+    if (pct >= min_pct) out.push_back({frame, pct});
+  }
+  std::sort(out.begin(), out.end(), [](const PythonFrameShare& a, const PythonFrameShare& b) {
+    return a.share_pct != b.share_pct ? a.share_pct > b.share_pct : a.frame < b.frame;
+  });
+  if (out.size() > max_frames) out.resize(max_frames);
+  return out;
+}
+
+std::string host_python_frames_note(const std::vector<PythonFrameShare>& frames) {
+  if (frames.empty()) return "";
+  std::string list;
+  for (const PythonFrameShare& f : frames) {
+    char share[32];
+    std::snprintf(share, sizeof share, " %.1f %%", f.share_pct);
+    list += (list.empty() ? "" : ", ") + f.frame + share;
+  }
+  return "host time by your Python functions (their own time, outside operators): " + list + " of the step";
 }
 
 std::string python_frames_note(const std::vector<PythonFrameShare>& frames) {
@@ -85,7 +155,7 @@ std::string python_frames_note(const std::vector<PythonFrameShare>& frames) {
   std::string list;
   for (const PythonFrameShare& f : frames) {
     char share[32];
-    std::snprintf(share, sizeof share, " %.1f %%", f.pct_of_data_wait);
+    std::snprintf(share, sizeof share, " %.1f %%", f.share_pct);
     list += (list.empty() ? "" : ", ") + f.frame + share;
   }
   return "data wait by your Python functions (the trace has stacks): " + list + " of the data wait";

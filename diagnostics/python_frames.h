@@ -27,8 +27,19 @@ std::vector<PythonFrameShare> data_wait_python_frames(const Profile& profile,
                                                       const std::vector<intervals::Interval>& steps,
                                                       size_t max_frames = 3);
 
+// The user's frames by their own time inside `steps` (a call's time less its direct children's,
+// Python calls and operators alike: the Python that runs between operators), as a share of the
+// steps' time, the largest first, at most `max_frames`; only frames of at least `min_pct`. Frames
+// inside DataLoader __next__ spans are left to data_wait_python_frames.
+std::vector<PythonFrameShare> host_python_frames(const Profile& profile, const std::vector<intervals::Interval>& steps,
+                                                 double min_pct = 5.0, size_t max_frames = 3);
+
 // "data wait by your Python functions (the trace has stacks): userdata.py(10): __getitem__ 98.1 %,
 // ... of the data wait"; "" for none.
 std::string python_frames_note(const std::vector<PythonFrameShare>& frames);
+
+// "host time by your Python functions (their own time, outside operators): train.py(20): step
+// 12.0 %, ... of the step"; "" for none.
+std::string host_python_frames_note(const std::vector<PythonFrameShare>& frames);
 
 }  // namespace trainlab

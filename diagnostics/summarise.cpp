@@ -570,6 +570,8 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
   for (const Step& st : steps) step_spans.push_back({st.start_ns, st.end_ns});
   s.data_wait_python_frames = data_wait_python_frames(profile, step_spans);
   if (!s.data_wait_python_frames.empty()) s.notes.push_back(python_frames_note(s.data_wait_python_frames));
+  s.host_python_frames = host_python_frames(profile, step_spans);
+  if (!s.host_python_frames.empty()) s.notes.push_back(host_python_frames_note(s.host_python_frames));
   s.dropped_events = dropped_total(profile, /*with_missed_ticks=*/true);
   return s;
 }
@@ -595,9 +597,9 @@ nlohmann::json named_times(const std::vector<NamedTime>& items) {
     out.push_back({{"name", t.name}, {"count", t.count}, {"total_ns", t.total_ns}});
   return out;
 }
-nlohmann::json python_frames_json(const std::vector<PythonFrameShare>& frames) {
+nlohmann::json python_frames_json(const std::vector<PythonFrameShare>& frames, const char* share_key) {
   nlohmann::json out = nlohmann::json::array();
-  for (const PythonFrameShare& f : frames) out.push_back({{"frame", f.frame}, {"pct_of_data_wait", f.pct_of_data_wait}});
+  for (const PythonFrameShare& f : frames) out.push_back({{"frame", f.frame}, {share_key, f.share_pct}});
   return out;
 }
 // JSON has no NaN: non-finite losses become null.
@@ -658,7 +660,8 @@ nlohmann::json to_json(const Summary& s) {
           {"pin_memory", opt(s.pin_memory)},
           {"data_busy_ms", opt(s.data_busy_ms)},
           {"dataloader_next_ms", opt(s.dataloader_next_ms)},
-          {"data_wait_python_frames", python_frames_json(s.data_wait_python_frames)},
+          {"data_wait_python_frames", python_frames_json(s.data_wait_python_frames, "pct_of_data_wait")},
+          {"host_python_frames", python_frames_json(s.host_python_frames, "pct_of_step")},
           {"world_size", s.world_size},
           {"intra_op_threads", opt(s.intra_op_threads)},
           {"rank", s.rank},

@@ -35,10 +35,10 @@ struct NamedTime {
   int64_t total_ns = 0;
 };
 
-// A user's Python function and the share of the data wait spent in it (python_frames.h).
+// A user's Python function and its share of the data wait, or of the step (python_frames.h).
 struct PythonFrameShare {
   std::string frame;  // "dataset.py(31): __getitem__", as torch.profiler names it
-  double pct_of_data_wait = 0;
+  double share_pct = 0;
 };
 
 struct Summary {
@@ -106,6 +106,7 @@ struct Summary {
   std::optional<double> data_busy_ms;         // producer wall time per batch
   std::optional<double> dataloader_next_ms;   // traces: DataLoader __next__ per step
   std::vector<PythonFrameShare> data_wait_python_frames;  // traces with stacks: the user's functions in it
+  std::vector<PythonFrameShare> host_python_frames;       // ... and their own time, as a share of the step
 
   // --- data parallel
   int world_size = 1;

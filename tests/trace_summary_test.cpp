@@ -519,9 +519,9 @@ TEST(TraceSummaryPythonFrames, TheUsersFunctionsInsideTheDataWaitAreNamedWithThe
   const Summary s = summarise_trace(p, nlohmann::json::object(), "stacks");
   ASSERT_EQ(s.data_wait_python_frames.size(), 2u);
   EXPECT_EQ(s.data_wait_python_frames[0].frame, "dataset.py(31): __getitem__");
-  EXPECT_NEAR(s.data_wait_python_frames[0].pct_of_data_wait, 80.0, 1e-9);
+  EXPECT_NEAR(s.data_wait_python_frames[0].share_pct, 80.0, 1e-9);
   EXPECT_EQ(s.data_wait_python_frames[1].frame, "dataset.py(12): decode");
-  EXPECT_NEAR(s.data_wait_python_frames[1].pct_of_data_wait, 40.0, 1e-9);
+  EXPECT_NEAR(s.data_wait_python_frames[1].share_pct, 40.0, 1e-9);
   const auto note = std::find_if(s.notes.begin(), s.notes.end(),
                                  [](const std::string& n) { return n.find("data wait by your Python") == 0; });
   ASSERT_NE(note, s.notes.end());
@@ -545,6 +545,42 @@ TEST(TraceSummaryPythonFrames, LibraryAndStandardLibraryFramesAreNotTheUsers) {
   for (const char* user : {"dataset.py(31): __getitem__", "src/data/augment.py(8): flip", "train.py(40): <module>"}) {
     EXPECT_FALSE(is_library_python_frame(user)) << user;
   }
+}
+
+// The Python that runs between operators: a user's function's own time (less its Python callees
+// and operators) as a share of the step; library frames and frames inside the data wait are not
+// named, nor frames under the threshold.
+TEST(TraceSummaryPythonFrames, TheUsersFunctionsOwnHostTimeIsNamedAsAShareOfTheStep) {
+  const auto frame = [](const std::string& name, double start_ms, double end_ms) {
+    TraceEvent e = host(EventKind::kAnnotation, name, start_ms, end_ms);
+    e.args = {{"Python id", 1}};
+    return e;
+  };
+  Profile p;
+  p.events.push_back(frame("train.py(50): <module>", 0, 40));  // around the steps: not inside one
+  for (int step = 0; step < 2; ++step) {
+    const double t0 = 20.0 * step;
+    p.events.push_back(host(EventKind::kStep, "ProfilerStep#" + std::to_string(step + 1), t0, t0 + 20));
+    p.events.push_back(host(EventKind::kCpuOp, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", t0,
+                            t0 + 2));
+    p.events.push_back(frame("dataset.py(31): __getitem__", t0 + 0.5, t0 + 1.5));  // the data wait's
+    p.events.push_back(frame("model.py(20): forward", t0 + 2, t0 + 14));  // 12 ms: 4 of its own
+    p.events.push_back(host(EventKind::kCpuOp, "aten::linear", t0 + 3, t0 + 7));
+    p.events.push_back(frame("model.py(35): mask", t0 + 8, t0 + 12));  // 4 ms: 3 of its own
+    p.events.push_back(host(EventKind::kCpuOp, "aten::mul", t0 + 9, t0 + 10));
+    p.events.push_back(frame("torch/nn/modules/module.py(1700): _call_impl", t0 + 14, t0 + 19));  // library
+    p.events.push_back(frame("model.py(60): tiny", t0 + 19, t0 + 19.5));  // 2.5 %: under 5 %
+  }
+  const Summary s = summarise_trace(p, nlohmann::json::object(), "host frames");
+  ASSERT_EQ(s.host_python_frames.size(), 2u);
+  EXPECT_EQ(s.host_python_frames[0].frame, "model.py(20): forward");
+  EXPECT_NEAR(s.host_python_frames[0].share_pct, 20.0, 1e-9);  // (12 - 4 - 4) of 20 ms
+  EXPECT_EQ(s.host_python_frames[1].frame, "model.py(35): mask");
+  EXPECT_NEAR(s.host_python_frames[1].share_pct, 15.0, 1e-9);  // (4 - 1) of 20 ms
+  EXPECT_NE(std::find(s.notes.begin(), s.notes.end(),
+                      "host time by your Python functions (their own time, outside operators): model.py(20): forward "
+                      "20.0 %, model.py(35): mask 15.0 % of the step"),
+            s.notes.end());
 }
 
 }  // namespace
