@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "diagnostics/collective_kinds.h"
 #include "diagnostics/text_format.h"
 
 namespace trainlab {
@@ -108,14 +109,7 @@ bool is_collective_host_call(const std::string& name) {
          contains(n, "wait_tensor");
 }
 
-bool is_collective_kernel(const TraceEvent& e) {
-  if (e.kind != EventKind::kKernel) return false;
-  const std::string n = lower(e.name);
-  static const char* const kParts[] = {"nccl",       "rccl",      "all_reduce",         "allreduce",
-                                       "all_gather", "allgather", "reduce_scatter",     "reducescatter",
-                                       "all_to_all", "alltoall",  "cross_device_reduce"};
-  return std::any_of(std::begin(kParts), std::end(kParts), [&](const char* p) { return contains(n, p); });
-}
+bool is_collective_kernel(const TraceEvent& e) { return collective_family(e).has_value(); }
 
 IdleCause classify_host_event(const TraceEvent& e) {
   if (is_dataloader_name(e.name)) return IdleCause::kDataLoader;

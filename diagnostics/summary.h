@@ -104,7 +104,9 @@ struct Summary {
   int world_size = 1;
   int rank = 0;
   std::optional<int> intra_op_threads;        // each rank's (records: LibTorch's threads in the child)
-  std::optional<double> comm_total_pct;       // all-reduce time, hidden or not
+  std::optional<double> comm_total_pct;       // collective time, hidden under compute or not
+  std::optional<double> comm_overlapped_pct;  // collective time hidden under compute on other streams
+  std::map<std::string, double> comm_family_pct;  // collective kernel time by family (collective_kinds.h)
   std::vector<double> rank_step_p50_ms;       // merged runs: one per rank
   std::optional<double> rank_spread_pct;      // (slowest - fastest) / fastest step p50
   std::optional<int> straggler_rank;          // the rank with the most own work per step (merged runs, rank folders)
