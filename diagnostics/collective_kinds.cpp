@@ -3,6 +3,11 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
+#include <vector>
+
+#include "diagnostics/idle_attribution.h"
+#include "diagnostics/intervals.h"
 
 #include "diagnostics/text_format.h"
 
@@ -46,6 +51,8 @@ const char* collective_family_key(CollectiveFamily family) {
       return "expert_all_to_all";
     case CollectiveFamily::kGeneric:
       return "generic";
+    case CollectiveFamily::kLaunchedByCollective:
+      return "launched_by_collective";
   }
   return "generic";
 }
@@ -67,6 +74,34 @@ std::optional<CollectiveFamily> collective_family(const TraceEvent& e) {
   if (!collective_name_in_args(e).empty()) return CollectiveFamily::kTraceMetadata;
   if (is_expert_all_to_all(n)) return CollectiveFamily::kExpertAllToAll;
   if (is_generic_collective(n)) return CollectiveFamily::kGeneric;
+  return std::nullopt;
+}
+
+CollectiveKernels::CollectiveKernels(const Profile& profile) {
+  std::map<int64_t, std::vector<intervals::Interval>> collective_calls;  // host thread -> spans
+  for (const TraceEvent& e : profile.events) {
+    if (!e.on_device && e.kind != EventKind::kStep && e.kind != EventKind::kPhase &&
+        is_collective_host_call(e.name)) {
+      collective_calls[e.track].push_back({e.start_ns, e.end_ns});
+    }
+  }
+  if (collective_calls.empty()) return;
+  for (auto& [track, spans] : collective_calls) spans = intervals::merged(std::move(spans));
+  for (const TraceEvent& e : profile.events) {
+    if (e.kind != EventKind::kRuntime || e.correlation < 0) continue;
+    const auto calls = collective_calls.find(e.track);
+    if (calls == collective_calls.end()) continue;
+    const auto& spans = calls->second;
+    auto after = std::upper_bound(spans.begin(), spans.end(), e.start_ns,
+                                  [](int64_t t, const intervals::Interval& span) { return t < span.first; });
+    if (after != spans.begin() && std::prev(after)->second >= e.end_ns) launched_in_collective_.insert(e.correlation);
+  }
+}
+
+std::optional<CollectiveFamily> CollectiveKernels::family(const TraceEvent& e) const {
+  if (const auto by_name = collective_family(e)) return by_name;
+  if (e.kind == EventKind::kKernel && e.correlation >= 0 && launched_in_collective_.count(e.correlation) > 0)
+    return CollectiveFamily::kLaunchedByCollective;
   return std::nullopt;
 }
 

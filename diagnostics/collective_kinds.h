@@ -1,11 +1,12 @@
 // Which device kernels are communication, by what they are and not only by an NCCL name: the trace's
 // own metadata (the collective name torch writes into a kernel's args) first, then the kernel names
 // of the known libraries (NCCL, RCCL, DeepEP-style expert-parallel all-to-all) and generic collective
-// names. Host-side collective calls (Gloo, c10d, record_param_comms) are idle_attribution.h's. No LibTorch.
+// names, then where it was launched from (inside a host collective call such as record_param_comms). Host-side collective calls (Gloo, c10d, record_param_comms) are idle_attribution.h's. No LibTorch.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <unordered_set>
 
 #include "core/profile.h"
 
@@ -17,14 +18,27 @@ enum class CollectiveFamily {
   kNccl,           // ncclKernel_*, ncclDevKernel_*
   kRccl,           // rccl / AMD's NCCL port
   kExpertAllToAll, // DeepEP-style dispatch/combine kernels (internode::/intranode::, deep_ep, ::ep::)
-  kGeneric,        // all_reduce, all_gather, reduce_scatter, all_to_all, broadcast/send/recv kernels
+  kGeneric,        // all_reduce, all_gather, reduce_scatter, all_to_all, sendrecv kernels
+  kLaunchedByCollective,  // any other kernel launched from inside a host collective call
 };
 
-// "trace_metadata", "nccl", "rccl", "expert_all_to_all", "generic".
+// "trace_metadata", "nccl", "rccl", "expert_all_to_all", "generic", "launched_by_collective".
 const char* collective_family_key(CollectiveFamily family);
 
-// The family of a device kernel that is a collective; nullopt for any other event.
+// The family of a device kernel that is a collective by its args or name; nullopt for any other event.
 std::optional<CollectiveFamily> collective_family(const TraceEvent& e);
+
+// The same, plus the kernels a host collective call launched (record_param_comms, c10d::, nccl:,
+// ... on the launching thread, linked to the kernel by the launch's correlation id), whatever their
+// names: a custom backend's all-to-all launched by torch.distributed.
+class CollectiveKernels {
+ public:
+  explicit CollectiveKernels(const Profile& profile);
+  std::optional<CollectiveFamily> family(const TraceEvent& e) const;
+
+ private:
+  std::unordered_set<int64_t> launched_in_collective_;  // correlation ids
+};
 
 // The collective's own name where the trace gives it (args "Collective name"), else "".
 std::string collective_name_in_args(const TraceEvent& e);

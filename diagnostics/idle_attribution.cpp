@@ -144,10 +144,11 @@ void IdleAttributor::add_syncs_waiting_for_collectives(const Profile& profile,
                                                        const std::vector<const TraceEvent*>& syncs) {
   if (syncs.empty()) return;
   std::vector<std::pair<int64_t, bool>> device_ends;  // end, is a collective kernel
+  const CollectiveKernels collective_kernels(profile);
   for (const TraceEvent& e : profile.events) {
     if (e.on_device &&
         (e.kind == EventKind::kKernel || e.kind == EventKind::kMemcpy || e.kind == EventKind::kMemset)) {
-      device_ends.push_back({e.end_ns, is_collective_kernel(e)});
+      device_ends.push_back({e.end_ns, collective_kernels.family(e).has_value()});
     }
   }
   std::sort(device_ends.begin(), device_ends.end());

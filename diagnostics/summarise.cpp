@@ -317,13 +317,14 @@ struct TraceTimeline {
 TraceTimeline trace_timeline(const Profile& profile, int64_t main_track) {
   std::vector<Interval> kernels, collective_kernels, copies, host_collectives, dataloader, host_ops;
   std::map<std::string, std::vector<Interval>> phase_spans, family_spans;
+  const CollectiveKernels collective_kernel_families(profile);
   TraceTimeline tl;
   for (const TraceEvent& e : profile.events) {
     const Interval span{e.start_ns, e.end_ns};
     if (e.kind == EventKind::kPhase) {
       tl.has_phases = true;
       phase_spans[e.name].push_back(span);
-    } else if (const auto family = collective_family(e)) {
+    } else if (const auto family = collective_kernel_families.family(e)) {
       collective_kernels.push_back(span);
       family_spans[collective_family_key(*family)].push_back(span);
     } else if (e.kind == EventKind::kKernel) {

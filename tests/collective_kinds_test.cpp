@@ -182,5 +182,44 @@ TEST(CollectiveKindsTrace, MetadataNamedKernelCountsAndExposedPartIsSplit) {
   EXPECT_NEAR(s.comm_family_pct.at("trace_metadata"), 88.0, 1e-6);
 }
 
+TraceEvent span_of(EventKind kind, const std::string& name, double start_ms, double end_ms, int64_t track,
+                   int64_t correlation = -1) {
+  TraceEvent e;
+  e.kind = kind;
+  e.name = name;
+  e.start_ns = static_cast<int64_t>(start_ms * 1e6);
+  e.end_ns = static_cast<int64_t>(end_ms * 1e6);
+  e.track = track;
+  e.correlation = correlation;
+  e.on_device = kind == EventKind::kKernel;
+  return e;
+}
+
+TEST(CollectiveKindsTrace, KernelLaunchedInsideRecordParamCommsIsCommunication) {
+  // One 10 ms step: compute 0-6 ms (stream 7); torch.distributed's record_param_comms on the loop's
+  // thread launches (correlation 42) a kernel with no collective name, which runs 5-9 ms on stream 20:
+  // 4 ms of communication, 1 ms under compute, 3 ms exposed. The same kernel launched outside the
+  // collective call (correlation 43) stays compute.
+  Profile p;
+  p.events.push_back(span_of(EventKind::kStep, "ProfilerStep#1", 0, 10, 1));
+  p.events.push_back(span_of(EventKind::kKernel, "volta_sgemm_128x64_nn", 0, 6, 7));
+  p.events.push_back(span_of(EventKind::kCpuOp, "record_param_comms", 4.0, 4.2, 1));
+  p.events.push_back(span_of(EventKind::kRuntime, "cudaLaunchKernel", 4.05, 4.1, 1, 42));
+  p.events.push_back(span_of(EventKind::kKernel, "fused_token_exchange_kernel", 5, 9, 20, 42));
+  const CollectiveKernels kernels(p);
+  EXPECT_EQ(kernels.family(p.events.back()), CollectiveFamily::kLaunchedByCollective);
+  TraceEvent elsewhere = p.events.back();
+  elsewhere.correlation = 43;
+  EXPECT_FALSE(kernels.family(elsewhere).has_value());
+
+  const Summary s = summarise_trace(p, nlohmann::json::object(), "launched");
+  ASSERT_TRUE(s.comm_total_pct.has_value());
+  EXPECT_NEAR(*s.comm_total_pct, 40.0, 1e-6);
+  EXPECT_NEAR(s.comm_overlapped_pct.value_or(-1), 10.0, 1e-6);
+  EXPECT_NEAR(s.shares.communication_pct, 30.0, 1e-6);
+  EXPECT_NEAR(s.shares.compute_pct, 60.0, 1e-6);
+  EXPECT_NEAR(s.comm_family_pct.at("launched_by_collective"), 40.0, 1e-6);
+}
+
 }  // namespace
 }  // namespace trainlab
