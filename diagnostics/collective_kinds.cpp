@@ -10,6 +10,7 @@
 #include "diagnostics/intervals.h"
 
 #include "diagnostics/text_format.h"
+#include "core/statistics.h"
 
 namespace trainlab {
 namespace {
@@ -36,6 +37,27 @@ bool is_generic_collective(const std::string& n) {
                                        "cross_device_reduce", "sendrecv",  "send_recv",   "c10d::"};
   return contains_any(n, kParts);
 }
+
+std::string string_arg(const nlohmann::json& args, const char* key) {
+  const auto it = args.find(key);
+  if (it == args.end()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  return it->is_number_integer() ? std::to_string(it->get<int64_t>()) : "";
+}
+
+double number_arg(const nlohmann::json& args, const char* key) {
+  const auto it = args.find(key);
+  return it != args.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+bool in_steps(int64_t t_ns, const std::vector<std::pair<int64_t, int64_t>>& steps) {
+  return std::any_of(steps.begin(), steps.end(), [&](const auto& st) { return t_ns >= st.first && t_ns < st.second; });
+}
+
+struct CallSamples {
+  CollectiveCalls calls;
+  std::vector<double> in_nelems, out_nelems;
+};
 
 }  // namespace
 
@@ -103,6 +125,41 @@ std::optional<CollectiveFamily> CollectiveKernels::family(const TraceEvent& e) c
   if (e.kind == EventKind::kKernel && e.correlation >= 0 && launched_in_collective_.count(e.correlation) > 0)
     return CollectiveFamily::kLaunchedByCollective;
   return std::nullopt;
+}
+
+std::vector<CollectiveCalls> collective_calls(const Profile& profile,
+                                              const std::vector<std::pair<int64_t, int64_t>>& step_spans_ns) {
+  if (step_spans_ns.empty()) return {};
+  const auto is_host_record = [](const TraceEvent& e) { return !e.on_device && e.name == "record_param_comms"; };
+  const bool host_records = std::any_of(profile.events.begin(), profile.events.end(), [&](const TraceEvent& e) {
+    return is_host_record(e) && !collective_name_in_args(e).empty();
+  });
+  std::map<std::pair<std::string, std::string>, CallSamples> by_collective;  // (name, group) -> samples
+  for (const TraceEvent& e : profile.events) {
+    if (host_records ? !is_host_record(e) : e.kind != EventKind::kKernel) continue;
+    const std::string name = collective_name_in_args(e);
+    if (name.empty() || !in_steps(e.start_ns, step_spans_ns)) continue;
+    const std::string group = string_arg(e.args, "Process Group Name");
+    CallSamples& samples = by_collective[{name, group}];
+    samples.calls.name = name;
+    samples.calls.process_group = group;
+    samples.calls.dtype = string_arg(e.args, "dtype");
+    samples.calls.group_size = static_cast<int>(number_arg(e.args, "Group size"));
+    samples.calls.calls_per_step += 1;
+    samples.in_nelems.push_back(number_arg(e.args, "In msg nelems"));
+    samples.out_nelems.push_back(number_arg(e.args, "Out msg nelems"));
+  }
+  std::vector<CollectiveCalls> out;
+  for (auto& [key, samples] : by_collective) {
+    samples.calls.calls_per_step /= static_cast<double>(step_spans_ns.size());
+    samples.calls.median_in_nelems = stats::median(samples.in_nelems);
+    samples.calls.median_out_nelems = stats::median(samples.out_nelems);
+    out.push_back(samples.calls);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const CollectiveCalls& a, const CollectiveCalls& b) {
+    return a.calls_per_step > b.calls_per_step;
+  });
+  return out;
 }
 
 }  // namespace trainlab

@@ -6,9 +6,12 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 #include <unordered_set>
 
 #include "core/profile.h"
+#include "diagnostics/summary.h"
 
 namespace trainlab {
 
@@ -42,5 +45,11 @@ class CollectiveKernels {
 
 // The collective's own name where the trace gives it (args "Collective name"), else "".
 std::string collective_name_in_args(const TraceEvent& e);
+
+// The collectives the trace's args name (torch's record_param_comms host events; where a trace has
+// none of those, the kernels that carry "Collective name"), counted over the steps [start, end) in
+// `step_spans_ns`, grouped by name and process group, most calls per step first.
+std::vector<CollectiveCalls> collective_calls(const Profile& profile,
+                                              const std::vector<std::pair<int64_t, int64_t>>& step_spans_ns);
 
 }  // namespace trainlab

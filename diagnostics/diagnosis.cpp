@@ -67,7 +67,17 @@ static std::string communication_line(const Summary& s) {
   for (const auto& [family, pct] : s.comm_family_pct)
     if (pct >= 0.05) families += (families.empty() ? "" : ", ") + family + format_text(" %.1f %%", pct);
   if (!families.empty()) line += " (kernels: " + families + ")";
-  return line + "\n";
+  line += "\n";
+  std::string calls;
+  for (size_t i = 0; i < s.collectives.size() && i < 3; ++i) {
+    const CollectiveCalls& c = s.collectives[i];
+    calls += (calls.empty() ? "" : "; ") + c.name + format_text(" x%.1f, %.0f -> %.0f elements", c.calls_per_step,
+                                                               c.median_in_nelems, c.median_out_nelems);
+    if (!c.dtype.empty()) calls += " " + c.dtype;
+    if (c.group_size > 0) calls += format_text(", group of %d", c.group_size);
+  }
+  if (!calls.empty()) line += "    collectives per step (the trace's args): " + calls + "\n";
+  return line;
 }
 
 std::string render_diagnosis_text(const Diagnosis& d) {

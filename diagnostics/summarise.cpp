@@ -584,6 +584,9 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
     }
     if (!tl.has_phases) s.comm_family_pct = collective_family_shares(tl, steps, total_ns);
   }
+  std::vector<std::pair<int64_t, int64_t>> step_spans_ns;
+  for (const Step& st : steps) step_spans_ns.push_back({st.start_ns, st.end_ns});
+  s.collectives = collective_calls(profile, step_spans_ns);
   add_profile_details(profile, steps, s, trainlab_number(metadata, "op_sample").value_or(1.0));
   s.dropped_events = dropped_total(profile, /*with_missed_ticks=*/true);
   return s;
@@ -620,10 +623,21 @@ nlohmann::json finite_or_null(const std::vector<double>& values) {
 nlohmann::json communication_json(const Summary& s) {
   nlohmann::json by_family = nlohmann::json::object();
   for (const auto& [family, pct] : s.comm_family_pct) by_family[family] = pct;
+  nlohmann::json collectives = nlohmann::json::array();
+  for (const CollectiveCalls& c : s.collectives) {
+    collectives.push_back({{"name", c.name},
+                           {"process_group", c.process_group},
+                           {"dtype", c.dtype},
+                           {"group_size", c.group_size},
+                           {"calls_per_step", c.calls_per_step},
+                           {"median_in_msg_nelems", c.median_in_nelems},
+                           {"median_out_msg_nelems", c.median_out_nelems}});
+  }
   return {{"total_pct", opt(s.comm_total_pct)},
           {"overlapped_pct", opt(s.comm_overlapped_pct)},
           {"exposed_pct", s.shares.communication_pct},
-          {"by_family_pct", by_family}};
+          {"by_family_pct", by_family},
+          {"collectives", collectives}};
 }
 }  // namespace
 

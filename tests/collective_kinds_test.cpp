@@ -221,5 +221,48 @@ TEST(CollectiveKindsTrace, KernelLaunchedInsideRecordParamCommsIsCommunication) 
   EXPECT_NEAR(s.comm_family_pct.at("launched_by_collective"), 40.0, 1e-6);
 }
 
+TEST(CollectiveKindsTrace, CollectiveNamesAndSizesComeFromRecordParamComms) {
+  // Two 10 ms steps; torch's record_param_comms names three all-reduces in them (100, 300 and 200
+  // elements) and one after them; the NCCL kernels carry the same args and are not counted again.
+  const auto comms = [](double start_ms, int nelems, int64_t track) {
+    TraceEvent e = span_of(EventKind::kCpuOp, "record_param_comms", start_ms, start_ms + 0.1, track);
+    e.args = {{"Collective name", "allreduce"}, {"In msg nelems", nelems}, {"Out msg nelems", nelems},
+              {"Group size", 2},               {"dtype", "Float"},        {"Process Group Name", "0"}};
+    return e;
+  };
+  Profile p;
+  p.events.push_back(span_of(EventKind::kStep, "ProfilerStep#1", 0, 10, 1));
+  p.events.push_back(span_of(EventKind::kStep, "ProfilerStep#2", 10, 20, 1));
+  p.events.push_back(comms(2, 100, 1));
+  p.events.push_back(comms(5, 300, 1));
+  p.events.push_back(comms(12, 200, 1));
+  p.events.push_back(comms(25, 999, 1));  // outside the steps
+  TraceEvent nccl = span_of(EventKind::kKernel, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 2.5, 3, 20);
+  nccl.args = p.events[2].args;
+  p.events.push_back(nccl);
+
+  const auto calls = collective_calls(p, {{0, 10'000'000}, {10'000'000, 20'000'000}});
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].name, "allreduce");
+  EXPECT_EQ(calls[0].process_group, "0");
+  EXPECT_EQ(calls[0].dtype, "Float");
+  EXPECT_EQ(calls[0].group_size, 2);
+  EXPECT_DOUBLE_EQ(calls[0].calls_per_step, 1.5);
+  EXPECT_DOUBLE_EQ(calls[0].median_in_nelems, 200.0);
+  EXPECT_DOUBLE_EQ(calls[0].median_out_nelems, 200.0);
+
+  // Without host records, the kernels' args are the source.
+  Profile kernels_only;
+  kernels_only.events.push_back(nccl);
+  const auto from_kernels = collective_calls(kernels_only, {{0, 10'000'000}});
+  ASSERT_EQ(from_kernels.size(), 1u);
+  EXPECT_DOUBLE_EQ(from_kernels[0].calls_per_step, 1.0);
+  EXPECT_DOUBLE_EQ(from_kernels[0].median_in_nelems, 100.0);
+
+  const Summary s = summarise_trace(p, nlohmann::json::object(), "allreduce");
+  ASSERT_EQ(s.collectives.size(), 1u);
+  EXPECT_DOUBLE_EQ(s.collectives[0].calls_per_step, 1.5);
+}
+
 }  // namespace
 }  // namespace trainlab
