@@ -75,6 +75,8 @@ const char* collective_family_key(CollectiveFamily family) {
       return "generic";
     case CollectiveFamily::kLaunchedByCollective:
       return "launched_by_collective";
+    case CollectiveFamily::kCollectiveStream:
+      return "collective_stream";
   }
   return "generic";
 }
@@ -107,7 +109,6 @@ CollectiveKernels::CollectiveKernels(const Profile& profile) {
       collective_calls[e.track].push_back({e.start_ns, e.end_ns});
     }
   }
-  if (collective_calls.empty()) return;
   for (auto& [track, spans] : collective_calls) spans = intervals::merged(std::move(spans));
   for (const TraceEvent& e : profile.events) {
     if (e.kind != EventKind::kRuntime || e.correlation < 0) continue;
@@ -118,12 +119,34 @@ CollectiveKernels::CollectiveKernels(const Profile& profile) {
                                   [](int64_t t, const intervals::Interval& span) { return t < span.first; });
     if (after != spans.begin() && std::prev(after)->second >= e.end_ns) launched_in_collective_.insert(e.correlation);
   }
+  find_collective_streams(profile);
 }
 
-std::optional<CollectiveFamily> CollectiveKernels::family(const TraceEvent& e) const {
+void CollectiveKernels::find_collective_streams(const Profile& profile) {
+  std::map<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>> stream_ns;  // -> (collective, all)
+  for (const TraceEvent& e : profile.events) {
+    if (e.kind != EventKind::kKernel || !e.on_device) continue;
+    auto& [collective_ns, all_ns] = stream_ns[{e.device, e.track}];
+    all_ns += e.duration_ns();
+    if (by_name_or_launch(e)) collective_ns += e.duration_ns();
+  }
+  for (const auto& [stream, ns] : stream_ns) {
+    if (ns.first > 0 && static_cast<double>(ns.first) >= kCollectiveStreamShare * static_cast<double>(ns.second))
+      collective_streams_.insert(stream);
+  }
+}
+
+std::optional<CollectiveFamily> CollectiveKernels::by_name_or_launch(const TraceEvent& e) const {
   if (const auto by_name = collective_family(e)) return by_name;
   if (e.kind == EventKind::kKernel && e.correlation >= 0 && launched_in_collective_.count(e.correlation) > 0)
     return CollectiveFamily::kLaunchedByCollective;
+  return std::nullopt;
+}
+
+std::optional<CollectiveFamily> CollectiveKernels::family(const TraceEvent& e) const {
+  if (const auto known = by_name_or_launch(e)) return known;
+  if (e.kind == EventKind::kKernel && collective_streams_.count({e.device, e.track}) > 0)
+    return CollectiveFamily::kCollectiveStream;
   return std::nullopt;
 }
 

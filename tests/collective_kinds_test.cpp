@@ -210,6 +210,7 @@ TEST(CollectiveKindsTrace, KernelLaunchedInsideRecordParamCommsIsCommunication) 
   EXPECT_EQ(kernels.family(p.events.back()), CollectiveFamily::kLaunchedByCollective);
   TraceEvent elsewhere = p.events.back();
   elsewhere.correlation = 43;
+  elsewhere.track = 21;  // a stream of its own: not a communication stream either
   EXPECT_FALSE(kernels.family(elsewhere).has_value());
 
   const Summary s = summarise_trace(p, nlohmann::json::object(), "launched");
@@ -219,6 +220,23 @@ TEST(CollectiveKindsTrace, KernelLaunchedInsideRecordParamCommsIsCommunication) 
   EXPECT_NEAR(s.shares.communication_pct, 30.0, 1e-6);
   EXPECT_NEAR(s.shares.compute_pct, 60.0, 1e-6);
   EXPECT_NEAR(s.comm_family_pct.at("launched_by_collective"), 40.0, 1e-6);
+}
+
+TEST(CollectiveKindsTrace, OtherKernelsOfACommunicationStreamAreCommunication) {
+  // Stream 20 runs a 9 ms NCCL all-to-all and a 0.5 ms unpacking copy kernel (95 % collective): the
+  // copy is communication. Stream 7 runs 8 ms of GEMM and a 0.5 ms NCCL kernel (6 % collective):
+  // its GEMM stays compute.
+  Profile p;
+  p.events.push_back(span_of(EventKind::kKernel, "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)", 0,
+                             9, 20));
+  p.events.push_back(span_of(EventKind::kKernel, "void at::native::unrolled_elementwise_kernel<copy>", 9, 9.5, 20));
+  p.events.push_back(span_of(EventKind::kKernel, "volta_sgemm_128x64_nn", 0, 8, 7));
+  p.events.push_back(span_of(EventKind::kKernel, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 8, 8.5, 7));
+  const CollectiveKernels kernels(p);
+  EXPECT_EQ(kernels.family(p.events[0]), CollectiveFamily::kNccl);
+  EXPECT_EQ(kernels.family(p.events[1]), CollectiveFamily::kCollectiveStream);
+  EXPECT_FALSE(kernels.family(p.events[2]).has_value());
+  EXPECT_EQ(kernels.family(p.events[3]), CollectiveFamily::kNccl);
 }
 
 TEST(CollectiveKindsTrace, CollectiveNamesAndSizesComeFromRecordParamComms) {
