@@ -109,8 +109,6 @@ bool is_collective_host_call(const std::string& name) {
          contains(n, "wait_tensor");
 }
 
-bool is_collective_kernel(const TraceEvent& e) { return collective_family(e).has_value(); }
-
 IdleCause classify_host_event(const TraceEvent& e) {
   if (is_dataloader_name(e.name)) return IdleCause::kDataLoader;
   if (is_collective_host_call(e.name)) return IdleCause::kCollective;
