@@ -62,8 +62,13 @@ std::vector<std::string> gate_reasons(const std::vector<Diagnosis>& diagnoses, c
 // holds collective time (0.05 % of the step or more, as printed).
 static std::string communication_line(const Summary& s) {
   if (!s.comm_total_pct || *s.comm_total_pct < 0.05) return "";
-  std::string line = format_text("  Communication: %.1f %% of the step, %.1f %% overlapped with compute, %.1f %% exposed",
-                                 *s.comm_total_pct, s.comm_overlapped_pct.value_or(0.0), s.shares.communication_pct);
+  std::string line =
+      s.comm_overlapped_pct
+          ? format_text("  Communication: %.1f %% of the step, %.1f %% overlapped with compute, %.1f %% exposed",
+                        *s.comm_total_pct, *s.comm_overlapped_pct, s.shares.communication_pct)
+          : format_text("  Communication: %.1f %% of the step, counted as exposed (no device timeline to split the "
+                        "part under compute)",
+                        *s.comm_total_pct);
   std::string families;
   for (const auto& [family, pct] : s.comm_family_pct)
     if (pct >= 0.05) families += (families.empty() ? "" : ", ") + family + format_text(" %.1f %%", pct);

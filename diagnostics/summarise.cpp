@@ -580,7 +580,9 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
     }
     if (sum.comm_all > 0) {
       s.comm_total_pct = 100.0 * sum.comm_all / total_ns;
-      s.comm_overlapped_pct = 100.0 * std::max(0.0, sum.comm_all - sum.comm) / total_ns;
+      // Only a device timeline shows collectives running under compute; a CPU trace's collective
+      // spans and trainlab's communication phase are all counted as exposed, so no split is claimed.
+      if (attribute_idle) s.comm_overlapped_pct = 100.0 * std::max(0.0, sum.comm_all - sum.comm) / total_ns;
     }
     if (!tl.has_phases) s.comm_family_pct = collective_family_shares(tl, steps, total_ns);
   }

@@ -117,7 +117,7 @@ struct Summary {
   int rank = 0;
   std::optional<int> intra_op_threads;        // each rank's (records: LibTorch's threads in the child)
   std::optional<double> comm_total_pct;       // collective time, hidden under compute or not
-  std::optional<double> comm_overlapped_pct;  // collective time hidden under compute on other streams
+  std::optional<double> comm_overlapped_pct;  // collective time hidden under compute on other streams (GPU traces)
   std::map<std::string, double> comm_family_pct;  // collective kernel time by family (collective_kinds.h)
   std::vector<CollectiveCalls> collectives;       // from the trace's args, most calls first
   std::vector<double> rank_step_p50_ms;       // merged runs: one per rank

@@ -239,6 +239,27 @@ TEST(CollectiveKindsTrace, OtherKernelsOfACommunicationStreamAreCommunication) {
   EXPECT_EQ(kernels.family(p.events[3]), CollectiveFamily::kNccl);
 }
 
+TEST(CollectiveKindsTrace, CpuTraceClaimsNoOverlapSplit) {
+  // A CPU trace: two 10 ms steps, gloo:all_reduce 4 ms of each on a worker thread. Its collective
+  // time is all counted as exposed, so the summary gives the total and no overlapped part.
+  Profile p;
+  for (int step = 0; step < 2; ++step) {
+    const double t0 = step * 10.0;
+    p.events.push_back(span_of(EventKind::kStep, "ProfilerStep#" + std::to_string(step + 1), t0, t0 + 10, 1));
+    p.events.push_back(span_of(EventKind::kCpuOp, "aten::mm", t0 + 1, t0 + 5, 1));
+    p.events.push_back(span_of(EventKind::kAnnotation, "gloo:all_reduce", t0 + 5, t0 + 9, 2));
+  }
+  Diagnosis d;
+  d.summary = summarise_trace(p, nlohmann::json::object(), "gloo");
+  ASSERT_TRUE(d.summary.comm_total_pct.has_value());
+  EXPECT_NEAR(*d.summary.comm_total_pct, 40.0, 1e-6);
+  EXPECT_NEAR(d.summary.shares.communication_pct, 40.0, 1e-6);
+  EXPECT_FALSE(d.summary.comm_overlapped_pct.has_value());
+  const std::string text = render_diagnosis_text(d);
+  EXPECT_NE(text.find("Communication: 40.0 % of the step, counted as exposed (no device timeline"), std::string::npos)
+      << text;
+}
+
 TEST(CollectiveKindsTrace, CollectiveNamesAndSizesComeFromRecordParamComms) {
   // Two 10 ms steps; torch's record_param_comms names three all-reduces in them (100, 300 and 200
   // elements) and one after them; the NCCL kernels carry the same args and are not counted again.
