@@ -57,6 +57,35 @@ std::vector<std::string> gate_reasons(const std::vector<Diagnosis>& diagnoses, c
   return reasons;
 }
 
+// "Communication: 88.0 % of the step, 82.0 % overlapped with compute, 6.0 % exposed (kernels:
+// expert_all_to_all 88.0 %)", then up to three collectives the trace's args name: only when the trace
+// holds collective time (0.05 % of the step or more, as printed).
+static std::string communication_line(const Summary& s) {
+  if (!s.comm_total_pct || *s.comm_total_pct < 0.05) return "";
+  std::string line =
+      s.comm_overlapped_pct
+          ? format_text("  Communication: %.1f %% of the step, %.1f %% overlapped with compute, %.1f %% exposed",
+                        *s.comm_total_pct, *s.comm_overlapped_pct, s.shares.communication_pct)
+          : format_text("  Communication: %.1f %% of the step, counted as exposed (no device timeline to split the "
+                        "part under compute)",
+                        *s.comm_total_pct);
+  std::string families;
+  for (const auto& [family, pct] : s.comm_family_pct)
+    if (pct >= 0.05) families += (families.empty() ? "" : ", ") + family + format_text(" %.1f %%", pct);
+  if (!families.empty()) line += " (kernels: " + families + ")";
+  line += "\n";
+  std::string calls;
+  for (size_t i = 0; i < s.collectives.size() && i < 3; ++i) {
+    const CollectiveCalls& c = s.collectives[i];
+    calls += (calls.empty() ? "" : "; ") + c.name + format_text(" x%.1f, %.0f -> %.0f elements", c.calls_per_step,
+                                                               c.median_in_nelems, c.median_out_nelems);
+    if (!c.dtype.empty()) calls += " " + c.dtype;
+    if (c.group_size > 0) calls += format_text(", group of %d", c.group_size);
+  }
+  if (!calls.empty()) line += "    collectives per step (the trace's args): " + calls + "\n";
+  return line;
+}
+
 std::string render_diagnosis_text(const Diagnosis& d) {
   std::ostringstream out;
   const Summary& s = d.summary;
@@ -82,6 +111,7 @@ std::string render_diagnosis_text(const Diagnosis& d) {
     out << " %;";
   }
   out << "\n";
+  out << communication_line(s);
   if (!d.findings.empty()) {
     out << "  Findings:\n";
     for (const Finding& f : d.findings) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "diagnostics/collective_kinds.h"
 #include "diagnostics/text_format.h"
 
 namespace trainlab {
@@ -108,15 +109,6 @@ bool is_collective_host_call(const std::string& name) {
          contains(n, "wait_tensor");
 }
 
-bool is_collective_kernel(const TraceEvent& e) {
-  if (e.kind != EventKind::kKernel) return false;
-  const std::string n = lower(e.name);
-  static const char* const kParts[] = {"nccl",       "rccl",      "all_reduce",         "allreduce",
-                                       "all_gather", "allgather", "reduce_scatter",     "reducescatter",
-                                       "all_to_all", "alltoall",  "cross_device_reduce"};
-  return std::any_of(std::begin(kParts), std::end(kParts), [&](const char* p) { return contains(n, p); });
-}
-
 IdleCause classify_host_event(const TraceEvent& e) {
   if (is_dataloader_name(e.name)) return IdleCause::kDataLoader;
   if (is_collective_host_call(e.name)) return IdleCause::kCollective;
@@ -150,10 +142,11 @@ void IdleAttributor::add_syncs_waiting_for_collectives(const Profile& profile,
                                                        const std::vector<const TraceEvent*>& syncs) {
   if (syncs.empty()) return;
   std::vector<std::pair<int64_t, bool>> device_ends;  // end, is a collective kernel
+  const CollectiveKernels collective_kernels(profile);
   for (const TraceEvent& e : profile.events) {
     if (e.on_device &&
         (e.kind == EventKind::kKernel || e.kind == EventKind::kMemcpy || e.kind == EventKind::kMemset)) {
-      device_ends.push_back({e.end_ns, is_collective_kernel(e)});
+      device_ends.push_back({e.end_ns, collective_kernels.family(e).has_value()});
     }
   }
   std::sort(device_ends.begin(), device_ends.end());

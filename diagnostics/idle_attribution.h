@@ -34,7 +34,6 @@ IdleCause classify_host_event(const TraceEvent& e);
 // Name tests shared with the summary (e.g. counting host syncs).
 bool is_sync_call(const std::string& name);
 bool is_collective_host_call(const std::string& name);
-bool is_collective_kernel(const TraceEvent& e);  // a device kernel of a collective (NCCL/RCCL)
 
 class IdleAttributor {
  public:

@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 
+#include "diagnostics/collective_kinds.h"
 #include "diagnostics/idle_attribution.h"
 #include "diagnostics/intervals.h"
 #include "diagnostics/profiler_cost.h"
@@ -307,6 +308,7 @@ namespace {
 struct TraceTimeline {
   std::vector<Interval> kernels;                        // device kernels other than collectives
   std::vector<Interval> collective_kernels;             // NCCL/RCCL and other collective kernels
+  std::map<std::string, std::vector<Interval>> collective_families;  // the same, by family (collective_kinds.h)
   std::vector<Interval> copies;                         // device memcpy/memset
   std::vector<Interval> host_collectives;               // collective spans on any host thread (CPU traces)
   std::vector<Interval> dataloader;                     // DataLoader __next__ spans on any host thread
@@ -317,15 +319,17 @@ struct TraceTimeline {
 
 TraceTimeline trace_timeline(const Profile& profile, int64_t main_track) {
   std::vector<Interval> kernels, collective_kernels, copies, host_collectives, dataloader, host_ops;
-  std::map<std::string, std::vector<Interval>> phase_spans;
+  std::map<std::string, std::vector<Interval>> phase_spans, family_spans;
+  const CollectiveKernels collective_kernel_families(profile);
   TraceTimeline tl;
   for (const TraceEvent& e : profile.events) {
     const Interval span{e.start_ns, e.end_ns};
     if (e.kind == EventKind::kPhase) {
       tl.has_phases = true;
       phase_spans[e.name].push_back(span);
-    } else if (is_collective_kernel(e)) {
+    } else if (const auto family = collective_kernel_families.family(e)) {
       collective_kernels.push_back(span);
+      family_spans[collective_family_key(*family)].push_back(span);
     } else if (e.kind == EventKind::kKernel) {
       kernels.push_back(span);
     } else if (e.kind == EventKind::kMemcpy || e.kind == EventKind::kMemset) {
@@ -347,6 +351,7 @@ TraceTimeline trace_timeline(const Profile& profile, int64_t main_track) {
   tl.dataloader = merged(std::move(dataloader));
   tl.host_ops = merged(std::move(host_ops));
   for (auto& [name, spans] : phase_spans) tl.phases[name] = merged(std::move(spans));
+  for (auto& [family, spans] : family_spans) tl.collective_families[family] = merged(std::move(spans));
   return tl;
 }
 
@@ -477,6 +482,19 @@ void fill_trace_device(const Profile& profile, const nlohmann::json& metadata, S
   }
 }
 
+// Each collective family's kernel time within the steps, hidden or not, in % of the steps' time.
+std::map<std::string, double> collective_family_shares(const TraceTimeline& tl, const std::vector<Step>& steps,
+                                                       double total_ns) {
+  std::map<std::string, double> out;
+  if (total_ns <= 0) return out;
+  for (const auto& [family, spans] : tl.collective_families) {
+    double family_ns = 0;
+    for (const Step& st : steps) family_ns += static_cast<double>(length(clip(spans, st.start_ns, st.end_ns)));
+    if (family_ns > 0) out[family] = 100.0 * family_ns / total_ns;
+  }
+  return out;
+}
+
 }  // namespace
 
 Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, const std::string& label) {
@@ -563,8 +581,17 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
         s.idle_cause_pct[idle_cause_key(static_cast<IdleCause>(i))] =
             100.0 * static_cast<double>(sum.idle[i]) / total_ns;
     }
-    if (s.world_size > 1 && sum.comm_all > 0) s.comm_total_pct = 100.0 * sum.comm_all / total_ns;
+    if (sum.comm_all > 0) {
+      s.comm_total_pct = 100.0 * sum.comm_all / total_ns;
+      // Only a device timeline shows collectives running under compute; a CPU trace's collective
+      // spans and trainlab's communication phase are all counted as exposed, so no split is claimed.
+      if (attribute_idle) s.comm_overlapped_pct = 100.0 * std::max(0.0, sum.comm_all - sum.comm) / total_ns;
+    }
+    if (!tl.has_phases) s.comm_family_pct = collective_family_shares(tl, steps, total_ns);
   }
+  std::vector<std::pair<int64_t, int64_t>> step_spans_ns;
+  for (const Step& st : steps) step_spans_ns.push_back({st.start_ns, st.end_ns});
+  s.collectives = collective_calls(profile, step_spans_ns);
   add_profile_details(profile, steps, s, trainlab_number(metadata, "op_sample").value_or(1.0));
   std::vector<Interval> step_spans;
   for (const Step& st : steps) step_spans.push_back({st.start_ns, st.end_ns});
@@ -607,6 +634,26 @@ nlohmann::json finite_or_null(const std::vector<double>& values) {
   nlohmann::json out = nlohmann::json::array();
   for (double v : values) out.push_back(std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr));
   return out;
+}
+// Collective time split into the part hidden under compute and the part the step waits on.
+nlohmann::json communication_json(const Summary& s) {
+  nlohmann::json by_family = nlohmann::json::object();
+  for (const auto& [family, pct] : s.comm_family_pct) by_family[family] = pct;
+  nlohmann::json collectives = nlohmann::json::array();
+  for (const CollectiveCalls& c : s.collectives) {
+    collectives.push_back({{"name", c.name},
+                           {"process_group", c.process_group},
+                           {"dtype", c.dtype},
+                           {"group_size", c.group_size},
+                           {"calls_per_step", c.calls_per_step},
+                           {"median_in_msg_nelems", c.median_in_nelems},
+                           {"median_out_msg_nelems", c.median_out_nelems}});
+  }
+  return {{"total_pct", opt(s.comm_total_pct)},
+          {"overlapped_pct", opt(s.comm_overlapped_pct)},
+          {"exposed_pct", s.shares.communication_pct},
+          {"by_family_pct", by_family},
+          {"collectives", collectives}};
 }
 }  // namespace
 
@@ -666,6 +713,7 @@ nlohmann::json to_json(const Summary& s) {
           {"intra_op_threads", opt(s.intra_op_threads)},
           {"rank", s.rank},
           {"comm_total_pct", opt(s.comm_total_pct)},
+          {"communication", communication_json(s)},
           {"rank_step_p50_ms", s.rank_step_p50_ms},
           {"rank_spread_pct", opt(s.rank_spread_pct)},
           {"straggler_rank", opt(s.straggler_rank)},

@@ -41,6 +41,18 @@ struct PythonFrameShare {
   double share_pct = 0;
 };
 
+// One collective as the trace's own args name it (torch's record_param_comms: "Collective name",
+// "In msg nelems", ...), per process group.
+struct CollectiveCalls {
+  std::string name;            // e.g. "allreduce", "_allgather_base", "all_to_allv"
+  std::string process_group;   // "Process Group Name", "" when not written
+  std::string dtype;           // e.g. "BFloat16", "" when not written
+  int group_size = 0;          // 0 when not written
+  double calls_per_step = 0;
+  double median_in_nelems = 0;   // elements per call, median
+  double median_out_nelems = 0;
+};
+
 struct Summary {
   // --- where it came from
   std::string source;                // "trainlab" (a run's variant) or "kineto" (an imported trace)
@@ -112,7 +124,10 @@ struct Summary {
   int world_size = 1;
   int rank = 0;
   std::optional<int> intra_op_threads;        // each rank's (records: LibTorch's threads in the child)
-  std::optional<double> comm_total_pct;       // all-reduce time, hidden or not
+  std::optional<double> comm_total_pct;       // collective time, hidden under compute or not
+  std::optional<double> comm_overlapped_pct;  // collective time hidden under compute on other streams (GPU traces)
+  std::map<std::string, double> comm_family_pct;  // collective kernel time by family (collective_kinds.h)
+  std::vector<CollectiveCalls> collectives;       // from the trace's args, most calls first
   std::vector<double> rank_step_p50_ms;       // merged runs: one per rank
   std::optional<double> rank_spread_pct;      // (slowest - fastest) / fastest step p50
   std::optional<int> straggler_rank;          // the rank with the most own work per step (merged runs, rank folders)

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 
@@ -167,6 +168,53 @@ TEST(DiagnoseE2E, CpuOnlyGlooTraceKnowsItsRankAndGivesALowConfidenceVerdictOnOne
   EXPECT_GT(share(d, "communication"), 50.0);
 }
 #endif
+
+// An expert-parallel trace in DeepEP naming (collective_kinds_test.cpp has the same timeline): the
+// custom all-to-all kernels are 88 % of each 10 ms step, 82 % under compute, 6 % exposed. The
+// terminal, diagnosis.json and --format json all carry the split.
+TEST(DiagnoseE2E, DeepEpAllToAllTraceReportsOverlappedAndExposedCommunication) {
+  nlohmann::json events = nlohmann::json::array();
+  const auto span = [&](const char* cat, const std::string& name, int pid, int tid, double ts_us, double dur_us) {
+    events.push_back({{"ph", "X"}, {"cat", cat}, {"name", name}, {"pid", pid}, {"tid", tid}, {"ts", ts_us},
+                      {"dur", dur_us}, {"args", nlohmann::json::object()}});
+  };
+  for (int step = 0; step < 5; ++step) {
+    const double t0 = 1'000'000.0 + step * 10'000.0;
+    span("user_annotation", "ProfilerStep#" + std::to_string(step + 1), 1, 1, t0, 10'000);
+    span("cpu_op", "aten::linear", 1, 1, t0 + 100, 9'000);
+    span("kernel", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", 0, 7, t0 + 200, 8'800);
+    span("kernel", "void dpsk::ep::internode::dispatch<8, 16, 32>(int4*, float*)", 0, 20, t0 + 500, 4'000);
+    span("kernel", "void dpsk::ep::internode::combine<__nv_bfloat16, 8>(void*, int*)", 0, 20, t0 + 4'800, 4'800);
+  }
+  const nlohmann::json trace = {{"schemaVersion", 1},
+                                {"deviceProperties", nlohmann::json::array({{{"id", 0}, {"name", "NVIDIA H800"}}})},
+                                {"traceEvents", events}};
+  const std::string path = ::testing::TempDir() + "/deep_ep_e2e.json";
+  std::ofstream(path) << trace.dump();
+
+  CliResult terminal;
+  const nlohmann::json d = diagnose(path, "deep_ep", &terminal);
+  EXPECT_NE((terminal.out + terminal.err)
+                .find("Communication: 88.0 % of the step, 82.0 % overlapped with compute, 6.0 % exposed "
+                      "(kernels: expert_all_to_all 88.0 %)"),
+            std::string::npos)
+      << terminal.out << terminal.err;
+  const nlohmann::json& comm = d["summary"]["communication"];
+  EXPECT_NEAR(comm["total_pct"].get<double>(), 88.0, 1e-6);
+  EXPECT_NEAR(comm["overlapped_pct"].get<double>(), 82.0, 1e-6);
+  EXPECT_NEAR(comm["exposed_pct"].get<double>(), 6.0, 1e-6);
+  EXPECT_NEAR(share(d, "communication"), 6.0, 1e-6);
+  EXPECT_EQ(d["verdict"]["primary"], "model_compute");
+
+  const CliResult json_run = run_trainlab("diagnose '" + path + "' --out '" + ::testing::TempDir() +
+                                          "/trainlab_diagnose_deep_ep_json' --format json");
+  ASSERT_EQ(json_run.exit_status, 0) << json_run.err;
+  const nlohmann::json doc = nlohmann::json::parse(json_run.out, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << json_run.out;
+  EXPECT_NEAR(doc["diagnoses"][0]["summary"]["communication"]["overlapped_pct"].get<double>(), 82.0, 1e-6);
+  EXPECT_NEAR(doc["diagnoses"][0]["summary"]["communication"]["by_family_pct"]["expert_all_to_all"].get<double>(),
+              88.0, 1e-6);
+}
 
 // A trainlab run folder: profile -> diagnosis written into it; the same folder diagnosed again;
 // --fail-on a rule that fired exits 1, an unknown rule is bad input.
