@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <utility>
 
 namespace trainlab {
 namespace {
@@ -21,6 +22,25 @@ bool is_dataloader_next(const TraceEvent& e) {
 
 // The file part of "path/file.py(31): function".
 std::string frame_file(const std::string& frame) { return frame.substr(0, frame.find('(')); }
+
+std::vector<PythonFrameShare> largest_first(std::vector<PythonFrameShare> frames, size_t max_frames) {
+  std::sort(frames.begin(), frames.end(), [](const PythonFrameShare& a, const PythonFrameShare& b) {
+    return a.share_pct != b.share_pct ? a.share_pct > b.share_pct : a.frame < b.frame;
+  });
+  if (frames.size() > max_frames) frames.resize(max_frames);
+  return frames;
+}
+
+// "dataset.py(31): __getitem__ 98.1 %, dataset.py(5): decode 40.0 %"
+std::string frame_list(const std::vector<PythonFrameShare>& frames) {
+  std::string list;
+  for (const PythonFrameShare& f : frames) {
+    char share[32];
+    std::snprintf(share, sizeof share, " %.1f %%", f.share_pct);
+    list += (list.empty() ? "" : ", ") + f.frame + share;
+  }
+  return list;
+}
 
 }  // namespace
 
@@ -73,11 +93,7 @@ std::vector<PythonFrameShare> data_wait_python_frames(const Profile& profile, co
     out.push_back({frame, 100.0 * static_cast<double>(intervals::length(intervals::merged(spans))) /
                               static_cast<double>(wait_ns)});
   }
-  std::sort(out.begin(), out.end(), [](const PythonFrameShare& a, const PythonFrameShare& b) {
-    return a.share_pct != b.share_pct ? a.share_pct > b.share_pct : a.frame < b.frame;
-  });
-  if (out.size() > max_frames) out.resize(max_frames);
-  return out;
+  return largest_first(std::move(out), max_frames);
 }
 
 std::vector<PythonFrameShare> host_python_frames(const Profile& profile, const std::vector<Interval>& steps,
@@ -132,33 +148,18 @@ std::vector<PythonFrameShare> host_python_frames(const Profile& profile, const s
     const double pct = 100.0 * static_cast<double>(ns) / static_cast<double>(steps_ns);
     if (pct >= min_pct) out.push_back({frame, pct});
   }
-  std::sort(out.begin(), out.end(), [](const PythonFrameShare& a, const PythonFrameShare& b) {
-    return a.share_pct != b.share_pct ? a.share_pct > b.share_pct : a.frame < b.frame;
-  });
-  if (out.size() > max_frames) out.resize(max_frames);
-  return out;
+  return largest_first(std::move(out), max_frames);
 }
 
 std::string host_python_frames_note(const std::vector<PythonFrameShare>& frames) {
   if (frames.empty()) return "";
-  std::string list;
-  for (const PythonFrameShare& f : frames) {
-    char share[32];
-    std::snprintf(share, sizeof share, " %.1f %%", f.share_pct);
-    list += (list.empty() ? "" : ", ") + f.frame + share;
-  }
-  return "host time by your Python functions (their own time, outside operators): " + list + " of the step";
+  return "host time by your Python functions (their own time, outside operators): " + frame_list(frames) +
+         " of the step";
 }
 
 std::string python_frames_note(const std::vector<PythonFrameShare>& frames) {
   if (frames.empty()) return "";
-  std::string list;
-  for (const PythonFrameShare& f : frames) {
-    char share[32];
-    std::snprintf(share, sizeof share, " %.1f %%", f.share_pct);
-    list += (list.empty() ? "" : ", ") + f.frame + share;
-  }
-  return "data wait by your Python functions (the trace has stacks): " + list + " of the data wait";
+  return "data wait by your Python functions (the trace has stacks): " + frame_list(frames) + " of the data wait";
 }
 
 }  // namespace trainlab
