@@ -29,8 +29,8 @@ std::vector<PythonFrameShare> data_wait_python_frames(const Profile& profile,
 
 // The user's frames by their own time inside `steps` (a call's time less its direct children's,
 // Python calls and operators alike: the Python that runs between operators), as a share of the
-// steps' time, the largest first, at most `max_frames`; only frames of at least `min_pct`. Frames
-// inside DataLoader __next__ spans are left to data_wait_python_frames.
+// steps' time, the largest first, at most `max_frames`; only frames of at least `min_pct`. A call
+// that overlaps a DataLoader __next__ span is left out (the wait is data_wait_python_frames').
 std::vector<PythonFrameShare> host_python_frames(const Profile& profile, const std::vector<intervals::Interval>& steps,
                                                  double min_pct = 5.0, size_t max_frames = 3);
 

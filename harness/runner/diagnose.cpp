@@ -254,8 +254,8 @@ RankDiagnoses diagnose_traces(const std::vector<fs::path>& traces, const Thresho
     pending.reset();
   };
   // Files are in name order, so one process's cycles (the handler names them worker.timestamp)
-  // follow each other. A trace stays in memory after its diagnosis only while the next file has
-  // the same worker name, so a folder of ranks holds one trace at a time.
+  // follow each other. A trace's events stay in memory after its import only while the next file
+  // has the same worker name, so a folder of ranks holds one trace at a time.
   for (size_t i = 0; i < traces.size(); ++i) {
     const fs::path& trace = traces[i];
     const std::string worker = handler_worker_name(trace.filename().string());
