@@ -1,4 +1,5 @@
-// The user's Python functions inside the data wait of a trace with stacks (python_frames.h).
+// The user's Python functions in a trace with stacks: inside the data wait, and by their own host
+// time (python_frames.h).
 #include "diagnostics/python_frames.h"
 
 #include <algorithm>
