@@ -299,7 +299,7 @@ Bf16Probe read_bf16_probe(const std::vector<double>& fp32_ns, const std::vector<
 
 LabReading read_baseline_lab(const LabVariantFigures& fp32, const LabVariantFigures& bf16,
                              const LabVariantFigures& compiled, const Thresholds& thresholds,
-                             const Bf16Probe* probe) {
+                             const Bf16Probe* probe, const std::string& bf16_compile_refused) {
   LabReading reading;
   const double precision_min = thresholds.value("lab.precision_gain_pct");
   const double compile_min = thresholds.value("lab.compile_gain_pct");
@@ -312,8 +312,9 @@ LabReading read_baseline_lab(const LabVariantFigures& fp32, const LabVariantFigu
   // Compute at 70 % or more of the step (the CPU's device-busy level): the step does not wait on
   // something else, whatever precision did.
   const bool compute_bound = compute_pct >= thresholds.value("low_device_utilisation.cpu_busy_pct");
-  const LabVariantFigures& compile_base = bf16_left_out ? fp32 : bf16;
-  const std::string compile_base_name = bf16_left_out ? "fp32" : "bf16";
+  const bool compiled_in_fp32 = bf16_left_out || !bf16_compile_refused.empty();
+  const LabVariantFigures& compile_base = compiled_in_fp32 ? fp32 : bf16;
+  const std::string compile_base_name = compiled_in_fp32 ? "fp32" : "bf16";
   if (bf16_left_out) {
     reading.precision_gain = probe->gemm_gain;
     reading.lines.push_back(probe_line(*probe));
@@ -328,6 +329,10 @@ LabReading read_baseline_lab(const LabVariantFigures& fp32, const LabVariantFigu
     reading.lines.push_back(reading.precision_gain
                                 ? precision_line(*reading.precision_gain, precision_min, expected, probe)
                                 : "fp32 -> bf16: no reading (a variant failed).");
+  }
+  if (!bf16_compile_refused.empty()) {
+    reading.lines.push_back("bf16 could not be compiled (" + bf16_compile_refused +
+                            "): the compiled run is fp32+compiled, read against fp32.");
   }
   reading.compile_gain = gain_of(compile_base, compiled, compile_min);
   if (reading.compile_gain) {

@@ -66,15 +66,18 @@ Bf16Probe read_bf16_probe(const std::vector<double>& fp32_ns, const std::vector<
 
 struct LabReading {
   std::optional<GainEstimate> precision_gain;  // fp32 -> bf16
-  std::optional<GainEstimate> compile_gain;    // bf16 -> bf16+compiled (fp32 -> fp32+compiled without bf16)
+  std::optional<GainEstimate> compile_gain;    // bf16 -> bf16+compiled (fp32 -> fp32+compiled without bf16, or
+                                               // where bf16 could not be compiled)
   std::vector<std::string> lines;              // one per measurement, then the conclusion
   std::string conclusion;                      // the one reading, also the last line
 };
 
 // probe: the pre-flight, when it ran. With probe->bf16_left_out, `bf16` is empty, `compiled` is
 // fp32+compiled, the precision gain is the probe's GEMM gain and the compile gain fp32 -> compiled.
+// bf16_compile_refused: why bf16 could not be compiled where fp32 could; `compiled` is then
+// fp32+compiled and the compile gain is read fp32 -> compiled, the refusal said in a line.
 LabReading read_baseline_lab(const LabVariantFigures& fp32, const LabVariantFigures& bf16,
                              const LabVariantFigures& compiled, const Thresholds& thresholds,
-                             const Bf16Probe* probe = nullptr);
+                             const Bf16Probe* probe = nullptr, const std::string& bf16_compile_refused = "");
 
 }  // namespace trainlab

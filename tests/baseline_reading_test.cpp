@@ -139,6 +139,26 @@ TEST(BaselineReadingTest, InductorsKernelsAreNamedAndAnUnavailableCompilerIsNotA
   EXPECT_FALSE(mentions(u, "no reading"));
 }
 
+// bf16 refused by the exporter or Inductor where fp32 compiled: the compiled run is fp32+compiled,
+// so its gain is read against fp32 (130 over 100), not against bf16 (130 over 140), and the
+// refusal is said.
+TEST(BaselineReadingTest, ABf16CompileRefusalReadsTheFp32CompiledRunAgainstFp32) {
+  LabVariantFigures fp32_compiled = compiled_with(reps(130), 3, 80);
+  fp32_compiled.compile_method = "inductor-aot";
+  const LabReading r = read_baseline_lab(reps(100), reps(140), fp32_compiled, Thresholds::defaults(), nullptr,
+                                         "export failed: NotImplementedError [in net.py:12 (forward)]");
+  ASSERT_TRUE(r.precision_gain && r.compile_gain);
+  EXPECT_NEAR(r.precision_gain->gain_pct, 40.0, 1e-9);  // fp32 -> bf16 still read
+  EXPECT_NEAR(r.compile_gain->gain_pct, 30.0, 1e-9);
+  EXPECT_TRUE(mentions(r, "bf16 could not be compiled (export failed: NotImplementedError [in net.py:12 (forward)]): "
+                          "the compiled run is fp32+compiled, read against fp32."));
+  EXPECT_TRUE(mentions(r, "fp32 -> compiled +30.0 %"));
+  EXPECT_FALSE(mentions(r, "bf16 -> compiled"));
+  // Without a refusal the same figures are bf16 -> compiled: -7.1 %.
+  const LabReading plain = read_baseline_lab(reps(100), reps(140), fp32_compiled, Thresholds::defaults());
+  EXPECT_NEAR(plain.compile_gain->gain_pct, -100.0 * 10 / 140, 1e-9);
+}
+
 TEST(BaselineReadingTest, SlowerCompiledIsCalledSlower) {
   const LabReading r = read_baseline_lab(reps(100), reps(140), compiled_with(reps(100), 2, 300),
                                          Thresholds::defaults());

@@ -196,6 +196,50 @@ TEST(UserModelE2E, ADeliberatelyBrokenBackwardIsRefusedLoggedAndRemembered) {
   EXPECT_EQ(run["variants"][0]["compile_info"]["method"], "inductor-aot");
 }
 
+// A model whose bf16 graph cannot be exported (it stands in for bf16 code generation Inductor
+// fails on, seen with a ConvNeXt): the lab builds the compiled package before its rounds, and where
+// bf16 is refused but fp32 compiles, its compiled run is fp32+compiled, read against fp32, and the
+// refusal is said. The fp32 and bf16 runs are measured as always.
+TEST(UserModelE2E, ABf16CompileRefusalLeavesTheLabAnFp32CompiledRun) {
+#ifndef TRAINLAB_TORCH_PYTHON
+  GTEST_SKIP() << "no Python side in this build";
+#endif
+  const std::string dir = fresh_results_dir("user_bf16_refused");
+  const std::string file = dir + "/bf16_refused.py";
+  std::ofstream(file) << "import torch\nimport torch.nn as nn\n\n"
+                         "class Net(nn.Module):\n"
+                         "    def __init__(self):\n"
+                         "        super().__init__()\n"
+                         "        self.fc = nn.Linear(16, 4)\n"
+                         "    def forward(self, x):\n"
+                         "        if torch.is_autocast_enabled('cpu'):\n"
+                         "            raise NotImplementedError('no bf16 kernel for this op (on purpose)')\n"
+                         "        return self.fc(x)\n\n"
+                         "def make():\n    return Net()\n";
+  const std::string bundle = dir + "/bundle";
+  CliResult r = run_trainlab("model add " + file + ":make --input x:float32[8,16] --target y:int64[8]:0..3 "
+                             "--no-package --out " + bundle);
+  ASSERT_EQ(r.exit_status, 0) << r.out << r.err;
+  r = run_trainlab("baseline --model " + bundle + " --steps 4 --warmup 2 --repeat 1 --emulated-bf16 run "
+                   "--results " + dir + "/results");
+  ASSERT_EQ(r.exit_status, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("bf16 cannot be compiled"), std::string::npos) << r.out << r.err;
+  const nlohmann::json lab = read_json(only_run_dir(dir + "/results") + "/run.json");
+  ASSERT_FALSE(lab.is_discarded());
+  std::vector<std::string> names;
+  for (const nlohmann::json& v : lab["variants"]) {
+    if (v.contains("disturbed")) continue;
+    names.push_back(v["spec"]["name"].get<std::string>());
+    EXPECT_TRUE(v["error"].is_null()) << v["error"];
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"fp32", "bf16", "fp32+compiled"}));
+  const std::string reading = lab["reading"].dump();
+  EXPECT_NE(reading.find("bf16 could not be compiled ("), std::string::npos) << reading;
+  EXPECT_NE(reading.find("NotImplementedError: no bf16 kernel for this op (on purpose)"), std::string::npos) << reading;
+  EXPECT_NE(reading.find("fp32 -> compiled "), std::string::npos) << reading;
+  EXPECT_NE(slurp(bundle + "/compiled/bf16.log").find("no bf16 kernel for this op"), std::string::npos);
+}
+
 // A gradient that is mathematically zero (a Linear's bias before BatchNorm) is rounding noise on
 // both sides, and the dropout between an LSTM's layers draws other masks in each run: the check
 // judged each gradient by its own norm and left RNN dropout on, and refused this correct export.

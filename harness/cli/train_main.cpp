@@ -1,7 +1,8 @@
 // trainlab-train: the training executable the front binary (trainlab) starts as a child, the one
 // process that loads LibTorch. `__variant --spec F --out R` runs one variant and writes its record;
 // `__bf16-probe --out F [--device D] [--threads N]` times the lab's bf16 pre-flight;
-// `__inductor-package --model BUNDLE` builds a bundle's compiled package (trainlab model add). Not for users.
+// `__inductor-package --model BUNDLE` builds a bundle's compiled package (trainlab model add), and
+// `__inductor-package --spec F` the package of a variant spec (the lab, before its rounds). Not for users.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -24,9 +25,11 @@ int main(int argc, char** argv) {
   probe->add_option("--out", probe_out)->required();
   probe->add_option("--device", probe_device);
   probe->add_option("--threads", probe_threads);
-  std::string package_model, package_precision = "fp32";
-  CLI::App* package = app.add_subcommand("__inductor-package", "build a model bundle's Inductor package");
-  package->add_option("--model", package_model)->required();
+  std::string package_model, package_spec, package_precision = "fp32";
+  CLI::App* package = app.add_subcommand("__inductor-package", "build a compiled variant's Inductor package");
+  CLI::Option* package_by_model = package->add_option("--model", package_model, "a model bundle, at its example batch");
+  package->add_option("--spec", package_spec, "a variant spec file (the lab's compiled variant)")
+      ->excludes(package_by_model);
   package->add_option("--precision", package_precision);
   try {
     app.parse(argc, argv);
@@ -35,6 +38,12 @@ int main(int argc, char** argv) {
     return status == 0 ? 0 : trainlab::kExitBadInput;
   }
   if (variant->parsed()) return trainlab::variant_child_main(spec_path, record_path, trace_path);
-  if (package->parsed()) return trainlab::prepare_package_child_main(package_model, package_precision);
+  if (package->parsed()) {
+    if (package_model.empty() && package_spec.empty()) {
+      std::cerr << "trainlab-train __inductor-package: --model or --spec is required\n";
+      return trainlab::kExitBadInput;
+    }
+    return trainlab::prepare_package_child_main(package_model, package_spec, package_precision);
+  }
   return trainlab::precision_probe_child_main(probe_out, probe_device, probe_threads);
 }

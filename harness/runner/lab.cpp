@@ -402,6 +402,44 @@ std::optional<Bf16Probe> probe_bf16(const LabOptions& options, LabOutcome& outco
   return probe;
 }
 
+// The compiled variant's Inductor package, built before the rounds (its export and compile stay out
+// of them; the variant then loads it from the cache). Where bf16 cannot be compiled (the exporter or
+// Inductor refused it) but fp32 can, the lab's compiled run becomes fp32+compiled, read against
+// fp32: one precision's refusal does not take the compiled reading with it. Returns that refusal,
+// or "" (bf16 compiled, nothing to build, or neither precision compiles: the variant then says why).
+std::string build_compiled_package(std::vector<VariantSpec>& specs, const LabOptions& options,
+                                   const LabOutcome& outcome, std::ostream& progress) {
+  VariantSpec& compiled = specs.back();
+  // Ranks build at their shard's batch, inside their own children.
+  if (options.launch || !compiled.compiled || compiled.compiler != Compiler::kInductor || compiled.nproc > 1) return "";
+  auto build = [&](const VariantSpec& spec, std::string* said) {
+    const std::string stem = (fs::path(outcome.run_dir) / ("compiled_package_" + to_string(spec.precision))).string();
+    write_file_atomically(stem + ".spec.json", json_text(nlohmann::json(spec), 1) + "\n");
+    progress << "compiled variant: building its Inductor package (" << to_string(spec.precision)
+             << "; export and compile, cached for later runs)" << std::endl;
+    const ChildOutcome ended =
+        run_trainer_child({"__inductor-package", "--spec", stem + ".spec.json"}, stem + ".log", options.variant_timeout_s);
+    *said = last_line_of(stem + ".log");
+    const std::string prefix = "trainlab: the compiled variant cannot run: ";
+    if (said->rfind(prefix, 0) == 0) *said = said->substr(prefix.size());
+    if (said->empty()) *said = ended.describe();
+    return ended.exited && ended.exit_status == 0;
+  };
+  if (compiled.precision != Precision::kBf16) return "";
+  std::string bf16_said, fp32_said;
+  if (build(compiled, &bf16_said)) return "";
+  VariantSpec fp32 = compiled;
+  fp32.precision = Precision::kFp32;
+  if (!build(fp32, &fp32_said)) {
+    progress << "compiled variant: neither bf16 nor fp32 compiles (" << fp32_said << ")" << std::endl;
+    return "";
+  }
+  progress << "compiled variant: bf16 cannot be compiled (" << bf16_said
+           << "); the lab's compiled run is fp32+compiled, read against fp32" << std::endl;
+  compiled = fp32;
+  return bf16_said;
+}
+
 LabOutcome run_variants(const std::vector<VariantSpec>& specs, const LabOptions& options,
                         const std::string& kind, std::ostream& progress, const std::vector<std::string>& labels = {}) {
   return run_variants_in(start_run(options, kind), specs, options, progress, labels);
@@ -482,10 +520,12 @@ LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress) {
     specs.erase(specs.begin() + 1);
     specs.back().precision = Precision::kFp32;
   }
+  const std::string bf16_compile_refused = build_compiled_package(specs, options, outcome, progress);
   const Bf16Probe* probe_read = probe ? &*probe : nullptr;
   auto read_lab = [&](const RunRecord& record) {
     return read_baseline_lab(figures_of(record, "fp32"), figures_of(record, "bf16"),
-                             figures_of(record, specs.back().name()), *options.thresholds, probe_read);
+                             figures_of(record, specs.back().name()), *options.thresholds, probe_read,
+                             bf16_compile_refused);
   };
   // Another round only helps a gain whose interval holds its line; a failed variant ends the rounds
   // (one that could not be built is simply not part of them).

@@ -790,13 +790,18 @@ int variant_child_main(const std::string& spec_path, const std::string& record_p
 
 namespace trainlab {
 
-int prepare_package_child_main(const std::string& bundle_dir, const std::string& precision) {
+int prepare_package_child_main(const std::string& bundle_dir, const std::string& spec_path,
+                               const std::string& precision) {
   try {
     VariantSpec spec;
-    spec.model = bundle_dir;
-    spec.compiled = true;
-    spec.precision = parse_precision(precision);
-    resolve(spec, scenario_of(spec));
+    if (!spec_path.empty()) {  // the lab's compiled variant, resolved: its batch, knobs and device
+      spec = nlohmann::json::parse(read_file(spec_path)).get<VariantSpec>();
+    } else {
+      spec.model = bundle_dir;
+      spec.compiled = true;
+      spec.precision = parse_precision(precision);
+      resolve(spec, scenario_of(spec));
+    }
     const bool use_cuda = cuda_usable();
     VariantRecord record;
     (void)set_up(spec, use_cuda, record);  // builds the package into the bundle, loads and binds it

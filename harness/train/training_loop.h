@@ -21,9 +21,10 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
 int variant_child_main(const std::string& spec_path, const std::string& record_path, std::string trace_path = "");
 
 // Entry point of `trainlab model add`'s last step: builds (or finds) the compiled variant's
-// Inductor package of a model bundle at its example batch, in the bundle, and binds it to the
-// model once. Prints what happened, one line. Exit status 0 when the package is ready, 3 when the
+// Inductor package of a model bundle at its example batch, in the bundle (or, with spec_path, of
+// that variant spec: the lab's compiled variant, before its rounds), and binds it to the model once. Prints what happened, one line. Exit status 0 when the package is ready, 3 when the
 // compiled variant cannot run (the line says why), 2 on a bad bundle.
-int prepare_package_child_main(const std::string& bundle_dir, const std::string& precision);
+int prepare_package_child_main(const std::string& bundle_dir, const std::string& spec_path,
+                               const std::string& precision);
 
 }  // namespace trainlab
