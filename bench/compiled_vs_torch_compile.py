@@ -40,12 +40,16 @@ OPTIMIZERS = {
 }
 
 
-# A bundle's optimizer (scenarios/user_model.cpp make_optimizer, from the manifest).
+# A bundle's optimizer (scenarios/user_model.cpp make_optimizer, from the manifest). trainlab runs
+# Adam/AdamW as ATen's fused kernel (scenarios/fused_adam.h), so this side does too (fused=True):
+# the table compares the compiled steps, not two implementations of one optimizer.
 BUNDLE_OPTIMIZERS = {
     "sgd": lambda params, o: torch.optim.SGD(params, lr=o["lr"], momentum=o.get("momentum", 0.9),
                                              weight_decay=o.get("weight_decay", 0.0)),
-    "adam": lambda params, o: torch.optim.Adam(params, lr=o["lr"], weight_decay=o.get("weight_decay", 0.0)),
-    "adamw": lambda params, o: torch.optim.AdamW(params, lr=o["lr"], weight_decay=o.get("weight_decay", 0.01)),
+    "adam": lambda params, o: torch.optim.Adam(params, lr=o["lr"], weight_decay=o.get("weight_decay", 0.0),
+                                               fused=True),
+    "adamw": lambda params, o: torch.optim.AdamW(params, lr=o["lr"], weight_decay=o.get("weight_decay", 0.01),
+                                                 fused=True),
 }
 
 
@@ -61,6 +65,8 @@ def example_batch(scenario, knobs, batch, bundle=None):
         manifest = read_manifest(bundle)
         specs = [dict(spec, shape=[batch] + list(spec["shape"][1:])) for spec in manifest["inputs"] + [manifest["target"]]]
         tensors = aot_compile.example_batch(specs, "cpu")
+        if manifest["loss"] == "model":  # the model takes its target too, as a keyword (model_bundle.cpp target_is_input)
+            return tensors, tensors[-1]
         return tensors[:-1], tensors[-1]
     if scenario == "tinyops":
         x = torch.randn(batch, int(knobs["width"]))

@@ -13,6 +13,7 @@
 
 #include "core/errors.h"
 #include "core/text.h"
+#include "scenarios/fused_adam.h"
 #include "scenarios/model_bundle.h"
 #include "scenarios/workload.h"
 
@@ -160,13 +161,12 @@ class UserModelWorkload : public Workload {
       return std::make_unique<torch::optim::SGD>(
           params, torch::optim::SGDOptions(bundle_.lr).momentum(bundle_.momentum).weight_decay(bundle_.weight_decay));
     }
-    if (bundle_.optimizer == "adam") {
-      return std::make_unique<torch::optim::Adam>(params,
-                                                  torch::optim::AdamOptions(bundle_.lr).weight_decay(bundle_.weight_decay));
-    }
-    if (bundle_.optimizer == "adamw") {
-      return std::make_unique<torch::optim::AdamW>(params,
-                                                   torch::optim::AdamWOptions(bundle_.lr).weight_decay(bundle_.weight_decay));
+    if (bundle_.optimizer == "adam" || bundle_.optimizer == "adamw") {  // torch.optim's defaults otherwise
+      FusedAdamSettings settings;
+      settings.lr = bundle_.lr;
+      settings.weight_decay = bundle_.weight_decay;
+      settings.decoupled_weight_decay = bundle_.optimizer == "adamw";
+      return make_adam(params, settings);
     }
     throw InputError("--model " + bundle_.dir + ": unknown optimizer " + bundle_.optimizer);
   }
