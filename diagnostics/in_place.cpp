@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <iterator>
 #include <map>
 
 #include "core/text.h"
@@ -85,6 +87,7 @@ void add_in_place(const Profile& profile, const std::vector<intervals::Interval>
   }
   int64_t compiled_regions = 0, compiled_functions = 0, launches = 0, launches_in_backward = 0, graph_launches = 0;
   std::map<std::pair<std::string, std::string>, int64_t> model_syncs;  // (op, module) -> count
+  std::vector<intervals::Interval> compiled_spans;  // compiled code running, any thread
   for (auto& [track, events] : by_track) {
     std::sort(events.begin(), events.end(), [](const TraceEvent* a, const TraceEvent* b) {
       return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->end_ns > b->end_ns;
@@ -107,6 +110,8 @@ void add_in_place(const Profile& profile, const std::vector<intervals::Interval>
                                                e->name.rfind("hipGraphLaunch", 0) == 0))
           ++graph_launches;
         if (e->name == "CompiledFunction") ++compiled_functions;
+        if (is_compiled_region(e->name) || e->name == "CompiledFunction" || e->name == "CompiledFunctionBackward")
+          compiled_spans.push_back({e->start_ns, e->end_ns});
         if ((runs_autograd || track == main_track) && is_collective_launch(e->name) &&
             !inside(is_collective_host_call)) {
           ++launches;
@@ -130,6 +135,36 @@ void add_in_place(const Profile& profile, const std::vector<intervals::Interval>
     const bool regions = compiled_regions > 0;
     s.compiled_regions_per_step = static_cast<double>(regions ? compiled_regions : compiled_functions) / n_steps;
     s.compiled_region_name = regions ? "Torch-Compiled Region" : "CompiledFunction";
+    const std::vector<intervals::Interval> compiled = intervals::merged(std::move(compiled_spans));
+    const auto in_compiled = [&compiled](int64_t t) {
+      const auto it = std::upper_bound(compiled.begin(), compiled.end(), intervals::Interval{t, INT64_MAX});
+      return it != compiled.begin() && t < std::prev(it)->second;
+    };
+    // On a device the host's compiled span only launches: the kernels it launched (by correlation)
+    // are what runs compiled.
+    std::map<int64_t, bool> launched_compiled;  // correlation -> launched inside compiled code
+    int64_t kernel_ns = 0, compiled_kernel_ns = 0;
+    for (const TraceEvent& e : profile.events) {
+      if (e.kind == EventKind::kRuntime && e.correlation >= 0) launched_compiled[e.correlation] = in_compiled(e.start_ns);
+    }
+    for (const TraceEvent& e : profile.events) {
+      if (e.kind != EventKind::kKernel || !in_steps(steps, e.start_ns)) continue;
+      kernel_ns += e.duration_ns();
+      const auto it = launched_compiled.find(e.correlation);
+      if (it != launched_compiled.end() && it->second) compiled_kernel_ns += e.duration_ns();
+    }
+    int64_t steps_ns = 0, inside_ns = 0;
+    for (const intervals::Interval& st : steps) {
+      steps_ns += st.second - st.first;
+      inside_ns += intervals::length(intervals::clip(compiled, st.first, st.second));
+    }
+    if (kernel_ns > 0) {
+      s.compiled_share_pct = 100.0 * static_cast<double>(compiled_kernel_ns) / static_cast<double>(kernel_ns);
+      s.compiled_share_of = "kernel time";
+    } else if (steps_ns > 0) {
+      s.compiled_share_pct = 100.0 * static_cast<double>(inside_ns) / static_cast<double>(steps_ns);
+      s.compiled_share_of = "the step";
+    }
   }
   if (graph_launches > 0) s.cuda_graph_launches_per_step = static_cast<double>(graph_launches) / n_steps;
   if (launches > 0) {

@@ -95,8 +95,21 @@ bool graph_breaks(const Summary& s) { return s.compiled_regions_per_step && *s.c
 
 // What is left once the model is compiled: fewer graph breaks, CUDA graphs on GPU (unless the trace
 // already launches graphs), more of the step inside the compiled region.
-std::string after_compiling(const Summary& s) {
-  std::string out = "The model is already compiled (" + compiled_evidence(s) + "), so torch.compile is not the change. ";
+std::string after_compiling(const Summary& s, const Thresholds& t) {
+  std::string out;
+  if (s.compiled_share_pct && *s.compiled_share_pct < t.value("dispatch_overhead.compiled_share_pct")) {
+    out = "Part of the model is already compiled (" + compiled_evidence(s) +
+          format_text("), but only %.1f %% of %s runs in compiled code: compile what still runs eagerly (the "
+                      "modules whose ops fall outside the compiled regions, or the whole step), not the same part "
+                      "again. ",
+                      *s.compiled_share_pct, s.compiled_share_of.c_str());
+  } else {
+    out = "The model is already compiled (" + compiled_evidence(s) +
+          (s.compiled_share_pct ? format_text(", %.1f %% of %s in compiled code", *s.compiled_share_pct,
+                                              s.compiled_share_of.c_str())
+                                : std::string()) +
+          "), so torch.compile is not the change. ";
+  }
   if (graph_breaks(s)) {
     out += format_text("%.3g compiled regions per step are graph breaks (or submodules compiled one by one): each "
                        "boundary returns to eager Python and splits fusion; find them with "
@@ -389,7 +402,7 @@ std::optional<Finding> cpu_bottleneck(const Summary& s, const Thresholds& t) {
     f.saving_pct = s.shares.data_wait_pct;
   } else {
     if (compiled_in_place(s)) {
-      f.recommendation = "The host spends the step dispatching work. " + after_compiling(s);
+      f.recommendation = "The host spends the step dispatching work. " + after_compiling(s, t);
     } else {
       f.change = "compiled";
       f.recommendation =
@@ -825,7 +838,7 @@ std::optional<Finding> dispatch_overhead(const Summary& s, const Thresholds& t) 
         "cannot feed it: read losses every N steps and keep running sums on the device.");
   } else if (compiled_in_place(s)) {
     if (s.compiled_regions_per_step) f.evidence.push_back({"compiled_regions_per_step", *s.compiled_regions_per_step, 1, "count"});
-    f.recommendation = after_compiling(s);
+    f.recommendation = after_compiling(s, t);
   } else {
     f.recommendation = in_users_words(
         s,
@@ -1096,10 +1109,15 @@ std::optional<Finding> model_compute(const Summary& s, const Thresholds& t) {
   } else {
     f.title += "; efficiency unknown (no achieved or peak FLOP/s)";
   }
+  const bool partly_compiled =
+      s.compiled_share_pct && *s.compiled_share_pct < t.value("dispatch_overhead.compiled_share_pct");
   if (compiled_in_place(s)) {
     f.recommendation =
-        "Faster steps now come from the model's own arithmetic; it is already compiled (" + compiled_evidence(s) +
-        "): " +
+        "Faster steps now come from the model's own arithmetic; " +
+        (partly_compiled ? format_text("only %.1f %% of %s runs compiled (", *s.compiled_share_pct,
+                                       s.compiled_share_of.c_str()) +
+                               compiled_evidence(s) + "): torch.compile what still runs eagerly, "
+                         : "it is already compiled (" + compiled_evidence(s) + "): ") +
         in_users_words(s, "lower precision (--precision bf16), hardware-friendly shapes, a larger batch (--batch)",
                        "torch.autocast with bf16, hardware-friendly shapes (multiples of 8), a larger batch") +
         (graph_breaks(s) ? ", fewer graph breaks" : "") + (s.on_gpu && !s.cuda_graph_launches_per_step ? ", CUDA graphs (mode=\"reduce-overhead\")." : ".");

@@ -671,6 +671,8 @@ nlohmann::json in_place_json(const Summary& s) {
   for (const ModelSync& m : s.model_syncs) syncs.push_back({{"op", m.op}, {"module", m.module}, {"per_step", m.per_step}});
   return {{"compiled_regions_per_step", opt(s.compiled_regions_per_step)},
           {"compiled_region_name", s.compiled_region_name},
+          {"compiled_share_pct", opt(s.compiled_share_pct)},
+          {"compiled_share_of", s.compiled_share_of},
           {"compiled_by", s.compiled_by},
           {"cuda_graph_launches_per_step", opt(s.cuda_graph_launches_per_step)},
           {"collective_calls_per_step", opt(s.collective_calls_per_step)},

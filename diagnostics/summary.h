@@ -158,6 +158,10 @@ struct Summary {
   // CompiledFunction); more than one per step are graph breaks. Empty when the trace shows none.
   std::optional<double> compiled_regions_per_step;
   std::string compiled_region_name;           // the span name counted
+  // How much runs compiled: GPU traces, the kernel time launched from inside compiled code (regions,
+  // CompiledFunction[Backward]); CPU traces, the steps' time inside it. compiled_share_of says which.
+  std::optional<double> compiled_share_pct;
+  std::string compiled_share_of;              // "kernel time" or "the step"
   std::optional<double> collective_calls_per_step;  // collectives the loop launches (host calls)
   std::optional<double> comm_in_backward_pct;       // of them, % launched while backward runs (DDP's hooks)
   std::string loader_iterator;                // "_MultiProcessingDataLoaderIter" (workers) or "_SingleProcessDataLoaderIter"

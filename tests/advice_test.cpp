@@ -75,8 +75,11 @@ TEST(AdviceInPlace, CompiledTraceGetsGraphBreaksNotTorchCompile) {
   EXPECT_FALSE(has(changes(d), "compiled"));
   const Finding* f = finding(d, "dispatch_overhead");
   ASSERT_TRUE(f);
-  EXPECT_TRUE(contains(f->recommendation, "already compiled (the trace enters 2 Torch-Compiled Region spans per step)"))
+  EXPECT_TRUE(contains(f->recommendation, "already compiled (the trace enters 2 Torch-Compiled Region spans per step, "))
       << f->recommendation;
+  ASSERT_TRUE(d.summary.compiled_share_pct);
+  EXPECT_GE(*d.summary.compiled_share_pct, 50.0);  // forward and backward compiled: most of the step
+  EXPECT_EQ(d.summary.compiled_share_of, "the step");
   EXPECT_TRUE(contains(f->recommendation, "graph breaks")) << f->recommendation;
   EXPECT_TRUE(contains(f->recommendation, "TORCH_LOGS=graph_breaks")) << f->recommendation;
   if (const Finding* mc = finding(d, "model_compute")) {
@@ -259,6 +262,55 @@ TEST(AdviceInPlace, SyncsInTheLoopStillBlameTheLoop) {
                               [](const Finding& x) { return x.rule_id == "host_syncs"; });
   ASSERT_NE(f, findings.end());
   EXPECT_TRUE(contains(f->recommendation, "read them every N steps")) << f->recommendation;
+}
+
+}  // namespace
+}  // namespace trainlab
+
+namespace trainlab {
+namespace {
+
+// A GPU trace whose compiled region launches little of the kernel time is partly compiled: the advice
+// is to compile the eager rest, and it does not call the model compiled.
+TEST(AdviceInPlace, PartlyCompiledGpuTraceIsToldToCompileTheRest) {
+  Profile p;
+  const auto host = [](EventKind kind, const char* name, int64_t from, int64_t to, int64_t correlation = -1) {
+    TraceEvent e{kind, name, from, to};
+    e.track = 1;
+    e.correlation = correlation;
+    return e;
+  };
+  const auto kernel = [](int64_t from, int64_t to, int64_t correlation) {
+    TraceEvent e{EventKind::kKernel, "k", from, to};
+    e.on_device = true;
+    e.track = 7;
+    e.correlation = correlation;
+    return e;
+  };
+  p.events = {host(EventKind::kStep, "ProfilerStep#1", 0, 10000),
+              host(EventKind::kCpuOp, "Torch-Compiled Region: 0/0", 100, 300),
+              host(EventKind::kRuntime, "cudaLaunchKernel", 150, 160, 1),  // compiled: 100 ns of kernel
+              host(EventKind::kRuntime, "cudaLaunchKernel", 400, 410, 2),  // eager: 900 ns
+              kernel(500, 600, 1), kernel(700, 1600, 2)};
+  Summary s;
+  add_in_place(p, {{0, 10000}}, 1, s);
+  ASSERT_TRUE(s.compiled_share_pct);
+  EXPECT_NEAR(*s.compiled_share_pct, 10.0, 1e-9);
+  EXPECT_EQ(s.compiled_share_of, "kernel time");
+
+  Summary gpu = quiet_trace();
+  gpu.on_gpu = true;
+  gpu.shares.compute_pct = 60;
+  gpu.shares.framework_pct = 40;
+  gpu.compiled_regions_per_step = s.compiled_regions_per_step;
+  gpu.compiled_region_name = s.compiled_region_name;
+  gpu.compiled_share_pct = s.compiled_share_pct;
+  gpu.compiled_share_of = s.compiled_share_of;
+  for (const Finding& f : run_rules(gpu, Thresholds::defaults())) {
+    if (f.rule_id != "dispatch_overhead") continue;
+    EXPECT_TRUE(contains(f.recommendation, "only 10.0 % of kernel time runs in compiled code")) << f.recommendation;
+    EXPECT_FALSE(contains(f.recommendation, "The model is already compiled")) << f.recommendation;
+  }
 }
 
 }  // namespace
