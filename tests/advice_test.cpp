@@ -315,3 +315,37 @@ TEST(AdviceInPlace, PartlyCompiledGpuTraceIsToldToCompileTheRest) {
 
 }  // namespace
 }  // namespace trainlab
+
+namespace trainlab {
+namespace {
+
+// The case: a compiled model doing ~400 tiny all-reduces per step with no overlap is not told
+// to compile; it is told to overlap, and that the all-reduces are many small ones.
+TEST(AdviceInPlace, CompiledModelWithManyTinyAllReducesIsNotToldToCompile) {
+  Summary s = quiet_trace();
+  s.on_gpu = true;
+  s.world_size = 8;
+  s.shares.compute_pct = 40;
+  s.shares.communication_pct = 35;
+  s.shares.framework_pct = 25;
+  s.comm_total_pct = 35;  // all exposed
+  s.collective_calls_per_step = 400;
+  s.comm_in_backward_pct = 0;
+  s.compiled_regions_per_step = 1;
+  s.compiled_region_name = "Torch-Compiled Region";
+  s.compiled_share_pct = 95;
+  s.compiled_share_of = "kernel time";
+  bool comm_seen = false;
+  for (const Finding& f : run_rules(s, Thresholds::defaults())) {
+    EXPECT_FALSE(contains(f.recommendation, "torch.compile(model) fuses")) << f.rule_id << ": " << f.recommendation;
+    EXPECT_NE(f.change, "compiled") << f.rule_id;
+    if (f.rule_id != "exposed_communication") continue;
+    comm_seen = true;
+    EXPECT_EQ(f.change, "overlap_comm");
+    EXPECT_TRUE(contains(f.recommendation, "400 collectives per step are many small ones")) << f.recommendation;
+  }
+  EXPECT_TRUE(comm_seen);
+}
+
+}  // namespace
+}  // namespace trainlab
