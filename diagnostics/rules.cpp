@@ -75,6 +75,141 @@ std::string in_users_words(const Summary& s, const std::string& trainlab_words, 
   return s.source == "kineto" ? pytorch_words : trainlab_words;
 }
 
+// --- What the trace or the run record shows already in place (diagnostics/in_place.h): an action
+// never proposes it again, and says what it read.
+
+// A torch.compile'd model (the trace's compiled regions) or a --compiled on run.
+bool compiled_in_place(const Summary& s) { return s.compiled_regions_per_step || !s.compiled_by.empty(); }
+
+// "the trace enters 2 Torch-Compiled Region spans per step" / "the run is compiled (--compiled on, inductor)".
+std::string compiled_evidence(const Summary& s) {
+  if (s.compiled_regions_per_step) {
+    return format_text("the trace enters %.3g %s span%s per step", *s.compiled_regions_per_step,
+                       s.compiled_region_name.c_str(), *s.compiled_regions_per_step == 1 ? "" : "s");
+  }
+  return "the run is compiled (--compiled on, " + s.compiled_by + ")";
+}
+
+// More than one compiled region per step: graph breaks (or submodules compiled one by one).
+bool graph_breaks(const Summary& s) { return s.compiled_regions_per_step && *s.compiled_regions_per_step > 1.5; }
+
+// What is left once the model is compiled: fewer graph breaks, CUDA graphs on GPU (unless the trace
+// already launches graphs), more of the step inside the compiled region.
+std::string after_compiling(const Summary& s, const Thresholds& t) {
+  std::string out;
+  if (s.compiled_share_pct && *s.compiled_share_pct < t.value("dispatch_overhead.compiled_share_pct")) {
+    out = "Part of the model is already compiled (" + compiled_evidence(s) +
+          format_text("), but only %.1f %% of %s runs in compiled code: compile what still runs eagerly (the "
+                      "modules whose ops fall outside the compiled regions, or the whole step), not the same part "
+                      "again. ",
+                      *s.compiled_share_pct, s.compiled_share_of.c_str());
+  } else {
+    out = "The model is already compiled (" + compiled_evidence(s) +
+          (s.compiled_share_pct ? format_text(", %.1f %% of %s in compiled code", *s.compiled_share_pct,
+                                              s.compiled_share_of.c_str())
+                                : std::string()) +
+          "), so torch.compile is not the change. ";
+  }
+  if (graph_breaks(s)) {
+    out += format_text("%.3g compiled regions per step are graph breaks (or submodules compiled one by one): each "
+                       "boundary returns to eager Python and splits fusion; find them with "
+                       "torch._dynamo.explain(model)(inputs) or TORCH_LOGS=graph_breaks and remove them (fullgraph=True "
+                       "reports each). ",
+                       *s.compiled_regions_per_step);
+  }
+  if (s.on_gpu && s.cuda_graph_launches_per_step) {
+    out += format_text("CUDA graphs are already on (%.3g cudaGraphLaunch per step): ", *s.cuda_graph_launches_per_step) +
+           "move the host work between graphs (loss, optimizer step, logging) into the compiled step.";
+  } else if (s.on_gpu) {
+    out += "Add CUDA graphs: torch.compile(model, mode=\"reduce-overhead\") replays the step's kernels without "
+           "per-kernel launch cost (keep shapes static).";
+  } else {
+    out += "Bring more of the step inside the compiled region (the loss, the optimizer step: torch.compile the "
+           "whole train step) so fewer ops are dispatched one by one.";
+  }
+  return out;
+}
+
+// DDP-style overlap already on: collectives launched while backward runs (the trace), most of the
+// collective time hidden under compute (a device timeline), or a run with --comm-mode overlap.
+bool overlap_in_place(const Summary& s, const Thresholds& t) {
+  if (s.comm_mode == "overlap") return true;
+  if (s.comm_in_backward_pct && *s.comm_in_backward_pct >= t.value("exposed_communication.in_backward_pct")) return true;
+  return s.comm_total_pct && *s.comm_total_pct > 0 &&
+         s.shares.communication_pct / *s.comm_total_pct * 100.0 < t.value("exposed_communication.unhidden_share_pct");
+}
+
+std::string overlap_evidence(const Summary& s, const Thresholds& t) {
+  if (s.comm_mode == "overlap") {
+    return "the run already overlaps (--comm-mode overlap" +
+           (s.bucket_mb ? format_text(", --bucket-mb %g", *s.bucket_mb) : std::string()) + ")";
+  }
+  if (s.comm_in_backward_pct && *s.comm_in_backward_pct >= t.value("exposed_communication.in_backward_pct")) {
+    return format_text("collectives already overlap with backward: %.0f %% of the %.3g collective calls per step are "
+                       "launched while backward runs (inside autograd::engine::evaluate_function, from DDP's gradient "
+                       "hooks)",
+                       *s.comm_in_backward_pct, s.collective_calls_per_step.value_or(0));
+  }
+  return format_text("collectives already overlap with backward: %.1f %% of the step of the %.1f %% in collectives "
+                     "is hidden under compute",
+                     std::max(0.0, s.comm_total_pct.value_or(0) - s.shares.communication_pct), s.comm_total_pct.value_or(0));
+}
+
+// Collective calls per step: the loop's launches from the trace, else the trace's collective args.
+std::optional<double> collective_calls(const Summary& s) {
+  if (s.collective_calls_per_step) return s.collective_calls_per_step;
+  if (s.collectives.empty()) return std::nullopt;
+  double calls = 0;
+  for (const CollectiveCalls& c : s.collectives) calls += c.calls_per_step;
+  return calls;
+}
+
+// DataLoader worker processes already on: the record's count, or the trace's iterator.
+bool workers_in_place(const Summary& s) {
+  return (s.loader_workers && *s.loader_workers > 0) || s.loader_iterator == "_MultiProcessingDataLoaderIter";
+}
+
+std::string workers_evidence(const Summary& s) {
+  if (s.loader_workers && *s.loader_workers > 0) {
+    return format_text("the loader already has %lld worker%s", static_cast<long long>(*s.loader_workers),
+                       *s.loader_workers == 1 ? "" : "s");
+  }
+  return "the trace's DataLoader __next__ is " + s.loader_iterator + ": worker processes already build the batches";
+}
+
+bool pinned_in_place(const Summary& s) { return s.pin_memory && *s.pin_memory; }
+
+double model_syncs_per_step(const Summary& s) {
+  double total = 0;
+  for (const ModelSync& m : s.model_syncs) total += m.per_step;
+  return total;
+}
+
+// Host syncs mostly inside the model's own modules (a trace with module scopes): they are the model's
+// code, not the user's loop. "aten::item in Gate (8 per step), aten::item in Embed (1 per step)".
+bool syncs_in_model(const Summary& s) {
+  return s.host_syncs_per_step && *s.host_syncs_per_step > 0 && model_syncs_per_step(s) * 2 >= *s.host_syncs_per_step;
+}
+
+std::string model_sync_sites(const Summary& s) {
+  std::string out;
+  for (size_t i = 0; i < s.model_syncs.size() && i < 3; ++i) {
+    out += (i ? ", " : "") + s.model_syncs[i].op + " in " + s.model_syncs[i].module +
+           format_text(".forward (%.3g per step)", s.model_syncs[i].per_step);
+  }
+  if (s.model_syncs.size() > 3) out += ", ...";
+  return out;
+}
+
+std::string model_sync_advice(const Summary& s) {
+  const ModelSync& top = s.model_syncs.front();
+  return "These synchronisations are in the model's own code, not in the training loop: " + model_sync_sites(s) +
+         ". Look in " + top.module + ".forward for what reads a tensor on the host (" + top.op +
+         " is .item(), a Python branch on a tensor such as `if mask.any():`, .tolist(), .nonzero() or boolean "
+         "indexing): keep the value on the device (torch.where instead of the branch), use the model's option that "
+         "skips the check, or compute it once outside the step.";
+}
+
 Finding make(const char* rule_id, Severity severity, Suspect suspect) {
   Finding f;
   f.rule_id = rule_id;
@@ -125,17 +260,41 @@ std::optional<Finding> input_bound(const Summary& s, const Thresholds& t) {
         "ones, and cache decoded samples (-k cache=1) or simplify augmentation to cut per-sample CPU work.",
         "The DataLoader already has a worker per core: raise DataLoader(prefetch_factor=) to absorb slow "
         "batches, and cache decoded samples (or simplify augmentation) to cut per-sample CPU work.");
+  } else if (workers_in_place(s)) {
+    if (!s.loader_workers) f.evidence.push_back({"dataloader_worker_processes", 1, 1, "flag"});
+    // Workers are on but too few or too slow: what is left is more of them (up to a core each),
+    // deeper prefetch, and cheaper samples.
+    f.change = "more_workers";
+    const bool pin_left = s.on_gpu && !pinned_in_place(s);
+    f.recommendation =
+        "Workers are not the missing piece: " + workers_evidence(s) +
+        (pinned_in_place(s) ? std::string(s.pin_memory_evidence.empty() ? "; pinned memory is on"
+                                                                          : "; pinned memory is on (" + s.pin_memory_evidence + ")")
+                            : std::string()) +
+        ". What is left: " +
+        in_users_words(
+            s,
+            "more workers up to one per core (--workers), a deeper prefetch (--prefetch)" +
+                std::string(pin_left ? ", pinned staging buffers (--pin-memory on)" : "") +
+                ", cheaper per-sample work (simpler augmentation), and decoding once and caching the decoded "
+                "samples (-k cache=1).",
+            "more workers up to one per core (num_workers), a deeper prefetch (prefetch_factor=, "
+            "persistent_workers=True)" +
+                std::string(pin_left ? ", pin_memory=True" : "") +
+                ", cheaper transforms (or transforms batched on the device), and decoding once and caching the "
+                "decoded samples.");
   } else {
     f.change = "more_workers";
+    const bool pin_left = s.on_gpu && !pinned_in_place(s);
     f.recommendation = in_users_words(
         s,
         "Build batches on more loader workers (--workers, --prefetch" +
-            std::string(s.on_gpu ? ", --pin-memory on" : "") +
+            std::string(pin_left ? ", --pin-memory on" : "") +
             "); cache decoded samples when decoding dominates (-k cache=1); `trainlab sweep` finds the "
             "setting.",
         "Build batches in DataLoader worker processes: DataLoader(num_workers=N, prefetch_factor=2, "
         "persistent_workers=True" +
-            std::string(s.on_gpu ? ", pin_memory=True" : "") +
+            std::string(pin_left ? ", pin_memory=True" : "") +
             "); cache decoded samples when decoding dominates.");
   }
   f.times_fired = f.data_points = step_count(s);  // only the aggregate share is known: it holds for the run
@@ -242,10 +401,14 @@ std::optional<Finding> cpu_bottleneck(const Summary& s, const Thresholds& t) {
         "samples, simplify or move augmentation to the GPU; more workers will not help.";
     f.saving_pct = s.shares.data_wait_pct;
   } else {
-    f.change = "compiled";
-    f.recommendation =
-        "The host spends the step dispatching work: compile the step (fused graph, CUDA graph) to "
-        "launch fewer, larger kernels.";
+    if (compiled_in_place(s)) {
+      f.recommendation = "The host spends the step dispatching work. " + after_compiling(s, t);
+    } else {
+      f.change = "compiled";
+      f.recommendation =
+          "The host spends the step dispatching work: compile the step (fused graph, CUDA graph) to "
+          "launch fewer, larger kernels.";
+    }
     f.saving_pct = s.shares.framework_pct;
   }
   f.times_fired = (cpu->count + 1) / 2;  // a median above the threshold: at least half of the samples
@@ -528,21 +691,40 @@ std::optional<Finding> exposed_communication(const Summary& s, const Thresholds&
   f.evidence.push_back({"communication_pct", exposed, exposed >= high ? high : min, "pct"});
   f.title = format_text("exposed communication is %.1f %% of the step (above %.0f %%)", exposed, min);
   const double unhidden_min = t.value("exposed_communication.unhidden_share_pct");
-  if (s.comm_total_pct && *s.comm_total_pct > 0 && exposed / *s.comm_total_pct * 100.0 < unhidden_min) {
-    const double unhidden = exposed / *s.comm_total_pct * 100.0;
-    f.evidence.push_back({"exposed_share_of_comm_pct", unhidden, unhidden_min, "pct"});
+  if (s.comm_total_pct && *s.comm_total_pct > 0) {
+    f.evidence.push_back({"exposed_share_of_comm_pct", exposed / *s.comm_total_pct * 100.0, unhidden_min, "pct"});
+  }
+  if (s.comm_in_backward_pct) {
+    f.evidence.push_back(
+        {"comm_launched_in_backward_pct", *s.comm_in_backward_pct, t.value("exposed_communication.in_backward_pct"), "pct"});
+  }
+  const std::optional<double> calls = collective_calls(s);
+  const double many_calls = t.value("exposed_communication.many_calls_per_step");
+  const bool many_small = calls && *calls >= many_calls;
+  if (many_small) f.evidence.push_back({"collective_calls_per_step", *calls, many_calls, "count"});
+  if (overlap_in_place(s, t)) {
+    // Overlap is on: what is left is how many all-reduces there are and how full they are.
     f.change = "bucket_size";
-    f.recommendation = in_users_words(
-        s,
-        "Collectives already overlap with backward but part stays exposed: use larger gradient buckets "
-        "(--bucket-mb; fewer, fuller all-reduces) or accumulate gradients over several micro-batches.",
-        "Collectives already overlap with backward but part stays exposed: raise DDP(bucket_cap_mb=) "
-        "(fewer, fuller all-reduces) or accumulate gradients under model.no_sync() over several micro-batches.");
-  } else {
-    if (s.comm_total_pct && *s.comm_total_pct > 0) {
-      f.evidence.push_back(
-          {"exposed_share_of_comm_pct", exposed / *s.comm_total_pct * 100.0, unhidden_min, "pct"});
+    const std::string why = "Overlap is not the missing piece: " + overlap_evidence(s, t) + ". ";
+    if (many_small) {
+      f.recommendation =
+          why +
+          format_text("%.3g collectives per step are many small ones, each paying the collective's fixed latency: ",
+                      *calls) +
+          in_users_words(s,
+                         "use larger gradient buckets (--bucket-mb) so fewer, fuller all-reduces go out, or accumulate "
+                         "gradients over several micro-batches to all-reduce once per optimizer step.",
+                         "raise DDP(bucket_cap_mb=) so fewer, fuller all-reduces go out, and accumulate gradients under "
+                         "model.no_sync() over several micro-batches so only the last one all-reduces.");
+    } else {
+      f.recommendation =
+          why + in_users_words(s,
+                               "Part stays exposed: tune the gradient buckets (--bucket-mb; fewer, fuller all-reduces, "
+                               "and a small last bucket) or accumulate gradients over several micro-batches.",
+                               "Part stays exposed: tune DDP(bucket_cap_mb=) (fewer, fuller all-reduces, and a small "
+                               "last bucket) or accumulate gradients under model.no_sync() over several micro-batches.");
     }
+  } else {
     f.change = "overlap_comm";
     f.recommendation = in_users_words(
         s,
@@ -550,6 +732,11 @@ std::optional<Finding> exposed_communication(const Summary& s, const Thresholds&
         "gradient hooks), use bigger buckets (--bucket-mb), or accumulate gradients to communicate less often.",
         "Overlap the gradient all-reduce with backward (DistributedDataParallel does, from gradient hooks; "
         "raise bucket_cap_mb), or accumulate gradients under model.no_sync() to communicate less often.");
+    if (many_small) {
+      f.recommendation += format_text(" %.3g collectives per step are many small ones: fewer, fuller ones (buckets) "
+                                      "pay the per-call latency less often.",
+                                      *calls);
+    }
   }
   f.times_fired = f.data_points = step_count(s);
   f.saving_pct = exposed;
@@ -643,10 +830,15 @@ std::optional<Finding> dispatch_overhead(const Summary& s, const Thresholds& t) 
         "and try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.");
   } else if (cause("sync") > 0 && cause("sync") >= cause("launch")) {
     f.title += format_text("; the device idles %.1f %% of the step while the host synchronises", cause("sync"));
-    f.recommendation = in_users_words(
+    if (syncs_in_model(s)) {
+      f.recommendation = "The host waits on the device and then cannot feed it. " + model_sync_advice(s);
+    } else f.recommendation = in_users_words(
         s, "The host waits on the device and then cannot feed it: read values every N steps (--sync-every N).",
         "The host waits on the device (torch.cuda.synchronize, .item(), .cpu(), printing a tensor) and then "
         "cannot feed it: read losses every N steps and keep running sums on the device.");
+  } else if (compiled_in_place(s)) {
+    if (s.compiled_regions_per_step) f.evidence.push_back({"compiled_regions_per_step", *s.compiled_regions_per_step, 1, "count"});
+    f.recommendation = after_compiling(s, t);
   } else {
     f.recommendation = in_users_words(
         s,
@@ -656,7 +848,7 @@ std::optional<Finding> dispatch_overhead(const Summary& s, const Thresholds& t) 
         "adds CUDA graphs, which remove per-kernel launch cost on GPU); avoid Python-level loops over small "
         "tensors.");
   }
-  f.change = "compiled";
+  f.change = compiled_in_place(s) ? "" : "compiled";  // compiling again tests nothing
   f.times_fired = f.data_points = step_count(s);
   f.saving_pct = fw;
   return f;
@@ -671,6 +863,22 @@ std::optional<Finding> host_syncs(const Summary& s, const Thresholds& t) {
   Finding f =
       make("host_syncs", s.on_gpu ? Severity::kModerate : Severity::kInfo, Suspect::kFrameworkOverhead);
   f.evidence.push_back({"host_syncs_per_step", *s.host_syncs_per_step, max, "count"});
+  if (syncs_in_model(s)) {
+    const double in_model = model_syncs_per_step(s);
+    f.evidence.push_back({"model_syncs_per_step", in_model, 0, "count"});
+    f.title = format_text("%.1f host synchronisations per step, %.1f of them inside the model's forward: ",
+                          *s.host_syncs_per_step, in_model) +
+              model_sync_sites(s);
+    f.recommendation = model_sync_advice(s);
+    const double outside = *s.host_syncs_per_step - in_model;
+    if (outside > max) {
+      f.recommendation += format_text(" The other %.3g per step are outside the model: read losses and metrics every "
+                                      "N steps.",
+                                      outside);
+    }
+    f.times_fired = f.data_points = step_count(s);
+    return f;
+  }
   f.title =
       format_text("%.1f host synchronisations per step (e.g. .item(), .cpu(), printing a loss every step)",
                   *s.host_syncs_per_step);
@@ -900,6 +1108,21 @@ std::optional<Finding> model_compute(const Summary& s, const Thresholds& t) {
     f.title += "; FLOPs not counted for: " + join_flops_not_counted(s) + " (no efficiency figure)";
   } else {
     f.title += "; efficiency unknown (no achieved or peak FLOP/s)";
+  }
+  const bool partly_compiled =
+      s.compiled_share_pct && *s.compiled_share_pct < t.value("dispatch_overhead.compiled_share_pct");
+  if (compiled_in_place(s)) {
+    f.recommendation =
+        "Faster steps now come from the model's own arithmetic; " +
+        (partly_compiled ? format_text("only %.1f %% of %s runs compiled (", *s.compiled_share_pct,
+                                       s.compiled_share_of.c_str()) +
+                               compiled_evidence(s) + "): torch.compile what still runs eagerly, "
+                         : "it is already compiled (" + compiled_evidence(s) + "): ") +
+        in_users_words(s, "lower precision (--precision bf16), hardware-friendly shapes, a larger batch (--batch)",
+                       "torch.autocast with bf16, hardware-friendly shapes (multiples of 8), a larger batch") +
+        (graph_breaks(s) ? ", fewer graph breaks" : "") + (s.on_gpu && !s.cuda_graph_launches_per_step ? ", CUDA graphs (mode=\"reduce-overhead\")." : ".");
+    f.times_fired = f.data_points = step_count(s);
+    return f;
   }
   f.recommendation = in_users_words(
       s,

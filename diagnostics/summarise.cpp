@@ -18,6 +18,7 @@
 
 #include "diagnostics/collective_kinds.h"
 #include "diagnostics/idle_attribution.h"
+#include "diagnostics/in_place.h"
 #include "diagnostics/intervals.h"
 #include "diagnostics/profiler_cost.h"
 #include "diagnostics/python_frames.h"
@@ -41,13 +42,6 @@ bool is_dataloader(const TraceEvent& e) {
   if (e.on_device) return false;
   if (e.kind == EventKind::kPhase) return e.name == "data_wait";
   return e.name.find("DataLoader") != std::string::npos && e.name.find("__next__") != std::string::npos;
-}
-
-bool is_host_sync(const TraceEvent& e) {
-  if (e.kind == EventKind::kSync) return true;
-  if (e.kind == EventKind::kRuntime) return is_sync_call(e.name);  // CUDA and HIP
-  // On CPU nothing waits for a device, but the same code (.item(), printing a loss) is a sync on GPU.
-  return e.kind == EventKind::kCpuOp && (e.name == "aten::item" || e.name == "aten::_local_scalar_dense");
 }
 
 std::string kernel_precision(const std::string& name) {
@@ -111,6 +105,7 @@ void add_profile_details(const Profile& profile, const std::vector<Step>& steps,
   const int64_t from = steps.front().start_ns, to = steps.back().end_ns;
   const double n_steps = static_cast<double>(steps.size());
   std::map<int64_t, std::vector<const TraceEvent*>> host_ops;  // track -> ops in the steps
+  std::map<int64_t, std::vector<const TraceEvent*>> host_syncs;  // track -> syncs in the steps
   std::vector<double> kernel_us, op_us;
   std::map<std::string, NamedTime> kernels_by_name;
   int64_t syncs = 0, kernels = 0, short_kernels = 0, fp32_ops = 0, typed_ops = 0;
@@ -118,7 +113,8 @@ void add_profile_details(const Profile& profile, const std::vector<Step>& steps,
   const double short_kernel_us = 10;  // HTA / NVIDIA: kernels under 10 us are launch-bound
   for (const TraceEvent& e : profile.events) {
     if (e.start_ns < from || e.start_ns >= to) continue;
-    if (is_host_sync(e)) ++syncs;
+    if (is_host_sync_event(e) && !e.on_device) host_syncs[e.track].push_back(&e);
+    else if (is_host_sync_event(e)) ++syncs;  // a device-side sync record
     if (e.kind == EventKind::kCpuOp) {
       host_ops[e.track].push_back(&e);
       if (e.args.is_object() && e.args.contains("Input type") && e.args["Input type"].is_array() &&
@@ -159,6 +155,19 @@ void add_profile_details(const Profile& profile, const std::vector<Step>& steps,
       s.device_activity_ns["memset"] += e.duration_ns();
     } else if (e.kind == EventKind::kSync && e.on_device) {
       s.device_activity_ns["sync"] += e.duration_ns();
+    }
+  }
+  // One .item() is aten::item over aten::_local_scalar_dense (over cudaStreamSynchronize on a GPU):
+  // a sync inside another on the same thread is the same synchronisation, counted once.
+  for (auto& [track, list] : host_syncs) {
+    std::sort(list.begin(), list.end(), [](const TraceEvent* a, const TraceEvent* b) {
+      return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->end_ns > b->end_ns;
+    });
+    int64_t outer_end = std::numeric_limits<int64_t>::min();
+    for (const TraceEvent* e : list) {
+      if (e->start_ns < outer_end && e->end_ns <= outer_end) continue;
+      ++syncs;
+      outer_end = e->end_ns;
     }
   }
   // Host ops: self time (minus nested ops on the same thread); top-level op durations.
@@ -598,6 +607,7 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
   s.data_wait_python_frames = data_wait_python_frames(profile, step_spans);
   if (!s.data_wait_python_frames.empty()) s.notes.push_back(python_frames_note(s.data_wait_python_frames));
   s.host_python_frames = host_python_frames(profile, step_spans);
+  add_in_place(profile, step_spans, found.main_track, s);
   if (!s.host_python_frames.empty()) s.notes.push_back(host_python_frames_note(s.host_python_frames));
   s.dropped_events = dropped_total(profile, /*with_missed_ticks=*/true);
   return s;
@@ -654,6 +664,24 @@ nlohmann::json communication_json(const Summary& s) {
           {"exposed_pct", s.shares.communication_pct},
           {"by_family_pct", by_family},
           {"collectives", collectives}};
+}
+// What the trace or the record shows already in place (in_place.h).
+nlohmann::json in_place_json(const Summary& s) {
+  nlohmann::json syncs = nlohmann::json::array();
+  for (const ModelSync& m : s.model_syncs) syncs.push_back({{"op", m.op}, {"module", m.module}, {"per_step", m.per_step}});
+  return {{"compiled_regions_per_step", opt(s.compiled_regions_per_step)},
+          {"compiled_region_name", s.compiled_region_name},
+          {"compiled_share_pct", opt(s.compiled_share_pct)},
+          {"compiled_share_of", s.compiled_share_of},
+          {"compiled_by", s.compiled_by},
+          {"cuda_graph_launches_per_step", opt(s.cuda_graph_launches_per_step)},
+          {"collective_calls_per_step", opt(s.collective_calls_per_step)},
+          {"comm_in_backward_pct", opt(s.comm_in_backward_pct)},
+          {"comm_mode", s.comm_mode},
+          {"bucket_mb", opt(s.bucket_mb)},
+          {"loader_iterator", s.loader_iterator},
+          {"pin_memory_evidence", s.pin_memory_evidence},
+          {"model_syncs", syncs}};
 }
 }  // namespace
 
@@ -726,6 +754,7 @@ nlohmann::json to_json(const Summary& s) {
           {"loop_ms", opt(s.loop_ms)},
           {"losses", finite_or_null(s.losses)},
           {"grad_norms", finite_or_null(s.grad_norms)},
+          {"in_place", in_place_json(s)},
           {"dropped_events", s.dropped_events},
           {"notes", s.notes}};
 }

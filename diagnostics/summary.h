@@ -53,6 +53,14 @@ struct CollectiveCalls {
   double median_out_nelems = 0;
 };
 
+// Host synchronisations inside the model's own code: the sync op and the module whose forward calls it
+// (torch.profiler's "nn.Module: Gate_3" scopes in a trace with stacks, "Gate" here).
+struct ModelSync {
+  std::string op;      // "aten::item"
+  std::string module;  // "Gate"
+  double per_step = 0;
+};
+
 struct Summary {
   // --- where it came from
   std::string source;                // "trainlab" (a run's variant) or "kineto" (an imported trace)
@@ -144,6 +152,26 @@ struct Summary {
   std::optional<double> loop_ms;              // the measured steps
   std::vector<double> losses;                 // per measured step; may hold NaN/Inf
   std::vector<double> grad_norms;             // per measured step; empty when not measured
+
+  // --- already in place (traces; diagnostics/in_place.h): the actions never propose these again
+  // torch.compile'd regions entered per step ("Torch-Compiled Region" spans, else AOTAutograd's
+  // CompiledFunction); more than one per step are graph breaks. Empty when the trace shows none.
+  std::optional<double> compiled_regions_per_step;
+  std::string compiled_region_name;           // the span name counted
+  // How much runs compiled: GPU traces, the kernel time launched from inside compiled code (regions,
+  // CompiledFunction[Backward]); CPU traces, the steps' time inside it. compiled_share_of says which.
+  std::optional<double> compiled_share_pct;
+  std::string compiled_share_of;              // "kernel time" or "the step"
+  std::optional<double> collective_calls_per_step;  // collectives the loop launches (host calls)
+  std::optional<double> comm_in_backward_pct;       // of them, % launched while backward runs (DDP's hooks)
+  std::string loader_iterator;                // "_MultiProcessingDataLoaderIter" (workers) or "_SingleProcessDataLoaderIter"
+  std::string pin_memory_evidence;            // what showed pinning in a trace ("aten::_pin_memory", a pinned memcpy)
+  std::vector<ModelSync> model_syncs;         // syncs inside the model's modules, most per step first
+  std::optional<double> cuda_graph_launches_per_step;  // cudaGraphLaunch calls (mode="reduce-overhead")
+  // ... and from a trainlab record: the run's own settings
+  std::string compiled_by;                    // a --compiled on run's compiler ("inductor"); "" when not compiled
+  std::string comm_mode;                      // data parallel: "overlap" or "serial" (--comm-mode); "" unknown
+  std::optional<double> bucket_mb;            // data parallel: the gradient bucket cap (--bucket-mb)
 
   // --- data quality (makes the verdict inconclusive when bad)
   int64_t dropped_events = 0;

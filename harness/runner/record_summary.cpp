@@ -78,6 +78,12 @@ Summary summarise_variant(const VariantRecord& measured, const std::string& scen
   s.batch_size = record.spec.batch_size;
   s.rank = record.rank;
   s.world_size = record.world_size;
+  // What the run already had in place: the rules do not propose it again (diagnostics/in_place.h).
+  if (record.spec.compiled) s.compiled_by = to_string(record.spec.compiler);
+  if (record.world_size > 1) {
+    s.comm_mode = to_string(record.spec.comm_mode);
+    s.bucket_mb = record.spec.bucket_mb;
+  }
   s.peak_memory_bytes = record.peak_memory_bytes;
   s.logical_cores = record.environment.logical_cores;
   if (record.environment.intra_op_threads > 0) s.intra_op_threads = record.environment.intra_op_threads;

@@ -1,0 +1,202 @@
+"""Makes the small torch.profiler traces of tests/advice_test.cpp (issue 34, "actions that know what
+is in place"): one CPU trace per case where something is already done and must not be proposed
+again. Run with the project's venv from the repository root:
+    /opt/trainlab/venv/bin/python tests/data/advice/make_traces.py [case ...]
+Writes tests/data/advice/<case>.pt.trace.json.gz (3 profiled steps each, kept small).
+Cases:
+  compiled      torch.compile'd MLP with one graph break in forward: 2 compiled regions per step
+                (backend aot_eager, so no C++ compiler is needed; the trace names are the same:
+                "Torch-Compiled Region", "CompiledFunction").
+  ddp_overlap   2-rank Gloo DDP (rank 0 traced): DDP launches its all-reduces from gradient hooks
+                during backward (overlap already on), with 1 KiB buckets: many tiny all-reduces.
+  loader_workers  a data-bound loop whose DataLoader already has 2 worker processes.
+  model_syncs   a model whose forward calls .item() (like Hugging Face models' data-dependent
+                checks), traced with stacks so the module is named.
+"""
+import gzip
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import torch
+import torch.nn as nn
+from torch.profiler import ProfilerActivity, profile, schedule
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STEPS = 5  # wait 1, warmup 1, active 3
+
+
+def write_gz(prof, name):
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(raw)
+        out = os.path.join(HERE, name + ".pt.trace.json.gz")
+        with open(raw, "rb") as src, gzip.open(out, "wb", compresslevel=9) as dst:
+            shutil.copyfileobj(src, dst)
+    print(out, os.path.getsize(out), "bytes")
+
+
+def run_steps(step_fn, name, with_stack=False):
+    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=1, warmup=1, active=3),
+                 with_stack=with_stack) as prof:
+        for _ in range(STEPS):
+            step_fn()
+            prof.step()
+    write_gz(prof, name)
+
+
+def mlp(width=256, depth=4):
+    layers = []
+    for _ in range(depth):
+        layers += [nn.Linear(width, width), nn.ReLU()]
+    return nn.Sequential(*layers)
+
+
+class Broken(nn.Module):
+    """Two halves with a graph break between them (a print, as user code often has)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = mlp()
+        self.b = mlp()
+
+    def forward(self, x):
+        x = self.a(x)
+        torch._dynamo.graph_break()
+        return self.b(x)
+
+
+def compiled():
+    torch.manual_seed(0)
+    model = torch.compile(Broken(), backend="aot_eager")
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(64, 256)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        model(x).square().mean().backward()
+        opt.step()
+
+    for _ in range(3):  # compile outside the trace
+        step()
+    run_steps(step, "compiled")
+
+
+def ddp_rank(rank, world, port):
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    torch.manual_seed(0)
+    # Many small layers and 1 KiB buckets: DDP launches an all-reduce per few layers, from its
+    # gradient hooks while backward runs.
+    model = DDP(mlp(width=32, depth=24), bucket_cap_mb=0.001)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(16, 32)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        model(x).square().mean().backward()
+        opt.step()
+
+    for _ in range(3):
+        step()
+    if rank == 0:
+        run_steps(step, "ddp_overlap")
+    else:
+        for _ in range(STEPS):
+            step()
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def ddp_overlap():
+    import torch.multiprocessing as mp
+
+    mp.spawn(ddp_rank, args=(2, 29533), nprocs=2, join=True)
+
+
+class SlowSet(torch.utils.data.Dataset):
+    """Each sample costs 4 ms of CPU work (a stand-in for decoding and augmentation)."""
+
+    def __len__(self):
+        return 10_000
+
+    def __getitem__(self, i):
+        end = time.perf_counter() + 0.004
+        while time.perf_counter() < end:
+            pass
+        return torch.randn(64), torch.tensor(i % 10)
+
+
+def loader_workers():
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    loader = torch.utils.data.DataLoader(SlowSet(), batch_size=8, num_workers=2, prefetch_factor=2,
+                                         persistent_workers=True)
+    model = nn.Linear(64, 10)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    it = iter(loader)
+    next(it)  # workers started outside the trace
+
+    def step():
+        x, y = next(it)
+        opt.zero_grad(set_to_none=True)
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    run_steps(step, "loader_workers")
+
+
+class Gate(nn.Module):
+    """Checks its input with .item() in forward, as many Hugging Face models do (e.g. a padding or
+    overflow check): a host read inside the model's own graph."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(128, 128)
+
+    def forward(self, x):
+        if (x.abs().max() > 1e4).item():
+            x = x.clamp(-1e4, 1e4)
+        return torch.relu(self.lin(x))
+
+
+class Gated(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList(Gate() for _ in range(8))
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def model_syncs():
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = Gated()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(32, 128)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        model(x).square().mean().backward()
+        opt.step()
+
+    for _ in range(2):
+        step()
+    run_steps(step, "model_syncs", with_stack=True)
+
+
+CASES = {"compiled": compiled, "ddp_overlap": ddp_overlap, "loader_workers": loader_workers,
+         "model_syncs": model_syncs}
+
+if __name__ == "__main__":
+    for case in sys.argv[1:] or list(CASES):
+        CASES[case]()
