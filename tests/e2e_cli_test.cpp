@@ -102,7 +102,10 @@ TEST(CliE2E, AnInterruptedLabKeepsWhatFinishedAndMarksTheRest) {
                                            "--emulated-bf16", "run", "--results", results},
                                           "/dev/null", results + "/../interrupt" + std::to_string(signo) + ".log");
     ASSERT_GE(pid, 0);
-    const std::string run_dir = e2e::wait_for_run_record(results, /*finished_variant=*/true);
+    // The lab builds its compiled variant's package before the first variant (export and compile:
+    // minutes on a loaded 2-core machine the first time; cached for the later signals).
+    const std::string run_dir =
+        e2e::wait_for_run_record(results, /*finished_variant=*/true, std::chrono::seconds(420));
     ASSERT_FALSE(run_dir.empty()) << "no run.json with a finished variant";
     const int exit_status = e2e::signal_and_wait(pid, signo);
     if (signo != SIGKILL) {

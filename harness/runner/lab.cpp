@@ -425,9 +425,9 @@ std::string build_compiled_package(std::vector<VariantSpec>& specs, const LabOpt
     if (said->empty()) *said = ended.describe();
     return ended.exited && ended.exit_status == 0;
   };
-  if (compiled.precision != Precision::kBf16) return "";
+  if (compiled.precision != Precision::kBf16 || interrupted()) return "";
   std::string bf16_said, fp32_said;
-  if (build(compiled, &bf16_said)) return "";
+  if (build(compiled, &bf16_said) || interrupted()) return "";  // interrupted: the rounds mark every variant
   VariantSpec fp32 = compiled;
   fp32.precision = Precision::kFp32;
   if (!build(fp32, &fp32_said)) {
