@@ -1,8 +1,10 @@
 """trainlab's compiled variant (Inductor, ahead of time, run from C++) against PyTorch's own
 torch.compile on the same model, batch, optimizer and threads, measured side by side in one
-invocation: rounds interleave `trainlab run --compiled on` (its run.json's samples/s) with a Python
-training loop over torch.compile(model), and the table gives each side's median step time, the
-ratio, and each side's compile time.
+invocation: rounds interleave `trainlab run --compiled on` (its run.json's median step and samples/s)
+with a Python training loop over torch.compile(model) timed step by step, alternating which side
+goes first (ABBA, so a machine drifting over the run favours neither). The table gives each side's
+median step time, the ratios per round of the median steps (robust to a neighbour's burst) and of
+the samples/s over all timed steps, and each side's compile time.
 
   python bench/compiled_vs_torch_compile.py --trainlab build/trainlab --scenario tinyops \
       [--rounds 3] [--steps 50] [--precision fp32|bf16] [-k NAME=VALUE ...]
@@ -75,7 +77,8 @@ def example_batch(scenario, knobs, batch, bundle=None):
 
 
 def trainlab_round(args, results):
-    """One `trainlab run --compiled on`; returns (samples/s, its resolved spec, intra-op threads)."""
+    """One `trainlab run --compiled on`; returns (samples/s, median step ms, its resolved spec,
+    intra-op threads, compile s)."""
     before = set(glob.glob(os.path.join(results, "*", "run.json")))
     source = ["--model", args.model_bundle] if args.model_bundle else ["--scenario", args.scenario]
     command = [args.trainlab, "run"] + source + ["--compiled", "on", "--steps", str(args.steps),
@@ -92,7 +95,8 @@ def trainlab_round(args, results):
         variant = json.load(f)["variants"][0]
     if variant["compile_info"].get("method") != "inductor-aot":
         sys.exit("compiled_vs_torch_compile: trainlab did not use Inductor: " + str(variant.get("error")))
-    return (variant["aggregate"]["samples_per_s"], variant["spec"], variant["environment"]["intra_op_threads"],
+    return (variant["aggregate"]["samples_per_s"], variant["aggregate"]["step_ms_p50"], variant["spec"],
+            variant["environment"]["intra_op_threads"],
             variant["compile_info"].get("compile_s", 0.0))
 
 
@@ -112,8 +116,8 @@ def build_compiled(scenario, spec, bundle):
 
 def torch_compile_round(scenario, spec, threads, steps, warmup, compiled_model=None, bundle=None):
     """torch.compile over the twin (under autocast for bf16, as trainlab exports it): warm-up steps
-    (compiling in the first), then timed steps. Returns (samples/s, the compiled model, the first
-    warm-up step's seconds when this round compiled)."""
+    (compiling in the first), then timed steps, each timed on its own. Returns (samples/s, median
+    step ms, the compiled model, the first warm-up step's seconds when this round compiled)."""
     torch.set_num_threads(threads)
     batch = spec["batch_size"]
     first_step_s = None
@@ -134,34 +138,43 @@ def torch_compile_round(scenario, spec, threads, steps, warmup, compiled_model=N
         step(i)
         if i == 0:
             first_step_s = time.perf_counter() - start
-    start = time.perf_counter()
+    step_s = []
     for i in range(steps):
+        start = time.perf_counter()
         step(i)
-    elapsed = time.perf_counter() - start
-    return batch * steps / elapsed, compiled_model, first_step_s
+        step_s.append(time.perf_counter() - start)
+    return batch * steps / sum(step_s), 1e3 * statistics.median(step_s), compiled_model, first_step_s
 
 
 def compare(args, results):
-    """The rounds for one scenario or bundle: a table row (dict)."""
+    """The rounds for one scenario or bundle: a table row (dict). Odd rounds run trainlab first,
+    even rounds torch.compile first; the first torch.compile round compiles in its warm-up."""
     ours, theirs, compiled_model, torch_compile_s = [], [], None, None
     name = os.path.basename(os.path.normpath(args.model_bundle)) if args.model_bundle else args.scenario
+    spec = threads = None
     for r in range(args.rounds):
-        sps, spec, threads, trainlab_compile_s = trainlab_round(args, results)
-        ours.append(sps)
-        # The first torch.compile round compiles (in its warm-up); later rounds reuse it.
-        sps_py, compiled_model, first_step_s = torch_compile_round(args.scenario, spec, threads, args.steps, args.warmup,
-                                                                   compiled_model, args.model_bundle)
-        if torch_compile_s is None:  # the first round compiles; later rounds reuse the compiled model
-            torch_compile_s = first_step_s - spec["batch_size"] / sps_py
-        theirs.append(sps_py)
-        print("%s round %d: trainlab %.1f samples/s, torch.compile %.1f samples/s, ratio %.3f" %
-              (name, r + 1, sps, sps_py, sps / sps_py), flush=True)
-    ratios = [a / b for a, b in zip(ours, theirs)]
-    batch = spec["batch_size"]
-    return {"name": name, "batch": batch, "threads": threads, "trainlab_compile_s": trainlab_compile_s,
-            "torch_compile_s": torch_compile_s, "trainlab_ms": 1e3 * batch / statistics.median(ours),
-            "torch_compile_ms": 1e3 * batch / statistics.median(theirs), "ratio": statistics.median(ratios),
-            "ratios": (min(ratios), max(ratios))}
+        sides = {}
+        for side in (("trainlab", "python") if r % 2 == 0 or spec is None else ("python", "trainlab")):
+            if side == "trainlab":
+                sps, p50_ms, spec, threads, trainlab_compile_s = trainlab_round(args, results)
+                sides["trainlab"] = (sps, p50_ms)
+            else:
+                sps_py, p50_py_ms, compiled_model, first_step_s = torch_compile_round(
+                    args.scenario, spec, threads, args.steps, args.warmup, compiled_model, args.model_bundle)
+                if torch_compile_s is None:  # the first round compiles; later rounds reuse the compiled model
+                    torch_compile_s = first_step_s - 1e-3 * p50_py_ms
+                sides["python"] = (sps_py, p50_py_ms)
+        ours.append(sides["trainlab"])
+        theirs.append(sides["python"])
+        print("%s round %d: median step trainlab %.2f ms, torch.compile %.2f ms (ratio %.3f); samples/s %.1f vs %.1f (ratio %.3f)" %
+              (name, r + 1, ours[-1][1], theirs[-1][1], theirs[-1][1] / ours[-1][1], ours[-1][0], theirs[-1][0],
+               ours[-1][0] / theirs[-1][0]), flush=True)
+    step_ratios = [b[1] / a[1] for a, b in zip(ours, theirs)]
+    throughput_ratios = [a[0] / b[0] for a, b in zip(ours, theirs)]
+    return {"name": name, "batch": spec["batch_size"], "threads": threads, "trainlab_compile_s": trainlab_compile_s,
+            "torch_compile_s": torch_compile_s, "trainlab_ms": statistics.median(a[1] for a in ours),
+            "torch_compile_ms": statistics.median(b[1] for b in theirs), "step_ratios": step_ratios,
+            "throughput_ratios": throughput_ratios}
 
 
 def main():
@@ -185,16 +198,20 @@ def main():
     for bundle in args.model or [None]:
         args.model_bundle = bundle
         rows.append(compare(args, results))
-    # ratio: torch.compile's step time over trainlab's (above 1: trainlab's compiled step is faster)
+    # ratios above 1: trainlab's compiled step is faster. "step": torch.compile's median step over
+    # trainlab's, per round; "samples/s": trainlab's over torch.compile's, all timed steps of a round.
     print("\n| model | precision | batch | threads | trainlab compile s | torch.compile compile s "
-          "| trainlab compiled ms/step (median) | torch.compile ms/step (median) | ratio (median) | ratio range |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| trainlab median step ms | torch.compile median step ms | step ratio (median, range) "
+          "| rounds trainlab faster | samples/s ratio (median, range) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
-        print("| %s | %s | %d | %d | %.1f | %s | %.2f | %.2f | %.3f | %.3f-%.3f |" %
+        steps, throughput = row["step_ratios"], row["throughput_ratios"]
+        print("| %s | %s | %d | %d | %.1f | %s | %.2f | %.2f | %.3f (%.3f-%.3f) | %d of %d | %.3f (%.3f-%.3f) |" %
               (row["name"], args.precision, row["batch"], row["threads"], row["trainlab_compile_s"],
                "%.1f" % row["torch_compile_s"] if row["torch_compile_s"] is not None else "-",
-               row["trainlab_ms"], row["torch_compile_ms"], row["ratio"], row["ratios"][0], row["ratios"][1]))
-
+               row["trainlab_ms"], row["torch_compile_ms"], statistics.median(steps), min(steps), max(steps),
+               sum(1 for r in steps if r > 1.0), len(steps), statistics.median(throughput), min(throughput),
+               max(throughput)))
 
 if __name__ == "__main__":
     main()

@@ -23,7 +23,39 @@ FusedAdam::FusedAdam(const std::vector<torch::Tensor>& params, const FusedAdamSe
       settings_(settings),
       exp_avg_(params.size()),
       exp_avg_sq_(params.size()),
-      steps_(params.size()) {}
+      step_counts_(params.size(), 0) {}
+
+std::vector<torch::Tensor> FusedAdam::advance_steps(const std::vector<size_t>& updated) {
+  const torch::TensorOptions options = param_groups().front().params().front().options().dtype(torch::kFloat32);
+  // The usual step: every parameter that has a count is updated again, all at one count, so the
+  // one shared tensor advances in place.
+  const int64_t first = step_counts_[updated.front()];
+  bool in_step = true;
+  for (size_t i : updated) in_step = in_step && step_counts_[i] == first;
+  size_t with_count = 0;
+  for (int64_t count : step_counts_) with_count += count > 0 ? 1 : 0;
+  in_step = in_step && (first == 0 ? with_count == 0 : with_count == updated.size());
+  for (size_t i : updated) ++step_counts_[i];
+  if (in_step && first > 0) {
+    torch::Tensor shared = step_tensors_.at(first);
+    shared.add_(1);
+    step_tensors_ = {{first + 1, shared}};
+  } else {
+    // Counts went apart (a parameter skipped a step): one tensor per count still in use, never
+    // changed in place while another count may hold it.
+    std::map<int64_t, torch::Tensor> kept;
+    for (int64_t count : step_counts_) {
+      if (count == 0 || kept.count(count)) continue;
+      const auto old = step_tensors_.find(count);
+      kept[count] = old != step_tensors_.end() ? old->second : torch::full({}, static_cast<double>(count), options);
+    }
+    step_tensors_ = std::move(kept);
+  }
+  std::vector<torch::Tensor> steps;
+  steps.reserve(updated.size());
+  for (size_t i : updated) steps.push_back(step_tensors_.at(step_counts_[i]));
+  return steps;
+}
 
 torch::Tensor FusedAdam::step(LossClosure closure) {
   torch::NoGradGuard no_grad;
@@ -33,23 +65,23 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
     loss = closure();
   }
   const std::vector<torch::Tensor>& params = param_groups().front().params();
-  std::vector<torch::Tensor> with_grad, grads, exp_avgs, exp_avg_sqs, steps;
+  std::vector<torch::Tensor> with_grad, grads, exp_avgs, exp_avg_sqs;
+  std::vector<size_t> updated;
   for (size_t i = 0; i < params.size(); ++i) {
     const torch::Tensor& p = params[i];
     if (!p.grad().defined()) continue;
-    if (!steps_[i].defined()) {  // its state, on its first gradient (as torch.optim creates it)
+    if (!exp_avg_[i].defined()) {  // its state, on its first gradient (as torch.optim creates it)
       exp_avg_[i] = torch::zeros_like(p, at::MemoryFormat::Preserve);
       exp_avg_sq_[i] = torch::zeros_like(p, at::MemoryFormat::Preserve);
-      steps_[i] = torch::zeros({}, p.options().dtype(torch::kFloat32));
     }
+    updated.push_back(i);
     with_grad.push_back(p);
     grads.push_back(p.grad());
     exp_avgs.push_back(exp_avg_[i]);
     exp_avg_sqs.push_back(exp_avg_sq_[i]);
-    steps.push_back(steps_[i]);
   }
   if (with_grad.empty()) return loss;
-  at::_foreach_add_(steps, 1);
+  const std::vector<torch::Tensor> steps = advance_steps(updated);
   const FusedAdamSettings& s = settings_;
   if (s.decoupled_weight_decay) {
     at::_fused_adamw_(with_grad, grads, exp_avgs, exp_avg_sqs, {}, steps, s.lr, s.beta1, s.beta2, s.weight_decay,
