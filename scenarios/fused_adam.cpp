@@ -7,6 +7,18 @@
 
 namespace trainlab {
 
+namespace {
+
+// `t` laid out as `param` is: the fused kernels walk a parameter, its gradient and its moments
+// element by element in memory order, so all four must share strides (a channels-last weight with
+// a contiguous gradient would be updated with the wrong elements).
+torch::Tensor laid_out_as(const torch::Tensor& t, const torch::Tensor& param) {
+  if (t.strides() == param.strides()) return t;
+  return torch::empty_like(param, at::MemoryFormat::Preserve).copy_(t);
+}
+
+}  // namespace
+
 bool fused_adam_supports(const std::vector<torch::Tensor>& params) {
   if (params.empty()) return false;
   const c10::Device device = params.front().device();
@@ -74,9 +86,11 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
       exp_avg_[i] = torch::zeros_like(p, at::MemoryFormat::Preserve);
       exp_avg_sq_[i] = torch::zeros_like(p, at::MemoryFormat::Preserve);
     }
+    exp_avg_[i] = laid_out_as(exp_avg_[i], p);  // the parameter may have been restrided since
+    exp_avg_sq_[i] = laid_out_as(exp_avg_sq_[i], p);
     updated.push_back(i);
     with_grad.push_back(p);
-    grads.push_back(p.grad());
+    grads.push_back(laid_out_as(p.grad(), p));
     exp_avgs.push_back(exp_avg_[i]);
     exp_avg_sqs.push_back(exp_avg_sq_[i]);
   }

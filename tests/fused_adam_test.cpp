@@ -54,6 +54,31 @@ void compare_with_libtorch(bool decoupled) {
 TEST(FusedAdamTest, AdamWMatchesLibTorchsStepByStep) { compare_with_libtorch(true); }
 TEST(FusedAdamTest, AdamWithL2MatchesLibTorchsStepByStep) { compare_with_libtorch(false); }
 
+// A channels-last weight (as an Inductor package binds convolution weights on CPU) whose
+// gradient arrives contiguous: each element must be updated with its own gradient.
+TEST(FusedAdamTest, AChannelsLastParameterWithAContiguousGradientIsUpdatedElementByElement) {
+  torch::manual_seed(3);
+  const torch::Tensor start = torch::randn({8, 4, 3, 3});
+  torch::Tensor ours = torch::empty_strided(start.sizes(), {36, 1, 12, 4});
+  ours.copy_(start);
+  torch::Tensor theirs = start.clone();
+  FusedAdamSettings settings;
+  settings.lr = 1e-2;
+  settings.decoupled_weight_decay = true;
+  FusedAdam fused({ours}, settings);
+  torch::optim::AdamW reference({theirs}, torch::optim::AdamWOptions(1e-2).weight_decay(0));
+  for (int step = 0; step < 3; ++step) {
+    const torch::Tensor grad = torch::randn({8, 4, 3, 3});  // contiguous
+    ours.mutable_grad() = grad.clone();
+    theirs.mutable_grad() = grad.clone();
+    fused.step();
+    reference.step();
+    ASSERT_EQ(ours.strides().vec(), (std::vector<int64_t>{36, 1, 12, 4})) << "the parameter keeps its layout";
+    ASSERT_TRUE(torch::allclose(ours, theirs, /*rtol=*/1e-5, /*atol=*/1e-6))
+        << "after step " << step << ": max difference " << (ours - theirs).abs().max().item<double>();
+  }
+}
+
 TEST(FusedAdamTest, MixedOrIntegerParametersFallBackToLibTorch) {
   EXPECT_FALSE(fused_adam_supports({}));
   EXPECT_FALSE(fused_adam_supports({torch::randn({2}), torch::zeros({2}, torch::kLong)}));

@@ -102,6 +102,11 @@ void expect_parity(const Case& c, const InductorPackage& package) {
   compiled->model().train();
   InductorStep step(package, compiled->model());
   EXPECT_EQ(step.cuda_graph(), "not on a CUDA device");
+  const auto bound = compiled->model().named_parameters();
+  for (const auto& [fqn, strides] : package.parameter_strides) {  // bound with the package's strides
+    ASSERT_TRUE(bound.contains(fqn.substr(4))) << fqn;
+    EXPECT_EQ(bound[fqn.substr(4)].strides().vec(), strides) << fqn;
+  }
   auto eager_opt = eager->make_optimizer();
   auto compiled_opt = compiled->make_optimizer();
   for (int i = 0; i < 3; ++i) {
@@ -247,6 +252,11 @@ TEST(InductorStepTest, TheVisionPackageGivesEagerLossGradientsAndRunningStatisti
   const InductorPackage package = prepare_inductor_package(request_for(kVision));
   // 9 BatchNorms (stem, 2 per stage, 2 shortcuts): running mean, variance and batch count each.
   EXPECT_EQ(package.buffers.size(), 27u);
+  // With oneDNN, every convolution weight is exported channels last (aot_compile.py
+  // conv_weights_channels_last): the stem, 2 per stage and the 2 shortcuts.
+  if (at::hasMKLDNN()) {
+    EXPECT_EQ(package.parameter_strides.size(), 9u);
+  }
   expect_parity(kVision, package);
   remove_tree(cache_root());
 }

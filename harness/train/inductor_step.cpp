@@ -193,6 +193,11 @@ InductorPackage prepare_inductor_package(const InductorPackageRequest& request) 
   package.buffers = build.value("buffers", std::vector<std::string>{});
   package.random_ops = build.value("random_ops", std::vector<std::string>{});
   package.no_gradient = build.value("no_gradient", std::vector<std::string>{});
+  if (build.contains("parameter_strides")) {
+    for (const auto& [fqn, strides] : build.at("parameter_strides").items()) {
+      package.parameter_strides.emplace_back(fqn, strides.get<std::vector<int64_t>>());
+    }
+  }
   if (build.contains("gradient_check")) {
     const nlohmann::json& check = build.at("gradient_check");
     if (check.contains("skipped")) {
@@ -276,6 +281,33 @@ std::optional<std::vector<at::Tensor>> InductorStep::State::capture(const std::v
   }
 }
 
+namespace {
+
+// Gives the model's parameters the strides the package was exported with (its kernels index
+// them so). The parameter keeps its identity (set_data): the optimizer and the module see the
+// new layout, the values stay.
+void restride_parameters(const std::vector<std::pair<std::string, std::vector<int64_t>>>& parameter_strides,
+                         const std::unordered_map<std::string, torch::Tensor>& by_name) {
+  torch::NoGradGuard no_grad;
+  for (const auto& [fqn, strides] : parameter_strides) {
+    const auto it = by_name.find(fqn);
+    if (it == by_name.end()) {
+      throw InductorUnavailable("the package's parameter " + fqn + " is not the C++ model's: its twin differs");
+    }
+    torch::Tensor parameter = it->second;
+    if (parameter.strides().vec() == strides) continue;
+    if (strides.size() != static_cast<size_t>(parameter.dim())) {
+      throw InductorUnavailable("the package expects " + fqn + " with " + std::to_string(strides.size()) +
+                                " strides; the C++ model's has " + std::to_string(parameter.dim()) + " dimensions");
+    }
+    torch::Tensor restrided = at::empty_strided(parameter.sizes(), strides, parameter.options());
+    restrided.copy_(parameter);
+    parameter.set_data(restrided);
+  }
+}
+
+}  // namespace
+
 InductorStep::InductorStep(const InductorPackage& package, torch::nn::Module& model,
                            const std::vector<std::pair<std::string, at::Tensor>>& tied, bool capture_cuda_graph)
     : state_(std::make_unique<State>()) {
@@ -293,6 +325,7 @@ InductorStep::InductorStep(const InductorPackage& package, torch::nn::Module& mo
   std::unordered_map<std::string, torch::Tensor> by_name;  // every name of every parameter
   for (const auto& item : model.named_parameters()) by_name["net." + item.key()] = item.value();
   for (const auto& [name, tensor] : tied) by_name["net." + name] = tensor;
+  restride_parameters(package.parameter_strides, by_name);
   std::unordered_map<std::string, at::Tensor> constants;
   for (const std::string& fqn : package.gradients) {
     const auto it = by_name.find(fqn);

@@ -39,6 +39,9 @@ struct InductorPackage {
   std::vector<std::string> buffers;    // buffers each step updates in place (BatchNorm's running statistics)
   std::vector<std::string> random_ops; // ops that draw random numbers (dropout): no CUDA graph replay
   std::vector<std::string> no_gradient;  // parameters the step never reads: constants, no gradient
+  // Parameters the exporter gave other strides than contiguous (CPU convolution weights, channels
+  // last): the package's kernels assume them, so the C++ model's parameters are bound with them.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> parameter_strides;
   // A bundle's package: how far the joint graph's gradients are from eager autograd's on one batch
   // ("max relative error 3.4e-07 over 28 gradients (net.x.weight)", "all 11 gradients identical",
   // or why it was skipped); empty for built-ins.

@@ -316,6 +316,35 @@ def parameters_to_constants(exported):
     return unread
 
 
+def conv_weights_channels_last(net, device):
+    """Gives every Conv2d weight explicit channels-last strides before export, on CPU with oneDNN;
+    returns {parameter name as the package keeps it: its strides}, for the C++ side to bind its
+    own parameters with the same strides (build.json's parameter_strides).
+
+    Inductor runs a CPU graph's convolutions channels-last, and torch.compile converts each weight
+    it is handed. A package's weights are constants whose strides are fixed at export: a
+    depthwise weight (one input channel per group) or a 1x1 map in NCHW strides is ambiguous to
+    ATen, which then takes oneDNN's NCHW GEMM path. Measured on MobileNetV3-small (torch 2.11):
+    its 5x5 depthwise convolutions on 1x1 maps took 1.4 ms each in the package against 0.06 ms
+    under torch.compile, and the package ran 1.43x faster with these strides."""
+    if device != "cpu" or not torch.backends.mkldnn.is_available():
+        return {}
+    strides = {}
+    for module_name, module in net.named_modules():
+        weight = getattr(module, "weight", None)
+        if not isinstance(module, nn.Conv2d) or not isinstance(weight, nn.Parameter) or weight.dim() != 4:
+            continue
+        _, c, h, w = weight.shape
+        channels_last = (h * w * c, 1, w * c, c)
+        if tuple(weight.stride()) != channels_last:
+            restrided = torch.empty_strided(weight.shape, channels_last, dtype=weight.dtype, device=weight.device)
+            with torch.no_grad():
+                restrided.copy_(weight)
+            weight.data = restrided
+        strides["net." + (module_name + "." if module_name else "") + "weight"] = list(channels_last)
+    return strides
+
+
 def export_joint(model, example_args):
     """torch.export, parameters the graph does not read made constants, then the joint graph,
     decomposed with Inductor's own table (what torch.compile's AOTAutograd lowers with).
@@ -558,6 +587,7 @@ def main():
         fail("--inputs must list the model's inputs and then the targets")
     if args.bundle is not None:
         specs = with_bundle_ranges(specs, args.bundle)
+    parameter_strides = conv_weights_channels_last(net, torch.device(args.device).type)
     model = WithLoss(net, loss, torch.device(args.device).type, args.precision == "bf16").to(args.device).train()
     example_args = tuple(example_batch(specs, args.device))
     gradient_check, exported, export_s = None, None, 0.0
@@ -613,6 +643,8 @@ def main():
               "buffers": buffers, "random_ops": random_ops, "fused_kernels": kernels, "torch": torch.__version__}
     if gradient_check is not None:
         report["gradient_check"] = gradient_check
+    if parameter_strides:
+        report["parameter_strides"] = parameter_strides
     report = json.dumps(report)
     if args.report:
         with open(args.report + ".tmp", "w") as f:
