@@ -12,8 +12,9 @@ libraries: a side venv the way a user makes one (this Python's torch shared thro
 torchvision at the release matching it, timm and transformers from PyPI), then `model add
 --python` (no wrapper, no weights: random initialisation from configs) and a short eager run for a
 torchvision CNN with BatchNorm, a Hugging Face causal LM and encoder (attention mask, the model's
-own loss from labels), a timm vision transformer and a hand-written LSTM. Exits 77 (skipped) with
-one line when pip cannot reach PyPI.
+own loss from labels), a timm vision transformer and a hand-written LSTM; the CNN also runs its
+compiled variant (Inductor, convolution weights channels last). Exits 77 (skipped) with one line
+when pip cannot reach PyPI.
 """
 import json
 import os
@@ -57,9 +58,9 @@ def expect_added(result, out_dir, what):
         return json.load(f)
 
 
-def train_briefly(trainlab, bundle, results, python=None):
-    """A few eager steps of the bundle; the run record's fp32 variant."""
-    cmd = [trainlab, "run", "--model", bundle, "--results", results] + STEPS
+def train_briefly(trainlab, bundle, results, python=None, extra=()):
+    """A few steps of the bundle (eager unless `extra` says otherwise); the run record's variant."""
+    cmd = [trainlab, "run", "--model", bundle, "--results", results] + STEPS + list(extra)
     if python:
         cmd += ["--python", python]
     rc, out, err = run(cmd)
@@ -220,6 +221,27 @@ def libraries(trainlab, source_dir, work):
         if name == "lstm":
             check(variant["flops_not_counted"] == ["nn.LSTM"], "lstm: the run records the partial count",
                   variant.get("flops_not_counted"))
+        if name == "mobilenet":
+            compiled_through_inductor(trainlab, out, os.path.join(work, name + "_compiled"), python)
+
+
+def compiled_through_inductor(trainlab, bundle, results, python):
+    """The compiled variant of a torchvision CNN: built by Inductor, its convolution weights bound
+    channels last (aot_compile.py conv_weights_channels_last), gradients checked against eager."""
+    variant = train_briefly(trainlab, bundle, results, python=python, extra=["--compiled", "on"])
+    info = variant["compile_info"]
+    check(info.get("method") == "inductor-aot" and info.get("fusion_groups", 0) > 0,
+          "mobilenet: compiled through Inductor (%s kernels)" % info.get("fusion_groups"), info)
+    builds = [os.path.join(bundle, d, "build.json") for d in os.listdir(bundle)
+              if d.startswith("inductor-") and os.path.isfile(os.path.join(bundle, d, "build.json"))]
+    check(len(builds) == 1, "mobilenet: one package built", builds)
+    with open(builds[0]) as f:
+        build = json.load(f)
+    strides = build.get("parameter_strides", {})
+    check(len(strides) == 52 and all(s[1] == 1 for s in strides.values()),
+          "mobilenet: its 52 convolution weights exported channels last", sorted(strides)[:3])
+    check(build["gradient_check"].get("max_rel_err", 1.0) <= 1e-2,
+          "mobilenet: the package's gradients match eager autograd's", build["gradient_check"])
 
 
 def main():
