@@ -316,10 +316,12 @@ def parameters_to_constants(exported):
     return unread
 
 
-def conv_weights_channels_last(net, device):
-    """Gives every Conv2d weight explicit channels-last strides before export, on CPU with oneDNN;
-    returns {parameter name as the package keeps it: its strides}, for the C++ side to bind its
-    own parameters with the same strides (build.json's parameter_strides).
+def conv_weights_channels_last(model, device, example_args):
+    """Gives every Conv2d weight of `model` (a WithLoss) explicit channels-last strides before
+    export, on CPU with oneDNN; returns {parameter name as the package keeps it: its strides}, for
+    the C++ side to bind its own parameters with the same strides (build.json's
+    parameter_strides). A model that cannot take them (a forward that views its weight as if
+    contiguous) keeps its own: one eager step on the example batch decides, and leaves no trace.
 
     Inductor runs a CPU graph's convolutions channels-last, and torch.compile converts each weight
     it is handed. A package's weights are constants whose strides are fixed at export: a
@@ -329,8 +331,8 @@ def conv_weights_channels_last(net, device):
     under torch.compile, and the package ran 1.43x faster with these strides."""
     if device != "cpu" or not torch.backends.mkldnn.is_available():
         return {}
-    strides = {}
-    for module_name, module in net.named_modules():
+    strides, originals = {}, {}
+    for module_name, module in model.named_modules():
         weight = getattr(module, "weight", None)
         if not isinstance(module, nn.Conv2d) or not isinstance(weight, nn.Parameter) or weight.dim() != 4:
             continue
@@ -340,8 +342,23 @@ def conv_weights_channels_last(net, device):
             restrided = torch.empty_strided(weight.shape, channels_last, dtype=weight.dtype, device=weight.device)
             with torch.no_grad():
                 restrided.copy_(weight)
+            originals[weight] = weight.data
             weight.data = restrided
-        strides["net." + (module_name + "." if module_name else "") + "weight"] = list(channels_last)
+        strides[module_name + ".weight"] = list(channels_last)
+    if originals:
+        state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        try:
+            with torch.random.fork_rng():
+                model(*example_args)[0].backward()
+        except Exception:  # the model's own code assumes contiguous weights: leave them so
+            for weight, data in originals.items():
+                weight.data = data
+            strides = {}
+        finally:
+            model.zero_grad(set_to_none=True)
+            with torch.no_grad():
+                for k, v in model.state_dict().items():
+                    v.copy_(state[k])
     return strides
 
 
@@ -587,9 +604,9 @@ def main():
         fail("--inputs must list the model's inputs and then the targets")
     if args.bundle is not None:
         specs = with_bundle_ranges(specs, args.bundle)
-    parameter_strides = conv_weights_channels_last(net, torch.device(args.device).type)
     model = WithLoss(net, loss, torch.device(args.device).type, args.precision == "bf16").to(args.device).train()
     example_args = tuple(example_batch(specs, args.device))
+    parameter_strides = conv_weights_channels_last(model, torch.device(args.device).type, example_args)
     gradient_check, exported, export_s = None, None, 0.0
     if args.bundle is not None:
         start = time.perf_counter()
