@@ -402,6 +402,18 @@ nlohmann::json details_to_json(const RunDetails& d) {
   nlohmann::json j = nlohmann::json::object();
   if (d.bf16_probe) j["bf16_probe"] = to_json(*d.bf16_probe);
   if (!d.ab_changes.empty()) j["ab_changes"] = d.ab_changes;
+  if (!d.thread_lowerings.empty()) {
+    nlohmann::json lowerings = nlohmann::json::array();
+    for (const ThreadLowering& t : d.thread_lowerings) {
+      lowerings.push_back({{"from_threads", t.from_threads},
+                           {"to_threads", t.to_threads},
+                           {"machine_cores", t.machine_cores},
+                           {"others_busy_cores", t.others_busy_cores},
+                           {"after", t.after},
+                           {"repetitions_before", t.repetitions_before}});
+    }
+    j["thread_lowerings"] = lowerings;
+  }
   if (d.sweep) {
     const SweepDetails& s = *d.sweep;
     j["tolerance_pct"] = s.tolerance_pct;
@@ -426,6 +438,14 @@ RunDetails details_from_json(const nlohmann::json& j) {
   if (!j.is_object()) return d;
   if (j.contains("bf16_probe")) d.bf16_probe = bf16_probe_from_json(j["bf16_probe"]);
   d.ab_changes = j.value("ab_changes", "");
+  if (j.contains("thread_lowerings") && j["thread_lowerings"].is_array()) {
+    for (const nlohmann::json& t : j["thread_lowerings"]) {
+      if (!t.is_object()) continue;
+      d.thread_lowerings.push_back({integer_or<int>(t, "from_threads", 0), integer_or<int>(t, "to_threads", 0),
+                                    integer_or<int>(t, "machine_cores", 0), real_or(t, "others_busy_cores", 0.0),
+                                    t.value("after", ""), integer_or<int>(t, "repetitions_before", 0)});
+    }
+  }
   if (j.contains("tolerance_pct")) {
     SweepDetails s;
     s.tolerance_pct = real_of(j["tolerance_pct"]);
@@ -519,6 +539,7 @@ nlohmann::json to_json(const VariantRecord& record) {
   }
   if (!record.disturbed.empty()) j["disturbed"] = record.disturbed;
   if (!record.disturbed_kept.empty()) j["disturbed_kept"] = record.disturbed_kept;
+  if (!record.superseded.empty()) j["superseded"] = record.superseded;
   // Issue 32: the modules whose FLOPs the counter left out; no key when it counted everything.
   if (!record.flops_not_counted.empty()) j["flops_not_counted"] = record.flops_not_counted;
   return j;
@@ -552,6 +573,7 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
   if (j.contains("disturbed") && j["disturbed"].is_string()) record.disturbed = j["disturbed"].get<std::string>();
   if (j.contains("disturbed_kept") && j["disturbed_kept"].is_string())
     record.disturbed_kept = j["disturbed_kept"].get<std::string>();
+  if (j.contains("superseded") && j["superseded"].is_string()) record.superseded = j["superseded"].get<std::string>();
   record.loader = loader_from_json(j.value("loader", nlohmann::json::object()));
   record.dataset = dataset_from_json(j.value("data", nlohmann::json::object()));
   record.profile = profile_from_json(j.value("profile", nlohmann::json::object()));

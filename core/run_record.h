@@ -273,6 +273,10 @@ struct VariantRecord {
   // Disturbed past the limits but kept in the figures (the lab's re-runs were spent, or none are
   // made: a profile, a launched rank): the same text. In run.json "disturbed_kept", no key when empty.
   std::string disturbed_kept;
+  // Why a lab left this repetition out of every figure without running it again as it was: another
+  // process came to hold cores, the lab lowered its threads and measured every variant again at the
+  // new count (e.g. "measured at 2 threads; ..."). In run.json "superseded", no key when empty.
+  std::string superseded;
   // The loader as it ran: options applied, what could not apply and why, and its counters.
   std::optional<LoaderRun> loader;
   // The dataset: source description, folder, whether this run generated it.
@@ -292,8 +296,9 @@ struct VariantRecord {
   Environment environment;
 
   bool ok() const { return error.empty(); }
-  // Whether the repetition enters estimates: it completed and no lab left it out as disturbed.
-  bool counts() const { return ok() && disturbed.empty(); }
+  // Whether the repetition enters estimates: it completed and no lab left it out (disturbed, or
+  // measured at a thread count the lab then lowered).
+  bool counts() const { return ok() && disturbed.empty() && superseded.empty(); }
 };
 
 // Figures derived from the measured (non-warm-up) steps.
@@ -345,8 +350,21 @@ struct SweepDetails {
 // Per kind of run, what the variants do not hold. In run.json "details": a lab's "bf16_probe" and
 // "ab_changes"; a sweep's fields flat ("tolerance_pct", "not_applicable", "recommendation",
 // "chart", "notes", "repeat").
+// The lab lowered the intra-op threads of its variants (left at their default) because other
+// processes came to hold cores: a 2-thread pool beside a busy core on 2 cores waits for its
+// straggler on every op (4-5x slower steps). Every variant is measured again at the new count.
+struct ThreadLowering {
+  int from_threads = 0;
+  int to_threads = 0;
+  int machine_cores = 0;
+  double others_busy_cores = 0;  // the cores other processes kept busy over the lab's sample
+  std::string after;             // the repetition whose disturbance set it off, e.g. "bf16 #1"
+  int repetitions_before = 0;    // repetitions measured before it (at from_threads), kept out of the figures
+};
+
 struct RunDetails {
   std::optional<Bf16ProbeTimings> bf16_probe;
+  std::vector<ThreadLowering> thread_lowerings;  // in the order they happened; empty: never
   std::string ab_changes;               // A/B runs: what B changed, e.g. "workers=1"
   std::optional<SweepDetails> sweep;
 };

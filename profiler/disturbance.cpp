@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace trainlab {
 namespace fs = std::filesystem;
@@ -101,6 +103,22 @@ CpuDisturbance disturbance_between(const DisturbanceSnapshot& before, const Dist
     d.runqueue_wait_pct = 100.0 * static_cast<double>(wait_ns) / static_cast<double>(run_ns + wait_ns);
   }
   return d;
+}
+
+std::optional<OthersLoad> sample_others_load(int window_ms, const std::string& proc_root) {
+  int machine_cores = 0;
+  try {
+    if (const auto text = read_small_file(fs::path(proc_root) / "stat")) {
+      machine_cores = static_cast<int>(parse_proc_stat(*text).cores.size());
+    }
+  } catch (const std::exception&) {
+  }
+  if (machine_cores <= 0) return std::nullopt;
+  const DisturbanceSnapshot before = take_disturbance_snapshot(proc_root);
+  std::this_thread::sleep_for(std::chrono::milliseconds(std::max(1, window_ms)));
+  const CpuDisturbance d = disturbance_between(before, take_disturbance_snapshot(proc_root));
+  if (!d.other_cpu_pct) return std::nullopt;
+  return OthersLoad{*d.other_cpu_pct / 100.0 * machine_cores, machine_cores};
 }
 
 }  // namespace trainlab

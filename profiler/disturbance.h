@@ -45,4 +45,14 @@ struct CpuDisturbance {
 };
 CpuDisturbance disturbance_between(const DisturbanceSnapshot& before, const DisturbanceSnapshot& after);
 
+// The cores other processes keep busy, sampled over `window_ms` by a process that idles meanwhile
+// (the lab between two variants): the machine's busy ticks (not idle, iowait or steal) over the
+// window, minus this process's, in cores of machine_cores ("cpuN" lines). Nothing when proc_root/stat
+// cannot be read.
+struct OthersLoad {
+  double busy_cores = 0;
+  int machine_cores = 0;
+};
+std::optional<OthersLoad> sample_others_load(int window_ms, const std::string& proc_root = "/proc");
+
 }  // namespace trainlab

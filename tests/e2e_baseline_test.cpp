@@ -20,11 +20,12 @@ constexpr const char* kTinyRecsys =
 constexpr const char* kTinyMlp =
     "--scenario mlp --batch 16 --steps 5 --warmup 2 -k in_features=64 -k hidden=64 -k classes=10";
 
-// The record without the repetitions the lab left out as disturbed and ran again (how many there
-// are is the shared machine's load; the tests that use this are about the rest).
+// The record without the repetitions the lab left out (disturbed and run again, or measured at a
+// thread count it then lowered: how many there are is the shared machine's load; the tests that use
+// this are about the rest).
 RunRecord counted(RunRecord run) {
   run.variants.erase(std::remove_if(run.variants.begin(), run.variants.end(),
-                                    [](const VariantRecord& v) { return !v.disturbed.empty(); }),
+                                    [](const VariantRecord& v) { return !v.disturbed.empty() || !v.superseded.empty(); }),
                      run.variants.end());
   return run;
 }
@@ -425,6 +426,76 @@ TEST(BaselineLabE2E, ARepetitionDisturbedOnPurposeIsDetectedRerunAndRecorded) {
   const std::string table = e2e::slurp(out);
   EXPECT_NE(table.find("fp32 #1 (disturbed)"), std::string::npos) << table;
   EXPECT_NE(table.find("left out of every figure and run again"), std::string::npos) << table;
+}
+
+// Issue 33: a lab at LibTorch's default threads (a thread per core) beside processes that come to
+// hold the cores: its threads wait for their slowest on every op, so the lab samples the load,
+// lowers its threads to the cores left, and measures every variant again at the new count. The
+// repetitions measured before stay in the record, out of the figures; the reading says so.
+TEST(BaselineLabE2E, DefaultThreadsAreLoweredAndEveryVariantMeasuredAgainWhenOthersHoldTheCores) {
+  const int cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  if (cores < 2) GTEST_SKIP() << "one core: LibTorch's default is one thread, nothing to lower";
+  const std::string results = e2e::fresh_results_dir("threads-lowered");
+  const std::string out = results + "/lab.out", err = results + "/lab.err";
+  const pid_t lab = e2e::spawn_trainlab(
+      {"run", "--scenario", "mlp", "--repeat", "2", "--batch", "32", "-k", "hidden=256", "--steps", "200",
+       "--warmup", "2", "--sampler", "off", "--results", results},
+      out, err);
+  // Burners on every core (one more than there are) from the first repetition's child until the
+  // lab runs its first child at 1 thread (files named .threads1), or ends.
+  pid_t child = 0;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (child == 0 && std::chrono::steady_clock::now() < give_up) {
+    child = find_process_with(results, "/variants/fp32.rep1.spec.json");
+    if (child == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_NE(child, 0) << e2e::slurp(err);
+  const std::vector<pid_t> burners = start_cpu_burners(cores + 1);
+  const auto burn_limit = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (find_process_with(results, ".threads1.rep1.spec.json") == 0 && ::waitpid(lab, nullptr, WNOHANG) == 0 &&
+         std::chrono::steady_clock::now() < burn_limit) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  stop(burners);
+  int status = 0;
+  ::waitpid(lab, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << e2e::slurp(err);
+
+  const RunRecord run = read_run_record(e2e::only_run_dir(results));
+  ASSERT_EQ(run.details.thread_lowerings.size(), 1u) << e2e::slurp(err);
+  const ThreadLowering& lowering = run.details.thread_lowerings.front();
+  EXPECT_EQ(lowering.to_threads, 1);
+  EXPECT_EQ(lowering.from_threads, run.variants.front().environment.intra_op_threads);
+  EXPECT_GE(lowering.from_threads, 2);
+  EXPECT_EQ(lowering.machine_cores, cores);
+  EXPECT_GT(lowering.others_busy_cores, cores - 0.5);  // the burners, sampled while the lab idled
+  EXPECT_EQ(lowering.after, "fp32 #1");
+  EXPECT_EQ(lowering.repetitions_before, 1);
+  // The first repetition: measured at the default threads, disturbed, out of the figures.
+  const VariantRecord& first = run.variants.front();
+  EXPECT_FALSE(first.disturbed.empty());
+  EXPECT_FALSE(first.counts());
+  // What counts: both repetitions again, at 1 thread, in order.
+  std::vector<const VariantRecord*> measured;
+  for (const VariantRecord& v : run.variants) {
+    if (v.counts()) measured.push_back(&v);
+  }
+  ASSERT_EQ(measured.size(), 2u);
+  for (size_t k = 0; k < measured.size(); ++k) {
+    EXPECT_EQ(measured[k]->repetition, static_cast<int>(k));
+    EXPECT_EQ(measured[k]->spec.threads, 1);
+    EXPECT_EQ(measured[k]->environment.intra_op_threads, 1);
+  }
+  EXPECT_EQ(run.environment.intra_op_threads, 1);  // the run's environment is that of its figures
+  const std::string terminal = e2e::slurp(err);
+  EXPECT_NE(terminal.find("so the lab lowers its threads to 1 and measures every variant again"), std::string::npos)
+      << terminal;
+  ASSERT_FALSE(run.reading.empty());
+  EXPECT_EQ(run.reading.back().rfind("Measured at 1 thread from fp32 #1 on", 0), 0u) << run.reading.back();
+  // The first repetition's files are still there beside the ones at 1 thread.
+  const std::string variants = e2e::only_run_dir(results) + "/variants";
+  EXPECT_TRUE(std::filesystem::exists(variants + "/fp32.rep1.spec.json"));
+  EXPECT_TRUE(std::filesystem::exists(variants + "/fp32.threads1.rep1.spec.json"));
 }
 
 }  // namespace

@@ -149,13 +149,13 @@ inline void expect_bad_input(const std::string& args, const std::string& message
   EXPECT_NE(r.err.find(message_part), std::string::npos) << args << "\n" << r.err;
 }
 
-// The run's record with the repetitions a lab left out as disturbed (and ran again) removed: what
-// the figures were built from. On a loaded machine (CI keeps a core busy) a lab may re-run
-// repetitions, so tests that count or index variants read this.
+// The run's record with the repetitions a lab left out removed (disturbed and run again, or measured
+// at a thread count the lab then lowered): what the figures were built from. On a loaded machine
+// (CI keeps a core busy) a lab may re-run repetitions, so tests that count or index variants read this.
 inline RunRecord read_measured_run(const std::string& run_dir) {
   RunRecord run = read_run_record(run_dir);
   run.variants.erase(std::remove_if(run.variants.begin(), run.variants.end(),
-                                    [](const VariantRecord& v) { return !v.disturbed.empty(); }),
+                                    [](const VariantRecord& v) { return !v.disturbed.empty() || !v.superseded.empty(); }),
                      run.variants.end());
   return run;
 }

@@ -1,10 +1,17 @@
 // Tests of the lab's disturbance guard (which repetition is run again, and the words it says) and of
 // what its rounds budget counts (measured steps only), on made-up records.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdint>
+#include <optional>
 
 #include "core/run_record.h"
 #include "diagnostics/thresholds.h"
 #include "harness/runner/lab.h"
+#include "profiler/disturbance.h"
 
 namespace trainlab {
 namespace {
@@ -66,6 +73,37 @@ TEST(LabDisturbance, PastTheLimitsSaysWhatTookTheCpu) {
   EXPECT_EQ(disturbance_past_limit(brief, limits), "");
   v.error = "boom";
   EXPECT_EQ(disturbance_past_limit(v, limits), "");
+}
+
+// The threads that fit beside other processes: a core they keep busy half the time or more is
+// theirs; at least one thread is left.
+TEST(LabDisturbance, ThreadsLeftBesideOthersCountTheCoresTheyHold) {
+  EXPECT_EQ(threads_left_beside(2, 0.0), 2);
+  EXPECT_EQ(threads_left_beside(2, 0.3), 2);   // a nice'd build's share: not a core
+  EXPECT_EQ(threads_left_beside(2, 0.5), 1);
+  EXPECT_EQ(threads_left_beside(2, 1.02), 1);  // `yes` on one core
+  EXPECT_EQ(threads_left_beside(2, 2.0), 1);   // never none
+  EXPECT_EQ(threads_left_beside(16, 3.4), 13);
+  EXPECT_EQ(threads_left_beside(16, -0.1), 16);
+}
+
+// On the real /proc: a child burning a core is seen as (most of) a core kept busy by others, of the
+// machine's cores; the sampling process itself idles and is not counted.
+TEST(LabDisturbance, OthersLoadSeesAProcessBurningACore) {
+  const pid_t burner = ::fork();
+  if (burner == 0) {
+    volatile uint64_t spin = 0;
+    for (;;) spin = spin + 1;
+  }
+  ASSERT_GT(burner, 0);
+  const std::optional<OthersLoad> load = sample_others_load(1000);
+  ::kill(burner, SIGKILL);
+  ::waitpid(burner, nullptr, 0);
+  ASSERT_TRUE(load.has_value());
+  EXPECT_EQ(load->machine_cores, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
+  // Beside other tests on 2 cores the burner gets at least half of one.
+  EXPECT_GT(load->busy_cores, 0.5);
+  EXPECT_LE(load->busy_cores, load->machine_cores + 0.01);
 }
 
 TEST(LabDisturbance, TheRoundsBudgetCountsMeasuredStepsOnly) {

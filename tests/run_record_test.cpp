@@ -119,7 +119,18 @@ TEST(RunRecordTest, DisturbanceAndWarmupTakenRoundTripAndOlderRecordsLackThem) {
   EXPECT_EQ(kept_back.disturbed_kept, "another process took 40 % of the CPU");
   EXPECT_TRUE(kept_back.counts());
 
+  // Measured at a thread count the lab then lowered: out of the figures, and said why.
+  VariantRecord superseded = sample_variant();
+  superseded.superseded = "measured at 2 threads; other processes then kept 1.0 of the 2 cores busy";
+  const nlohmann::json superseded_json = to_json(superseded);
+  EXPECT_EQ(superseded_json.at("superseded"), superseded.superseded);
+  const VariantRecord superseded_back = variant_record_from_json(nlohmann::json::parse(superseded_json.dump()));
+  EXPECT_EQ(superseded_back.superseded, superseded.superseded);
+  EXPECT_TRUE(superseded_back.ok());
+  EXPECT_FALSE(superseded_back.counts());
+
   nlohmann::json old = to_json(sample_variant());
+  EXPECT_FALSE(old.contains("superseded"));
   old.erase("disturbance");
   old.erase("disturbed");
   old.erase("warmup_steps_taken");
@@ -128,6 +139,25 @@ TEST(RunRecordTest, DisturbanceAndWarmupTakenRoundTripAndOlderRecordsLackThem) {
   EXPECT_TRUE(old_back.counts());
   EXPECT_FALSE(old_back.warmup_steps_taken.has_value());
   EXPECT_EQ(to_json(old_back), old);  // written back as it was
+}
+
+// The lab's thread lowerings: every field back, none written where it never lowered.
+TEST(RunRecordTest, ThreadLoweringsRoundTripAndOlderRecordsLackThem) {
+  RunRecord run;
+  run.run_id = "r";
+  run.kind = "ab";
+  run.scenario = "tinyops";
+  EXPECT_FALSE(to_json(run).at("details").contains("thread_lowerings"));
+  run.details.thread_lowerings.push_back({2, 1, 2, 0.98, "A bf16 #1", 3});
+  const RunRecord back = run_record_from_json(nlohmann::json::parse(to_json(run).dump()));
+  ASSERT_EQ(back.details.thread_lowerings.size(), 1u);
+  const ThreadLowering& t = back.details.thread_lowerings.front();
+  EXPECT_EQ(t.from_threads, 2);
+  EXPECT_EQ(t.to_threads, 1);
+  EXPECT_EQ(t.machine_cores, 2);
+  EXPECT_DOUBLE_EQ(t.others_busy_cores, 0.98);
+  EXPECT_EQ(t.after, "A bf16 #1");
+  EXPECT_EQ(t.repetitions_before, 3);
 }
 
 TEST(RunRecordTest, SystemSummaryIsTypedAndReadsTheJsonThePreviousVersionWrote) {

@@ -27,6 +27,7 @@
 #include "harness/runner/run_liveness.h"
 #include "harness/runner/text_table.h"
 #include "harness/runner/variant_runner.h"
+#include "profiler/disturbance.h"
 #include "scenarios/registry.h"
 
 namespace trainlab {
@@ -169,6 +170,49 @@ void warn_of_oversubscription(const std::vector<VariantSpec>& specs, std::ostrea
   }
 }
 
+// Whether the lab chooses its variants' threads: one rank each, no --threads, no OMP_NUM_THREADS
+// (LibTorch's default, a thread per core). Then, where other processes come to hold cores, it
+// lowers them (threads_beside_others); a count the user set is theirs and is kept.
+bool lab_may_lower_threads(const std::vector<VariantSpec>& specs) {
+  if (std::getenv("OMP_NUM_THREADS") != nullptr) return false;
+  return std::all_of(specs.begin(), specs.end(),
+                     [](const VariantSpec& s) { return s.threads <= 0 && s.nproc <= 1; });
+}
+
+// After a disturbed repetition `ran`: samples the cores other processes keep busy while the lab
+// idles (lab.others_load_sample_s); where they hold cores that `ran`'s threads needed, the lowering
+// to the cores left (threads_left_beside), else nothing.
+std::optional<ThreadLowering> threads_beside_others(const VariantRecord& ran, const Thresholds& thresholds,
+                                                    const std::string& ran_name) {
+  const int threads = ran.environment.intra_op_threads;
+  if (threads <= 1) return std::nullopt;
+  const auto window_ms = static_cast<int>(1000 * thresholds.value("lab.others_load_sample_s"));
+  const std::optional<OthersLoad> load = sample_others_load(window_ms);
+  if (!load) return std::nullopt;
+  const int left = std::min(threads_left_beside(load->machine_cores, load->busy_cores), usable_cores());
+  if (left >= threads) return std::nullopt;
+  return ThreadLowering{threads, left, load->machine_cores, load->busy_cores, ran_name};
+}
+
+// Every repetition measured so far that counts leaves the figures (superseded, said why); the lab
+// says what it does next. Counts the repetitions measured so far into `lowering`.
+void supersede_measured(RunRecord& record, ThreadLowering& lowering, std::ostream& progress) {
+  const std::string why = "measured at " + count_noun(lowering.from_threads, "thread") + "; " +
+                          fmt("other processes then kept %.1f of the ", lowering.others_busy_cores) +
+                          count_noun(lowering.machine_cores, "core") + " busy, so the lab measured every variant again at " +
+                          count_noun(lowering.to_threads, "thread");
+  for (VariantRecord& v : record.variants) {
+    if (v.ok() && v.superseded.empty()) ++lowering.repetitions_before;
+    if (v.counts()) v.superseded = why;
+  }
+  progress << lowering.after << ": other processes keep " << fmt("%.1f", lowering.others_busy_cores) << " of the "
+           << count_noun(lowering.machine_cores, "core") << " busy; " << lowering.from_threads
+           << " threads beside them wait for their slowest on every op, so the lab lowers its threads to "
+           << lowering.to_threads << " and measures every variant again (measured so far at " << lowering.from_threads
+           << " threads: " << count_noun(lowering.repetitions_before, "repetition")
+           << ", kept in the record, out of the figures)" << std::endl;
+}
+
 // A repetition's name in the terminal's lines: "bf16 #1", "B bf16 #2".
 std::string repetition_name(const VariantRecord& v, const std::string& label, size_t rounds) {
   return (label.empty() ? "" : label + " ") + v.spec.name() + (rounds > 1 ? " #" + std::to_string(v.repetition + 1) : "");
@@ -208,8 +252,16 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
                              : static_cast<int>(options.thresholds->value("lab.disturbance_reruns_per_variant"));
   bool bad_input = false;
   bool stopped = false;
+  // The threads the variants run at: lowered (every variant measured again) when other processes
+  // come to hold cores and the variants run at LibTorch's default (threads_beside_others).
+  std::vector<VariantSpec> run_specs = specs;
+  int lowerings_left = max_reruns > 0 && lab_may_lower_threads(specs)
+                           ? static_cast<int>(options.thresholds->value("lab.thread_lowerings_max"))
+                           : 0;
+  std::string threads_stem;  // ".threads1" once lowered to 1: the files of the runs before stay as they are
   write_progress_record(outcome, not_run_variants(specs, labels, 0, 0, repeat, kNotRunYet));
   for (size_t rep = 0; rep < max_rounds && !bad_input && !stopped; ++rep) {
+    bool lowered = false;
     if (rep >= repeat) {
       // The budget counts measured steps only: compile and warm-up time never use it up.
       if (!undecided(record) || measured_s + longest_round_s > options.rounds_budget_s) break;
@@ -237,7 +289,7 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
         run_options.timeout_s = options.variant_timeout_s;
         run_options.memory_limit_bytes = options.memory_limit_bytes;
         run_options.launch = options.launch ? &*options.launch : nullptr;
-        const std::string stem = labels.empty() ? specs[i].name() : labels[i];
+        const std::string stem = (labels.empty() ? specs[i].name() : labels[i]) + threads_stem;
         if (max_rounds > 1 || !labels.empty()) run_options.file_stem = stem + ".rep" + std::to_string(rep + 1);
         if (attempt > 0) run_options.file_stem = (run_options.file_stem.empty() ? stem : run_options.file_stem) +
                                                  ".rerun" + std::to_string(attempt);
@@ -248,7 +300,7 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
                        std::chrono::duration<double>(std::chrono::steady_clock::now() - lab_start).count(),
                        variants_done > 0 ? variants_s / static_cast<double>(variants_done) : -1.0);
         }
-        record.variants.push_back(run_variant_isolated(specs[i], run_options));
+        record.variants.push_back(run_variant_isolated(run_specs[i], run_options));
         ticker.stop();
         record.variants.back().repetition = static_cast<int>(rep);
         if (!labels.empty()) record.variants.back().label = labels[i];
@@ -260,6 +312,19 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
         const std::string ran_name = repetition_name(ran, labels.empty() ? "" : labels[i], max_rounds);
         const DisturbanceCall call = judge_disturbance(ran, *options.thresholds, interrupted() ? 0 : max_reruns,
                                                        &reruns[i], ran_name, progress);
+        if (call != DisturbanceCall::kClean && lowerings_left > 0 && !interrupted()) {
+          if (std::optional<ThreadLowering> lowering = threads_beside_others(ran, *options.thresholds, ran_name)) {
+            --lowerings_left;
+            supersede_measured(record, *lowering, progress);
+            for (VariantSpec& spec : run_specs) spec.threads = lowering->to_threads;
+            threads_stem = ".threads" + std::to_string(lowering->to_threads);
+            std::fill(reruns.begin(), reruns.end(), 0);
+            measured_s = longest_round_s = 0;
+            record.details.thread_lowerings.push_back(*lowering);
+            lowered = true;
+            break;
+          }
+        }
         if (call == DisturbanceCall::kRerun) {
           write_progress_record(outcome, not_run_variants(specs, labels, rep, i, repeat, kNotRunYet));
           continue;
@@ -276,21 +341,31 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
         }
         break;
       }
+      if (lowered) break;
       write_progress_record(outcome, not_run_variants(specs, labels, rep, i + 1, repeat, kNotRunYet));
       if (record.variants.back().error_kind == "input") {  // e.g. a corrupt data file: the rest would fail alike
         bad_input = true;
         break;
       }
     }
+    if (lowered) {  // every variant again from the first round, at the new thread count
+      write_progress_record(outcome, not_run_variants(specs, labels, 0, 0, repeat, kNotRunYet));
+      rep = static_cast<size_t>(-1);
+      continue;
+    }
     const double round_measured_s = measured_loop_s(record.variants, round_first);
     measured_s += round_measured_s;
     longest_round_s = std::max(longest_round_s, round_measured_s);
   }
-  for (const VariantRecord& v : record.variants) {
-    if (v.ok()) {
-      record.environment = v.environment;
-      break;
-    }
+  // The run's environment: that of the figures (a repetition that counts), else the first that ran.
+  const auto counted = std::find_if(record.variants.begin(), record.variants.end(),
+                                    [](const VariantRecord& v) { return v.counts(); });
+  const auto ran = std::find_if(record.variants.begin(), record.variants.end(),
+                                [](const VariantRecord& v) { return v.ok(); });
+  if (counted != record.variants.end()) {
+    record.environment = counted->environment;
+  } else if (ran != record.variants.end()) {
+    record.environment = ran->environment;
   }
   return outcome;
 }
@@ -345,6 +420,20 @@ std::string under_load_caveat(const RunRecord& record) {
   return std::to_string(under_load) + " of " + std::to_string(counted) +
          " repetitions in these figures were measured under load, kept once their re-runs were spent (e.g. " +
          first + "): the gains above are this machine's under that load, not its quiet speeds.";
+}
+
+// "Measured at 1 thread from bf16 #1 on: ..." where the lab lowered its threads; empty otherwise.
+std::string thread_lowering_words(const RunRecord& record) {
+  if (record.details.thread_lowerings.empty()) return "";
+  const ThreadLowering& last = record.details.thread_lowerings.back();
+  int left_out = 0;
+  for (const ThreadLowering& t : record.details.thread_lowerings) left_out += t.repetitions_before;
+  return "Measured at " + count_noun(last.to_threads, "thread") + " from " + last.after + " on: other processes kept " +
+         fmt("%.1f", last.others_busy_cores) + " of the machine's " + count_noun(last.machine_cores, "core") +
+         " busy, so the lab lowered its threads from " + std::to_string(record.details.thread_lowerings.front().from_threads) +
+         " and measured every variant again. These figures are this machine's at " +
+         count_noun(last.to_threads, "thread") + "; quiet, at its default threads, they can differ (measured before: " +
+         count_noun(left_out, "repetition") + ", kept in the record, out of the figures).";
 }
 
 std::optional<Bf16Probe> probe_bf16(const LabOptions& options, LabOutcome& outcome, std::ostream& progress) {
@@ -545,15 +634,17 @@ LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress) {
                             options.launch ? nullptr : undecided);
   const LabReading reading = read_lab(outcome.record);
   outcome.record.reading = reading.lines;
-  if (const std::string caveat = under_load_caveat(outcome.record);
-      !caveat.empty() && !outcome.record.reading.empty())
-    outcome.record.reading.insert(outcome.record.reading.end() - 1, caveat);
+  for (const std::string& caveat : {thread_lowering_words(outcome.record), under_load_caveat(outcome.record)}) {
+    if (!caveat.empty() && !outcome.record.reading.empty())
+      outcome.record.reading.insert(outcome.record.reading.end() - 1, caveat);
+  }
   finish_run(options, outcome);
   return outcome;
 }
 
 LabOutcome run_single_variant(const LabOptions& options, std::ostream& progress, const std::string& kind) {
   LabOutcome outcome = run_variants({options.base}, options, kind, progress);
+  if (const std::string words = thread_lowering_words(outcome.record); !words.empty()) outcome.record.reading.push_back(words);
   finish_run(options, outcome);
   return outcome;
 }
@@ -568,6 +659,7 @@ LabOutcome run_ab(const LabOptions& options, const std::vector<std::pair<std::st
   std::string described;
   for (const auto& [key, value] : changes) described += (described.empty() ? "" : ", ") + key + "=" + value;
   outcome.record.details.ab_changes = described;
+  if (const std::string words = thread_lowering_words(outcome.record); !words.empty()) outcome.record.reading.push_back(words);
   finish_run(options, outcome);
   return outcome;
 }
@@ -619,6 +711,11 @@ DisturbanceCall judge_disturbance(VariantRecord& ran, const Thresholds& threshol
   }
   ran.disturbed_kept = disturbed;
   return DisturbanceCall::kKept;
+}
+
+int threads_left_beside(int machine_cores, double others_busy_cores) {
+  const int held = static_cast<int>(std::floor(std::max(0.0, others_busy_cores) + 0.5));
+  return std::max(1, machine_cores - held);
 }
 
 double measured_loop_s(const std::vector<VariantRecord>& variants, size_t first) {
@@ -679,7 +776,10 @@ Table variant_table(const RunRecord& record) {
                           {fmt("%.1f %%", data_wait_pct), data_wait_pct},
                           fp32_sps > 0 ? number_cell(agg.samples_per_s / fp32_sps, "%.2fx") : missing_cell()});
     if (const std::string note = divergence_note(label, v); !note.empty()) table.notes.push_back(note);
-    if (!v.disturbed.empty()) {
+    if (!v.superseded.empty()) {
+      table.rows.back().front() = text_cell(label + " (superseded)");
+      table.notes.push_back(label + " left out of every figure: " + v.superseded);
+    } else if (!v.disturbed.empty()) {
       table.rows.back().front() = text_cell(label + " (disturbed)");
       table.notes.push_back(label + " left out of every figure and run again: " + v.disturbed + " while it was measured");
     } else if (!v.disturbed_kept.empty()) {

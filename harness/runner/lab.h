@@ -93,6 +93,12 @@ enum class DisturbanceCall { kClean, kRerun, kKept };
 DisturbanceCall judge_disturbance(VariantRecord& ran, const Thresholds& thresholds, int max_reruns, int* reruns,
                                   const std::string& name, std::ostream& progress);
 
+// The intra-op threads that fit beside other processes: the machine's cores less those others hold
+// (a core they keep busy half the time or more counts as held), at least 1. Where a lab's variants
+// ran at LibTorch's default (a thread per core) and a disturbed repetition shows others holding
+// cores, the lab lowers its threads to this and measures every variant again (each count once,
+// at most lab.thread_lowerings_max times), recorded in RunDetails::thread_lowerings.
+int threads_left_beside(int machine_cores, double others_busy_cores);
 // The measured loop time of variants[first...] (their measured steps), in seconds: what the lab's
 // rounds budget counts, so compiling and warming up never use it up.
 double measured_loop_s(const std::vector<VariantRecord>& variants, size_t first);

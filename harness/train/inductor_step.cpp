@@ -127,6 +127,7 @@ InductorPackage prepare_inductor_package(const InductorPackageRequest& request) 
                            {"device", request.device},
                            {"torch", TORCH_VERSION},
                            {"exporter", script_hash}};
+  if (request.cpu_threads > 0) params["cpu_threads"] = request.cpu_threads;
   std::vector<std::string> source_args = {"--scenario", request.scenario, "--knobs", request.knobs_json};
   if (!request.bundle.empty()) {
     // The bundle's identity: its manifest (which names the user's file and its hash), that file,
@@ -158,6 +159,7 @@ InductorPackage prepare_inductor_package(const InductorPackageRequest& request) 
           args.insert(args.end(), {"--inputs", inputs_json, "--precision", request.precision, "--device", request.device,
                                    "--out", tmp_dir + "/model.pt2", "--report", tmp_dir + "/build.json",
                                    "--log", refusal.log_path});
+          if (request.cpu_threads > 0) args.insert(args.end(), {"--cpu-threads", std::to_string(request.cpu_threads)});
           ChildLaunch launch{args,
                              log,
                              {},

@@ -62,13 +62,17 @@ struct InductorPackageRequest {
   std::string precision;             // "fp32" or "bf16"
   std::string device;                // "cpu", "cuda"
   std::string cache_root;            // where packages are kept (the data root; a bundle's own folder)
+  // CPU: the threads the step runs at. Inductor writes the count into its kernels (`omp parallel
+  // num_threads(N)`), so a package runs at the count it was built for whatever the process sets:
+  // a package per count. 0 on CUDA.
+  int cpu_threads = 0;
 };
 
 // The shapes of one batch (inputs, then targets), for InductorPackageRequest::inputs.
 std::vector<TensorShape> batch_shapes(const std::vector<at::Tensor>& inputs, const at::Tensor& targets);
 
 // Builds (or finds) the package, cached by everything that shapes it (scenario, knobs, batch
-// shapes, precision, device, torch version, the exporter's text). Throws InductorUnavailable
+// shapes, precision, device, CPU threads, torch version, the exporter's text). Throws InductorUnavailable
 // with the reason.
 InductorPackage prepare_inductor_package(const InductorPackageRequest& request);
 

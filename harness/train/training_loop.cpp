@@ -289,6 +289,7 @@ std::unique_ptr<InductorStep> build_inductor_step(const VariantSpec& spec, Train
   request.knobs_json = nlohmann::json(spec.knobs).dump();
   request.precision = t.bf16 ? "bf16" : "fp32";
   request.device = t.device.is_cuda() ? "cuda" : "cpu";
+  if (!t.device.is_cuda()) request.cpu_threads = at::get_num_threads();  // the kernels are built for it
   // A bundle keeps its packages itself (`trainlab model add` builds the first one there).
   request.cache_root = !spec.model.empty() ? spec.model : spec.data_dir.empty() ? default_data_root() : spec.data_dir;
   const Batch example = t.loader->first_batch();  // every batch has these shapes
@@ -718,17 +719,21 @@ void record_peak_memory(const TrainingSetup& t, VariantRecord& record) {
   }
 }
 
+// --threads; else, where ranks share this machine and OMP_NUM_THREADS says nothing, the cores
+// divided among them (LibTorch's default gives every rank all of them: oversubscribed).
+void set_thread_count(const VariantSpec& spec) {
+  const int threads = spec.threads > 0 || std::getenv("OMP_NUM_THREADS") != nullptr
+                          ? spec.threads
+                          : default_threads_per_rank(usable_cores(), local_ranks_from_environment());
+  if (threads > 0) at::set_num_threads(threads);
+}
+
 }  // namespace
 
 VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, const std::string& trace_path) {
   VariantRecord record;
   record.spec = spec;
-  // --threads; else, where ranks share this machine and OMP_NUM_THREADS says nothing, the cores
-  // divided among them (LibTorch's default gives every rank all of them: oversubscribed).
-  const int threads = spec.threads > 0 || std::getenv("OMP_NUM_THREADS") != nullptr
-                          ? spec.threads
-                          : default_threads_per_rank(usable_cores(), local_ranks_from_environment());
-  if (threads > 0) at::set_num_threads(threads);
+  set_thread_count(spec);
   const bool use_cuda = spec.device != DeviceChoice::kCpu && cuda_usable();
   const SessionOptions profiler_options = profiler_options_for(spec, use_cuda);
   Session profiler(profiler_options);
@@ -803,6 +808,7 @@ int prepare_package_child_main(const std::string& bundle_dir, const std::string&
       resolve(spec, scenario_of(spec));
     }
     const bool use_cuda = cuda_usable();
+    set_thread_count(spec);  // the package's kernels are built for the variant's threads
     VariantRecord record;
     (void)set_up(spec, use_cuda, record);  // builds the package into the bundle, loads and binds it
     return 0;

@@ -585,7 +585,14 @@ def main():
     parser.add_argument("--report", help="also write the JSON line to this file (atomically)")
     parser.add_argument("--log", help="a refusal's full message (the exporter's or compiler's, with its traceback) "
                                       "goes to this file")
+    parser.add_argument("--cpu-threads", type=int, default=0,
+                        help="CPU: the threads the step will run at; Inductor writes the count into its kernels "
+                             "(omp parallel num_threads(N)), so the package is built for it")
     args = parser.parse_args()
+    if args.cpu_threads > 0:
+        import torch._inductor.config as inductor_config
+        torch.set_num_threads(args.cpu_threads)
+        inductor_config.cpp.threads = args.cpu_threads
     if args.log:
         REFUSAL_LOG.append(args.log)
     if args.bundle is None and args.scenario not in TWINS:
