@@ -253,6 +253,16 @@ std::vector<RunOption> make_table() {
       "wall-time budget of each variant's loop in seconds: warm-up ends early after a third, measurement after "
       "all of it (at least 2 measured steps); default 5 for the lab, 0 = none";
   t.push_back(budget);
+  RunOption floor = real_number("min-loop-s", "min_loop_s", &VariantSpec::min_loop_s, false, 0, kMaxLoopBudgetS, false,
+                                "measure past --steps until the measured steps last this many seconds (at most "
+                                "5000 steps); default 0 = none, 1 with --repeat 2+ or --ab when --steps is not given");
+  // Only where set: records made before it was an option write back as they were.
+  floor.write_json = [](const VariantSpec& spec, nlohmann::json& j) {
+    if (spec.min_loop_s > 0) j["min_loop_s"] = spec.min_loop_s;
+  };
+  floor.lab_help = "measure past --steps until each variant's measured steps last this many seconds (at most 5000 "
+                   "steps); default 1 when --steps is not given, 0 = none";
+  t.push_back(floor);
   t.push_back(whole_number("seed", "seed", &VariantSpec::seed, true, 0, std::numeric_limits<int64_t>::max(),
                            "seed for model init and the data slice (default 1234)"));
   t.push_back(whole_number("sync-every", "sync_every_steps", &VariantSpec::sync_every_steps, true, 0, kMaxSteps,

@@ -540,6 +540,7 @@ nlohmann::json to_json(const VariantRecord& record) {
   if (!record.disturbed.empty()) j["disturbed"] = record.disturbed;
   if (!record.disturbed_kept.empty()) j["disturbed_kept"] = record.disturbed_kept;
   if (!record.superseded.empty()) j["superseded"] = record.superseded;
+  if (record.steps_added_for_min_loop > 0) j["steps_added_for_min_loop"] = record.steps_added_for_min_loop;
   // Issue 32: the modules whose FLOPs the counter left out; no key when it counted everything.
   if (!record.flops_not_counted.empty()) j["flops_not_counted"] = record.flops_not_counted;
   return j;
@@ -568,6 +569,7 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
   record.compile_info = compile_info_from_json(j.at("compile_info"));
   record.init_ns = integer_of<int64_t>(j.at("init_ns"));
   record.steps_cut_by_budget = integer_or<int64_t>(j, "steps_cut_by_budget", 0);
+  record.steps_added_for_min_loop = integer_or<int64_t>(j, "steps_added_for_min_loop", 0);
   record.cpu_util_pct = real_or(j, "cpu_util_pct", 0.0);
   record.disturbance = disturbance_from_json(j.value("disturbance", nlohmann::json::object()));
   if (j.contains("disturbed") && j["disturbed"].is_string()) record.disturbed = j["disturbed"].get<std::string>();

@@ -262,6 +262,7 @@ struct VariantRecord {
   CompileInfo compile_info;            // what compiling did (graph, fusions); empty when not compiled
   int64_t init_ns = 0;                 // process start of the variant to first step
   int64_t steps_cut_by_budget = 0;     // steps not run because the loop's wall-time budget was spent
+  int64_t steps_added_for_min_loop = 0;  // measured steps run past spec.steps to reach spec.min_loop_s
   double cpu_util_pct = 0;             // process CPU time over the measured steps / (wall x cores)
   // Warm-up steps the loop ran: --warmup, or more where step times had not settled yet. Absent in
   // records made before it was kept (their warm-up steps are the steps marked warmup).

@@ -132,6 +132,7 @@ void check_spec(VariantSpec& spec) {
   require_in(spec.grad_norm_every_steps, 0, kMaxSteps, "grad-norm-every", "0 = never");
   require_between(spec.callback_ms, 0, kMaxCallbackMs, "callback-ms");
   require_between(spec.max_loop_s, 0, kMaxLoopBudgetS, "max-loop-s");
+  require_between(spec.min_loop_s, 0, kMaxLoopBudgetS, "min-loop-s");
   require(spec.op_sample > 0 && spec.op_sample <= 1,
           "invalid --op-sample " + show_real(spec.op_sample) + " (must be above 0 and at most 1)");
   require_in(spec.workers, 0, kMaxLoaderWorkers, "workers");

@@ -45,6 +45,7 @@ inline constexpr double kMaxBucketMb = 65'536;
 inline constexpr double kMaxDistTimeoutS = 86'400;  // at least 1
 
 inline constexpr int64_t kMinBudgetedSteps = 2;  // measured steps a loop budget never cuts below
+inline constexpr int64_t kMaxExtendedSteps = 5000;  // measured steps min_loop_s never goes past
 
 struct VariantSpec {
   std::string scenario;            // a built-in scenario's name, or the model bundle's
@@ -63,6 +64,12 @@ struct VariantSpec {
   // (bf16 emulated on a CPU without bf16 instructions). Ignored with data parallelism (ranks must run
   // the same steps) and with a profile window (its steps are fixed).
   double max_loop_s = 0;
+  // Measured time the loop reaches (0 = none): measurement goes on past `steps` until the measured
+  // steps have lasted this long, at most kMaxExtendedSteps measured steps, max_loop_s still ending
+  // it. The lab, --ab and --repeat set it (lab.min_measured_s) where --steps is not given, so that
+  // every repetition lasts long enough for the disturbance guard to judge it (50 steps of 3 ms do
+  // not). Ignored with data parallelism and a profile window.
+  double min_loop_s = 0;
   uint64_t seed = 1234;
   int64_t sync_every_steps = 10;   // read the loss as a number every N steps (1 = each step; 0 = never)
   int64_t callback_every_steps = 0;  // host-side callback (logging/eval/checkpoint work) every N steps

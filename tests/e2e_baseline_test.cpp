@@ -428,6 +428,28 @@ TEST(BaselineLabE2E, ARepetitionDisturbedOnPurposeIsDetectedRerunAndRecorded) {
   EXPECT_NE(table.find("left out of every figure and run again"), std::string::npos) << table;
 }
 
+// --min-loop-s: measurement goes on past --steps until the measured steps have lasted that long;
+// the record says how many steps that added. Without it, --steps is what runs.
+TEST(BaselineLabE2E, MinLoopTimeMeasuresPastTheStepsUntilItIsReached) {
+  const std::string results = e2e::fresh_results_dir("min-loop");
+  ASSERT_EQ(run_trainlab(std::string("run ") + kTinyMlp + " --threads 1 --sampler off --min-loop-s 0.5 --results " +
+                         results).exit_status, 0);
+  const RunRecord run = read_run_record(e2e::only_run_dir(results));
+  ASSERT_EQ(run.variants.size(), 1u);
+  const VariantRecord& v = run.variants.front();
+  const VariantAggregate agg = aggregate(v);
+  EXPECT_GE(agg.measured_ns, 500'000'000);
+  EXPECT_GT(v.steps_added_for_min_loop, 0);
+  EXPECT_EQ(agg.measured_steps, 5 + v.steps_added_for_min_loop);
+  EXPECT_DOUBLE_EQ(v.spec.min_loop_s, 0.5);
+
+  const std::string plain = e2e::fresh_results_dir("min-loop-off");
+  ASSERT_EQ(run_trainlab(std::string("run ") + kTinyMlp + " --threads 1 --sampler off --results " + plain).exit_status, 0);
+  const VariantRecord& fixed = read_run_record(e2e::only_run_dir(plain)).variants.front();
+  EXPECT_EQ(aggregate(fixed).measured_steps, 5);
+  EXPECT_EQ(fixed.steps_added_for_min_loop, 0);
+}
+
 // Issue 33: a lab at LibTorch's default threads (a thread per core) beside processes that come to
 // hold the cores: its threads wait for their slowest on every op, so the lab samples the load,
 // lowers its threads to the cores left, and measures every variant again at the new count. The

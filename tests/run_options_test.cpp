@@ -99,6 +99,12 @@ TEST(RunOptionsTest, TheSpecJsonHoldsEveryOptionsKeysAndReadsBack) {
   EXPECT_EQ(j.size(), 33u);  // nothing else
   const VariantSpec back = j.get<VariantSpec>();
   EXPECT_EQ(nlohmann::json(back), j);
+  // min_loop_s only where set (records made before it write back as they were).
+  spec.min_loop_s = 1.5;
+  const nlohmann::json with_floor = spec;
+  EXPECT_EQ(with_floor.size(), 34u);
+  EXPECT_DOUBLE_EQ(with_floor.at("min_loop_s").get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(with_floor.get<VariantSpec>().min_loop_s, 1.5);
 }
 
 TEST(RunOptionsTest, AResolvedSpecRebuiltFromItsArgumentsIsTheSameSpec) {

@@ -33,6 +33,11 @@ Subcommand add_run_command(CLI::App& app) {
       throw InputError("--ab needs at least one change (NAME=VALUE,...; e.g. workers=2)");
     }
     LabOptions lab = build_lab_options(o->variant, &o->thresholds);
+    // Repetitions compared with each other measure for lab.min_measured_s at least, unless the
+    // steps were chosen: fast steps run past the default 50.
+    const bool repeated = cmd->count("--ab") > 0 || lab.repeat > 1;
+    if (repeated && !o->variant.was_given("steps") && !o->variant.was_given("min-loop-s"))
+      lab.base.min_loop_s = lab.thresholds->value("lab.min_measured_s");
     if (o->ab_changes.empty()) {
       const LabOutcome outcome = run_single_variant(lab, std::cerr);
       if (outcome.quiet) return run_status(outcome);  // a launch's peer rank: rank 0 reports

@@ -71,6 +71,9 @@ void report_progress(std::ostream& progress, size_t k, size_t n, const VariantRe
     if (record.steps_cut_by_budget > 0) {
       progress << " over " << aggregate(record).measured_steps << " measured steps"
                << fmt(" (the %.0f s loop budget)", record.spec.max_loop_s);
+    } else if (record.steps_added_for_min_loop > 0) {
+      progress << " over " << aggregate(record).measured_steps << " measured steps"
+               << fmt(" (measured for %g s at least)", record.spec.min_loop_s);
     }
   } else if (record.error_kind == "unavailable") {
     progress << "not measured (" << record.error << ")";

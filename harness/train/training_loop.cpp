@@ -410,12 +410,25 @@ LoopLeftovers run_loop(const VariantSpec& spec, TrainingSetup& t, Session& profi
     nvtx_pop();
     nvtx_push(phase_name(next));
   };
-  for (int64_t i = 0; i < warmup_steps + spec.steps; ++i) {
+  // Measured steps: spec.steps, more while they have lasted under spec.min_loop_s.
+  int64_t planned_steps = spec.steps;
+  // The measured steps' times so far (what the record's aggregate sums). On CUDA those are read after
+  // the loop (one synchronisation), so the wall time since measurement began stands in.
+  int64_t measured_step_ns = 0;
+  const bool may_extend = spec.min_loop_s > 0 && !spec.profile && !t.data_parallel;
+  for (int64_t i = 0;; ++i) {
+    if (i >= warmup_steps + planned_steps) {
+      if (!may_extend || planned_steps >= std::max(spec.steps, kMaxExtendedSteps) ||
+          (t.use_cuda ? now_ns() - out.measured_start_ns : measured_step_ns) >= s_to_ns(spec.min_loop_s))
+        break;
+      ++planned_steps;
+      ++record.steps_added_for_min_loop;
+    }
     if (budgeted) {
       const int64_t elapsed_ns = now_ns() - loop_start_ns;
       if (i < warmup_steps && i >= 1 && elapsed_ns >= budget_ns / 3) warmup_steps = i;
       if (i >= warmup_steps + kMinBudgetedSteps && elapsed_ns >= budget_ns) {
-        record.steps_cut_by_budget = warmup_steps + spec.steps - i;
+        record.steps_cut_by_budget = std::max<int64_t>(0, warmup_steps + spec.steps - i);
         break;
       }
     }
@@ -493,6 +506,7 @@ LoopLeftovers run_loop(const VariantSpec& spec, TrainingSetup& t, Session& profi
       }
     }
     profiler.end_step();
+    if (!step.warmup) measured_step_ns += step.step_ns;
     record.steps.push_back(step);
     if (step.warmup) {
       warmup_host_ns.push_back(now_ns() - host_start_ns);
@@ -501,7 +515,7 @@ LoopLeftovers run_loop(const VariantSpec& spec, TrainingSetup& t, Session& profi
         ++warmup_steps;
       }
     }
-    progress.step_done(i + 1, warmup_steps + spec.steps, now_ns());
+    progress.step_done(i + 1, warmup_steps + planned_steps, now_ns());
   }
   record.warmup_steps_taken = std::min<int64_t>(warmup_steps, static_cast<int64_t>(record.steps.size()));
   clock.finalize(record.steps);  // CUDA: one synchronisation, after the timed loop
