@@ -326,14 +326,21 @@ void stop(const std::vector<pid_t>& pids) {
 // the time) while the child whose spec file ends in `spec_suffix` runs, and only then; waits for
 // `parent` to exit and returns whether it exited 0. False (with the reason in `why`) when that
 // child never started.
-bool disturb_while_child_runs(pid_t parent, const std::string& results, const std::string& spec_suffix,
-                              std::string& why) {
+// The child whose command line holds `results` and `spec_suffix`, once it starts (within 120 s);
+// 0 when it never does.
+pid_t wait_for_child(const std::string& results, const std::string& spec_suffix) {
   pid_t child = 0;
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (child == 0 && std::chrono::steady_clock::now() < give_up) {
     child = find_process_with(results, spec_suffix);
     if (child == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  return child;
+}
+
+bool disturb_while_child_runs(pid_t parent, const std::string& results, const std::string& spec_suffix,
+                              std::string& why) {
+  const pid_t child = wait_for_child(results, spec_suffix);
   if (child == 0) {
     why = "no child with " + spec_suffix + " started";
     return false;
@@ -469,13 +476,7 @@ TEST(BaselineLabE2E, DefaultThreadsAreLoweredAndEveryVariantMeasuredAgainWhenOth
       out, err);
   // Burners on every core (one more than there are) from the first repetition's child until the
   // lab runs its first child at 1 thread (files named .threads1), or ends.
-  pid_t child = 0;
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (child == 0 && std::chrono::steady_clock::now() < give_up) {
-    child = find_process_with(results, "/variants/fp32.rep1.spec.json");
-    if (child == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ASSERT_NE(child, 0) << e2e::slurp(err);
+  ASSERT_NE(wait_for_child(results, "/variants/fp32.rep1.spec.json"), 0) << e2e::slurp(err);
   const std::vector<pid_t> burners = start_cpu_burners(cores + 1);
   const auto burn_limit = std::chrono::steady_clock::now() + std::chrono::seconds(300);
   while (find_process_with(results, ".threads1.rep1.spec.json") == 0 && ::waitpid(lab, nullptr, WNOHANG) == 0 &&
