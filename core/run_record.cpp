@@ -157,6 +157,7 @@ nlohmann::json compile_info_to_json(const CompileInfo& c) {
     j["cuda_graph"] = c.cuda_graph;
   }
   if (!c.inductor_unavailable.empty()) j["inductor_unavailable"] = c.inductor_unavailable;
+  if (!c.compiler_workaround.empty()) j["compiler_workaround"] = c.compiler_workaround;
   return j;
 }
 
@@ -176,6 +177,7 @@ CompileInfo compile_info_from_json(const nlohmann::json& j) {
   c.forward_backward_ops_compiled = integer_or<int64_t>(j, "forward_backward_ops_compiled", 0);
   c.cuda_graph = j.value("cuda_graph", "");
   c.inductor_unavailable = j.value("inductor_unavailable", "");
+  c.compiler_workaround = j.value("compiler_workaround", "");
   return c;
 }
 

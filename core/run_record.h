@@ -112,6 +112,10 @@ struct CompileInfo {
   // failed): the variant then failed with error_kind "unavailable". Records before issue 16 ran
   // the TorchScript trace instead and kept the reason here. In run.json only when set.
   std::string inductor_unavailable;
+  // Inductor: what the exporter did because its first package computed NaN or Inf where the
+  // exported graph did not (scenarios/export/aot_compile.py compile_checked), e.g. compiled again
+  // with ATen's random numbers. In run.json only when set.
+  std::string compiler_workaround;
   bool empty() const { return method.empty(); }
 };
 
@@ -359,7 +363,8 @@ struct ThreadLowering {
   int to_threads = 0;
   int machine_cores = 0;
   double others_busy_cores = 0;  // the cores other processes kept busy over the lab's sample
-  std::string after;             // the repetition whose disturbance set it off, e.g. "bf16 #1"
+  std::string after;             // the repetition whose disturbance set it off, e.g. "bf16 #1"; empty:
+                                 // chosen before the first repetition (others already held the cores)
   int repetitions_before = 0;    // repetitions measured before it (at from_threads), kept out of the figures
 };
 

@@ -169,6 +169,7 @@ std::string compile_changes(const LabVariantFigures& base, const LabVariantFigur
   if (base.ops_per_step > 0 && compiled.ops_per_step > 0) {
     out += format_text("; host ops per step %.0f -> %.0f", base.ops_per_step, compiled.ops_per_step);
   }
+  if (!compiled.compiler_workaround.empty()) out += " (" + compiled.compiler_workaround + ")";
   return out;
 }
 
@@ -334,8 +335,14 @@ LabReading read_baseline_lab(const LabVariantFigures& fp32, const LabVariantFigu
     reading.lines.push_back("bf16 could not be compiled (" + bf16_compile_refused +
                             "): the compiled run is fp32+compiled, read against fp32.");
   }
-  reading.compile_gain = gain_of(compile_base, compiled, compile_min);
-  if (reading.compile_gain) {
+  const bool compiled_wrong = compiled.ok && compiled.loss_not_finite_from_start && compile_base.ok &&
+                              !compile_base.loss_not_finite_from_start;
+  if (!compiled_wrong) reading.compile_gain = gain_of(compile_base, compiled, compile_min);
+  if (compiled_wrong) {
+    reading.lines.push_back(compile_base_name + " -> compiled: not read: the compiled run's loss was NaN or Inf from "
+                            "its first step while " + compile_base_name + "'s stays finite, so its compiled code "
+                            "computes the wrong thing here and its speed says nothing of compiling this model.");
+  } else if (reading.compile_gain) {
     reading.lines.push_back(compile_line(*reading.compile_gain, compile_base_name, compile_base, compiled,
                                          compile_min, thresholds.value("lab.op_dispatch_us")));
   } else if (!compiled.ok && !compiled.unavailable.empty()) {

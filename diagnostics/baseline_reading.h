@@ -29,6 +29,12 @@ struct LabVariantFigures {
   // Python side, or the export failed); empty otherwise.
   std::string unavailable;
   std::optional<int64_t> fused_groups;  // fusion groups / fused kernels that compiling produced
+  // What the exporter changed because its first package computed NaN or Inf (compile_info's
+  // compiler_workaround); empty otherwise.
+  std::string compiler_workaround;
+  // A counted repetition's first loss read was NaN or Inf: with the base variant finite, the
+  // compiled code computes the wrong thing, and its speed is not the model's.
+  bool loss_not_finite_from_start = false;
 };
 
 // A relative gain in samples/s, B over A: repetition k of A paired with repetition k of B (the lab

@@ -139,6 +139,25 @@ TEST(BaselineReadingTest, InductorsKernelsAreNamedAndAnUnavailableCompilerIsNotA
   EXPECT_FALSE(mentions(u, "no reading"));
 }
 
+// A compiled run whose loss is NaN from its first step beside a finite bf16 run computes the wrong
+// thing: its speed is not read as a compile gain (Inductor's fused dropout on an AMX Xeon). Where
+// the base is not finite either, the model itself is at fault and the gain is read as usual.
+TEST(BaselineReadingTest, ACompiledRunThatComputesNaNFromItsFirstStepIsNotAGain) {
+  LabVariantFigures inductor = compiled_with(reps(130), 30, 1315);
+  inductor.compile_method = "inductor-aot";
+  inductor.loss_not_finite_from_start = true;
+  const LabReading r = read_baseline_lab(reps(100), reps(110), inductor, Thresholds::defaults());
+  EXPECT_FALSE(r.compile_gain.has_value());
+  EXPECT_TRUE(mentions(r, "bf16 -> compiled: not read: the compiled run's loss was NaN or Inf from its first step "
+                          "while bf16's stays finite"));
+  LabVariantFigures bf16 = reps(110);
+  bf16.loss_not_finite_from_start = true;
+  const LabReading both = read_baseline_lab(reps(100), bf16, inductor, Thresholds::defaults());
+  ASSERT_TRUE(both.compile_gain.has_value());
+  EXPECT_NEAR(both.compile_gain->gain_pct, 100.0 * (130.0 / 110.0 - 1.0), 0.5);
+  EXPECT_FALSE(mentions(both, "not read"));
+}
+
 // bf16 refused by the exporter or Inductor where fp32 compiled: the compiled run is fp32+compiled,
 // so its gain is read against fp32 (130 over 100), not against bf16 (130 over 140), and the
 // refusal is said.

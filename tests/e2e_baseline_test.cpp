@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "e2e_support.h"
 #include "diagnostics/baseline_reading.h"
@@ -470,9 +471,13 @@ TEST(BaselineLabE2E, DefaultThreadsAreLoweredAndEveryVariantMeasuredAgainWhenOth
   if (cores < 2) GTEST_SKIP() << "one core: LibTorch's default is one thread, nothing to lower";
   const std::string results = e2e::fresh_results_dir("threads-lowered");
   const std::string out = results + "/lab.out", err = results + "/lab.err";
+  // No sample at the start: a machine already loaded (CI keeps a core busy) would have the lab
+  // choose 1 thread from the start (the next test), and nothing would be left to lower.
+  const std::string no_start_sample = results + "/thresholds.json";
+  std::ofstream(no_start_sample) << R"({"schema_version": 1, "thresholds": {"lab.start_load_sample_s": {"value": 0, "unit": "s", "source": "test"}}})";
   const pid_t lab = e2e::spawn_trainlab(
       {"run", "--scenario", "mlp", "--repeat", "2", "--batch", "32", "-k", "hidden=256", "--steps", "200",
-       "--warmup", "2", "--sampler", "off", "--results", results},
+       "--warmup", "2", "--sampler", "off", "--thresholds", no_start_sample, "--results", results},
       out, err);
   // Burners on every core (one more than there are) from the first repetition's child until the
   // lab runs its first child at 1 thread (files named .threads1), or ends.
@@ -523,6 +528,49 @@ TEST(BaselineLabE2E, DefaultThreadsAreLoweredAndEveryVariantMeasuredAgainWhenOth
   const std::string variants = e2e::only_run_dir(results) + "/variants";
   EXPECT_TRUE(std::filesystem::exists(variants + "/fp32.rep1.spec.json"));
   EXPECT_TRUE(std::filesystem::exists(variants + "/fp32.threads1.rep1.spec.json"));
+}
+
+// Issue 33: other processes already hold the cores when a comparing lab starts: it samples them
+// first and runs every repetition at the cores left from the start, so nothing is measured at the
+// default threads, nothing is superseded, and the choice is recorded and said.
+TEST(BaselineLabE2E, ThreadsAreChosenAtTheStartWhenOthersAlreadyHoldTheCores) {
+  const int cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  if (cores < 2) GTEST_SKIP() << "one core: LibTorch's default is one thread, nothing to choose";
+  const std::string results = e2e::fresh_results_dir("threads-at-start");
+  const std::string out = results + "/lab.out", err = results + "/lab.err";
+  const std::vector<pid_t> burners = start_cpu_burners(cores + 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // running before the lab samples
+  const pid_t lab = e2e::spawn_trainlab({"run", "--scenario", "mlp", "--repeat", "2", "--batch", "32", "-k",
+                                         "hidden=256", "--steps", "20", "--warmup", "2", "--sampler", "off",
+                                         "--results", results},
+                                        out, err);
+  int status = 0;
+  ::waitpid(lab, &status, 0);
+  stop(burners);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << e2e::slurp(err);
+
+  const RunRecord run = read_run_record(e2e::only_run_dir(results));
+  ASSERT_EQ(run.details.thread_lowerings.size(), 1u) << e2e::slurp(err);
+  const ThreadLowering& chosen = run.details.thread_lowerings.front();
+  EXPECT_EQ(chosen.after, "");  // before the first repetition
+  EXPECT_EQ(chosen.repetitions_before, 0);
+  EXPECT_EQ(chosen.from_threads, cores);
+  EXPECT_EQ(chosen.to_threads, 1);
+  EXPECT_EQ(chosen.machine_cores, cores);
+  EXPECT_GT(chosen.others_busy_cores, cores - 0.5);
+  int counted = 0;
+  for (const VariantRecord& v : run.variants) {
+    EXPECT_TRUE(v.superseded.empty());
+    EXPECT_EQ(v.spec.threads, 1);
+    if (v.ok()) EXPECT_EQ(v.environment.intra_op_threads, 1);
+    if (v.counts()) ++counted;
+  }
+  EXPECT_EQ(counted, 2);
+  const std::string terminal = e2e::slurp(err);
+  EXPECT_NE(terminal.find("busy as the lab starts: it runs every variant at 1 thread"), std::string::npos) << terminal;
+  ASSERT_FALSE(run.reading.empty());
+  EXPECT_EQ(run.reading.back().rfind("Measured at 1 thread from the start", 0), 0u) << run.reading.back();
+  EXPECT_FALSE(std::filesystem::exists(e2e::only_run_dir(results) + "/variants/fp32.threads1.rep1.spec.json"));
 }
 
 }  // namespace

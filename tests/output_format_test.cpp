@@ -4,6 +4,7 @@
 // validate's and doctor's tables. The commands that train cannot run here; their renderers can.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -111,6 +112,38 @@ TEST(OutputFormatTest, TheVariantTableKeepsItsTextAndGivesNumbersWithUnitsInJson
   expect_markdown_table(md_lines, 2, 8, lab.variants.size());
   EXPECT_EQ(md_lines[2], "| variant | samples/s | step p50 ms | step p95 ms | peak MiB | ops/step | data wait | vs fp32 |");
   EXPECT_NE(md.find("Run record: results/20261124-014008-mlp-baseline/run.json"), std::string::npos) << md;
+}
+
+// A loss that is not finite: a diverged run is said so, except a compiled variant whose loss is
+// NaN from its first step while the same model run eagerly stays finite (its compiled code is wrong,
+// as Inductor's fused dropout was on an AMX Xeon).
+TEST(OutputFormatTest, TheVariantTableTellsACompiledNaNFromTrainingThatDiverged) {
+  RunRecord lab = read_run_record(kPrevious + "/20261124-014008-mlp-baseline");
+  ASSERT_EQ(lab.variants.size(), 2u);
+  ASSERT_TRUE(lab.variants[1].spec.compiled);
+  const auto notes_of = [](const RunRecord& r) {
+    std::string all;
+    for (const std::string& note : variant_table(r).notes) all += note + "\n";
+    return all;
+  };
+  EXPECT_EQ(notes_of(lab).find("NaN"), std::string::npos);
+
+  RunRecord broken = lab;
+  for (StepRecord& step : broken.variants[1].steps) step.loss = std::nan("");
+  const std::string said = notes_of(broken);
+  EXPECT_NE(said.find("fp32+compiled: the loss is NaN from its first step while fp32 (the same model, not compiled) "
+                      "stays finite: the compiled code computes the wrong thing here"),
+            std::string::npos) << said;
+  EXPECT_EQ(said.find("training diverged"), std::string::npos) << said;
+
+  RunRecord diverged = lab;
+  diverged.variants[1].steps[3].loss = std::nan("");  // finite losses first: the training diverged
+  EXPECT_NE(notes_of(diverged).find("fp32+compiled: the loss became NaN at step 3 (training diverged"),
+            std::string::npos) << notes_of(diverged);
+
+  RunRecord both = broken;  // the eager run is not finite either: no compiled code to blame
+  both.variants[0].steps[2].loss = std::nan("");
+  EXPECT_EQ(notes_of(both).find("computes the wrong thing"), std::string::npos) << notes_of(both);
 }
 
 TEST(OutputFormatTest, TheSweepTableOverARecordedSweepMarksTheRecommendationInEveryFormat) {

@@ -45,6 +45,9 @@ LabVariantFigures figures_of(const RunRecord& record, const std::string& name) {
     const VariantAggregate agg = aggregate(v);
     if (agg.measured_steps <= 0) continue;
     figures.ok = true;
+    // The first loss read (steps whose loss was not read keep 0).
+    const auto first_read = std::find_if(v.steps.begin(), v.steps.end(), [](const StepRecord& s) { return s.loss != 0.0; });
+    if (first_read != v.steps.end() && !std::isfinite(first_read->loss)) figures.loss_not_finite_from_start = true;
     figures.samples_per_s.push_back(agg.samples_per_s);
     figures.data_wait_pct.push_back(agg.phase_pct[static_cast<size_t>(Phase::kDataWait)]);
     figures.compute_pct.push_back(agg.phase_pct[static_cast<size_t>(Phase::kForward)] +
@@ -58,6 +61,7 @@ LabVariantFigures figures_of(const RunRecord& record, const std::string& name) {
     if (!v.compile_info.empty()) {
       figures.compile_method = v.compile_info.method;
       figures.fused_groups = v.compile_info.fusion_groups;
+      figures.compiler_workaround = v.compile_info.compiler_workaround;
     }
   }
   if (ops_count > 0) figures.ops_per_step = ops_sum / ops_count;
@@ -195,6 +199,37 @@ std::optional<ThreadLowering> threads_beside_others(const VariantRecord& ran, co
   const int left = std::min(threads_left_beside(load->machine_cores, load->busy_cores), usable_cores());
   if (left >= threads) return std::nullopt;
   return ThreadLowering{threads, left, load->machine_cores, load->busy_cores, ran_name};
+}
+
+// Before a comparing lab's first repetition (the baseline lab, --ab, --repeat 2+), its bf16 probe and
+// its compiled package: where other processes already keep busy cores that LibTorch's default (a
+// thread per core) would need, the lab runs every variant at the cores left from the start, rather
+// than measure a disturbed first repetition and lower its threads then. Samples the load for
+// lab.start_load_sample_s (0: never at the start); sets the specs' threads and records the choice
+// (a ThreadLowering whose `after` is empty). The threads chosen are then kept for the whole lab.
+void choose_threads_at_start(std::vector<VariantSpec>& specs, const LabOptions& options, const std::string& kind,
+                             LabOutcome& outcome, std::ostream& shown_progress) {
+  const Thresholds& thresholds = *options.thresholds;
+  const bool compares = kind == "baseline" || kind == "ab" || options.repeat >= 2;
+  if (!compares || kind == "profile" || options.launch || !lab_may_lower_threads(specs)) return;
+  if (thresholds.value("lab.disturbance_reruns_per_variant") <= 0 || thresholds.value("lab.thread_lowerings_max") <= 0)
+    return;
+  const double window_s = thresholds.value("lab.start_load_sample_s");
+  const int cores = usable_cores();
+  if (!(window_s > 0) || cores <= 1) return;
+  const std::optional<OthersLoad> load = sample_others_load(static_cast<int>(1000 * window_s));
+  if (!load) return;
+  const int left = std::min(threads_left_beside(load->machine_cores, load->busy_cores), cores);
+  if (left >= cores) return;
+  for (VariantSpec& spec : specs) spec.threads = left;
+  outcome.record.details.thread_lowerings.push_back(
+      ThreadLowering{cores, left, load->machine_cores, load->busy_cores, /*after=*/"", /*repetitions_before=*/0});
+  std::ostream& progress = outcome.quiet ? null_stream() : shown_progress;
+  progress << "other processes keep " << fmt("%.1f", load->busy_cores) << " of the "
+           << count_noun(load->machine_cores, "core") << " busy as the lab starts: it runs every variant"
+           << (kind == "baseline" ? " and its bf16 probe" : "") << " at " << count_noun(left, "thread")
+           << " instead of LibTorch's default " << cores << " (a thread per core), so that no thread waits for a core"
+           << std::endl;
 }
 
 // Every repetition measured so far that counts leaves the figures (superseded, said why); the lab
@@ -429,6 +464,13 @@ std::string under_load_caveat(const RunRecord& record) {
 std::string thread_lowering_words(const RunRecord& record) {
   if (record.details.thread_lowerings.empty()) return "";
   const ThreadLowering& last = record.details.thread_lowerings.back();
+  if (last.after.empty()) {  // chosen before the first repetition (choose_threads_at_start)
+    return "Measured at " + count_noun(last.to_threads, "thread") + " from the start: other processes kept " +
+           fmt("%.1f", last.others_busy_cores) + " of the machine's " + count_noun(last.machine_cores, "core") +
+           " busy when the lab began, so it ran every variant at " + count_noun(last.to_threads, "thread") +
+           " instead of LibTorch's default " + std::to_string(last.from_threads) + ". These figures are this machine's at " +
+           count_noun(last.to_threads, "thread") + "; quiet, at its default threads, they can differ.";
+  }
   int left_out = 0;
   for (const ThreadLowering& t : record.details.thread_lowerings) left_out += t.repetitions_before;
   return "Measured at " + count_noun(last.to_threads, "thread") + " from " + last.after + " on: other processes kept " +
@@ -532,9 +574,11 @@ std::string build_compiled_package(std::vector<VariantSpec>& specs, const LabOpt
   return bf16_said;
 }
 
-LabOutcome run_variants(const std::vector<VariantSpec>& specs, const LabOptions& options,
-                        const std::string& kind, std::ostream& progress, const std::vector<std::string>& labels = {}) {
-  return run_variants_in(start_run(options, kind), specs, options, progress, labels);
+LabOutcome run_variants(std::vector<VariantSpec> specs, const LabOptions& options, const std::string& kind,
+                        std::ostream& progress, const std::vector<std::string>& labels = {}) {
+  LabOutcome outcome = start_run(options, kind);
+  choose_threads_at_start(specs, options, kind, outcome, progress);
+  return run_variants_in(std::move(outcome), specs, options, progress, labels);
 }
 
 const VariantRecord* find_variant(const RunRecord& record, const std::string& name) {
@@ -604,9 +648,12 @@ std::vector<VariantSpec> baseline_variants(const LabOptions& options) {
 LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress) {
   std::vector<VariantSpec> specs = baseline_variants(options);
   LabOutcome outcome = start_run(options, "baseline");
+  choose_threads_at_start(specs, options, "baseline", outcome, progress);
+  LabOptions probe_options = options;  // the probe runs at the variants' threads
+  probe_options.base.threads = specs.front().threads;
   // Under a launcher every rank must run the same variants: no probe decides, no extra rounds.
   std::optional<Bf16Probe> probe;
-  if (!options.launch) probe = probe_bf16(options, outcome, progress);
+  if (!options.launch) probe = probe_bf16(probe_options, outcome, progress);
   if (probe && options.run_emulated_bf16) probe->bf16_left_out = false;
   if (probe && probe->bf16_left_out) {  // fp32 and fp32+compiled: what compiling does for the model that runs
     specs.erase(specs.begin() + 1);
@@ -738,11 +785,29 @@ std::string run_folder_in(const std::string& parent) {
 }
 
 namespace {
-// "fp32: the loss became NaN at step 7 ...": a diverged run is a finding, and its steps stay.
-std::string divergence_note(const std::string& label, const VariantRecord& v) {
+// Whether every recorded loss of v is finite.
+bool losses_finite(const VariantRecord& v) {
+  return std::all_of(v.steps.begin(), v.steps.end(), [](const StepRecord& s) { return std::isfinite(s.loss); });
+}
+
+// "fp32: the loss became NaN at step 7 ...": a diverged run is a finding, and its steps stay. A
+// compiled variant whose loss is not finite from its first step while the same model run eagerly
+// at the same precision stays finite has not diverged: its compiled code computes the wrong thing.
+std::string divergence_note(const std::string& label, const VariantRecord& v, const RunRecord& record) {
   for (const StepRecord& step : v.steps) {
     if (std::isfinite(step.loss)) continue;
     const std::string what = std::isnan(step.loss) ? "NaN" : step.loss > 0 ? "+Inf" : "-Inf";
+    // The first loss read (steps whose loss was not read as a number keep 0).
+    const bool from_first = std::all_of(&v.steps.front(), &step, [](const StepRecord& s) { return s.loss == 0.0; });
+    const auto eager_twin = std::find_if(record.variants.begin(), record.variants.end(), [&](const VariantRecord& e) {
+      return e.ok() && !e.spec.compiled && e.spec.precision == v.spec.precision && !e.steps.empty() &&
+             losses_finite(e);
+    });
+    if (v.spec.compiled && from_first && eager_twin != record.variants.end()) {
+      return label + ": the loss is " + what + " from its first step while " + eager_twin->spec.name() +
+             " (the same model, not compiled) stays finite: the compiled code computes the wrong thing here, and its "
+             "step times are not the model's";
+    }
     return label + ": the loss became " + what + " at step " + std::to_string(step.index) +
            " (training diverged: lower the learning rate or clip gradients); kept: all " +
            count_noun(static_cast<int64_t>(v.steps.size()), "step") + ", and their times stand";
@@ -778,7 +843,7 @@ Table variant_table(const RunRecord& record) {
                           number_cell(bytes_to_mib(v.peak_memory_bytes), "%.0f"), number_cell(v.ops_per_step, "%.0f"),
                           {fmt("%.1f %%", data_wait_pct), data_wait_pct},
                           fp32_sps > 0 ? number_cell(agg.samples_per_s / fp32_sps, "%.2fx") : missing_cell()});
-    if (const std::string note = divergence_note(label, v); !note.empty()) table.notes.push_back(note);
+    if (const std::string note = divergence_note(label, v, record); !note.empty()) table.notes.push_back(note);
     if (!v.superseded.empty()) {
       table.rows.back().front() = text_cell(label + " (superseded)");
       table.notes.push_back(label + " left out of every figure: " + v.superseded);

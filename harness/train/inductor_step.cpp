@@ -195,6 +195,7 @@ InductorPackage prepare_inductor_package(const InductorPackageRequest& request) 
   package.buffers = build.value("buffers", std::vector<std::string>{});
   package.random_ops = build.value("random_ops", std::vector<std::string>{});
   package.no_gradient = build.value("no_gradient", std::vector<std::string>{});
+  package.compiler_workaround = build.value("compiler_workaround", std::string());
   if (build.contains("parameter_strides")) {
     for (const auto& [fqn, strides] : build.at("parameter_strides").items()) {
       package.parameter_strides.emplace_back(fqn, strides.get<std::vector<int64_t>>());

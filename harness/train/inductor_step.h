@@ -46,6 +46,9 @@ struct InductorPackage {
   // ("max relative error 3.4e-07 over 28 gradients (net.x.weight)", "all 11 gradients identical",
   // or why it was skipped); empty for built-ins.
   std::string gradient_check;
+  // What the exporter did because its first package gave NaN or Inf that the exported graph does
+  // not (build.json's compiler_workaround); empty when the first package was sound.
+  std::string compiler_workaround;
 };
 
 // One tensor of the batch the package is compiled for: its shape and dtype ("float32", "int64").

@@ -301,6 +301,7 @@ std::unique_ptr<InductorStep> build_inductor_step(const VariantSpec& spec, Train
   info.fusion_groups = package.fused_kernels;
   info.compile_s = package.export_s + package.compile_s;
   info.cache_hit = package.cache_hit;
+  info.compiler_workaround = package.compiler_workaround;
   std::cout << "trainlab: " << spec.name() << ": Inductor package " << (package.cache_hit ? "found" : "built")
             << " (export + compile " << info.compile_s << " s, " << count_noun(package.fused_kernels, "fused kernel")
             << (package.gradient_check.empty() ? "" : "; gradients vs eager autograd: " + package.gradient_check)
@@ -308,6 +309,9 @@ std::unique_ptr<InductorStep> build_inductor_step(const VariantSpec& spec, Train
                                                        (package.no_gradient.size() == 1 ? " gets" : " get") +
                                                        " no gradient")
             << ")" << std::endl;
+  if (!package.compiler_workaround.empty()) {
+    std::cout << "trainlab: " << spec.name() << ": " << package.compiler_workaround << std::endl;
+  }
   return step;
 }
 

@@ -22,7 +22,9 @@ graph would be fp32). Buffers a step mutates (BatchNorm's running statistics) st
 the package, updated in place. PATH is written atomically. The last line of stdout (and the
 --report file) is one JSON object: export_s, compile_s, gradients (parameter names in output
 order), buffers (the names of the buffers the step updates), random_ops (ops that draw random
-numbers, e.g. dropout), fused_kernels, torch, no_gradient, and for a bundle gradient_check.
+numbers, e.g. dropout), fused_kernels, torch, no_gradient, for a bundle gradient_check, and
+compiler_workaround where the first package computed NaN or Inf that the exported graph does not
+(compile_checked).
 Parameters the step never reads (unused ones, and all but one name of tied ones, which
 torch.export reads under one name) become constants of the package with no gradient (listed in
 no_gradient): the joint graph refuses parameters without a gradient.
@@ -550,6 +552,99 @@ def fault_of(error, full):
     return head + (" [" + ", ".join(parts) + "]" if parts else "")
 
 
+def non_finite_outputs(package_path, example_args):
+    """Runs the package once on the example batch: the number of its outputs (loss, gradients,
+    updated buffers) holding NaN or Inf."""
+    runner = torch._inductor.aoti_load_package(package_path)
+    outputs = runner.loader.run(list(example_args))
+    return sum(1 for o in outputs if torch.is_tensor(o) and o.is_floating_point() and not torch.isfinite(o).all())
+
+
+def poison_for_test(joint):
+    """Test-only: with TRAINLAB_TEST_FUSED_RANDOM_NAN=1 in the environment, a graph with random ops
+    compiled with Inductor's own (fused) random numbers gets its loss multiplied by NaN, as Inductor's
+    fused dropout did on an AMX Xeon (see compile_checked); compiled with ATen's random numbers
+    (fallback_random) it is left as it is. Returns the function that undoes the edit. Never set
+    outside tests."""
+    import torch._inductor.config as inductor_config
+
+    if os.environ.get("TRAINLAB_TEST_FUSED_RANDOM_NAN") != "1" or inductor_config.fallback_random:
+        return lambda: None
+    output = next(n for n in joint.graph.nodes if n.op == "output")
+    original = output.args
+    values = list(output.args[0])
+    with joint.graph.inserting_before(output):
+        poisoned = joint.graph.call_function(torch.ops.aten.mul.Tensor, (values[0], float("nan")))
+    poisoned.meta = dict(values[0].meta)
+    values[0] = poisoned
+    output.args = (tuple(values),)
+    joint.graph_module.recompile()
+
+    def undo():
+        output.args = original
+        joint.graph.erase_node(poisoned)
+        joint.graph_module.recompile()
+
+    return undo
+
+
+def compile_once(joint, package_path):
+    undo = poison_for_test(joint)
+    try:
+        torch._inductor.aoti_compile_and_package(joint, package_path=package_path)
+    except Exception as e:
+        os.unlink(package_path)
+        refuse("Inductor compile failed", e)
+    finally:
+        undo()
+
+
+def compile_checked(joint, model, example_args, random_ops, package_path):
+    """Compiles the joint graph into package_path and runs the package once on the example batch.
+    Where its outputs hold NaN or Inf and the exported graph's (run eagerly, on the same batch) do
+    not, the compiled code is at fault, not the model: with random ops in the graph it exports and
+    compiles again with ATen's random numbers (Inductor's fallback_random, which also changes how
+    the export decomposes dropout, so it is set before exporting) and says what it did, else it
+    refuses. Measured: on an Intel Xeon with AMX (torch 2.11, 2 threads), recsys' bf16 package gave
+    a NaN loss and NaN gradients on every batch, its eager joint graph a loss of 10.1; exported and
+    compiled with fallback_random, or for AVX2 (cpp.simdlen 256), or without dropout, it gave 10.1.
+    Returns (the joint graph compiled, what was done: "" when the first package is sound or the
+    model itself gives non-finite values on this batch)."""
+    import torch._inductor.config as inductor_config
+
+    compile_once(joint, package_path)
+    try:
+        bad = non_finite_outputs(package_path, example_args)
+    except Exception as e:  # loading it here failed: the C++ side reports its own error, if any
+        print("aot_compile: the package's outputs were not checked (%s: %s)" % (type(e).__name__, e), file=sys.stderr)
+        return joint, ""
+    if not bad:
+        return joint, ""
+    loss, grads = run_joint(joint, example_args)
+    eager_finite = bool(torch.isfinite(loss).all()) and all(bool(torch.isfinite(g).all()) for g in grads.values())
+    if not eager_finite:
+        return joint, ""  # the model's own NaN on this batch: the training loop reports it as such
+    fault = ("Inductor's package gave NaN or Inf in %d of its outputs on one batch where the exported graph, "
+             "run eagerly, gave finite values" % bad)
+    if not random_ops:
+        os.unlink(package_path)
+        fail(fault + ": the compiled code is wrong on this CPU, so the compiled run would measure a broken model")
+    inductor_config.fallback_random = True
+    try:
+        joint, _ = export_joint(model, example_args)
+    except Exception as e:
+        os.unlink(package_path)
+        refuse("export with ATen's random numbers failed (after the first package gave NaN)", e)
+    compile_once(joint, package_path)
+    bad_again = non_finite_outputs(package_path, example_args)
+    if bad_again:
+        os.unlink(package_path)
+        fail(fault + ", and again (%d) with ATen's random numbers (fallback_random): the compiled code is wrong on "
+             "this CPU, so the compiled run would measure a broken model" % bad_again)
+    return joint, (fault + " (its fused random numbers, for " + ", ".join(random_ops) + "); exported and compiled "
+                   "again with ATen's random numbers (Inductor fallback_random), whose outputs are finite")
+
+
 def fused_kernels(package_path):
     """Kernels Inductor generated (cpp_fused_* on a CPU, triton_* on a GPU) in the package's code."""
     names = set()
@@ -656,18 +751,19 @@ def main():
 
     GraphLowering.can_inline_constant = staticmethod(lambda t: False)
     start = time.perf_counter()
-    try:
-        torch._inductor.aoti_compile_and_package(joint, package_path=tmp)
-    except Exception as e:
-        os.unlink(tmp)
-        refuse("Inductor compile failed", e)
+    joint, workaround = compile_checked(joint, model, example_args, random_ops, tmp)
     compile_s = time.perf_counter() - start
+    if workaround:  # exported again: the lists of the graph compiled
+        gradients = [s.target for s in joint.graph_signature.output_specs if s.kind.name == "GRADIENT_TO_PARAMETER"]
+        buffers = [s.target for s in joint.graph_signature.output_specs if s.kind.name == "BUFFER_MUTATION"]
     kernels = fused_kernels(tmp)
     os.replace(tmp, args.out)
     report = {"export_s": export_s, "compile_s": compile_s, "gradients": gradients, "no_gradient": unread,
               "buffers": buffers, "random_ops": random_ops, "fused_kernels": kernels, "torch": torch.__version__}
     if gradient_check is not None:
         report["gradient_check"] = gradient_check
+    if workaround:
+        report["compiler_workaround"] = workaround
     if parameter_strides:
         report["parameter_strides"] = parameter_strides
     report = json.dumps(report)
