@@ -140,7 +140,7 @@ TEST(BaselineReadingTest, InductorsKernelsAreNamedAndAnUnavailableCompilerIsNotA
 }
 
 // A compiled run whose loss is NaN from its first step beside a finite bf16 run computes the wrong
-// thing: its speed is not read as a compile gain (Inductor's fused dropout on an AMX Xeon). Where
+// thing: its speed is not read as a compile gain (an AVX-512 kernel of Inductor's package on an AMX Xeon). Where
 // the base is not finite either, the model itself is at fault and the gain is read as usual.
 TEST(BaselineReadingTest, ACompiledRunThatComputesNaNFromItsFirstStepIsNotAGain) {
   LabVariantFigures inductor = compiled_with(reps(130), 30, 1315);

@@ -116,7 +116,7 @@ TEST(OutputFormatTest, TheVariantTableKeepsItsTextAndGivesNumbersWithUnitsInJson
 
 // A loss that is not finite: a diverged run is said so, except a compiled variant whose loss is
 // NaN from its first step while the same model run eagerly stays finite (its compiled code is wrong,
-// as Inductor's fused dropout was on an AMX Xeon).
+// as an AVX-512 kernel of Inductor's package was on an AMX Xeon).
 TEST(OutputFormatTest, TheVariantTableTellsACompiledNaNFromTrainingThatDiverged) {
   RunRecord lab = read_run_record(kPrevious + "/20261124-014008-mlp-baseline");
   ASSERT_EQ(lab.variants.size(), 2u);

@@ -560,15 +560,16 @@ def non_finite_outputs(package_path, example_args):
     return sum(1 for o in outputs if torch.is_tensor(o) and o.is_floating_point() and not torch.isfinite(o).all())
 
 
-def poison_for_test(joint):
-    """Test-only: with TRAINLAB_TEST_FUSED_RANDOM_NAN=1 in the environment, a graph with random ops
-    compiled with Inductor's own (fused) random numbers gets its loss multiplied by NaN, as Inductor's
-    fused dropout did on an AMX Xeon (see compile_checked); compiled with ATen's random numbers
-    (fallback_random) it is left as it is. Returns the function that undoes the edit. Never set
-    outside tests."""
-    import torch._inductor.config as inductor_config
+COMPILES_FOR_TEST = [0]  # compiles so far, for TRAINLAB_TEST_PACKAGE_NAN
 
-    if os.environ.get("TRAINLAB_TEST_FUSED_RANDOM_NAN") != "1" or inductor_config.fallback_random:
+
+def poison_for_test(joint):
+    """Test-only: with TRAINLAB_TEST_PACKAGE_NAN=N in the environment, the first N compiles get the
+    loss multiplied by NaN before the graph's output (a graph edit undone after the compile), so
+    tests can make the first package, or the first workaround's too, compute NaN that the exported
+    graph does not. Returns the function that undoes the edit. Never set outside tests."""
+    COMPILES_FOR_TEST[0] += 1
+    if COMPILES_FOR_TEST[0] > int(os.environ.get("TRAINLAB_TEST_PACKAGE_NAN", "0") or 0):
         return lambda: None
     output = next(n for n in joint.graph.nodes if n.op == "output")
     original = output.args
@@ -599,15 +600,21 @@ def compile_once(joint, package_path):
         undo()
 
 
-def compile_checked(joint, model, example_args, random_ops, package_path):
+def compile_checked(joint, model, example_args, random_ops, device_type, package_path):
     """Compiles the joint graph into package_path and runs the package once on the example batch.
     Where its outputs hold NaN or Inf and the exported graph's (run eagerly, on the same batch) do
-    not, the compiled code is at fault, not the model: with random ops in the graph it exports and
-    compiles again with ATen's random numbers (Inductor's fallback_random, which also changes how
-    the export decomposes dropout, so it is set before exporting) and says what it did, else it
-    refuses. Measured: on an Intel Xeon with AMX (torch 2.11, 2 threads), recsys' bf16 package gave
-    a NaN loss and NaN gradients on every batch, its eager joint graph a loss of 10.1; exported and
-    compiled with fallback_random, or for AVX2 (cpp.simdlen 256), or without dropout, it gave 10.1.
+    not, the compiled code is at fault, not the model. It then compiles again with one change at a
+    time, keeping the first whose outputs are finite, and says which; with none it refuses:
+    - ATen's random numbers (Inductor's fallback_random), where the graph draws any: set before
+      exporting again, since the export decomposes dropout by it; it changes how the kernels around
+      the random ops fuse;
+    - on a CPU, 256-bit vector code (Inductor's cpp.simdlen 256) instead of AVX-512.
+    Measured on an Intel Xeon with AMX (torch 2.11, 2 threads): recsys' bf16 package gave a NaN loss
+    and NaN gradients on every batch, its eager joint graph a loss of 10.1 (torch.compile of the same
+    model: 10.09, finite). The first non-finite buffer came from the kernel that adds the key bias
+    and transposes the keys through AVX-512's bf16 32x32 transpose: 9600 of its 262144 values from
+    finite bf16 input. Compiled with fallback_random (which fuses that kernel otherwise), for AVX2
+    (cpp.simdlen 256), or without dropout, the loss was 10.1.
     Returns (the joint graph compiled, what was done: "" when the first package is sound or the
     model itself gives non-finite values on this batch)."""
     import torch._inductor.config as inductor_config
@@ -626,23 +633,34 @@ def compile_checked(joint, model, example_args, random_ops, package_path):
         return joint, ""  # the model's own NaN on this batch: the training loop reports it as such
     fault = ("Inductor's package gave NaN or Inf in %d of its outputs on one batch where the exported graph, "
              "run eagerly, gave finite values" % bad)
-    if not random_ops:
-        os.unlink(package_path)
-        fail(fault + ": the compiled code is wrong on this CPU, so the compiled run would measure a broken model")
-    inductor_config.fallback_random = True
-    try:
+    tried = []
+    if random_ops:
+        inductor_config.fallback_random = True
+        try:
+            joint, _ = export_joint(model, example_args)
+        except Exception as e:
+            os.unlink(package_path)
+            refuse("export with ATen's random numbers failed (after the first package gave NaN)", e)
+        compile_once(joint, package_path)
+        still_bad = non_finite_outputs(package_path, example_args)
+        if not still_bad:
+            return joint, (fault + "; exported and compiled again with ATen's random numbers (Inductor "
+                           "fallback_random, for " + ", ".join(random_ops) + "), whose outputs are finite")
+        inductor_config.fallback_random = False
         joint, _ = export_joint(model, example_args)
-    except Exception as e:
-        os.unlink(package_path)
-        refuse("export with ATen's random numbers failed (after the first package gave NaN)", e)
-    compile_once(joint, package_path)
-    bad_again = non_finite_outputs(package_path, example_args)
-    if bad_again:
-        os.unlink(package_path)
-        fail(fault + ", and again (%d) with ATen's random numbers (fallback_random): the compiled code is wrong on "
-             "this CPU, so the compiled run would measure a broken model" % bad_again)
-    return joint, (fault + " (its fused random numbers, for " + ", ".join(random_ops) + "); exported and compiled "
-                   "again with ATen's random numbers (Inductor fallback_random), whose outputs are finite")
+        tried.append("with ATen's random numbers (fallback_random) still in %d" % still_bad)
+    if device_type == "cpu":
+        inductor_config.cpp.simdlen = 256
+        compile_once(joint, package_path)
+        still_bad = non_finite_outputs(package_path, example_args)
+        if not still_bad:
+            done = fault + ("" if not tried else " (and " + "; ".join(tried) + ")")
+            return joint, done + "; compiled again with 256-bit vector code (Inductor cpp.simdlen 256, not AVX-512), " \
+                                 "whose outputs are finite"
+        tried.append("with 256-bit vector code (cpp.simdlen 256) still in %d" % still_bad)
+    os.unlink(package_path)
+    fail(fault + (", and again " + "; ".join(tried) if tried else "") +
+         ": the compiled code is wrong on this machine, so the compiled run would measure a broken model")
 
 
 def fused_kernels(package_path):
@@ -751,7 +769,7 @@ def main():
 
     GraphLowering.can_inline_constant = staticmethod(lambda t: False)
     start = time.perf_counter()
-    joint, workaround = compile_checked(joint, model, example_args, random_ops, tmp)
+    joint, workaround = compile_checked(joint, model, example_args, random_ops, torch.device(args.device).type, tmp)
     compile_s = time.perf_counter() - start
     if workaround:  # exported again: the lists of the graph compiled
         gradients = [s.target for s in joint.graph_signature.output_specs if s.kind.name == "GRADIENT_TO_PARAMETER"]
