@@ -202,33 +202,21 @@ std::optional<ThreadLowering> threads_beside_others(const VariantRecord& ran, co
 }
 
 // Before a comparing lab's first repetition (the baseline lab, --ab, --repeat 2+), its bf16 probe and
-// its compiled package: where other processes already keep busy cores that LibTorch's default (a
-// thread per core) would need, the lab runs every variant at the cores left from the start, rather
-// than measure a disturbed first repetition and lower its threads then. Samples the load for
-// lab.start_load_sample_s (0: never at the start); sets the specs' threads and records the choice
-// (a ThreadLowering whose `after` is empty). The threads chosen are then kept for the whole lab.
+// its compiled package: where other processes already hold cores (threads_left_at_start), the lab
+// runs every variant at the cores left from the start, rather than measure a disturbed first
+// repetition and lower its threads then. Sets the specs' threads and records the choice; the
+// threads chosen are then kept for the whole lab.
 void choose_threads_at_start(std::vector<VariantSpec>& specs, const LabOptions& options, const std::string& kind,
                              LabOutcome& outcome, std::ostream& shown_progress) {
-  const Thresholds& thresholds = *options.thresholds;
   const bool compares = kind == "baseline" || kind == "ab" || options.repeat >= 2;
   if (!compares || kind == "profile" || options.launch || !lab_may_lower_threads(specs)) return;
-  if (thresholds.value("lab.disturbance_reruns_per_variant") <= 0 || thresholds.value("lab.thread_lowerings_max") <= 0)
-    return;
-  const double window_s = thresholds.value("lab.start_load_sample_s");
-  const int cores = usable_cores();
-  if (!(window_s > 0) || cores <= 1) return;
-  const std::optional<OthersLoad> load = sample_others_load(static_cast<int>(1000 * window_s));
-  if (!load) return;
-  const int left = std::min(threads_left_beside(load->machine_cores, load->busy_cores), cores);
-  if (left >= cores) return;
-  for (VariantSpec& spec : specs) spec.threads = left;
-  outcome.record.details.thread_lowerings.push_back(
-      ThreadLowering{cores, left, load->machine_cores, load->busy_cores, /*after=*/"", /*repetitions_before=*/0});
+  if (options.thresholds->value("lab.disturbance_reruns_per_variant") <= 0) return;
+  const std::optional<ThreadLowering> chosen = threads_left_at_start(*options.thresholds);
+  if (!chosen) return;
+  for (VariantSpec& spec : specs) spec.threads = chosen->to_threads;
+  outcome.record.details.thread_lowerings.push_back(*chosen);
   std::ostream& progress = outcome.quiet ? null_stream() : shown_progress;
-  progress << "other processes keep " << fmt("%.1f", load->busy_cores) << " of the "
-           << count_noun(load->machine_cores, "core") << " busy as the lab starts: it runs every variant"
-           << (kind == "baseline" ? " and its bf16 probe" : "") << " at " << count_noun(left, "thread")
-           << " instead of LibTorch's default " << cores << " (a thread per core), so that no thread waits for a core"
+  progress << threads_at_start_words(*chosen, kind == "baseline" ? "every variant (and the bf16 probe)" : "every variant")
            << std::endl;
 }
 
@@ -460,26 +448,6 @@ std::string under_load_caveat(const RunRecord& record) {
          first + "): the gains above are this machine's under that load, not its quiet speeds.";
 }
 
-// "Measured at 1 thread from bf16 #1 on: ..." where the lab lowered its threads; empty otherwise.
-std::string thread_lowering_words(const RunRecord& record) {
-  if (record.details.thread_lowerings.empty()) return "";
-  const ThreadLowering& last = record.details.thread_lowerings.back();
-  if (last.after.empty()) {  // chosen before the first repetition (choose_threads_at_start)
-    return "Measured at " + count_noun(last.to_threads, "thread") + " from the start: other processes kept " +
-           fmt("%.1f", last.others_busy_cores) + " of the machine's " + count_noun(last.machine_cores, "core") +
-           " busy when the lab began, so it ran every variant at " + count_noun(last.to_threads, "thread") +
-           " instead of LibTorch's default " + std::to_string(last.from_threads) + ". These figures are this machine's at " +
-           count_noun(last.to_threads, "thread") + "; quiet, at its default threads, they can differ.";
-  }
-  int left_out = 0;
-  for (const ThreadLowering& t : record.details.thread_lowerings) left_out += t.repetitions_before;
-  return "Measured at " + count_noun(last.to_threads, "thread") + " from " + last.after + " on: other processes kept " +
-         fmt("%.1f", last.others_busy_cores) + " of the machine's " + count_noun(last.machine_cores, "core") +
-         " busy, so the lab lowered its threads from " + std::to_string(record.details.thread_lowerings.front().from_threads) +
-         " and measured every variant again. These figures are this machine's at " +
-         count_noun(last.to_threads, "thread") + "; quiet, at its default threads, they can differ (measured before: " +
-         count_noun(left_out, "repetition") + ", kept in the record, out of the figures).";
-}
 
 std::optional<Bf16Probe> probe_bf16(const LabOptions& options, LabOutcome& outcome, std::ostream& progress) {
   const fs::path out = fs::path(outcome.run_dir) / "bf16_probe.json";
@@ -643,6 +611,45 @@ std::vector<VariantSpec> baseline_variants(const LabOptions& options) {
     }
   }
   return specs;
+}
+
+std::optional<ThreadLowering> threads_left_at_start(const Thresholds& thresholds) {
+  const double window_s = thresholds.value("lab.start_load_sample_s");
+  const int cores = usable_cores();
+  if (!(window_s > 0) || cores <= 1 || thresholds.value("lab.thread_lowerings_max") <= 0) return std::nullopt;
+  const std::optional<OthersLoad> load = sample_others_load(static_cast<int>(1000 * window_s));
+  if (!load) return std::nullopt;
+  const int left = std::min(threads_left_beside(load->machine_cores, load->busy_cores), cores);
+  if (left >= cores) return std::nullopt;
+  return ThreadLowering{cores, left, load->machine_cores, load->busy_cores, /*after=*/"", /*repetitions_before=*/0};
+}
+
+std::string threads_at_start_words(const ThreadLowering& chosen, const std::string& what_runs) {
+  return "other processes keep " + fmt("%.1f", chosen.others_busy_cores) + " of the " +
+         count_noun(chosen.machine_cores, "core") + " busy at the start: " + what_runs + " runs at " +
+         count_noun(chosen.to_threads, "thread") + " instead of LibTorch's default " +
+         std::to_string(chosen.from_threads) + " (a thread per core), so that no thread waits for a core";
+}
+
+// "Measured at 1 thread from bf16 #1 on: ..." where the lab lowered its threads; empty otherwise.
+std::string thread_lowering_words(const RunRecord& record) {
+  if (record.details.thread_lowerings.empty()) return "";
+  const ThreadLowering& last = record.details.thread_lowerings.back();
+  if (last.after.empty()) {  // chosen before the first repetition (choose_threads_at_start)
+    return "Measured at " + count_noun(last.to_threads, "thread") + " from the start: other processes kept " +
+           fmt("%.1f", last.others_busy_cores) + " of the machine's " + count_noun(last.machine_cores, "core") +
+           " busy when the run began, so every variant ran at " + count_noun(last.to_threads, "thread") +
+           " instead of LibTorch's default " + std::to_string(last.from_threads) + ". These figures are this machine's at " +
+           count_noun(last.to_threads, "thread") + "; quiet, at its default threads, they can differ.";
+  }
+  int left_out = 0;
+  for (const ThreadLowering& t : record.details.thread_lowerings) left_out += t.repetitions_before;
+  return "Measured at " + count_noun(last.to_threads, "thread") + " from " + last.after + " on: other processes kept " +
+         fmt("%.1f", last.others_busy_cores) + " of the machine's " + count_noun(last.machine_cores, "core") +
+         " busy, so the lab lowered its threads from " + std::to_string(record.details.thread_lowerings.front().from_threads) +
+         " and measured every variant again. These figures are this machine's at " +
+         count_noun(last.to_threads, "thread") + "; quiet, at its default threads, they can differ (measured before: " +
+         count_noun(left_out, "repetition") + ", kept in the record, out of the figures).";
 }
 
 LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress) {

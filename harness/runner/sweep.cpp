@@ -11,6 +11,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <map>
@@ -389,7 +390,7 @@ std::string render_sweep_svg(const std::string& title, const std::vector<SweepFi
 
 SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   std::vector<std::string> notes;
-  const std::vector<SweepPoint> points = expand_sweep(options, &notes);
+  std::vector<SweepPoint> points = expand_sweep(options, &notes);
   SweepOutcome outcome;
   RunRecord& record = outcome.record;
   record.kind = "sweep";
@@ -406,6 +407,20 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   progress << "trainlab sweep: scenario " << record.scenario << ", " << count_noun(runnable, "point") << " to run"
            << (runnable < points.size() ? " (" + std::to_string(points.size() - runnable) + " not applicable)" : "")
            << ", results in " << outcome.run_dir << std::endl;
+
+  // Where other processes already hold cores that the points' default threads (one per core) would
+  // need, every point runs at the cores left, as the lab does: a thread pool beside them waits for
+  // its slowest thread on every op, and the sweep would rank the points by that wait.
+  const bool default_threads =
+      std::getenv("OMP_NUM_THREADS") == nullptr &&
+      std::all_of(points.begin(), points.end(), [](const SweepPoint& p) { return p.spec.threads <= 0 && p.spec.nproc <= 1; });
+  if (default_threads && options.lab.thresholds->value("lab.disturbance_reruns_per_variant") > 0) {
+    if (const std::optional<ThreadLowering> chosen = threads_left_at_start(*options.lab.thresholds)) {
+      for (SweepPoint& p : points) p.spec.threads = chosen->to_threads;
+      record.details.thread_lowerings.push_back(*chosen);
+      progress << threads_at_start_words(*chosen, "every point") << std::endl;
+    }
+  }
 
   ProgressTicker ticker(progress, options.live_progress);
   const auto sweep_start = std::chrono::steady_clock::now();
@@ -582,6 +597,7 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
     }
   }
   for (const std::string& note : notes) record.reading.push_back("Note: " + note + ".");
+  if (const std::string words = thread_lowering_words(record); !words.empty()) record.reading.push_back(words);
   const std::string chart_name = "throughput_vs_workers.svg";
   if (std::any_of(figures.begin(), figures.end(), [](const SweepFigures& f) { return f.ok; })) {
     write_file_atomically((fs::path(outcome.run_dir) / chart_name).string(),
