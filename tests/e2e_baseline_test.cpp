@@ -385,23 +385,31 @@ TEST(BaselineLabE2E, ASweepPointDisturbedOnPurposeIsRerunAndLeftOutOfTheTable) {
   EXPECT_EQ(rows, 2u) << table;
 }
 
+// Runs trainlab with `args` beside `burners` processes burning CPU, started before it so that its
+// first sample of the load sees them, until it exits; then stops them. Whether it exited with 0.
+bool run_beside_burners(const std::vector<std::string>& args, int burners, const std::string& out,
+                        const std::string& err) {
+  const std::vector<pid_t> burning = start_cpu_burners(burners);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const pid_t child = e2e::spawn_trainlab(args, out, err);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  stop(burning);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 // Issue 33: a sweep at the default threads beside processes that already hold the cores runs every
 // point at the cores left, chosen before the first point, as the lab does; the reading says so.
 TEST(BaselineLabE2E, ASweepChoosesItsThreadsAtTheStartWhenOthersHoldTheCores) {
   const int cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   if (cores < 2) GTEST_SKIP() << "one core: LibTorch's default is one thread, nothing to choose";
   const std::string results = e2e::fresh_results_dir("sweep-threads-at-start");
-  const std::string out = results + "/sweep.out", err = results + "/sweep.err";
-  const std::vector<pid_t> burners = start_cpu_burners(cores + 1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // running before the sweep samples
-  const pid_t sweep = e2e::spawn_trainlab({"sweep", "--scenario", "mlp", "--batch", "32,64", "--workers", "0", "-k",
-                                           "hidden=256", "--steps", "20", "--warmup", "2", "--sampler", "off",
-                                           "--results", results},
-                                          out, err);
-  int status = 0;
-  ::waitpid(sweep, &status, 0);
-  stop(burners);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << e2e::slurp(err);
+  const std::string err = results + "/sweep.err";
+  ASSERT_TRUE(run_beside_burners({"sweep", "--scenario", "mlp", "--batch", "32,64", "--workers", "0", "-k",
+                                  "hidden=256", "--steps", "20", "--warmup", "2", "--sampler", "off", "--results",
+                                  results},
+                                 cores + 1, results + "/sweep.out", err))
+      << e2e::slurp(err);
   const RunRecord run = read_run_record(e2e::only_run_dir(results));
   ASSERT_EQ(run.details.thread_lowerings.size(), 1u) << e2e::slurp(err);
   EXPECT_EQ(run.details.thread_lowerings.front().after, "");
@@ -569,17 +577,11 @@ TEST(BaselineLabE2E, ThreadsAreChosenAtTheStartWhenOthersAlreadyHoldTheCores) {
   const int cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   if (cores < 2) GTEST_SKIP() << "one core: LibTorch's default is one thread, nothing to choose";
   const std::string results = e2e::fresh_results_dir("threads-at-start");
-  const std::string out = results + "/lab.out", err = results + "/lab.err";
-  const std::vector<pid_t> burners = start_cpu_burners(cores + 1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // running before the lab samples
-  const pid_t lab = e2e::spawn_trainlab({"run", "--scenario", "mlp", "--repeat", "2", "--batch", "32", "-k",
-                                         "hidden=256", "--steps", "20", "--warmup", "2", "--sampler", "off",
-                                         "--results", results},
-                                        out, err);
-  int status = 0;
-  ::waitpid(lab, &status, 0);
-  stop(burners);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << e2e::slurp(err);
+  const std::string err = results + "/lab.err";
+  ASSERT_TRUE(run_beside_burners({"run", "--scenario", "mlp", "--repeat", "2", "--batch", "32", "-k", "hidden=256",
+                                  "--steps", "20", "--warmup", "2", "--sampler", "off", "--results", results},
+                                 cores + 1, results + "/lab.out", err))
+      << e2e::slurp(err);
 
   const RunRecord run = read_run_record(e2e::only_run_dir(results));
   ASSERT_EQ(run.details.thread_lowerings.size(), 1u) << e2e::slurp(err);
