@@ -10,6 +10,7 @@
 #include "e2e_support.h"
 #include "diagnostics/baseline_reading.h"
 #include "core/run_record.h"
+#include "harness/dist/dist_env.h"
 
 namespace trainlab {
 namespace {
@@ -402,7 +403,8 @@ bool run_beside_burners(const std::vector<std::string>& args, int burners, const
 // point at the cores left, chosen before the first point, as the lab does; the reading says so.
 TEST(BaselineLabE2E, ASweepChoosesItsThreadsAtTheStartWhenOthersHoldTheCores) {
   const int cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
-  if (cores < 2) GTEST_SKIP() << "one core: LibTorch's default is one thread, nothing to choose";
+  if (std::min(usable_cores(), physical_cores_usable()) < 2)
+    GTEST_SKIP() << "one physical core: LibTorch's default is one thread, nothing to choose";
   const std::string results = e2e::fresh_results_dir("sweep-threads-at-start");
   const std::string err = results + "/sweep.err";
   ASSERT_TRUE(run_beside_burners({"sweep", "--scenario", "mlp", "--batch", "32,64", "--workers", "0", "-k",
@@ -575,7 +577,8 @@ TEST(BaselineLabE2E, DefaultThreadsAreLoweredAndEveryVariantMeasuredAgainWhenOth
 // default threads, nothing is superseded, and the choice is recorded and said.
 TEST(BaselineLabE2E, ThreadsAreChosenAtTheStartWhenOthersAlreadyHoldTheCores) {
   const int cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
-  if (cores < 2) GTEST_SKIP() << "one core: LibTorch's default is one thread, nothing to choose";
+  if (std::min(usable_cores(), physical_cores_usable()) < 2)
+    GTEST_SKIP() << "one physical core: LibTorch's default is one thread, nothing to choose";
   const std::string results = e2e::fresh_results_dir("threads-at-start");
   const std::string err = results + "/lab.err";
   ASSERT_TRUE(run_beside_burners({"run", "--scenario", "mlp", "--repeat", "2", "--batch", "32", "-k", "hidden=256",
@@ -588,7 +591,7 @@ TEST(BaselineLabE2E, ThreadsAreChosenAtTheStartWhenOthersAlreadyHoldTheCores) {
   const ThreadLowering& chosen = run.details.thread_lowerings.front();
   EXPECT_EQ(chosen.after, "");  // before the first repetition
   EXPECT_EQ(chosen.repetitions_before, 0);
-  EXPECT_EQ(chosen.from_threads, cores);
+  EXPECT_EQ(chosen.from_threads, std::min(usable_cores(), physical_cores_usable()));  // LibTorch's default
   EXPECT_EQ(chosen.to_threads, 1);
   EXPECT_EQ(chosen.machine_cores, cores);
   EXPECT_GT(chosen.others_busy_cores, cores - 0.5);

@@ -12,10 +12,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <fstream>
 #include <future>
 #include <memory>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -71,6 +73,22 @@ int usable_cores() {
   CPU_ZERO(&set);
   if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
   return std::max(1u, std::thread::hardware_concurrency());
+}
+
+int physical_cores_usable() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) == 0) return usable_cores();
+  std::set<std::pair<std::string, std::string>> cores;  // (package id, core id)
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &set)) continue;
+    const std::string topology = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+    std::ifstream package_file(topology + "physical_package_id"), core_file(topology + "core_id");
+    std::string package, core;
+    if (!(package_file >> package) || !(core_file >> core)) return usable_cores();
+    cores.insert({package, core});
+  }
+  return cores.empty() ? usable_cores() : static_cast<int>(cores.size());
 }
 
 int local_ranks_from_environment() {

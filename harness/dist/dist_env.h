@@ -36,6 +36,10 @@ int find_free_port();
 
 // The cores this process may run on (its CPU affinity: taskset and cpusets count), at least 1.
 int usable_cores();
+// The physical cores among those (sysfs topology: distinct package and core ids; SMT siblings count
+// once), at least 1; usable_cores() where the topology cannot be read. LibTorch's default intra-op
+// threads are one per physical core.
+int physical_cores_usable();
 
 // The ranks that share this machine: LOCAL_WORLD_SIZE (torchrun, several machines), else
 // WORLD_SIZE (trainlab --nproc: every rank is local), else 1.

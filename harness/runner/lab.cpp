@@ -616,12 +616,16 @@ std::vector<VariantSpec> baseline_variants(const LabOptions& options) {
 std::optional<ThreadLowering> threads_left_at_start(const Thresholds& thresholds) {
   const double window_s = thresholds.value("lab.start_load_sample_s");
   const int cores = usable_cores();
-  if (!(window_s > 0) || cores <= 1 || thresholds.value("lab.thread_lowerings_max") <= 0) return std::nullopt;
+  // LibTorch's default: a thread per physical core. The choice only ever lowers it (with SMT, 3 of
+  // 4 logical cores left must not raise 2 threads to 3).
+  const int default_threads = std::min(cores, physical_cores_usable());
+  if (!(window_s > 0) || default_threads <= 1 || thresholds.value("lab.thread_lowerings_max") <= 0) return std::nullopt;
   const std::optional<OthersLoad> load = sample_others_load(static_cast<int>(1000 * window_s));
   if (!load) return std::nullopt;
   const int left = std::min(threads_left_beside(load->machine_cores, load->busy_cores), cores);
-  if (left >= cores) return std::nullopt;
-  return ThreadLowering{cores, left, load->machine_cores, load->busy_cores, /*after=*/"", /*repetitions_before=*/0};
+  if (left >= default_threads) return std::nullopt;
+  return ThreadLowering{default_threads, left, load->machine_cores, load->busy_cores, /*after=*/"",
+                        /*repetitions_before=*/0};
 }
 
 std::string threads_at_start_words(const ThreadLowering& chosen, const std::string& what_runs) {
