@@ -34,6 +34,12 @@ namespace trainlab {
 namespace fs = std::filesystem;
 namespace {
 
+// Whether the first loss of v read as a number (steps whose loss was not read keep 0) is NaN or Inf.
+bool first_loss_not_finite(const VariantRecord& v) {
+  const auto first_read = std::find_if(v.steps.begin(), v.steps.end(), [](const StepRecord& s) { return s.loss != 0.0; });
+  return first_read != v.steps.end() && !std::isfinite(first_read->loss);
+}
+
 // One lab variant's figures over its repetitions (failed repetitions left out).
 LabVariantFigures figures_of(const RunRecord& record, const std::string& name) {
   LabVariantFigures figures;
@@ -45,9 +51,7 @@ LabVariantFigures figures_of(const RunRecord& record, const std::string& name) {
     const VariantAggregate agg = aggregate(v);
     if (agg.measured_steps <= 0) continue;
     figures.ok = true;
-    // The first loss read (steps whose loss was not read keep 0).
-    const auto first_read = std::find_if(v.steps.begin(), v.steps.end(), [](const StepRecord& s) { return s.loss != 0.0; });
-    if (first_read != v.steps.end() && !std::isfinite(first_read->loss)) figures.loss_not_finite_from_start = true;
+    if (first_loss_not_finite(v)) figures.loss_not_finite_from_start = true;
     figures.samples_per_s.push_back(agg.samples_per_s);
     figures.data_wait_pct.push_back(agg.phase_pct[static_cast<size_t>(Phase::kDataWait)]);
     figures.compute_pct.push_back(agg.phase_pct[static_cast<size_t>(Phase::kForward)] +
@@ -209,9 +213,8 @@ std::optional<ThreadLowering> threads_beside_others(const VariantRecord& ran, co
 void choose_threads_at_start(std::vector<VariantSpec>& specs, const LabOptions& options, const std::string& kind,
                              LabOutcome& outcome, std::ostream& shown_progress) {
   const bool compares = kind == "baseline" || kind == "ab" || options.repeat >= 2;
-  if (!compares || kind == "profile" || options.launch || !lab_may_lower_threads(specs)) return;
-  if (options.thresholds->value("lab.disturbance_reruns_per_variant") <= 0) return;
-  const std::optional<ThreadLowering> chosen = threads_left_at_start(*options.thresholds);
+  if (!compares || kind == "profile" || options.launch) return;
+  const std::optional<ThreadLowering> chosen = threads_left_at_start(specs, *options.thresholds);
   if (!chosen) return;
   for (VariantSpec& spec : specs) spec.threads = chosen->to_threads;
   outcome.record.details.thread_lowerings.push_back(*chosen);
@@ -613,7 +616,9 @@ std::vector<VariantSpec> baseline_variants(const LabOptions& options) {
   return specs;
 }
 
-std::optional<ThreadLowering> threads_left_at_start(const Thresholds& thresholds) {
+std::optional<ThreadLowering> threads_left_at_start(const std::vector<VariantSpec>& specs,
+                                                   const Thresholds& thresholds) {
+  if (!lab_may_lower_threads(specs) || thresholds.value("lab.disturbance_reruns_per_variant") <= 0) return std::nullopt;
   const double window_s = thresholds.value("lab.start_load_sample_s");
   const int cores = usable_cores();
   // LibTorch's default: a thread per physical core. The choice only ever lowers it (with SMT, 3 of
@@ -808,13 +813,11 @@ std::string divergence_note(const std::string& label, const VariantRecord& v, co
   for (const StepRecord& step : v.steps) {
     if (std::isfinite(step.loss)) continue;
     const std::string what = std::isnan(step.loss) ? "NaN" : step.loss > 0 ? "+Inf" : "-Inf";
-    // The first loss read (steps whose loss was not read as a number keep 0).
-    const bool from_first = std::all_of(&v.steps.front(), &step, [](const StepRecord& s) { return s.loss == 0.0; });
     const auto eager_twin = std::find_if(record.variants.begin(), record.variants.end(), [&](const VariantRecord& e) {
       return e.ok() && !e.spec.compiled && e.spec.precision == v.spec.precision && !e.steps.empty() &&
              losses_finite(e);
     });
-    if (v.spec.compiled && from_first && eager_twin != record.variants.end()) {
+    if (v.spec.compiled && first_loss_not_finite(v) && eager_twin != record.variants.end()) {
       return label + ": the loss is " + what + " from its first step while " + eager_twin->spec.name() +
              " (the same model, not compiled) stays finite: the compiled code computes the wrong thing here, and its "
              "step times are not the model's";

@@ -102,8 +102,11 @@ int threads_left_beside(int machine_cores, double others_busy_cores);
 // Before a comparing run's first repetition (the lab, --ab, --repeat 2+, the sweep): where other
 // processes already keep busy cores that LibTorch's default threads (one per core) would need, the
 // choice of the cores left, a ThreadLowering whose `after` is empty, from a sample of
-// lab.start_load_sample_s; nothing where they hold none, the window is 0 or there is one core.
-std::optional<ThreadLowering> threads_left_at_start(const Thresholds& thresholds);
+// lab.start_load_sample_s; nothing where the specs' threads are not LibTorch's default to choose
+// (--threads, OMP_NUM_THREADS, ranks), re-runs are off, others hold no core, the window is 0 or there
+// is one core.
+std::optional<ThreadLowering> threads_left_at_start(const std::vector<VariantSpec>& specs,
+                                                   const Thresholds& thresholds);
 // "other processes keep 1.0 of the 2 cores busy at the start: <what_runs> runs at 1 thread ...".
 std::string threads_at_start_words(const ThreadLowering& chosen, const std::string& what_runs);
 // "Measured at 1 thread from the start: ..." or "... from bf16 #1 on: ..." where a run's threads were

@@ -11,7 +11,6 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
-#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <map>
@@ -411,15 +410,12 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   // Where other processes already hold cores that the points' default threads (one per core) would
   // need, every point runs at the cores left, as the lab does: a thread pool beside them waits for
   // its slowest thread on every op, and the sweep would rank the points by that wait.
-  const bool default_threads =
-      std::getenv("OMP_NUM_THREADS") == nullptr &&
-      std::all_of(points.begin(), points.end(), [](const SweepPoint& p) { return p.spec.threads <= 0 && p.spec.nproc <= 1; });
-  if (default_threads && options.lab.thresholds->value("lab.disturbance_reruns_per_variant") > 0) {
-    if (const std::optional<ThreadLowering> chosen = threads_left_at_start(*options.lab.thresholds)) {
-      for (SweepPoint& p : points) p.spec.threads = chosen->to_threads;
-      record.details.thread_lowerings.push_back(*chosen);
-      progress << threads_at_start_words(*chosen, "every point") << std::endl;
-    }
+  std::vector<VariantSpec> point_specs;
+  for (const SweepPoint& p : points) point_specs.push_back(p.spec);
+  if (const std::optional<ThreadLowering> chosen = threads_left_at_start(point_specs, *options.lab.thresholds)) {
+    for (SweepPoint& p : points) p.spec.threads = chosen->to_threads;
+    record.details.thread_lowerings.push_back(*chosen);
+    progress << threads_at_start_words(*chosen, "every point") << std::endl;
   }
 
   ProgressTicker ticker(progress, options.live_progress);
