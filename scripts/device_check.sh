@@ -25,7 +25,7 @@
 # Options: --device cuda|cpu (default cuda), --quick (tiny sizes), --out DIR (default $OUT, else a
 # new temp folder), --carry DIR (default device-carry when it exists, else the build folder
 # $TRAINLAB_BUILD_DIR or build/), --budget-s S (all steps together, default 450; a step that would
-# start past it is SKIP), --only a,b (step names). Steps, each with its own time limit, each
+# start past it is SKIP), --only a,b (step names), --cases x,y (validate only these seeded cases). Steps, each with its own time limit, each
 # writing <step>.log and a PASS/FAIL/SKIP line to $OUT/summary: cuda_tests, lab_mlp, profile_vs_torch,
 # validate, sweep_pinning, lab_recsys, doctor. At the end $OUT/device_check.json holds the steps,
 # their figures and the environment. Exit status: 0 every step passed, 1 a step failed or was
@@ -39,7 +39,7 @@ main() {
 die_usage() { echo "device_check: $*" >&2; exit 2; }
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-device="cuda"; quick=0; out="${OUT:-}"; carry=""; budget_s=450; only=""; prepare=""
+device="cuda"; quick=0; out="${OUT:-}"; carry=""; budget_s=450; only=""; prepare=""; cases_only=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --prepare) [ $# -ge 2 ] || die_usage "--prepare needs a folder"; prepare="$2"; shift 2 ;;
@@ -49,6 +49,7 @@ while [ $# -gt 0 ]; do
     --carry) [ $# -ge 2 ] || die_usage "--carry needs a folder"; carry="$2"; shift 2 ;;
     --budget-s) [ $# -ge 2 ] || die_usage "--budget-s needs seconds"; budget_s="$2"; shift 2 ;;
     --only) [ $# -ge 2 ] || die_usage "--only needs step names"; only="$2"; shift 2 ;;
+    --cases) [ $# -ge 2 ] || die_usage "--cases needs seeded case names"; cases_only="$2"; shift 2 ;;
     -h|--help) sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die_usage "unknown argument '$1' (see --help)" ;;
   esac
@@ -396,6 +397,7 @@ else
   sweep_args=(--scenario recsys --preset data-bound -k samples=256 --batch 16 --threads 1 --workers 0,2 --pin-memory "$pin" --steps 6)
   doctor_args=(--scenario recsys --preset data-bound -k samples=256 --batch 16 --threads 1 --steps 6 --repeat 2 --max-changes 1)
 fi
+[ -z "$cases_only" ] || validate_only="--only $cases_only"
 mkdir -p "$work/results"
 export tl tests_dir device work repo py sizes_tinyops peer_sizes steps window_steps validate_only out
 export -f run_dir run_cuda_tests run_profile_vs_torch run_validate

@@ -32,6 +32,7 @@ Exit status 2 with one line on stderr when the scenario has no twin or its expor
 """
 import argparse
 import copy
+import faulthandler
 import importlib.util
 import json
 import os
@@ -552,12 +553,68 @@ def fault_of(error, full):
     return head + (" [" + ", ".join(parts) + "]" if parts else "")
 
 
-def non_finite_outputs(package_path, example_args):
+class CheckNotRun(Exception):
+    """The package's check could not run to its count (its process died, failed or hung)."""
+
+
+CHECK_TIMEOUT_S = 600
+
+
+# The check's child: loads the package, runs it once on the saved batch, prints the count and leaves
+# without tearing down (os._exit), so that nothing of the package outlives the count.
+CHECK_CHILD = r"""
+import faulthandler, os, signal, sys
+faulthandler.enable()
+import torch
+package, batch, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if threads > 0:
+    torch.set_num_threads(threads)
+if os.environ.get("TRAINLAB_TEST_CHECK_CRASH") == "1":  # test-only: the check's process dies
+    os.kill(os.getpid(), signal.SIGSEGV)
+args = torch.load(batch)
+outputs = torch._inductor.aoti_load_package(package).loader.run(list(args))
+bad = sum(1 for o in outputs if torch.is_tensor(o) and o.is_floating_point() and not torch.isfinite(o).all())
+print("non-finite outputs: %d" % bad, flush=True)
+os._exit(0)
+"""
+
+
+def non_finite_outputs(package_path, example_args, cpu_threads=0):
     """Runs the package once on the example batch: the number of its outputs (loss, gradients,
-    updated buffers) holding NaN or Inf."""
-    runner = torch._inductor.aoti_load_package(package_path)
-    outputs = runner.loader.run(list(example_args))
-    return sum(1 for o in outputs if torch.is_tensor(o) and o.is_floating_point() and not torch.isfinite(o).all())
+    updated buffers) holding NaN or Inf. It runs in a child process, so that whatever the package
+    does to the process that loads it stays out of the exporter: on an H200 (torch 2.11, CUDA 13),
+    with the check in the exporter's own process, the exporter died from SIGSEGV after its compile
+    on every model (mlp, recsys), and the compiled variant with it, where the C++ side had run such
+    packages without fault. A child that dies, fails or hangs raises CheckNotRun with its end."""
+    import signal
+    import subprocess
+
+    fd, batch = tempfile.mkstemp(prefix=".check-", suffix=".pt", dir=os.path.dirname(os.path.abspath(package_path)))
+    os.close(fd)
+    try:
+        torch.save([a.detach() for a in example_args], batch)
+        try:
+            done = subprocess.run([sys.executable, "-c", CHECK_CHILD, package_path, batch, str(cpu_threads)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=CHECK_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise CheckNotRun("its run took over %d s" % CHECK_TIMEOUT_S)
+    finally:
+        os.unlink(batch)
+    for line in done.stdout.splitlines():
+        if line.startswith("non-finite outputs: "):
+            return int(line.split(": ", 1)[1])
+    if done.returncode < 0:
+        try:
+            how = "died from %s" % signal.Signals(-done.returncode).name
+        except ValueError:
+            how = "died from signal %d" % -done.returncode
+    else:
+        how = "ended with exit status %d" % done.returncode
+    said = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+    # A crash's innermost Python frame (faulthandler's first line under "most recent call first").
+    frames = [i + 1 for i, line in enumerate(said[:-1]) if line.endswith("(most recent call first):")]
+    where = said[frames[0]] if frames else (said[-1] if said else "")
+    raise CheckNotRun(how + (": " + where[:300] if where else ""))
 
 
 COMPILES_FOR_TEST = [0]  # compiles so far, for TRAINLAB_TEST_PACKAGE_NAN
@@ -600,7 +657,7 @@ def compile_once(joint, package_path):
         undo()
 
 
-def compile_checked(joint, model, example_args, random_ops, device_type, package_path):
+def compile_checked(joint, model, example_args, random_ops, device_type, package_path, cpu_threads=0):
     """Compiles the joint graph into package_path and runs the package once on the example batch.
     Where its outputs hold NaN or Inf and the exported graph's (run eagerly, on the same batch) do
     not, the compiled code is at fault, not the model. It then compiles again with one change at a
@@ -619,13 +676,20 @@ def compile_checked(joint, model, example_args, random_ops, device_type, package
     model itself gives non-finite values on this batch)."""
     import torch._inductor.config as inductor_config
 
+    def check():
+        """The package's non-finite outputs; None where the check could not run."""
+        try:
+            return non_finite_outputs(package_path, example_args, cpu_threads)
+        except CheckNotRun as e:  # the package is kept: the C++ side reports its own error, if any
+            print("aot_compile: the package's outputs were not checked (the check's process %s)" % e, file=sys.stderr)
+            return None
+
+    def still_in(count):
+        return "still in %d" % count if count is not None else "not checked (the check could not run)"
+
     compile_once(joint, package_path)
-    try:
-        bad = non_finite_outputs(package_path, example_args)
-    except Exception as e:  # loading it here failed: the C++ side reports its own error, if any
-        print("aot_compile: the package's outputs were not checked (%s: %s)" % (type(e).__name__, e), file=sys.stderr)
-        return joint, ""
-    if not bad:
+    bad = check()
+    if not bad:  # finite, or not checked
         return joint, ""
     loss, grads = run_joint(joint, example_args)
     eager_finite = bool(torch.isfinite(loss).all()) and all(bool(torch.isfinite(g).all()) for g in grads.values())
@@ -642,22 +706,26 @@ def compile_checked(joint, model, example_args, random_ops, device_type, package
             os.unlink(package_path)
             refuse("export with ATen's random numbers failed (after the first package gave NaN)", e)
         compile_once(joint, package_path)
-        still_bad = non_finite_outputs(package_path, example_args)
-        if not still_bad:
+        still_bad = check()
+        if still_bad == 0:
             return joint, (fault + "; exported and compiled again with ATen's random numbers (Inductor "
                            "fallback_random, for " + ", ".join(random_ops) + "), whose outputs are finite")
         inductor_config.fallback_random = False
-        joint, _ = export_joint(model, example_args)
-        tried.append("with ATen's random numbers (fallback_random) still in %d" % still_bad)
+        try:
+            joint, _ = export_joint(model, example_args)
+        except Exception as e:
+            os.unlink(package_path)
+            refuse("export failed (again, after ATen's random numbers did not mend the package)", e)
+        tried.append("with ATen's random numbers (fallback_random) " + still_in(still_bad))
     if device_type == "cpu":
         inductor_config.cpp.simdlen = 256
         compile_once(joint, package_path)
-        still_bad = non_finite_outputs(package_path, example_args)
-        if not still_bad:
+        still_bad = check()
+        if still_bad == 0:
             done = fault + ("" if not tried else " (and " + "; ".join(tried) + ")")
             return joint, done + "; compiled again with 256-bit vector code (Inductor cpp.simdlen 256, not AVX-512), " \
                                  "whose outputs are finite"
-        tried.append("with 256-bit vector code (cpp.simdlen 256) still in %d" % still_bad)
+        tried.append("with 256-bit vector code (cpp.simdlen 256) " + still_in(still_bad))
     os.unlink(package_path)
     fail(fault + (", and again " + "; ".join(tried) if tried else "") +
          ": the compiled code is wrong on this machine, so the compiled run would measure a broken model")
@@ -702,6 +770,7 @@ def main():
                         help="CPU: the threads the step will run at; Inductor writes the count into its kernels "
                              "(omp parallel num_threads(N)), so the package is built for it")
     args = parser.parse_args()
+    faulthandler.enable()  # a crash in the compiler leaves its Python stack in the log, not only a signal
     if args.cpu_threads > 0:
         import torch._inductor.config as inductor_config
         torch.set_num_threads(args.cpu_threads)
@@ -769,7 +838,8 @@ def main():
 
     GraphLowering.can_inline_constant = staticmethod(lambda t: False)
     start = time.perf_counter()
-    joint, workaround = compile_checked(joint, model, example_args, random_ops, torch.device(args.device).type, tmp)
+    joint, workaround = compile_checked(joint, model, example_args, random_ops, torch.device(args.device).type, tmp,
+                                        args.cpu_threads)
     compile_s = time.perf_counter() - start
     if workaround:  # exported again: the lists of the graph compiled
         gradients = [s.target for s in joint.graph_signature.output_specs if s.kind.name == "GRADIENT_TO_PARAMETER"]
