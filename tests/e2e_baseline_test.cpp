@@ -132,6 +132,11 @@ TEST(BaselineLabE2E, WithoutPythonCompilingIsNotMeasuredAndTheOtherVariantsRun) 
   const VariantRecord& compiled = variant(run, "bf16+compiled");
   EXPECT_EQ(compiled.error_kind, "unavailable");
   EXPECT_NE(compiled.error.find("needs the Python side"), std::string::npos) << compiled.error;
+  // The lab's own builds (bf16, then fp32) failed: the variant is recorded from them, never started
+  // to build the same package a third time.
+  const std::filesystem::path run_dir = e2e::only_run_dir(results);
+  EXPECT_TRUE(std::filesystem::exists(run_dir / "compiled_package_fp32.log"));
+  EXPECT_FALSE(std::filesystem::exists(run_dir / "variants" / "bf16_compiled.rep1.spec.json"));
   EXPECT_TRUE(variant(run, "fp32").ok());
   EXPECT_TRUE(variant(run, "bf16").ok());
   bool said = false;

@@ -511,9 +511,12 @@ std::optional<Bf16Probe> probe_bf16(const LabOptions& options, LabOutcome& outco
 // of them; the variant then loads it from the cache). Where bf16 cannot be compiled (the exporter or
 // Inductor refused it) but fp32 can, the lab's compiled run becomes fp32+compiled, read against
 // fp32: one precision's refusal does not take the compiled reading with it. Returns that refusal,
-// or "" (bf16 compiled, nothing to build, or neither precision compiles: the variant then says why).
+// or "" (bf16 compiled, nothing to build, or neither precision compiles). Where neither compiles,
+// the compiled variant is recorded as unavailable with both reasons and is not run: its own try
+// would build the same package a third time (a crash of the exporter is not remembered as a
+// refusal is; on an H200 that third try took 60 s of a lab that had 200).
 std::string build_compiled_package(std::vector<VariantSpec>& specs, const LabOptions& options,
-                                   const LabOutcome& outcome, std::ostream& progress) {
+                                   LabOutcome& outcome, std::ostream& progress) {
   VariantSpec& compiled = specs.back();
   // Ranks build at their shard's batch, inside their own children.
   if (options.launch || !compiled.compiled || compiled.compiler != Compiler::kInductor || compiled.nproc > 1) return "";
@@ -537,6 +540,12 @@ std::string build_compiled_package(std::vector<VariantSpec>& specs, const LabOpt
   fp32.precision = Precision::kFp32;
   if (!build(fp32, &fp32_said)) {
     progress << "compiled variant: neither bf16 nor fp32 compiles (" << fp32_said << ")" << std::endl;
+    VariantRecord unavailable;
+    unavailable.spec = compiled;
+    unavailable.error = "its Inductor package could not be built" +
+                        (bf16_said == fp32_said ? ": " + bf16_said : " (bf16: " + bf16_said + "; fp32: " + fp32_said + ")");
+    unavailable.error_kind = "unavailable";
+    outcome.record.variants.push_back(std::move(unavailable));
     return "";
   }
   progress << "compiled variant: bf16 cannot be compiled (" << bf16_said
