@@ -157,7 +157,11 @@ double linear_model_flops_per_sample(torch::nn::Module& model) {
 // The device's GEMM peak in one dtype, measured: square GEMMs of 256, 1024 and 2048 for ~0.1 s
 // each after a warm-up, the best rate. A size whose single GEMM takes over 50 ms (an emulated
 // dtype, e.g. bf16 on a CPU without AVX512-BF16/AMX) ends the probe: the larger would only be
-// slower to time. CUDA: timed between synchronisations, which this measurement needs.
+// slower to time. CUDA: timed between synchronisations, which this measurement needs. The first
+// GEMM of each size is a warm-up left out of every figure, the 50 ms test included: it carries the
+// dtype's one-time costs (on an H200 the first bf16 GEMM loaded its kernels and took ~80 ms, so the
+// probe stopped at 256 and read bf16 at 0.4 GFLOP/s against fp32's 47 TFLOP/s, a "speedup" of 1e-5
+// that silenced the precision rule on every GPU profile).
 double measure_peak_gemm_flops_per_s(const torch::Device& device, torch::ScalarType dtype) {
   torch::NoGradGuard no_grad;
   auto sync = [&] {
@@ -167,8 +171,10 @@ double measure_peak_gemm_flops_per_s(const torch::Device& device, torch::ScalarT
   for (const int64_t n : {256, 1024, 2048}) {
     const auto options = torch::TensorOptions().device(device).dtype(dtype);
     const torch::Tensor a = torch::randn({n, n}, options), b = torch::randn({n, n}, options);
+    (void)torch::mm(a, b);  // warm-up: first-use costs
+    sync();
     int64_t start_ns = now_ns();
-    (void)torch::mm(a, b);  // warm-up, and the cost of one
+    (void)torch::mm(a, b);  // the cost of one
     sync();
     const int64_t one_ns = now_ns() - start_ns;
     int64_t reps = 0, elapsed_ns = 0;
