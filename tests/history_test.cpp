@@ -16,6 +16,7 @@
 #include "core/run_record.h"
 #include "harness/runner/doctor.h"
 #include "harness/runner/run_liveness.h"
+#include "harness/runner/text_table.h"
 #include "cli_in_process.h"
 
 namespace fs = std::filesystem;
@@ -219,3 +220,11 @@ TEST(HistoryTest, ARunningFolderReadsAsRunningAndAKilledOneAsEndedEarly) {
 
 }  // namespace
 }  // namespace trainlab
+
+// fmt formats into a small stack buffer; a longer result is never cut (the lab's banner was cut at
+// 63 characters: "... or its interval is wide," with its budget lost).
+TEST(TextFormat, LongResultsAreNotCut) {
+  const std::string long_format = std::string(100, 'x') + " %.0f s";
+  EXPECT_EQ(trainlab::fmt(long_format.c_str(), 120), std::string(100, 'x') + " 120 s");
+  EXPECT_EQ(trainlab::fmt("%+.1f %%", 6.75), "+6.8 %");
+}

@@ -40,19 +40,22 @@ Subcommand add_baseline_command(CLI::App& app) {
       lab.overrides[text.substr(0, colon)].emplace_back(name, value);
     }
     // The lab's gains carry intervals over interleaved repetitions (fp32 bf16 compiled, three times):
-    // three a side is the fewest that give Welch's interval something to stand on. Without --repeat,
-    // a gain whose interval still holds its line after three gets more rounds (up to 8 in all) while
-    // the rounds fit in 100 s, so the lab stays under 2 minutes with its probe and start-up;
-    // --repeat N runs exactly N.
+    // three a side is the fewest that give an interval something to stand on. Without --repeat, a
+    // gain whose interval still holds its line or is wide after three gets more rounds (up to 20 in
+    // all) while their measured steps fit in 120 s; --repeat N runs exactly N.
+    // ... with a 2 s loop budget per variant run: on a shared VM the spread between runs (minutes
+    // of slow and fast spells, each process its own speed) is larger than within one, so more,
+    // shorter rounds narrow a gain more than longer ones. recsys at 1 thread, a quiet 2-vCPU Xeon,
+    // one after the other: 8 rounds of 5 s read fp32 -> bf16 [+10.4, +35.7] and bf16 -> compiled
+    // [-7.9, +22.2] (25 and 30 points, 4.6 min); 20 rounds of 2 s [+2.5, +15.2] and [+7.6, +23.1]
+    // (13 and 15 points, 3.2 min). A variant far slower than the others measures fewer steps
+    // instead of stretching the lab; its record says how many the budget cut.
     if (cmd->count("--repeat") == 0) {
       lab.repeat = 3;
-      lab.extra_rounds = 5;
-      lab.rounds_budget_s = 100;
+      lab.extra_rounds = 17;
+      lab.rounds_budget_s = 120;
     }
-    // ... and a 5 s loop budget per variant run, so that a variant far slower than the others
-    // measures fewer steps instead of stretching the lab to many minutes; its record says how many
-    // steps the budget cut.
-    if (!o->variant.was_given("max-loop-s")) lab.base.max_loop_s = 5;
+    if (!o->variant.was_given("max-loop-s")) lab.base.max_loop_s = 2;
     // ... and each repetition measures for lab.min_measured_s at least (fast steps run past --steps).
     if (!o->variant.was_given("steps") && !o->variant.was_given("min-loop-s"))
       lab.base.min_loop_s = lab.thresholds->value("lab.min_measured_s");

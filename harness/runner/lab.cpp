@@ -259,8 +259,8 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
            << count_noun(specs.size(), "variant")
            << (repeat > 1 ? " x " + std::to_string(repeat) + " repetitions, interleaved" : std::string())
            << (max_rounds > repeat
-                   ? fmt(" (up to %.0f while a gain holds its line or its interval is wide, within ",
-                         static_cast<double>(max_rounds)) +
+                   ? " (up to " + std::to_string(max_rounds) +
+                         " while a gain holds its line or its interval is wide, within " +
                          fmt("%.0f s)", options.rounds_budget_s)
                    : std::string())
            << ", results in " << outcome.run_dir << std::endl;

@@ -10,8 +10,12 @@ namespace trainlab {
 
 std::string fmt(const char* format, double value) {
   char buf[64];
-  std::snprintf(buf, sizeof(buf), format, value);
-  return buf;
+  const int needed = std::snprintf(buf, sizeof(buf), format, value);
+  if (needed < static_cast<int>(sizeof(buf))) return buf;
+  std::string out(static_cast<size_t>(needed) + 1, '\0');  // a long format: never cut
+  std::snprintf(out.data(), out.size(), format, value);
+  out.resize(static_cast<size_t>(needed));
+  return out;
 }
 
 std::string xml_escape(const std::string& text) {
