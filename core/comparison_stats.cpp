@@ -101,6 +101,25 @@ ChangeEstimate welch_change(const std::vector<double>& a, const std::vector<doub
   return out;
 }
 
+namespace {
+
+// The largest k whose sign-test interval [x(k), x(n+1-k)] for the median of n values covers at
+// least 95 %: 2 x P(Binomial(n, 1/2) <= k - 1) <= 0.05. 1 (the whole range) below n = 9.
+size_t sign_test_rank(size_t n) {
+  size_t k = 1;
+  double tail = std::pow(0.5, static_cast<double>(n));  // P(X <= 0)
+  double term = tail;
+  for (size_t j = 1; j < n; ++j) {
+    term *= static_cast<double>(n - j + 1) / static_cast<double>(j);  // P(X = j)
+    if (2 * (tail + term) > 0.05) break;
+    tail += term;
+    k = j + 1;
+  }
+  return k;
+}
+
+}  // namespace
+
 ChangeEstimate paired_robust_change(const std::vector<double>& a, const std::vector<double>& b, bool relative) {
   const size_t n = std::min(a.size(), b.size());
   if (n < 2) throw std::invalid_argument("paired interval: 2 pairs needed");
@@ -116,13 +135,21 @@ ChangeEstimate paired_robust_change(const std::vector<double>& a, const std::vec
   double sigma = 1.4826 * median(deviations);
   if (sigma == 0) sigma = 1.2533 * mean(deviations);  // over half the pairs equal: the mean deviation
   const double half = student_t_975(static_cast<double>(n - 1)) * 1.2533 * sigma / std::sqrt(static_cast<double>(n));
+  double low = centre - half, high = centre + half;
+  if (n >= 4) {  // the interval holds the middle pairs: k-th lowest to k-th highest (see the header)
+    std::vector<double> sorted = differences;
+    std::sort(sorted.begin(), sorted.end());
+    const size_t k = std::max<size_t>(2, sign_test_rank(n));
+    low = std::min(low, sorted[k - 1]);
+    high = std::max(high, sorted[n - k]);
+  }
   const auto as_change = [relative](double difference) {
     return relative ? 100.0 * (std::exp(difference) - 1.0) : difference;
   };
   ChangeEstimate out;
   out.change_pct = as_change(centre);
-  out.low_pct = as_change(centre - half);
-  out.high_pct = as_change(centre + half);
+  out.low_pct = as_change(low);
+  out.high_pct = as_change(high);
   out.pairs = static_cast<int>(n);
   return out;
 }
