@@ -727,15 +727,14 @@ def compile_checked(joint, model, example_args, random_ops, device_type, package
             os.unlink(package_path)
             refuse("export failed (again, after ATen's random numbers did not mend the package)", e)
         tried.append("with ATen's random numbers (fallback_random) " + still_in(still_bad))
-    if device_type == "cpu":
-        inductor_config.cpp.simdlen = 256
-        compile_once(joint, package_path)
-        still_bad = check()
-        if still_bad == 0:
-            done = fault + ("" if not tried else " (and " + "; ".join(tried) + ")")
-            return joint, done + "; compiled again with 256-bit vector code (Inductor cpp.simdlen 256, not AVX-512), " \
-                                 "whose outputs are finite"
-        tried.append("with 256-bit vector code (cpp.simdlen 256) " + still_in(still_bad))
+    inductor_config.cpp.simdlen = 256  # a CPU package here: GPU packages returned unchecked above
+    compile_once(joint, package_path)
+    still_bad = check()
+    if still_bad == 0:
+        done = fault + ("" if not tried else " (and " + "; ".join(tried) + ")")
+        return joint, done + "; compiled again with 256-bit vector code (Inductor cpp.simdlen 256, not AVX-512), " \
+                             "whose outputs are finite"
+    tried.append("with 256-bit vector code (cpp.simdlen 256) " + still_in(still_bad))
     os.unlink(package_path)
     fail(fault + (", and again " + "; ".join(tried) if tried else "") +
          ": the compiled code is wrong on this machine, so the compiled run would measure a broken model")
