@@ -25,9 +25,9 @@
 # Options: --device cuda|cpu (default cuda), --quick (tiny sizes), --out DIR (default $OUT, else a
 # new temp folder), --carry DIR (default device-carry when it exists, else the build folder
 # $TRAINLAB_BUILD_DIR or build/), --budget-s S (all steps together, default 450; a step that would
-# start past it is SKIP), --only a,b (step names), --cases x,y (validate only these seeded cases). Steps, each with its own time limit, each
-# writing <step>.log and a PASS/FAIL/SKIP line to $OUT/summary: cuda_tests, lab_mlp, profile_vs_torch,
-# validate, sweep_pinning, lab_recsys, doctor. At the end $OUT/device_check.json holds the steps,
+# start past it is SKIP), --only a,b (step names), --cases x,y (validate only these seeded cases).
+# Steps, each with its own time limit, each writing <step>.log and a PASS/FAIL/SKIP line to
+# $OUT/summary: cuda_tests, lab_mlp, profile_vs_torch, validate, sweep_pinning, lab_recsys, doctor. At the end $OUT/device_check.json holds the steps,
 # their figures and the environment. Exit status: 0 every step passed, 1 a step failed or was
 # skipped, 2 a prerequisite is missing (one line naming each) or bad arguments.
 set -uo pipefail
@@ -192,7 +192,8 @@ export TRAINLAB_EXPORT_SCRIPT="$repo/scenarios/export/aot_compile.py"
 export TRAINLAB_DATA_DIR="${TRAINLAB_DATA_DIR:-$work/datasets}"
 : > "$out/summary"
 start_s=$SECONDS
-echo "device_check: device $device$([ $quick = 1 ] && echo ' (quick)'), binaries $bin_dir, python $py, results $out" | tee -a "$out/summary"
+# The binaries as a path in the repository where they are in it: the summary is kept in bench/.
+echo "device_check: device $device$([ $quick = 1 ] && echo ' (quick)'), binaries ${bin_dir#"$repo"/}, python $py, results $out" | tee -a "$out/summary"
 if ! command -v "${CXX:-c++}" >/dev/null 2>&1 && ! command -v g++ >/dev/null 2>&1; then
   echo "note: no C++ compiler on PATH: AOTInductor cannot build the compiled variant's package (the labs will say not measured)" | tee -a "$out/summary"
 fi
