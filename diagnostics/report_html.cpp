@@ -464,8 +464,28 @@ void attribution_svg(std::ostringstream& o, const std::vector<SuspectShare>& sha
   o << "</div>\n";
 }
 
+// A job of several ranks: its one verdict before the rank the rest of the report shows.
+void job_banner(std::ostringstream& o, const JobDiagnosis& job, const Summary& shown) {
+  const SuspectStyle style = style_of(job.primary);
+  o << "<div class=\"banner" << (job.inconclusive ? " inconclusive" : "") << "\" style=\"border-left-color:"
+    << style.colour << "\"><div class=\"kicker\">Job of " << job.ranks << " ranks</div><div class=\"primary\">"
+    << (job.inconclusive ? std::string("INCONCLUSIVE") : job.imbalanced ? std::string("Rank imbalance") : style.label);
+  if (!job.inconclusive)
+    o << " <span class=\"badge conf-" << escape_html(job.confidence) << "\">confidence: " << escape_html(job.confidence)
+      << "</span>";
+  o << "</div>\n<p class=\"headline\">" << escape_html(job.headline) << "</p>\n";
+  if (!job.confidence_reasons.empty()) {
+    o << "<ul class=\"reasons\">";
+    for (const std::string& r : job.confidence_reasons) o << "<li>confidence: " << escape_html(r) << "</li>";
+    o << "</ul>\n";
+  }
+  o << "<p class=\"policy\">Every rank in section 11. Below: rank " << shown.rank << " (" << escape_html(shown.label)
+    << ").</p></div>\n";
+}
+
 void verdict_section(std::ostringstream& o, const ReportInput& in) {
   section_open(o, "verdict", "1 · Verdict");
+  if (in.job != nullptr) job_banner(o, *in.job, *in.summary);
   const Verdict* v = in.verdict;
   if (v == nullptr) {
     o << "<div class=\"banner neutral\"><div class=\"kicker\">Verdict</div><div class=\"primary\">" << kDash
@@ -1136,17 +1156,44 @@ void data_section(std::ostringstream& o, const ReportInput& in) {
 
 // --- 11: data parallel -----------------------------------------------------------------------------
 
+// Each rank of a job: its step, own work, the waiting and wire time in its exposed communication,
+// its shares and its own verdict; the straggler marked when the job is imbalanced.
+void job_rank_table(std::ostringstream& o, const JobDiagnosis& job) {
+  o << "<table class=\"data\"><thead><tr><th>Rank</th><th>Trace</th><th class=\"num\">Step p50</th>"
+       "<th class=\"num\">Own work</th><th class=\"num\">Waiting for rank "
+    << job.straggler_rank
+    << "</th><th class=\"num\">On the wire</th><th class=\"num\">Data wait</th><th class=\"num\">Compute</th>"
+       "<th class=\"num\">Framework</th><th class=\"num\">Other</th><th>Rank's own verdict</th></tr></thead><tbody>\n";
+  for (const JobRank& r : job.rank_lines) {
+    const bool straggler = job.imbalanced && r.rank == job.straggler_rank;
+    o << "<tr" << (straggler ? " class=\"slowest\"" : "") << "><td>" << r.rank << (straggler ? " (straggler)" : "")
+      << "</td><td>" << escape_html(r.label) << "</td><td class=\"num\">" << format_ms(r.step_p50_ms)
+      << "</td><td class=\"num\">" << format_ms(r.own_work_ms) << "</td><td class=\"num\">" << format_ms(r.waiting_ms)
+      << "</td><td class=\"num\">" << format_ms(r.wire_ms) << "</td><td class=\"num\">"
+      << format_pct(r.shares.data_wait_pct + r.shares.host_to_device_pct) << "</td><td class=\"num\">"
+      << format_pct(r.shares.compute_pct) << "</td><td class=\"num\">" << format_pct(r.shares.framework_pct)
+      << "</td><td class=\"num\">" << format_pct(r.shares.other_pct) << "</td><td>" << escape_html(r.verdict)
+      << "</td></tr>\n";
+  }
+  o << "</tbody></table>\n";
+}
+
 void parallel_section(std::ostringstream& o, const ReportInput& in) {
   const Summary& s = *in.summary;
-  if (s.world_size <= 1 && in.ranks.size() <= 1 && s.rank_step_p50_ms.size() <= 1) return;
+  if (in.job == nullptr && s.world_size <= 1 && in.ranks.size() <= 1 && s.rank_step_p50_ms.size() <= 1) return;
   section_open(o, "parallel", "11 · Data parallel");
   o << "<table class=\"kv\"><tbody>\n";
   kv_row(o, "World size",
          std::to_string(std::max<size_t>(static_cast<size_t>(s.world_size), in.ranks.size())));
   kv_row(o, "All-reduce share (hidden or not)", or_dash(s.comm_total_pct, format_pct));
   kv_row(o, "Exposed communication share", format_pct(s.shares.communication_pct));
-  kv_row(o, "Rank spread (slowest vs fastest step p50)", or_dash(s.rank_spread_pct, format_pct));
+  kv_row(o, "Rank spread (own work a step: slowest vs fastest)", or_dash(s.rank_spread_pct, format_pct));
   o << "</tbody></table>\n";
+  if (in.job != nullptr) {
+    job_rank_table(o, *in.job);
+    o << "</section>\n";
+    return;
+  }
   std::vector<std::pair<std::string, double>> p50s;
   for (const auto& [name, rs] : in.ranks) {
     p50s.emplace_back(name, rs.step.count > 0 ? rs.step.p50 : local_distribution(rs.step_ms).p50);
@@ -1359,7 +1406,7 @@ std::string render_report_html(const ReportInput& input) {
        "<a href=\"#system\">System</a><a href=\"#steps\">Steps</a><a href=\"#phases\">Phases</a>"
        "<a href=\"#timeline\">Timeline</a><a href=\"#ops\">Ops</a><a href=\"#device\">Device</a>"
        "<a href=\"#data\">Data</a>"
-    << (s.world_size > 1 || input.ranks.size() > 1 || s.rank_step_p50_ms.size() > 1
+    << (input.job != nullptr || s.world_size > 1 || input.ranks.size() > 1 || s.rank_step_p50_ms.size() > 1
             ? "<a href=\"#parallel\">Parallel</a>"
             : "")
     << "<a href=\"#rules\">Rules</a></nav>\n";

@@ -1,7 +1,8 @@
 // The HTML report (DESIGN §7): one self-contained file (CSS in a <style> block, charts as inline SVG,
 // no JavaScript, no network) with the verdict, the attribution, ranked actions, run summary, system
 // usage, step-time statistics and histogram, phase breakdown, utilisation timeline, top ops and
-// kernels, device activity, dataloading, data parallel and the rule table. Every string that came
+// kernels, device activity, dataloading, data parallel (for a job of several ranks: the job verdict
+// first and the per-rank table) and the rule table. Every string that came
 // from data is HTML-escaped. A figure the Summary does not have (an empty optional) shows "—".
 // No LibTorch.
 #pragma once
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "diagnostics/job_diagnosis.h"
 #include "diagnostics/rules.h"
 #include "diagnostics/summary.h"
 #include "diagnostics/verdict.h"
@@ -39,6 +41,7 @@ struct ReportInput {
   // The traces the diagnosis read, as paths from the report's folder (or as the user gave them):
   // named in the run summary with how to open them (Perfetto, chrome://tracing, HTA, TensorBoard).
   std::vector<std::string> traces;
+  const JobDiagnosis* job = nullptr;  // optional: a job of several ranks (job banner, its rank table)
 };
 
 // Throws std::invalid_argument when input.summary is null.

@@ -760,7 +760,9 @@ std::optional<Finding> rank_imbalance(const Summary& s, const Thresholds& t) {
   if (!(*spread > spread_max)) return std::nullopt;
   Finding f = make("rank_imbalance", Severity::kModerate, Suspect::kCommunication);
   f.evidence.push_back({"rank_spread_pct", *spread, spread_max, "pct"});
-  f.title = format_text("the slowest rank's median step is %.1f %% above the fastest one's", *spread);
+  f.title = format_text("the slowest rank's own work a step (its step minus exposed communication) is %.1f %% "
+                        "above the fastest rank's",
+                        *spread);
   if (p50.size() >= 2 && fastest > 0) {
     f.title += format_text(" (%.1f ms vs %.1f ms)", slowest, fastest);
     const double limit = fastest * (1.0 + spread_max / 100.0);

@@ -136,7 +136,7 @@ struct Summary {
   std::optional<double> comm_overlapped_pct;  // collective time hidden under compute on other streams (GPU traces)
   std::map<std::string, double> comm_family_pct;  // collective kernel time by family (collective_kinds.h)
   std::vector<CollectiveCalls> collectives;       // from the trace's args, most calls first
-  std::vector<double> rank_step_p50_ms;       // merged runs: one per rank
+  std::vector<double> rank_step_p50_ms;       // one per rank: its own work a step (step minus exposed communication)
   std::optional<double> rank_spread_pct;      // (slowest - fastest) / fastest step p50
   std::optional<int> straggler_rank;          // the rank with the most own work per step (merged runs, rank folders)
 

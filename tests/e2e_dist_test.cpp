@@ -124,6 +124,26 @@ TEST(DistE2E, ProfiledRanksWriteTracesWithRankAndAllReduceSpans) {
   for (const auto& [step, start_us] : step_start_us[0]) {
     EXPECT_NEAR(start_us, step_start_us[1].at(step), 100000.0) << step;  // within 0.1 s (not the 0.5 s of two process starts)
   }
+  // One job verdict over both ranks' traces: printed first, in diagnosis.json, and the report links
+  // every rank's trace.
+  EXPECT_NE(r.out.find("Job of 2 ranks: "), std::string::npos) << r.out;
+  const nlohmann::json diagnosis = nlohmann::json::parse(e2e::slurp(run_dir + "/diagnosis.json"));
+  ASSERT_TRUE(diagnosis.contains("job")) << diagnosis.dump();
+  const nlohmann::json& job = diagnosis.at("job");
+  EXPECT_EQ(job.at("ranks").get<int>(), 2);
+  ASSERT_EQ(job.at("per_rank").size(), 2u);
+  for (int rank : {0, 1}) {
+    const nlohmann::json& line = job.at("per_rank").at(rank);
+    EXPECT_EQ(line.at("rank").get<int>(), rank);
+    EXPECT_GT(line.at("step_p50_ms").get<double>(), 0.0);
+    EXPECT_NEAR(line.at("own_work_ms").get<double>() + line.at("exposed_comm_ms").get<double>(),
+                line.at("step_p50_ms").get<double>(), 1e-6);
+  }
+  EXPECT_FALSE(job.at("headline").get<std::string>().empty());
+  const std::string html = e2e::slurp(run_dir + "/report.html");
+  EXPECT_NE(html.find("<title>job of 2 ranks"), std::string::npos);
+  EXPECT_NE(html.find("traces/fp32/rank0.pt.trace.json"), std::string::npos);
+  EXPECT_NE(html.find("traces/fp32/rank1.pt.trace.json"), std::string::npos);
 }
 
 TEST(DistE2E, KilledRankEndsItsPeerWithAClearErrorWithinTheTimeout) {

@@ -80,17 +80,23 @@ void write_outputs(DiagnoseOutcome& outcome, const std::string& input, const nlo
                    std::vector<ReportTimeline> timelines, const VariantRecord* first_record,
                    const std::vector<std::string>& traces) {
   ensure_writable_dir(outcome.out_dir);
-  write_file_atomically(outcome.out_dir + "/diagnosis.json",
-                        json_text(diagnosis_document(outcome.diagnoses, input, utc_now("%Y-%m-%dT%H:%M:%SZ"),
-                                                     outcome.gate_reasons, outcome.unreadable_traces),
-                                  2) +
-                            "\n");
+  nlohmann::json document = diagnosis_document(outcome.diagnoses, input, utc_now("%Y-%m-%dT%H:%M:%SZ"),
+                                               outcome.gate_reasons, outcome.unreadable_traces);
+  if (outcome.job) document["job"] = to_json(*outcome.job);
+  write_file_atomically(outcome.out_dir + "/diagnosis.json", json_text(document, 2) + "\n");
   // The report shows the first diagnosis (the first variant, or rank 0) with every rank's summary.
   const Diagnosis& main = outcome.diagnoses.front();
   ReportInput report;
-  report.title = (main.summary.scenario.empty() ? main.summary.label
-                                                : main.summary.scenario + " · " + main.summary.label) +
-                 " — trainlab diagnosis";
+  if (outcome.job) {
+    const fs::path named = fs::path(input).has_filename() ? fs::path(input) : fs::path(input).parent_path();
+    report.title = "job of " + std::to_string(outcome.job->ranks) + " ranks · " + named.filename().string() +
+                   " — trainlab diagnosis";
+    report.job = &*outcome.job;
+  } else {
+    report.title = (main.summary.scenario.empty() ? main.summary.label
+                                                  : main.summary.scenario + " · " + main.summary.label) +
+                   " — trainlab diagnosis";
+  }
   report.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
   report.summary = &main.summary;
   report.findings = &main.findings;
@@ -297,6 +303,31 @@ void note_incomplete_job(DiagnoseOutcome& outcome, size_t trace_count) {
   for (Diagnosis& d : outcome.diagnoses) d.summary.notes.push_back(note);
 }
 
+// The traces of a profiled run's ranks (traces/<variant>/rank<N>.pt.trace.json[.gz], beside the first
+// rank's): empty for a run of one rank.
+std::vector<fs::path> rank_traces_beside(const std::string& first_rank_trace) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  const fs::path folder = fs::path(first_rank_trace).parent_path();
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file(ec) && name.rfind("rank", 0) == 0 && is_trace_file(entry.path())) out.push_back(entry.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out.size() >= 2 ? out : std::vector<fs::path>{};
+}
+
+// Ranks of one job, diagnosed each on its own: in rank order, each told the straggler and the
+// spread, diagnosed again with them, then the job's one verdict.
+std::optional<JobDiagnosis> diagnose_ranks_as_job(std::vector<Diagnosis>& ranks, const Thresholds& thresholds) {
+  std::stable_sort(ranks.begin(), ranks.end(),
+                   [](const Diagnosis& a, const Diagnosis& b) { return a.summary.rank < b.summary.rank; });
+  if (ranks.size() < 2) return std::nullopt;
+  add_rank_spread(ranks);
+  for (Diagnosis& d : ranks) d = diagnose_summary(std::move(d.summary), thresholds);
+  return diagnose_job(ranks, thresholds);
+}
+
 }  // namespace
 
 DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir,
@@ -326,6 +357,19 @@ DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir
         summarise_variant(v, record.scenario, profile ? &*profile : nullptr), *options.thresholds));
   }
   if (outcome.diagnoses.empty()) throw InputError(run_dir + ": the run has no variants to diagnose");
+  // A profiled run of several ranks (profile --nproc N): the job's verdict from every rank's trace,
+  // and the report links each of them.
+  if (record.variants.size() == 1 && !record.variants.front().profile.trace.empty()) {
+    const std::vector<fs::path> rank_traces = rank_traces_beside(trace_path_in_run(run_dir, record.variants.front()));
+    if (!rank_traces.empty()) {
+      RankDiagnoses ranks = diagnose_traces(rank_traces, *options.thresholds, /*skip_unreadable=*/true);
+      outcome.job = diagnose_ranks_as_job(ranks.diagnoses, *options.thresholds);
+      if (outcome.job) {
+        traces.clear();
+        for (const fs::path& t : ranks.read) traces.push_back(t.string().substr(run_dir.size() + 1));
+      }
+    }
+  }
   outcome.gate_reasons = gate_reasons(outcome.diagnoses, options.fail_on);
   outcome.gate_failed = !outcome.gate_reasons.empty();
   write_outputs(outcome, run_dir, environment_of(record.environment, record.variants.front()), std::move(timelines),
@@ -381,13 +425,8 @@ DiagnoseOutcome diagnose_path(const std::string& path, const DiagnoseOptions& op
   }
   outcome.diagnoses = std::move(ranks.diagnoses);
   outcome.unreadable_traces = std::move(ranks.unreadable);
-  // Ranks in rank order when the traces say which they are.
-  std::stable_sort(outcome.diagnoses.begin(), outcome.diagnoses.end(),
-                   [](const Diagnosis& a, const Diagnosis& b) { return a.summary.rank < b.summary.rank; });
-  if (outcome.diagnoses.size() > 1) {
-    add_rank_spread(outcome.diagnoses);
-    for (Diagnosis& d : outcome.diagnoses) d = diagnose_summary(std::move(d.summary), *options.thresholds);
-  }
+  // Ranks in rank order when the traces say which they are; two or more are one job.
+  outcome.job = diagnose_ranks_as_job(outcome.diagnoses, *options.thresholds);
   note_incomplete_job(outcome, traces.size());
   outcome.gate_reasons = gate_reasons(outcome.diagnoses, options.fail_on);
   outcome.gate_failed = !outcome.gate_reasons.empty();
@@ -452,6 +491,7 @@ nlohmann::json diagnoses_json(const DiagnoseOutcome& outcome) {
   nlohmann::json document =
       diagnosis_document(outcome.diagnoses, outcome.input, utc_now("%Y-%m-%dT%H:%M:%SZ"), outcome.gate_reasons,
                          outcome.unreadable_traces);
+  if (outcome.job) document["job"] = to_json(*outcome.job);
   document["diagnosis_json"] = outcome.out_dir + "/diagnosis.json";
   document["report_html"] = outcome.out_dir + "/report.html";
   return document;
@@ -462,6 +502,10 @@ std::string render_diagnoses(const DiagnoseOutcome& outcome, OutputFormat format
   const std::string report_html = outcome.out_dir + "/report.html";
   if (format == OutputFormat::kJson) return json_text(diagnoses_json(outcome), 2) + "\n";
   std::string out;
+  if (outcome.job) {
+    out += format == OutputFormat::kTable ? render_job_text(*outcome.job) + "\n"
+                                          : "### Job\n\n```\n" + render_job_text(*outcome.job) + "```\n\n";
+  }
   for (const Diagnosis& d : outcome.diagnoses) {
     if (format == OutputFormat::kTable) {
       out += render_diagnosis_text(d) + "\n";

@@ -4,6 +4,7 @@
 // makes the command exit 1 when such a finding fires. Torch-free.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 
 #include "core/run_record.h"
 #include "diagnostics/diagnosis.h"
+#include "diagnostics/job_diagnosis.h"
 #include "diagnostics/thresholds.h"
 #include "harness/runner/output_format.h"
 
@@ -26,6 +28,7 @@ struct DiagnoseOptions {
 
 struct DiagnoseOutcome {
   std::vector<Diagnosis> diagnoses;  // one per variant (runs) or per rank trace
+  std::optional<JobDiagnosis> job;   // a folder of two or more rank traces: the job's one verdict
   std::string input;                 // the run folder or trace(s) as given
   bool from_run_record = false;      // a run folder, not traces
   VariantSpec spec;                  // a run folder's first variant: what to profile or doctor next

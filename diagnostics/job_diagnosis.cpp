@@ -1,0 +1,368 @@
+// The job verdict of several ranks' diagnoses (see job_diagnosis.h).
+#include "diagnostics/job_diagnosis.h"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+#include "core/comparison_stats.h"
+
+#include "diagnostics/text_format.h"
+#include "diagnostics/verdict.h"
+
+namespace trainlab {
+namespace {
+
+// The parts of a step the straggler can spend more time in than the other ranks.
+struct StepPart {
+  Suspect suspect;
+  const char* words;
+  double StepShares::*share;
+};
+constexpr StepPart kStepParts[] = {
+    {Suspect::kDataPipeline, "data wait", &StepShares::data_wait_pct},
+    {Suspect::kDataPipeline, "host-to-device copies", &StepShares::host_to_device_pct},
+    {Suspect::kModelCompute, "model compute", &StepShares::compute_pct},
+    {Suspect::kFrameworkOverhead, "framework overhead", &StepShares::framework_pct},
+    {Suspect::kNone, "untraced host work (outside the profiled ops)", &StepShares::other_pct},
+};
+
+double median_of(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+double suspect_share_pct(const StepShares& s, Suspect suspect) {
+  switch (suspect) {
+    case Suspect::kDataPipeline: return s.data_wait_pct + s.host_to_device_pct;
+    case Suspect::kModelCompute: return s.compute_pct;
+    case Suspect::kCommunication: return s.communication_pct;
+    case Suspect::kFrameworkOverhead: return s.framework_pct;
+    case Suspect::kNone: return s.other_pct;
+  }
+  return 0;
+}
+
+int confidence_rank(const std::string& confidence) {
+  if (confidence == "high") return 3;
+  if (confidence == "medium") return 2;
+  if (confidence == "low") return 1;
+  return 0;
+}
+
+std::string confidence_name(int rank) {
+  if (rank >= 3) return "high";
+  if (rank == 2) return "medium";
+  return "low";
+}
+
+// A rank's own work in each measured step (its step minus the exposed communication of that step),
+// keyed by the step's number (ProfilerStep#N; the position where the trace has no numbers).
+std::map<int64_t, double> own_work_by_step(const Summary& s) {
+  std::map<int64_t, double> out;
+  if (s.step_shares.size() != s.step_ms.size()) return out;
+  const bool numbered = s.step_numbers.size() == s.step_ms.size();
+  for (size_t i = 0; i < s.step_ms.size(); ++i) {
+    const double own_ms = s.step_ms[i] * (1.0 - s.step_shares[i].communication_pct / 100.0);
+    if (own_ms > 0) out[numbered ? s.step_numbers[i] : static_cast<int64_t>(i)] = own_ms;
+  }
+  return out;
+}
+
+// The straggler's own work against the other ranks' median, over the steps every rank measured.
+void pair_the_steps(JobDiagnosis& job, const std::vector<Diagnosis>& ranks) {
+  std::vector<std::map<int64_t, double>> others;
+  std::map<int64_t, double> straggler;
+  for (const Diagnosis& d : ranks) {
+    if (d.summary.rank == job.straggler_rank) {
+      straggler = own_work_by_step(d.summary);
+    } else {
+      others.push_back(own_work_by_step(d.summary));
+    }
+  }
+  std::vector<double> others_median_ms, straggler_ms;
+  for (const auto& [step, own_ms] : straggler) {
+    std::vector<double> at_step;
+    for (const auto& rank : others) {
+      const auto it = rank.find(step);
+      if (it != rank.end()) at_step.push_back(it->second);
+    }
+    if (at_step.size() != others.size()) continue;
+    others_median_ms.push_back(median_of(at_step));
+    straggler_ms.push_back(own_ms);
+  }
+  if (straggler_ms.size() < 2) return;
+  try {
+    const stats::ChangeEstimate change = stats::paired_robust_change(others_median_ms, straggler_ms);
+    job.spread_pct = change.change_pct;
+    job.spread_low_pct = change.low_pct;
+    job.spread_high_pct = change.high_pct;
+    job.steps_paired = change.pairs;
+  } catch (const std::invalid_argument&) {
+  }
+}
+
+std::string rank_verdict_words(const Diagnosis& d) {
+  if (d.verdict.inconclusive) return "inconclusive";
+  return suspect_words(d.verdict.primary) + " (" + d.verdict.confidence + ")";
+}
+
+// "+390.1 % [+350.2, +420.0] over 20 steps"
+std::string spread_words(const JobDiagnosis& job) {
+  if (job.steps_paired == 0) return format_text("%+.1f %%, from the ranks' medians", job.spread_pct);
+  return format_text("%+.1f %% [%+.1f, %+.1f] over %d steps", job.spread_pct, job.spread_low_pct,
+                     job.spread_high_pct, job.steps_paired);
+}
+
+// The imbalanced job: the straggler, what makes it slow, and the waiting it causes.
+void decide_imbalanced(JobDiagnosis& job, double spread_line_pct) {
+  const JobRank& straggler = *std::find_if(job.rank_lines.begin(), job.rank_lines.end(),
+                                           [&](const JobRank& r) { return r.rank == job.straggler_rank; });
+  std::vector<double> others_own_ms;
+  for (const JobRank& r : job.rank_lines)
+    if (r.rank != job.straggler_rank) others_own_ms.push_back(r.own_work_ms);
+  const double others_own_median_ms = median_of(others_own_ms);
+  job.primary = job.straggler_cause;
+  job.headline = format_text(
+      "rank imbalance: rank %d is the straggler, its own work %.1f ms a step against %.1f ms on the other "
+      "ranks' median (%s)",
+      job.straggler_rank, straggler.own_work_ms, others_own_median_ms, spread_words(job).c_str());
+  if (!job.straggler_cause_words.empty()) {
+    job.headline += format_text("; its %s takes %.1f ms a step more than the other ranks' median",
+                                job.straggler_cause_words.c_str(), job.straggler_cause_excess_ms);
+  }
+  job.headline += format_text(
+      "; the other ranks wait for it %.1f %% of their step at the collectives, and %.1f %% of the step is "
+      "communication on the wire",
+      job.waiting_pct, job.wire_pct);
+  int confidence = 3;
+  if (job.spread_low_pct < 2 * spread_line_pct) {
+    confidence = 2;
+    job.confidence_reasons.push_back(format_text("the spread's interval reaches under twice the %.0f %% line: %s",
+                                                 spread_line_pct, spread_words(job).c_str()));
+  }
+  const double own_excess_ms = straggler.own_work_ms - others_own_median_ms;
+  if (job.straggler_cause_words.empty() || job.straggler_cause_excess_ms < 0.5 * own_excess_ms) {
+    --confidence;
+    job.confidence_reasons.push_back(format_text(
+        "no one part of the straggler's step explains half of its %.1f ms of extra own work", own_excess_ms));
+  }
+  job.confidence = confidence_name(confidence);
+}
+
+// The balanced job: the suspect most ranks name.
+void decide_balanced(JobDiagnosis& job, const std::vector<Diagnosis>& ranks, double spread_line_pct) {
+  std::map<Suspect, int> votes;
+  std::map<Suspect, int> lowest_confidence;
+  for (const Diagnosis& d : ranks) {
+    if (d.verdict.inconclusive) continue;
+    ++votes[d.verdict.primary];
+    const int c = confidence_rank(d.verdict.confidence);
+    auto [it, fresh] = lowest_confidence.emplace(d.verdict.primary, c);
+    if (!fresh) it->second = std::min(it->second, c);
+  }
+  if (votes.empty()) {
+    job.inconclusive = true;
+    job.confidence = "none";
+    job.headline = "every rank's diagnosis is inconclusive (see each rank below)";
+    return;
+  }
+  const Suspect straggler_primary = [&] {
+    for (const Diagnosis& d : ranks)
+      if (d.summary.rank == job.straggler_rank && !d.verdict.inconclusive) return d.verdict.primary;
+    return Suspect::kNone;
+  }();
+  Suspect chosen = votes.begin()->first;
+  for (const auto& [suspect, count] : votes) {
+    const int best = votes[chosen];
+    if (count > best || (count == best && suspect == straggler_primary)) chosen = suspect;
+  }
+  job.primary = chosen;
+  int confidence = lowest_confidence[chosen];
+  const int agreeing = votes[chosen];
+  if (agreeing < job.ranks) {
+    std::string split;
+    for (const auto& [suspect, count] : votes)
+      split += (split.empty() ? "" : ", ") + std::to_string(count) + " " + suspect_words(suspect);
+    const auto inconclusive =
+        std::count_if(ranks.begin(), ranks.end(), [](const Diagnosis& d) { return d.verdict.inconclusive; });
+    if (inconclusive > 0) split += ", " + std::to_string(inconclusive) + " inconclusive";
+    job.confidence_reasons.push_back("the ranks differ: " + split);
+    confidence = std::min(confidence, agreeing * 2 > job.ranks ? confidence - 1 : 1);
+  }
+  job.confidence = confidence_name(std::max(confidence, 1));
+  double lo = 100, hi = 0, sum = 0;
+  for (const JobRank& r : job.rank_lines) {
+    const double share = suspect_share_pct(r.shares, chosen);
+    lo = std::min(lo, share);
+    hi = std::max(hi, share);
+    sum += share;
+  }
+  job.headline = format_text("%s on %d of %d ranks: %.1f %% of the step on average (%.1f to %.1f %% by rank)",
+                             suspect_words(chosen).c_str(), agreeing, job.ranks, sum / job.ranks, lo, hi);
+  if (job.at_line) {
+    job.headline += format_text("; whether rank %d lags cannot be told from these steps: its own work is %s "
+                                "against the other ranks' median, an interval that reaches past the %.0f %% line",
+                                job.straggler_rank, spread_words(job).c_str(), spread_line_pct);
+    job.confidence_reasons.push_back(format_text("rank %d may lag the others: its own work, %s against the other "
+                                                 "ranks' median, reaches past the %.0f %% line",
+                                                 job.straggler_rank, spread_words(job).c_str(), spread_line_pct));
+    confidence = std::min(confidence, 2);
+    job.confidence = confidence_name(std::max(confidence, 1));
+  } else {
+    job.headline += format_text("; the ranks are balanced: the slowest one's own work is %s against the others' "
+                                "median (line %.0f %%)",
+                                spread_words(job).c_str(), spread_line_pct);
+  }
+  if (job.wire_pct + job.waiting_pct > 0.05) {
+    job.headline += format_text("; exposed communication %.1f %% on the wire, %.1f %% waiting for rank %d",
+                                job.wire_pct, job.waiting_pct, job.straggler_rank);
+  }
+}
+
+}  // namespace
+
+std::optional<JobDiagnosis> diagnose_job(const std::vector<Diagnosis>& ranks, const Thresholds& thresholds) {
+  if (ranks.size() < 2) return std::nullopt;
+  JobDiagnosis job;
+  job.ranks = static_cast<int>(ranks.size());
+  for (const Diagnosis& d : ranks) {
+    const Summary& s = d.summary;
+    JobRank r;
+    r.rank = s.rank;
+    r.label = s.label;
+    r.step_p50_ms = s.step.p50;
+    r.exposed_comm_ms = s.shares.communication_pct / 100.0 * s.step.p50;
+    r.own_work_ms = s.step.p50 - r.exposed_comm_ms;
+    r.shares = s.shares;
+    r.verdict = rank_verdict_words(d);
+    job.rank_lines.push_back(std::move(r));
+  }
+  std::stable_sort(job.rank_lines.begin(), job.rank_lines.end(),
+                   [](const JobRank& a, const JobRank& b) { return a.rank < b.rank; });
+  // Traces that do not say which rank they are (or say the same one) are not one job's ranks.
+  for (size_t i = 1; i < job.rank_lines.size(); ++i) {
+    if (job.rank_lines[i].rank == job.rank_lines[i - 1].rank) return std::nullopt;
+  }
+  const auto by_own_work = [](const JobRank& a, const JobRank& b) { return a.own_work_ms < b.own_work_ms; };
+  const JobRank& straggler = *std::max_element(job.rank_lines.begin(), job.rank_lines.end(), by_own_work);
+  job.straggler_rank = straggler.rank;
+  // Without per-step figures, the medians alone (no interval: low = high = the point).
+  std::vector<double> others_own_ms;
+  for (const JobRank& r : job.rank_lines)
+    if (r.rank != straggler.rank) others_own_ms.push_back(r.own_work_ms);
+  const double others_own_median_ms = median_of(others_own_ms);
+  job.spread_pct = job.spread_low_pct = job.spread_high_pct =
+      others_own_median_ms > 0 ? 100.0 * (straggler.own_work_ms / others_own_median_ms - 1.0) : 0;
+  pair_the_steps(job, ranks);
+  for (const JobRank& r : job.rank_lines) job.step_p50_ms = std::max(job.step_p50_ms, r.step_p50_ms);
+
+  // Waiting: what a rank exposes beyond the straggler's own exposure; the rest is the wire.
+  const double straggler_exposed_ms = straggler.exposed_comm_ms;
+  double waiting_sum_pct = 0, wire_sum_pct = 0;
+  for (JobRank& r : job.rank_lines) {
+    r.waiting_ms = std::clamp(r.exposed_comm_ms - straggler_exposed_ms, 0.0, r.exposed_comm_ms);
+    r.wire_ms = r.exposed_comm_ms - r.waiting_ms;
+    if (r.step_p50_ms <= 0) continue;
+    wire_sum_pct += 100.0 * r.wire_ms / r.step_p50_ms;
+    if (r.rank != job.straggler_rank) waiting_sum_pct += 100.0 * r.waiting_ms / r.step_p50_ms;
+  }
+  job.wire_pct = wire_sum_pct / job.ranks;
+  job.waiting_pct = waiting_sum_pct / (job.ranks - 1);
+
+  // What the straggler spends more time in than the other ranks' median.
+  double best_excess_ms = 0;
+  for (const StepPart& part : kStepParts) {
+    std::vector<double> others_ms;
+    for (const JobRank& r : job.rank_lines)
+      if (r.rank != job.straggler_rank) others_ms.push_back(r.shares.*part.share / 100.0 * r.step_p50_ms);
+    const double excess_ms = straggler.shares.*part.share / 100.0 * straggler.step_p50_ms - median_of(others_ms);
+    if (excess_ms > best_excess_ms) {
+      best_excess_ms = excess_ms;
+      job.straggler_cause = part.suspect;
+      job.straggler_cause_words = part.words;
+      job.straggler_cause_excess_ms = excess_ms;
+    }
+  }
+
+  const int world_size = ranks.front().summary.world_size;
+  if (world_size > job.ranks) {
+    job.confidence_reasons.push_back(format_text("%d of the job's %d ranks were read: the others' waiting and "
+                                                 "their own work are not in these figures",
+                                                 job.ranks, world_size));
+  }
+  const double spread_line_pct = thresholds.value("rank_imbalance.spread_pct");
+  job.imbalanced = job.spread_low_pct > spread_line_pct;
+  job.at_line = !job.imbalanced && job.spread_high_pct > spread_line_pct;
+  if (job.imbalanced) {
+    decide_imbalanced(job, spread_line_pct);
+  } else {
+    decide_balanced(job, ranks, spread_line_pct);
+  }
+  if (world_size > job.ranks && !job.inconclusive)
+    job.confidence = confidence_name(std::max(1, confidence_rank(job.confidence) - 1));
+  return job;
+}
+
+nlohmann::json to_json(const JobDiagnosis& job) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const JobRank& r : job.rank_lines) {
+    ranks.push_back({{"rank", r.rank},
+                     {"label", r.label},
+                     {"step_p50_ms", r.step_p50_ms},
+                     {"own_work_ms", r.own_work_ms},
+                     {"exposed_comm_ms", r.exposed_comm_ms},
+                     {"waiting_ms", r.waiting_ms},
+                     {"wire_ms", r.wire_ms},
+                     {"data_wait_pct", r.shares.data_wait_pct},
+                     {"compute_pct", r.shares.compute_pct},
+                     {"communication_pct", r.shares.communication_pct},
+                     {"framework_pct", r.shares.framework_pct},
+                     {"other_pct", r.shares.other_pct},
+                     {"verdict", r.verdict}});
+  }
+  return {{"ranks", job.ranks},
+          {"inconclusive", job.inconclusive},
+          {"primary", job.inconclusive ? "" : (job.primary == Suspect::kNone ? "other" : to_string(job.primary))},
+          {"imbalanced", job.imbalanced},
+          {"confidence", job.confidence},
+          {"confidence_reasons", job.confidence_reasons},
+          {"headline", job.headline},
+          {"step_p50_ms", job.step_p50_ms},
+          {"straggler_rank", job.straggler_rank},
+          {"spread_pct", job.spread_pct},
+          {"spread_low_pct", job.spread_low_pct},
+          {"spread_high_pct", job.spread_high_pct},
+          {"steps_paired", job.steps_paired},
+          {"at_line", job.at_line},
+          {"straggler_cause", job.straggler_cause_words},
+          {"straggler_cause_excess_ms", job.straggler_cause_excess_ms},
+          {"waiting_pct", job.waiting_pct},
+          {"wire_pct", job.wire_pct},
+          {"per_rank", ranks}};
+}
+
+std::string render_job_text(const JobDiagnosis& job) {
+  std::string out = format_text("Job of %d ranks: ", job.ranks);
+  if (job.inconclusive) {
+    out += "inconclusive — " + job.headline + "\n";
+  } else {
+    out += (job.imbalanced ? std::string("rank imbalance") : suspect_words(job.primary)) + " (confidence " +
+           job.confidence + ") — " + job.headline + "\n";
+  }
+  for (const std::string& reason : job.confidence_reasons) out += "  confidence: " + reason + "\n";
+  out += "  rank  step p50 ms  own work ms  waiting ms  wire ms  data %  compute %  framework %  other %  "
+         "rank's own verdict\n";
+  for (const JobRank& r : job.rank_lines) {
+    out += format_text("  %4d  %11.1f  %11.1f  %10.1f  %7.1f  %6.1f  %9.1f  %11.1f  %7.1f  %s%s\n", r.rank,
+                       r.step_p50_ms, r.own_work_ms, r.waiting_ms, r.wire_ms,
+                       r.shares.data_wait_pct + r.shares.host_to_device_pct, r.shares.compute_pct,
+                       r.shares.framework_pct, r.shares.other_pct, r.verdict.c_str(),
+                       job.imbalanced && r.rank == job.straggler_rank ? "  <- straggler" : "");
+  }
+  return out;
+}
+
+}  // namespace trainlab

@@ -1,0 +1,111 @@
+"""Job-level diagnosis of real DDP traces (issue 34): torchrun starts N Gloo ranks of a small DDP MLP,
+each traced by torch.profiler; one rank can be slowed on purpose with extra matmuls in its step.
+`trainlab diagnose` of the folder must give one job verdict, in the terminal, diagnosis.json and the
+report (which links every rank's trace): with a slowed rank, rank imbalance that names that rank,
+its model compute, and the other ranks' waiting.
+
+    python tests/ddp_job_test.py TRAINLAB RANKS SLOW_RANK|none   # the test (ctest runs it)
+    torchrun ... tests/ddp_job_test.py --worker OUT SLOW_RANK      # one rank (the test starts these)
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+WIDTH = 384
+BATCH = 64
+SLOW_EXTRA_MATMULS = 96  # the slowed rank's extra work a step: several times a rank's own work
+
+
+def worker(out_dir, slow_rank):
+    import torch
+    import torch.distributed as dist
+    import torch.nn as nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    torch.set_num_threads(1)  # ranks share this machine's few cores
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    torch.manual_seed(0)
+    model = DDP(nn.Sequential(nn.Linear(WIDTH, WIDTH), nn.ReLU(), nn.Linear(WIDTH, WIDTH), nn.ReLU(),
+                              nn.Linear(WIDTH, 1)))
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randn(BATCH, WIDTH)
+    y = torch.randn(BATCH, 1)
+    extra = torch.randn(WIDTH, WIDTH)
+
+    def step():
+        if rank == slow_rank:
+            z = x
+            for _ in range(SLOW_EXTRA_MATMULS):
+                z = torch.tanh(z @ extra)
+        opt.zero_grad(set_to_none=True)
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+
+    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=2, warmup=2, active=20)) as prof:
+        for _ in range(24):
+            step()
+            prof.step()
+    prof.export_chrome_trace(os.path.join(out_dir, "rank%d.pt.trace.json" % rank))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def main():
+    trainlab, ranks, slow = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    slow_rank = -1 if slow == "none" else int(slow)
+    torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
+    with tempfile.TemporaryDirectory() as tmp:
+        traces = os.path.join(tmp, "traces")
+        os.makedirs(traces)
+        subprocess.run([torchrun, "--standalone", "--nproc-per-node", str(ranks), os.path.abspath(__file__),
+                        "--worker", traces, str(slow_rank)], check=True, timeout=300)
+        out = os.path.join(tmp, "diagnosis")
+        run = subprocess.run([trainlab, "diagnose", traces, "--out", out], capture_output=True, text=True,
+                             timeout=300)
+        print(run.stdout)
+        assert run.returncode == 0, run.stderr
+        with open(os.path.join(out, "diagnosis.json")) as f:
+            document = json.load(f)
+        job = document["job"]
+        print(json.dumps({k: v for k, v in job.items() if k != "per_rank"}, indent=1))
+        assert job["ranks"] == ranks, job["ranks"]
+        assert len(job["per_rank"]) == ranks
+        assert [r["rank"] for r in job["per_rank"]] == list(range(ranks))
+        with open(os.path.join(out, "report.html")) as f:
+            html = f.read()
+        for r in range(ranks):
+            assert "rank%d.pt.trace.json" % r in html, "the report does not link rank %d's trace" % r
+        assert "Job of %d ranks" % ranks in run.stdout
+        if slow_rank >= 0:
+            assert job["imbalanced"], job["headline"]
+            assert job["straggler_rank"] == slow_rank, job
+            assert job["straggler_cause"] == "model compute", job
+            assert "rank %d is the straggler" % slow_rank in job["headline"], job["headline"]
+            others = [r for r in job["per_rank"] if r["rank"] != slow_rank]
+            # Each other rank waits for the slowed one: most of its exposed communication is waiting.
+            for r in others:
+                assert r["waiting_ms"] > 0.5 * r["exposed_comm_ms"] > 0, r
+            assert job["waiting_pct"] > 20, job["waiting_pct"]
+        else:
+            # Ranks doing the same work on a shared machine still differ, step by step, by how the
+            # cores were shared: the job verdict then names the slower rank with its interval, or
+            # says the ranks are balanced. Either way it is one verdict with every rank in it.
+            if job["imbalanced"]:
+                assert "rank %d is the straggler" % job["straggler_rank"] in job["headline"], job["headline"]
+                assert job["spread_low_pct"] > 10 and job["steps_paired"] >= 10, job
+            else:
+                assert "balanced" in job["headline"] or job["at_line"], job["headline"]
+            assert job["confidence"] in ("high", "medium", "low"), job
+    print("ok")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 2 and sys.argv[1] == "--worker":
+        worker(sys.argv[2], int(sys.argv[3]))
+    else:
+        main()

@@ -1,0 +1,167 @@
+// The job verdict of several ranks (diagnostics/job_diagnosis.h) on hand-built rank diagnoses: the
+// straggler and its cause, waiting against wire time, the paired spread and its line, the balanced
+// job's vote, and the JSON and text it writes.
+#include "diagnostics/job_diagnosis.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace trainlab {
+namespace {
+
+const Thresholds& defaults() { return Thresholds::defaults(); }
+
+// One rank of `steps` steps numbered from 10: own work `own_ms` (compute `compute_ms` of it, the
+// rest framework) plus `comm_ms` of exposed communication, each step scaled by 1 +- jitter.
+Diagnosis rank_of(int rank, double compute_ms, double framework_ms, double comm_ms, int steps = 20,
+                  double jitter = 0.02, unsigned seed = 1) {
+  std::mt19937 gen(seed + static_cast<unsigned>(rank) * 101);
+  std::uniform_real_distribution<double> wobble(1.0 - jitter, 1.0 + jitter);
+  Summary s;
+  s.rank = rank;
+  s.world_size = 2;
+  s.label = "rank" + std::to_string(rank) + ".pt.trace.json";
+  const double step_ms = compute_ms + framework_ms + comm_ms;
+  for (int i = 0; i < steps; ++i) {
+    const double own = (compute_ms + framework_ms) * wobble(gen);
+    const double ms = own + comm_ms;
+    s.step_ms.push_back(ms);
+    s.step_numbers.push_back(10 + i);
+    StepShares shares;
+    shares.compute_pct = 100.0 * own * compute_ms / (compute_ms + framework_ms) / ms;
+    shares.framework_pct = 100.0 * own * framework_ms / (compute_ms + framework_ms) / ms;
+    shares.communication_pct = 100.0 * comm_ms / ms;
+    s.step_shares.push_back(shares);
+  }
+  s.step.count = steps;
+  s.step.p50 = s.step.mean = step_ms;
+  s.shares.compute_pct = 100.0 * compute_ms / step_ms;
+  s.shares.framework_pct = 100.0 * framework_ms / step_ms;
+  s.shares.communication_pct = 100.0 * comm_ms / step_ms;
+  Diagnosis d;
+  d.summary = s;
+  d.verdict.primary = comm_ms > compute_ms ? Suspect::kCommunication : Suspect::kModelCompute;
+  d.verdict.confidence = "high";
+  return d;
+}
+
+TEST(JobDiagnosis, OneRankIsNoJob) {
+  EXPECT_FALSE(diagnose_job({rank_of(0, 10, 2, 3)}, defaults()).has_value());
+}
+
+// Rank 2 computes 30 ms more; in step with it, ranks 0, 1 and 3 wait 30 ms at the all-reduce on
+// top of the 4 ms that all spend on the wire.
+TEST(JobDiagnosis, ASlowRankIsNamedWithItsCauseAndTheWaitingItCauses) {
+  std::vector<Diagnosis> ranks = {rank_of(0, 10, 2, 34), rank_of(1, 10, 2, 34), rank_of(2, 40, 2, 4),
+                                  rank_of(3, 10, 2, 34)};
+  const auto job = diagnose_job(ranks, defaults());
+  ASSERT_TRUE(job.has_value());
+  EXPECT_EQ(job->ranks, 4);
+  EXPECT_TRUE(job->imbalanced);
+  EXPECT_EQ(job->straggler_rank, 2);
+  EXPECT_EQ(job->primary, Suspect::kModelCompute);
+  EXPECT_EQ(job->straggler_cause_words, "model compute");
+  EXPECT_NEAR(job->straggler_cause_excess_ms, 30.0, 1e-9);
+  EXPECT_NEAR(job->spread_pct, 250.0, 15.0);  // 42 ms against 12 ms, with 2 % jitter
+  EXPECT_GT(job->spread_low_pct, 200.0);
+  EXPECT_EQ(job->steps_paired, 20);
+  EXPECT_EQ(job->confidence, "high");
+  // Each fast rank: 34 ms exposed = 30 ms waiting + 4 ms wire; the straggler only the wire.
+  for (const JobRank& r : job->rank_lines) {
+    EXPECT_NEAR(r.wire_ms, 4.0, 1e-9) << r.rank;
+    EXPECT_NEAR(r.waiting_ms, r.rank == 2 ? 0.0 : 30.0, 1e-9) << r.rank;
+  }
+  EXPECT_NEAR(job->waiting_pct, 100.0 * 30 / 46, 1e-6);
+  EXPECT_NEAR(job->wire_pct, 100.0 * 4 / 46, 1e-6);
+  EXPECT_NE(job->headline.find("rank 2 is the straggler"), std::string::npos) << job->headline;
+  EXPECT_NE(job->headline.find("its model compute takes 30.0 ms a step more"), std::string::npos) << job->headline;
+  EXPECT_NE(job->headline.find("wait for it 65.2 % of their step"), std::string::npos) << job->headline;
+
+  const nlohmann::json j = to_json(*job);
+  EXPECT_EQ(j["straggler_rank"], 2);
+  EXPECT_EQ(j["primary"], "model_compute");
+  ASSERT_EQ(j["per_rank"].size(), 4u);
+  EXPECT_NEAR(j["per_rank"][0]["waiting_ms"].get<double>(), 30.0, 1e-9);
+  const std::string text = render_job_text(*job);
+  EXPECT_NE(text.find("Job of 4 ranks: rank imbalance (confidence high)"), std::string::npos) << text;
+  EXPECT_NE(text.find("<- straggler"), std::string::npos) << text;
+}
+
+// Ranks in any order come back in rank order.
+TEST(JobDiagnosis, RanksComeBackInRankOrder) {
+  const auto job = diagnose_job({rank_of(1, 10, 2, 3), rank_of(0, 10, 2, 3)}, defaults());
+  ASSERT_TRUE(job.has_value());
+  EXPECT_EQ(job->rank_lines[0].rank, 0);
+  EXPECT_EQ(job->rank_lines[1].rank, 1);
+}
+
+// The same work on every rank: balanced, the suspect all ranks name, all exposed time on the wire.
+TEST(JobDiagnosis, BalancedRanksGiveTheSuspectTheyAgreeOn) {
+  const auto job = diagnose_job({rank_of(0, 10, 2, 30), rank_of(1, 10, 2, 30), rank_of(2, 10, 2, 30)}, defaults());
+  ASSERT_TRUE(job.has_value());
+  EXPECT_FALSE(job->imbalanced);
+  EXPECT_FALSE(job->at_line);
+  EXPECT_LT(job->spread_high_pct, 10.0);
+  EXPECT_EQ(job->primary, Suspect::kCommunication);
+  EXPECT_EQ(job->confidence, "high");
+  EXPECT_NE(job->headline.find("communication on 3 of 3 ranks"), std::string::npos) << job->headline;
+  EXPECT_NE(job->headline.find("the ranks are balanced"), std::string::npos) << job->headline;
+  for (const JobRank& r : job->rank_lines) EXPECT_NEAR(r.waiting_ms, 0.0, 1e-9);
+}
+
+// Ranks that disagree lower the confidence and say how they split.
+TEST(JobDiagnosis, RanksThatDisagreeLowerTheConfidence) {
+  std::vector<Diagnosis> ranks = {rank_of(0, 10, 2, 30), rank_of(1, 10, 2, 30), rank_of(2, 10, 2, 30)};
+  ranks[2].verdict.primary = Suspect::kFrameworkOverhead;
+  const auto job = diagnose_job(ranks, defaults());
+  ASSERT_TRUE(job.has_value());
+  EXPECT_EQ(job->primary, Suspect::kCommunication);
+  EXPECT_EQ(job->confidence, "medium");
+  ASSERT_FALSE(job->confidence_reasons.empty());
+  EXPECT_NE(job->confidence_reasons.front().find("2 communication, 1 framework overhead"), std::string::npos)
+      << job->confidence_reasons.front();
+}
+
+// A 12 % difference over noisy steps: the interval reaches under the 10 % line, so it is not called
+// imbalance; it is said to be at the line, with the confidence lowered.
+TEST(JobDiagnosis, ASpreadWhoseIntervalReachesUnderTheLineIsAtTheLine) {
+  const auto job = diagnose_job({rank_of(0, 10, 2, 3, 20, 0.3, 7), rank_of(1, 11.5, 2, 3, 20, 0.3, 7)}, defaults());
+  ASSERT_TRUE(job.has_value());
+  EXPECT_LT(job->spread_low_pct, 10.0);
+  EXPECT_GT(job->spread_high_pct, 10.0);
+  EXPECT_FALSE(job->imbalanced);
+  EXPECT_TRUE(job->at_line);
+  EXPECT_NE(job->headline.find("an interval that reaches past the 10 % line"), std::string::npos) << job->headline;
+  EXPECT_NE(job->confidence, "high");
+}
+
+// Traces that all say rank 0 (single-process traces side by side) are not one job.
+TEST(JobDiagnosis, TracesOfTheSameRankAreNoJob) {
+  EXPECT_FALSE(diagnose_job({rank_of(0, 10, 2, 3), rank_of(0, 10, 2, 3)}, defaults()).has_value());
+}
+
+// 2 of a 4-rank job's traces: the verdict says so and is less sure.
+TEST(JobDiagnosis, APartOfTheJobLowersTheConfidence) {
+  std::vector<Diagnosis> ranks = {rank_of(0, 10, 2, 30), rank_of(1, 10, 2, 30)};
+  for (Diagnosis& d : ranks) d.summary.world_size = 4;
+  const auto job = diagnose_job(ranks, defaults());
+  ASSERT_TRUE(job.has_value());
+  EXPECT_EQ(job->confidence, "medium");
+  ASSERT_FALSE(job->confidence_reasons.empty());
+  EXPECT_NE(job->confidence_reasons.front().find("2 of the job's 4 ranks were read"), std::string::npos);
+}
+
+// Every rank inconclusive: so is the job.
+TEST(JobDiagnosis, AllRanksInconclusiveMakeTheJobInconclusive) {
+  std::vector<Diagnosis> ranks = {rank_of(0, 10, 2, 3), rank_of(1, 10, 2, 3)};
+  for (Diagnosis& d : ranks) d.verdict.inconclusive = true;
+  const auto job = diagnose_job(ranks, defaults());
+  ASSERT_TRUE(job.has_value());
+  EXPECT_TRUE(job->inconclusive);
+  EXPECT_EQ(job->confidence, "none");
+  EXPECT_EQ(to_json(*job)["primary"], "");
+}
+
+}  // namespace
+}  // namespace trainlab
