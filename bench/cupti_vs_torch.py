@@ -54,7 +54,7 @@ def trainlab_side(run_dir):
     events = read_json(trace).get("traceEvents", [])
     complete = [e for e in events if e.get("ph") == "X"]
     device = str(variants[0].get("device") or variants[0].get("spec", {}).get("device", ""))
-    # On a CPU run the kernel-shaped events are trainlab's "CPU compute lane" (for HTA), not kernels.
+    # A CPU run has no kernels (traces from before 2026-11-27 wrote their CPU compute lane as kernels).
     kernels = [] if device.startswith("cpu") else [e for e in complete if e.get("cat") == "kernel"]
     steps = sum(1 for e in complete if str(e.get("name", "")).startswith("ProfilerStep#")) or \
         int(profile.get("window_steps", 0)) or 1

@@ -116,8 +116,11 @@ int64_t training_track(const Profile& profile) {
 //    ("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"), which the TensorBoard plugin
 //    and HTA count as DataLoader time;
 //  - on a run without a device, the training thread's top-level operators (data waits left out)
-//    on a "CPU compute lane" shaped like a device stream, so tools that read device activity
-//    (HTA's temporal breakdown: busy vs idle) have the CPU's to read.
+//    on a "CPU compute lane" of user annotations, one row in a viewer that shows when the CPU
+//    computed. Not as kernels: the TensorBoard plugin then counted a CPU run's compute as GPU
+//    kernel time ("Kernel 88.55 %, CPU Exec 0"); as annotations it reads the operators themselves
+//    as CPU Exec. HTA's kernel analyses (temporal breakdown, comm/comp overlap) read GPU kernels
+//    only, so they have nothing to read in a CPU trace, as in torch.profiler's own CPU traces.
 void add_pytorch_aliases(const Profile& profile, const std::vector<TraceEvent>& sorted, const std::vector<int64_t>& ids,
                          const nlohmann::json& metadata, int64_t host_pid,
                          const std::function<double(int64_t)>& ts_us, nlohmann::json& events) {
@@ -148,7 +151,7 @@ void add_pytorch_aliases(const Profile& profile, const std::vector<TraceEvent>& 
   events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", kLanePid}, {"tid", 0},
                     {"args", {{"name", "CPU compute lane (trainlab: the training thread's top-level ops)"}}}});
   events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", kLanePid}, {"tid", kLaneStream},
-                    {"args", {{"name", "stream 0 (CPU)"}}}});
+                    {"args", {{"name", "CPU compute (top-level ops)"}}}});
   int64_t covered_until = std::numeric_limits<int64_t>::min();
   size_t wait = 0;
   for (const size_t i : ops) {
@@ -157,10 +160,9 @@ void add_pytorch_aliases(const Profile& profile, const std::vector<TraceEvent>& 
     while (wait < data_waits.size() && data_waits[wait].second <= op->start_ns) ++wait;
     if (wait < data_waits.size() && data_waits[wait].first <= op->start_ns) continue;  // building a batch
     covered_until = op->end_ns;
-    events.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", op->name}, {"pid", kLanePid}, {"tid", kLaneStream},
-                      {"ts", ts_us(op->start_ns)}, {"dur", to_us(op->end_ns - op->start_ns)},
-                      {"args", {{"device", kLanePid}, {"stream", kLaneStream}, {"External id", ids[i]},
-                                {"trainlab_alias_of", "cpu_op"}}}});
+    events.push_back({{"ph", "X"}, {"cat", "user_annotation"}, {"name", op->name}, {"pid", kLanePid},
+                      {"tid", kLaneStream}, {"ts", ts_us(op->start_ns)}, {"dur", to_us(op->end_ns - op->start_ns)},
+                      {"args", {{"External id", ids[i]}, {"trainlab_alias_of", "cpu_op"}}}});
   }
 }
 

@@ -6,10 +6,12 @@ dependencies of trainlab).
 
 TRACE_DIR holds one variant's rank traces (rankN.pt.trace.json.gz); DIAGNOSIS_JSON is what
 `trainlab diagnose TRACE_DIR` wrote for the same traces. Checks:
-  - Holistic Trace Analysis loads every rank (one per file) and its temporal breakdown has a
-    row per rank with compute time above zero (on the CPU: trainlab's CPU compute lane);
-  - the TensorBoard profiler plugin loads every rank as a worker, and its DataLoader share of
-    the step is trainlab's data-wait share within 1 point, rank by rank.
+  - Holistic Trace Analysis loads every rank (one per file). With GPU kernels in the traces, its
+    temporal breakdown has a row per rank with compute time above zero and its comm/comp overlap
+    is a number per rank (HTA's kernel analyses read GPU kernels only: a CPU trace has none);
+  - the TensorBoard profiler plugin loads every rank as a worker, rank by rank: its DataLoader
+    share of the step is trainlab's data-wait share within 1 point; on a CPU trace its kernel
+    share is 0 and its CPU Exec share is trainlab's compute share within 1 point.
 Prints what it measured; exit status 1 when a check fails.
 """
 import glob
@@ -22,21 +24,29 @@ import tempfile
 logging.disable(logging.WARNING)
 
 
-def hta_check(trace_dir, expected_ranks):
+def hta_check(trace_dir, expected_ranks, on_gpu):
     from hta.trace_analysis import TraceAnalysis
 
     analysis = TraceAnalysis(trace_dir=trace_dir)
     ranks = sorted(analysis.t.get_ranks())
-    breakdown = analysis.get_temporal_breakdown(visualize=False)
-    print("HTA: ranks %s; temporal breakdown:" % ranks)
-    print(breakdown.to_string(index=False))
+    print("HTA: ranks %s" % ranks)
     failures = []
     if ranks != expected_ranks:
         failures.append("HTA loaded ranks %s, expected %s" % (ranks, expected_ranks))
+    if not on_gpu:
+        return failures
+    breakdown = analysis.get_temporal_breakdown(visualize=False)
+    print("HTA temporal breakdown:")
+    print(breakdown.to_string(index=False))
     if len(breakdown) != len(expected_ranks):
         failures.append("HTA temporal breakdown has %d rows for %d ranks" % (len(breakdown), len(expected_ranks)))
     elif not (breakdown["compute_time(us)"] > 0).all():
         failures.append("HTA temporal breakdown shows no compute time on some rank")
+    overlap = analysis.get_comm_comp_overlap(visualize=False)
+    print("HTA comm/comp overlap:")
+    print(overlap.to_string(index=False))
+    if overlap["comp_comm_overlap_pctg"].isna().any():
+        failures.append("HTA's comm/comp overlap is not a number on some rank")
     return failures
 
 
@@ -54,18 +64,32 @@ def tensorboard_shares(trace_dir):
         worker = os.path.basename(path).split(".pt.trace.json")[0]
         data = RunProfileData.parse(worker, None, path, cache_dir)
         costs = data.avg_costs.costs
-        shares[worker] = 100.0 * costs[ProfileRole.DataLoader] / costs[ProfileRole.Total]
+        total = costs[ProfileRole.Total]
+        shares[worker] = {"data_wait": 100.0 * costs[ProfileRole.DataLoader] / total,
+                          "kernel": 100.0 * costs[ProfileRole.Kernel] / total,
+                          "cpu_exec": 100.0 * costs[ProfileRole.CpuOp] / total,
+                          "communication": 100.0 * costs[ProfileRole.Communication] / total}
     return workers, shares
 
 
-def trainlab_data_wait_shares(diagnosis_path):
+def trainlab_shares(diagnosis_path):
     with open(diagnosis_path) as f:
         diagnosis = json.load(f)
     shares = {}
     for d in diagnosis["diagnoses"]:
         summary = d["summary"]
-        shares["rank%d" % summary.get("rank", 0)] = summary["shares_pct"]["data_wait"]
+        shares["rank%d" % summary.get("rank", 0)] = summary["shares_pct"]
     return shares
+
+
+def traces_have_kernels(trace_dir):
+    import gzip
+    for path in glob.glob(os.path.join(trace_dir, "*.pt.trace.json*")):
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt") as f:
+            if any(e.get("cat") == "kernel" for e in json.load(f).get("traceEvents", [])):
+                return True
+    return False
 
 
 def main():
@@ -75,21 +99,33 @@ def main():
     trace_dir, diagnosis_path = sys.argv[1], sys.argv[2]
     traces = sorted(glob.glob(os.path.join(trace_dir, "rank*.pt.trace.json*")))
     expected_ranks = sorted(int(os.path.basename(t)[4:].split(".")[0]) for t in traces)
-    failures = hta_check(trace_dir, expected_ranks)
+    on_gpu = traces_have_kernels(trace_dir)
+    failures = hta_check(trace_dir, expected_ranks, on_gpu)
 
     workers, tb = tensorboard_shares(trace_dir)
-    ours = trainlab_data_wait_shares(diagnosis_path)
+    ours = trainlab_shares(diagnosis_path)
     print("TensorBoard plugin: workers %s" % workers)
     workers = [w for w in workers if w != "All"]  # "All": the plugin's distributed view over the ranks
     if workers != ["rank%d" % r for r in expected_ranks]:
         failures.append("TensorBoard plugin loaded workers %s" % workers)
     for worker in sorted(tb):
-        mine = ours.get(worker)
-        print("  %s: DataLoader %.2f %% of the step (TensorBoard), data wait %s %% (trainlab)"
-              % (worker, tb[worker], "?" if mine is None else "%.2f" % mine))
-        if mine is None or abs(tb[worker] - mine) > 1.0:
-            failures.append("%s: TensorBoard's DataLoader share %.2f %% is not trainlab's data wait %s %% within 1 point"
-                            % (worker, tb[worker], mine))
+        theirs, mine = tb[worker], ours.get(worker)
+        if mine is None:
+            failures.append("%s: trainlab's diagnosis has no such rank" % worker)
+            continue
+        print("  %s: DataLoader %.2f %% of the step (TensorBoard), data wait %.2f %% (trainlab); kernel %.2f %%, "
+              "CPU Exec %.2f %% (TensorBoard), compute %.2f %% (trainlab); communication %.2f %% (TensorBoard), "
+              "%.2f %% exposed (trainlab)"
+              % (worker, theirs["data_wait"], mine["data_wait"], theirs["kernel"], theirs["cpu_exec"], mine["compute"],
+                 theirs["communication"], mine["communication"]))
+        if abs(theirs["data_wait"] - mine["data_wait"]) > 1.0:
+            failures.append("%s: TensorBoard's DataLoader share %.2f %% is not trainlab's data wait %.2f %% within 1 point"
+                            % (worker, theirs["data_wait"], mine["data_wait"]))
+        if not on_gpu and theirs["kernel"] != 0.0:
+            failures.append("%s: TensorBoard reads %.2f %% kernel time in a CPU trace" % (worker, theirs["kernel"]))
+        if not on_gpu and abs(theirs["cpu_exec"] - mine["compute"]) > 1.0:
+            failures.append("%s: TensorBoard's CPU Exec share %.2f %% is not trainlab's compute %.2f %% within 1 point"
+                            % (worker, theirs["cpu_exec"], mine["compute"]))
     for failure in failures:
         print("FAIL: " + failure)
     print("trace compatibility: %s" % ("FAILED" if failures else "ok"))

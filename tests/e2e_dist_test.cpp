@@ -102,6 +102,13 @@ TEST(DistE2E, ProfiledRanksWriteTracesWithRankAndAllReduceSpans) {
     const nlohmann::json trace = nlohmann::json::parse(text);
     EXPECT_EQ(trace.at("distributedInfo").at("rank").get<int>(), rank);
     EXPECT_EQ(trace.at("distributedInfo").at("world_size").get<int>(), 2);
+    // The process group as torch.profiler writes it.
+    EXPECT_EQ(trace.at("distributedInfo").at("pg_count").get<int>(), 1);
+    const nlohmann::json& group = trace.at("distributedInfo").at("pg_config").at(0);
+    EXPECT_EQ(group.at("pg_desc"), "default_pg");
+    EXPECT_EQ(group.at("backend_config"), "cpu:gloo,cuda:gloo");
+    EXPECT_EQ(group.at("pg_size").get<int>(), 2);
+    EXPECT_EQ(group.at("ranks"), nlohmann::json::array({0, 1}));
     base_ns.push_back(trace.at("baseTimeNanoseconds").get<int64_t>());
     int all_reduces = 0, steps = 0, thread_names = 0;
     for (const nlohmann::json& e : trace.at("traceEvents")) {

@@ -682,6 +682,20 @@ void write_capture_window(const VariantSpec& spec, const SessionOptions& profile
   // Kineto's field, so trace readers tell ranks apart.
   metadata["distributedInfo"] = {{"backend", t.data_parallel ? record.distributed.backend : "none"},
                                  {"rank", t.dist.rank}, {"world_size", t.dist.world_size}};
+  if (t.data_parallel) {
+    // The process groups as torch.profiler describes them: trainlab's ranks use one, the default
+    // group over every rank, with the backend it was made with.
+    nlohmann::json ranks = nlohmann::json::array();
+    for (int r = 0; r < t.dist.world_size; ++r) ranks.push_back(r);
+    const std::string& backend = record.distributed.backend;
+    metadata["distributedInfo"]["pg_count"] = 1;
+    metadata["distributedInfo"]["pg_config"] = nlohmann::json::array(
+        {{{"pg_name", "0"},
+          {"pg_desc", "default_pg"},
+          {"backend_config", backend == "gloo" ? "cpu:gloo,cuda:gloo" : "cuda:" + backend},
+          {"pg_size", t.dist.world_size},
+          {"ranks", ranks}}});
+  }
   metadata["loader_workers"] = spec.workers;
   if (t.use_cuda) metadata["deviceProperties"] = device_properties(t.device.index());
   const int64_t trace_bytes =
