@@ -11,7 +11,7 @@ TRACE_DIR holds one variant's rank traces (rankN.pt.trace.json.gz); DIAGNOSIS_JS
     is a number per rank (HTA's kernel analyses read GPU kernels only: a CPU trace has none);
   - the TensorBoard profiler plugin loads every rank as a worker, rank by rank: its DataLoader
     share of the step is trainlab's data-wait share within 1 point; on a CPU trace its kernel
-    share is 0 and its CPU Exec share is trainlab's compute share within 1 point.
+    share is 0 and its CPU Exec share is trainlab's compute share within 1.5 points.
 Prints what it measured; exit status 1 when a check fails.
 """
 import glob
@@ -123,8 +123,10 @@ def main():
                             % (worker, theirs["data_wait"], mine["data_wait"]))
         if not on_gpu and theirs["kernel"] != 0.0:
             failures.append("%s: TensorBoard reads %.2f %% kernel time in a CPU trace" % (worker, theirs["kernel"]))
-        if not on_gpu and abs(theirs["cpu_exec"] - mine["compute"]) > 1.0:
-            failures.append("%s: TensorBoard's CPU Exec share %.2f %% is not trainlab's compute %.2f %% within 1 point"
+        # 1.5 points: the plugin's CPU Exec read 0.35-0.97 points above trainlab's compute in three
+        # 2-rank recsys profiles (it keeps op time that trainlab counts as other work).
+        if not on_gpu and abs(theirs["cpu_exec"] - mine["compute"]) > 1.5:
+            failures.append("%s: TensorBoard's CPU Exec share %.2f %% is not trainlab's compute %.2f %% within 1.5 points"
                             % (worker, theirs["cpu_exec"], mine["compute"]))
     for failure in failures:
         print("FAIL: " + failure)
