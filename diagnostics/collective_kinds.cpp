@@ -150,6 +150,30 @@ std::optional<CollectiveFamily> CollectiveKernels::family(const TraceEvent& e) c
   return std::nullopt;
 }
 
+std::vector<std::pair<int64_t, int64_t>> collective_runs_ns(const Profile& profile,
+                                                            const std::vector<std::pair<int64_t, int64_t>>& step_spans_ns) {
+  std::vector<std::pair<int64_t, int64_t>> kernels, backend_spans;
+  if (step_spans_ns.empty()) return kernels;
+  const CollectiveKernels families(profile);
+  for (const TraceEvent& e : profile.events) {
+    if (!in_steps(e.start_ns, step_spans_ns)) continue;
+    if (e.on_device) {
+      if (e.kind == EventKind::kKernel && families.family(e)) kernels.push_back({e.start_ns, e.end_ns});
+      continue;
+    }
+    const std::string name = lower(e.name);
+    for (const char* prefix : {"gloo:", "nccl:", "mpi:", "ucc:"}) {
+      if (name.rfind(prefix, 0) == 0) {
+        backend_spans.push_back({e.start_ns, e.end_ns});
+        break;
+      }
+    }
+  }
+  std::vector<std::pair<int64_t, int64_t>>& runs = kernels.empty() ? backend_spans : kernels;
+  std::sort(runs.begin(), runs.end());
+  return runs;
+}
+
 std::vector<CollectiveCalls> collective_calls(const Profile& profile,
                                               const std::vector<std::pair<int64_t, int64_t>>& step_spans_ns) {
   if (step_spans_ns.empty()) return {};

@@ -53,6 +53,13 @@ class CollectiveKernels {
   std::set<std::pair<int64_t, int64_t>> collective_streams_;  // (device, stream)
 };
 
+// Each collective's run in the measured steps (a start in one of step_spans_ns), in start order, on
+// the trace's clock: the collective kernels where the trace has them (CollectiveKernels), else the
+// backend's own spans ("gloo:all_reduce", "nccl:...", "mpi:...", "ucc:...": a rank's collective from
+// its arrival to the end of the exchange). The job matches the k-th run of each rank (job_diagnosis.h).
+std::vector<std::pair<int64_t, int64_t>> collective_runs_ns(const Profile& profile,
+                                                            const std::vector<std::pair<int64_t, int64_t>>& step_spans_ns);
+
 // The collective's own name where the trace gives it (args "Collective name"), else "".
 std::string collective_name_in_args(const TraceEvent& e);
 

@@ -104,6 +104,74 @@ void pair_the_steps(JobDiagnosis& job, const std::vector<Diagnosis>& ranks) {
   }
 }
 
+// The k-th collective run of every rank is one collective (synchronous data parallel issues them
+// in the same order everywhere). Every rank leaves it when the exchange ends, so the median
+// difference of the ends is the offset between two ranks' clocks (one host: about 0; several
+// hosts: whatever their clocks differ by). On the aligned clocks, the last rank to start a
+// collective is the one the others wait for, each for the difference of the starts.
+void match_collectives(JobDiagnosis& job, const std::vector<Diagnosis>& ranks) {
+  std::vector<const Summary*> by_rank;
+  for (const JobRank& line : job.rank_lines) {
+    for (const Diagnosis& d : ranks)
+      if (d.summary.rank == line.rank) by_rank.push_back(&d.summary);
+  }
+  const size_t count = by_rank.front()->collective_runs_ns.size();
+  bool same = true, any = false;
+  std::string counts;
+  for (const Summary* s : by_rank) {
+    same = same && s->collective_runs_ns.size() == count;
+    any = any || !s->collective_runs_ns.empty();
+    counts += (counts.empty() ? "" : ", ") + std::to_string(s->collective_runs_ns.size());
+  }
+  if (!any) return;
+  if (!same || count < 3) {
+    job.collectives_note = "collectives not matched across ranks: the ranks ran " + counts +
+                           " in their measured steps (matching needs the same count, at least 3)";
+    return;
+  }
+  const auto& reference = by_rank.front()->collective_runs_ns;
+  std::vector<double> offset_ns(by_rank.size(), 0);
+  for (size_t r = 1; r < by_rank.size(); ++r) {
+    std::vector<double> end_differences_ns;
+    for (size_t k = 0; k < count; ++k)
+      end_differences_ns.push_back(static_cast<double>(by_rank[r]->collective_runs_ns[k].second - reference[k].second));
+    offset_ns[r] = median_of(end_differences_ns);
+  }
+  std::vector<double> wait_ns(by_rank.size(), 0);
+  std::vector<int> last_in(by_rank.size(), 0);
+  for (size_t k = 0; k < count; ++k) {
+    std::vector<double> start_ns(by_rank.size());
+    for (size_t r = 0; r < by_rank.size(); ++r)
+      start_ns[r] = static_cast<double>(by_rank[r]->collective_runs_ns[k].first) - offset_ns[r];
+    const size_t last = static_cast<size_t>(std::max_element(start_ns.begin(), start_ns.end()) - start_ns.begin());
+    ++last_in[last];
+    for (size_t r = 0; r < by_rank.size(); ++r) wait_ns[r] += start_ns[last] - start_ns[r];
+  }
+  job.collectives_matched = static_cast<int>(count);
+  for (size_t r = 0; r < by_rank.size(); ++r) {
+    JobRank& line = job.rank_lines[r];
+    const size_t steps = std::max<size_t>(1, by_rank[r]->step_ms.size());
+    line.clock_offset_ms = offset_ns[r] / 1e6;
+    line.last_in_pct = 100.0 * last_in[r] / static_cast<double>(count);
+    line.collective_wait_ms = wait_ns[r] / 1e6 / static_cast<double>(steps);
+  }
+  const size_t most = static_cast<size_t>(std::max_element(last_in.begin(), last_in.end()) - last_in.begin());
+  job.last_in_rank = job.rank_lines[most].rank;
+  job.last_in_pct = *job.rank_lines[most].last_in_pct;
+}
+
+// "at the 40 collectives matched across ranks, rank 2 arrived last at 97.5 % of them; the other
+// ranks' collectives waited 25.1 ms a step (median) for the last rank to arrive (...)"
+std::string collectives_words(const JobDiagnosis& job) {
+  std::vector<double> others_wait_ms;
+  for (const JobRank& r : job.rank_lines)
+    if (r.rank != job.last_in_rank && r.collective_wait_ms) others_wait_ms.push_back(*r.collective_wait_ms);
+  return format_text("at the %d collectives matched across ranks, rank %d arrived last at %.1f %% of them; the "
+                     "other ranks' collectives waited %.1f ms a step (median) for the last rank to arrive (part "
+                     "of it under their own work)",
+                     job.collectives_matched, job.last_in_rank, job.last_in_pct, median_of(others_wait_ms));
+}
+
 std::string rank_verdict_words(const Diagnosis& d) {
   if (d.verdict.inconclusive) return "inconclusive";
   return suspect_words(d.verdict.primary) + " (" + d.verdict.confidence + ")";
@@ -137,9 +205,16 @@ void decide_imbalanced(JobDiagnosis& job, double spread_line_pct) {
       "; the other ranks wait for it %.1f %% of their step at the collectives, and %.1f %% of the step is "
       "communication on the wire",
       job.waiting_pct, job.wire_pct);
+  if (job.collectives_matched > 0) job.headline += "; " + collectives_words(job);
   int confidence = 3;
+  if (job.collectives_matched > 0 && job.last_in_rank != job.straggler_rank) {
+    --confidence;
+    job.confidence_reasons.push_back(format_text(
+        "the collectives name rank %d as the last to arrive (%.1f %% of them), not the straggler by own work",
+        job.last_in_rank, job.last_in_pct));
+  }
   if (job.spread_low_pct < 2 * spread_line_pct) {
-    confidence = 2;
+    confidence = std::min(confidence, 2);
     job.confidence_reasons.push_back(format_text("the spread's interval reaches under twice the %.0f %% line: %s",
                                                  spread_line_pct, spread_words(job).c_str()));
   }
@@ -220,6 +295,7 @@ void decide_balanced(JobDiagnosis& job, const std::vector<Diagnosis>& ranks, dou
     job.headline += format_text("; exposed communication %.1f %% on the wire, %.1f %% waiting for rank %d",
                                 job.wire_pct, job.waiting_pct, job.straggler_rank);
   }
+  if (job.collectives_matched > 0) job.headline += "; " + collectives_words(job);
 }
 
 }  // namespace
@@ -294,6 +370,7 @@ std::optional<JobDiagnosis> diagnose_job(const std::vector<Diagnosis>& ranks, co
                                                  job.ranks, world_size));
   }
   const double spread_line_pct = thresholds.value("rank_imbalance.spread_pct");
+  match_collectives(job, ranks);
   job.imbalanced = job.spread_low_pct > spread_line_pct;
   job.at_line = !job.imbalanced && job.spread_high_pct > spread_line_pct;
   if (job.imbalanced) {
@@ -321,7 +398,10 @@ nlohmann::json to_json(const JobDiagnosis& job) {
                      {"communication_pct", r.shares.communication_pct},
                      {"framework_pct", r.shares.framework_pct},
                      {"other_pct", r.shares.other_pct},
-                     {"verdict", r.verdict}});
+                     {"verdict", r.verdict},
+                     {"clock_offset_ms", r.clock_offset_ms},
+                     {"last_in_pct", r.last_in_pct ? nlohmann::json(*r.last_in_pct) : nlohmann::json()},
+                     {"collective_wait_ms", r.collective_wait_ms ? nlohmann::json(*r.collective_wait_ms) : nlohmann::json()}});
   }
   return {{"ranks", job.ranks},
           {"inconclusive", job.inconclusive},
@@ -341,6 +421,10 @@ nlohmann::json to_json(const JobDiagnosis& job) {
           {"straggler_cause_excess_ms", job.straggler_cause_excess_ms},
           {"waiting_pct", job.waiting_pct},
           {"wire_pct", job.wire_pct},
+          {"collectives_matched", job.collectives_matched},
+          {"last_in_rank", job.last_in_rank},
+          {"last_in_pct", job.last_in_pct},
+          {"collectives_note", job.collectives_note},
           {"per_rank", ranks}};
 }
 
@@ -353,6 +437,7 @@ std::string render_job_text(const JobDiagnosis& job) {
            job.confidence + ") — " + job.headline + "\n";
   }
   for (const std::string& reason : job.confidence_reasons) out += "  confidence: " + reason + "\n";
+  if (!job.collectives_note.empty()) out += "  note: " + job.collectives_note + "\n";
   out += "  rank  step p50 ms  own work ms  waiting ms  wire ms  data %  compute %  framework %  other %  "
          "rank's own verdict\n";
   for (const JobRank& r : job.rank_lines) {

@@ -6,7 +6,9 @@
 // In synchronous data parallel every rank leaves each collective when the last one enters it, so a
 // rank's exposed communication is the wire time plus the time it waits for the slowest rank. The
 // straggler (the most own work per step) waits for nobody: its exposed communication is the job's
-// wire time, and whatever a faster rank exposes beyond it is waiting.
+// wire time, and whatever a faster rank exposes beyond it is waiting. Where the traces hold each
+// collective's run, the k-th collective of every rank is the same one: the last rank to arrive is
+// the one the others wait for, on clocks aligned by the collectives' common ends.
 #pragma once
 
 #include <optional>
@@ -30,6 +32,12 @@ struct JobRank {
   double wire_ms = 0;         // the rest of it
   StepShares shares;          // the rank's own shares of its step
   std::string verdict;        // the rank's own verdict, in words ("model compute (medium)")
+  // At the collectives matched across ranks (the k-th of each): how far this rank's clock is from
+  // the first rank's (median difference of the collectives' ends, which every rank leaves together),
+  // the share of them it arrived at last, and its wait there for the last one, per step.
+  double clock_offset_ms = 0;
+  std::optional<double> last_in_pct;
+  std::optional<double> collective_wait_ms;
 };
 
 struct JobDiagnosis {
@@ -53,6 +61,11 @@ struct JobDiagnosis {
   std::vector<std::string> confidence_reasons;
   std::string headline;             // one sentence that names the straggler and the waiting it causes
   std::vector<JobRank> rank_lines;  // in rank order
+  // Who waits for whom, collective by collective (traces with collective runs on every rank).
+  int collectives_matched = 0;      // 0: not matched (collectives_note says why, when there were some)
+  int last_in_rank = -1;            // the rank that arrived last at the most collectives
+  double last_in_pct = 0;           // ... at this share of them
+  std::string collectives_note;
 };
 
 // The job of the per-rank diagnoses (at least two, each with its rank set). std::nullopt for fewer.

@@ -601,6 +601,7 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
   std::vector<std::pair<int64_t, int64_t>> step_spans_ns;
   for (const Step& st : steps) step_spans_ns.push_back({st.start_ns, st.end_ns});
   s.collectives = collective_calls(profile, step_spans_ns);
+  s.collective_runs_ns = collective_runs_ns(profile, step_spans_ns);
   add_profile_details(profile, steps, s, trainlab_number(metadata, "op_sample").value_or(1.0));
   std::vector<Interval> step_spans;
   for (const Step& st : steps) step_spans.push_back({st.start_ns, st.end_ns});

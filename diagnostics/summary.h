@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace trainlab {
@@ -136,6 +137,9 @@ struct Summary {
   std::optional<double> comm_overlapped_pct;  // collective time hidden under compute on other streams (GPU traces)
   std::map<std::string, double> comm_family_pct;  // collective kernel time by family (collective_kinds.h)
   std::vector<CollectiveCalls> collectives;       // from the trace's args, most calls first
+  // Traces: each collective's run (start, end on the trace's clock, ns) in the measured steps, in
+  // start order (collective_kinds.h); a job matches the k-th run of every rank.
+  std::vector<std::pair<int64_t, int64_t>> collective_runs_ns;
   std::vector<double> rank_step_p50_ms;       // one per rank: its own work a step (step minus exposed communication)
   std::optional<double> rank_spread_pct;      // (slowest - fastest) / fastest step p50
   std::optional<int> straggler_rank;          // the rank with the most own work per step (merged runs, rank folders)

@@ -91,6 +91,10 @@ def main():
             for r in others:
                 assert r["waiting_ms"] > 0.5 * r["exposed_comm_ms"] > 0, r
             assert job["waiting_pct"] > 20, job["waiting_pct"]
+            # Collective by collective (DDP's gloo:all_reduce runs on every rank): the slowed rank
+            # is the last to arrive at most of them.
+            assert job["collectives_matched"] >= 10, job
+            assert job["last_in_rank"] == slow_rank and job["last_in_pct"] > 50, job
         else:
             # Ranks doing the same work on a shared machine still differ, step by step, by how the
             # cores were shared: the job verdict then names the slower rank with its interval, or

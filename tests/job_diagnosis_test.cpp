@@ -136,6 +136,45 @@ TEST(JobDiagnosis, ASpreadWhoseIntervalReachesUnderTheLineIsAtTheLine) {
   EXPECT_NE(job->confidence, "high");
 }
 
+// Collective by collective: rank 2 arrives 3 ms after the others at each of 10 collectives, all
+// leave together; rank 1's clock runs 5 s ahead. The offset is found from the ends, rank 2 is last
+// at every one, and each other rank's collectives wait 30 ms over its 20 steps (1.5 ms a step).
+TEST(JobDiagnosis, CollectivesMatchedAcrossRanksNameTheLastToArriveOnAlignedClocks) {
+  std::vector<Diagnosis> ranks = {rank_of(0, 10, 2, 30), rank_of(1, 10, 2, 30), rank_of(2, 10, 2, 30)};
+  const int64_t ms = 1'000'000;
+  for (int k = 0; k < 10; ++k) {
+    const int64_t end = (100 + 50 * k) * ms;
+    ranks[0].summary.collective_runs_ns.push_back({end - 10 * ms, end});
+    ranks[1].summary.collective_runs_ns.push_back({end - 10 * ms + 5000 * ms, end + 5000 * ms});
+    ranks[2].summary.collective_runs_ns.push_back({end - 7 * ms, end});
+  }
+  const auto job = diagnose_job(ranks, defaults());
+  ASSERT_TRUE(job.has_value());
+  EXPECT_EQ(job->collectives_matched, 10);
+  EXPECT_EQ(job->last_in_rank, 2);
+  EXPECT_DOUBLE_EQ(job->last_in_pct, 100.0);
+  EXPECT_NEAR(job->rank_lines[1].clock_offset_ms, 5000.0, 1e-9);
+  EXPECT_NEAR(*job->rank_lines[0].collective_wait_ms, 1.5, 1e-9);
+  EXPECT_NEAR(*job->rank_lines[1].collective_wait_ms, 1.5, 1e-9);
+  EXPECT_NEAR(*job->rank_lines[2].collective_wait_ms, 0.0, 1e-9);
+  EXPECT_NE(job->headline.find("rank 2 arrived last at 100.0 % of them"), std::string::npos) << job->headline;
+  const nlohmann::json j = to_json(*job);
+  EXPECT_EQ(j["last_in_rank"], 2);
+  EXPECT_NEAR(j["per_rank"][1]["clock_offset_ms"].get<double>(), 5000.0, 1e-9);
+}
+
+// Ranks that ran different numbers of collectives are not matched, and the job says why.
+TEST(JobDiagnosis, CollectivesOfDifferentCountsAreNotMatched) {
+  std::vector<Diagnosis> ranks = {rank_of(0, 10, 2, 30), rank_of(1, 10, 2, 30)};
+  for (int k = 0; k < 5; ++k) ranks[0].summary.collective_runs_ns.push_back({k * 100, k * 100 + 10});
+  for (int k = 0; k < 4; ++k) ranks[1].summary.collective_runs_ns.push_back({k * 100, k * 100 + 10});
+  const auto job = diagnose_job(ranks, defaults());
+  ASSERT_TRUE(job.has_value());
+  EXPECT_EQ(job->collectives_matched, 0);
+  EXPECT_NE(job->collectives_note.find("the ranks ran 5, 4"), std::string::npos) << job->collectives_note;
+  EXPECT_EQ(job->headline.find("collectives matched"), std::string::npos) << job->headline;
+}
+
 // Traces that all say rank 0 (single-process traces side by side) are not one job.
 TEST(JobDiagnosis, TracesOfTheSameRankAreNoJob) {
   EXPECT_FALSE(diagnose_job({rank_of(0, 10, 2, 3), rank_of(0, 10, 2, 3)}, defaults()).has_value());
