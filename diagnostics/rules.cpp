@@ -757,12 +757,17 @@ std::optional<Finding> rank_imbalance(const Summary& s, const Thresholds& t) {
   }
   if (!spread) return std::nullopt;
   const double spread_max = t.value("rank_imbalance.spread_pct");
-  if (!(*spread > spread_max)) return std::nullopt;
+  // With the job's paired interval, the low end must pass the line (noise between ranks does not).
+  const bool paired = s.rank_spread_low_pct && s.rank_spread_high_pct;
+  if (!((paired ? *s.rank_spread_low_pct : *spread) > spread_max)) return std::nullopt;
   Finding f = make("rank_imbalance", Severity::kModerate, Suspect::kCommunication);
   f.evidence.push_back({"rank_spread_pct", *spread, spread_max, "pct"});
-  f.title = format_text("the slowest rank's own work a step (its step minus exposed communication) is %.1f %% "
-                        "above the fastest rank's",
-                        *spread);
+  f.title = paired ? format_text("the slowest rank's own work a step (its step minus exposed communication) is "
+                                 "%.1f %% [%.1f, %.1f] above the other ranks' median, step by step",
+                                 *spread, *s.rank_spread_low_pct, *s.rank_spread_high_pct)
+                   : format_text("the slowest rank's own work a step (its step minus exposed communication) is "
+                                 "%.1f %% above the fastest rank's",
+                                 *spread);
   if (p50.size() >= 2 && fastest > 0) {
     f.title += format_text(" (%.1f ms vs %.1f ms)", slowest, fastest);
     const double limit = fastest * (1.0 + spread_max / 100.0);

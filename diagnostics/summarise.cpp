@@ -745,6 +745,8 @@ nlohmann::json to_json(const Summary& s) {
           {"communication", communication_json(s)},
           {"rank_step_p50_ms", s.rank_step_p50_ms},
           {"rank_spread_pct", opt(s.rank_spread_pct)},
+          {"rank_spread_low_pct", opt(s.rank_spread_low_pct)},
+          {"rank_spread_high_pct", opt(s.rank_spread_high_pct)},
           {"straggler_rank", opt(s.straggler_rank)},
           {"model_flops_per_step", opt(s.model_flops_per_step)},
           {"flops_not_counted", s.flops_not_counted},

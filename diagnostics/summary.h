@@ -141,7 +141,10 @@ struct Summary {
   // start order (collective_kinds.h); a job matches the k-th run of every rank.
   std::vector<std::pair<int64_t, int64_t>> collective_runs_ns;
   std::vector<double> rank_step_p50_ms;       // one per rank: its own work a step (step minus exposed communication)
-  std::optional<double> rank_spread_pct;      // (slowest - fastest) / fastest step p50
+  std::optional<double> rank_spread_pct;      // (slowest - fastest) / fastest own work a step
+  // A job of rank traces (job_diagnosis.h): the straggler's own work against the other ranks' median,
+  // paired step by step, with its 95 % interval; rank_spread_pct then holds that estimate.
+  std::optional<double> rank_spread_low_pct, rank_spread_high_pct;
   std::optional<int> straggler_rank;          // the rank with the most own work per step (merged runs, rank folders)
 
   // --- efficiency

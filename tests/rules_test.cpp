@@ -617,6 +617,23 @@ TEST(RulesTest, RankImbalanceFromSpreadOnly) {
   EXPECT_FALSE(find(s, "rank_imbalance"));
 }
 
+// A job's paired spread: its interval's low end decides, so a noisy 15 % that reaches under the
+// line does not fire, and one whose low end clears it does, with the interval in the title.
+TEST(RulesTest, RankImbalanceFromAPairedSpreadNeedsItsLowEndPastTheLine) {
+  Summary s = quiet();
+  s.world_size = 2;
+  s.rank_spread_pct = 15;
+  s.rank_spread_low_pct = -2;
+  s.rank_spread_high_pct = 31;
+  EXPECT_FALSE(find(s, "rank_imbalance"));
+  s.rank_spread_low_pct = 11;
+  s.rank_spread_high_pct = 19;
+  auto f = find(s, "rank_imbalance");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->evidence[0].value, 15);
+  EXPECT_NE(f->title.find("15.0 % [11.0, 19.0] above the other ranks' median"), std::string::npos) << f->title;
+}
+
 // --- 12. dispatch_overhead
 
 TEST(RulesTest, DispatchOverheadOnGpu) {

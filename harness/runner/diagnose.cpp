@@ -325,6 +325,17 @@ std::optional<JobDiagnosis> diagnose_ranks_as_job(std::vector<Diagnosis>& ranks,
   if (ranks.size() < 2) return std::nullopt;
   add_rank_spread(ranks);
   for (Diagnosis& d : ranks) d = diagnose_summary(std::move(d.summary), thresholds);
+  const std::optional<JobDiagnosis> first = diagnose_job(ranks, thresholds);
+  if (!first || first->steps_paired == 0) return first;
+  // Each rank's own rules read the job's straggler and paired spread, so a rank's verdict calls
+  // imbalance exactly when the job does; the job then counts the ranks' verdicts again.
+  for (Diagnosis& d : ranks) {
+    d.summary.straggler_rank = first->straggler_rank;
+    d.summary.rank_spread_pct = first->spread_pct;
+    d.summary.rank_spread_low_pct = first->spread_low_pct;
+    d.summary.rank_spread_high_pct = first->spread_high_pct;
+    d = diagnose_summary(std::move(d.summary), thresholds);
+  }
   return diagnose_job(ranks, thresholds);
 }
 
