@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/comparison_stats.h"
+#include "core/statistics.h"
 
 #include "diagnostics/text_format.h"
 #include "diagnostics/verdict.h"
@@ -26,24 +27,6 @@ constexpr StepPart kStepParts[] = {
     {Suspect::kFrameworkOverhead, "framework overhead", &StepShares::framework_pct},
     {Suspect::kNone, "untraced host work (outside the profiled ops)", &StepShares::other_pct},
 };
-
-double median_of(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
-double suspect_share_pct(const StepShares& s, Suspect suspect) {
-  switch (suspect) {
-    case Suspect::kDataPipeline: return s.data_wait_pct + s.host_to_device_pct;
-    case Suspect::kModelCompute: return s.compute_pct;
-    case Suspect::kCommunication: return s.communication_pct;
-    case Suspect::kFrameworkOverhead: return s.framework_pct;
-    case Suspect::kNone: return s.other_pct;
-  }
-  return 0;
-}
 
 int confidence_rank(const std::string& confidence) {
   if (confidence == "high") return 3;
@@ -90,7 +73,7 @@ void pair_the_steps(JobDiagnosis& job, const std::vector<Diagnosis>& ranks) {
       if (it != rank.end()) at_step.push_back(it->second);
     }
     if (at_step.size() != others.size()) continue;
-    others_median_ms.push_back(median_of(at_step));
+    others_median_ms.push_back(stats::median(at_step));
     straggler_ms.push_back(own_ms);
   }
   if (straggler_ms.size() < 2) return;
@@ -135,7 +118,7 @@ void match_collectives(JobDiagnosis& job, const std::vector<Diagnosis>& ranks) {
     std::vector<double> end_differences_ns;
     for (size_t k = 0; k < count; ++k)
       end_differences_ns.push_back(static_cast<double>(by_rank[r]->collective_runs_ns[k].second - reference[k].second));
-    offset_ns[r] = median_of(end_differences_ns);
+    offset_ns[r] = stats::median(end_differences_ns);
   }
   std::vector<double> wait_ns(by_rank.size(), 0);
   std::vector<int> last_in(by_rank.size(), 0);
@@ -169,7 +152,7 @@ std::string collectives_words(const JobDiagnosis& job) {
   return format_text("at the %d collectives matched across ranks, rank %d arrived last at %.1f %% of them; the "
                      "other ranks' collectives waited %.1f ms a step (median) for the last rank to arrive (part "
                      "of it under their own work)",
-                     job.collectives_matched, job.last_in_rank, job.last_in_pct, median_of(others_wait_ms));
+                     job.collectives_matched, job.last_in_rank, job.last_in_pct, stats::median(others_wait_ms));
 }
 
 std::string rank_verdict_words(const Diagnosis& d) {
@@ -185,13 +168,9 @@ std::string spread_words(const JobDiagnosis& job) {
 }
 
 // The imbalanced job: the straggler, what makes it slow, and the waiting it causes.
-void decide_imbalanced(JobDiagnosis& job, double spread_line_pct) {
+void decide_imbalanced(JobDiagnosis& job, double spread_line_pct, double others_own_median_ms) {
   const JobRank& straggler = *std::find_if(job.rank_lines.begin(), job.rank_lines.end(),
                                            [&](const JobRank& r) { return r.rank == job.straggler_rank; });
-  std::vector<double> others_own_ms;
-  for (const JobRank& r : job.rank_lines)
-    if (r.rank != job.straggler_rank) others_own_ms.push_back(r.own_work_ms);
-  const double others_own_median_ms = median_of(others_own_ms);
   job.primary = job.straggler_cause;
   job.headline = format_text(
       "rank imbalance: rank %d is the straggler, its own work %.1f ms a step against %.1f ms on the other "
@@ -270,7 +249,7 @@ void decide_balanced(JobDiagnosis& job, const std::vector<Diagnosis>& ranks, dou
   job.confidence = confidence_name(std::max(confidence, 1));
   double lo = 100, hi = 0, sum = 0;
   for (const JobRank& r : job.rank_lines) {
-    const double share = suspect_share_pct(r.shares, chosen);
+    const double share = share_of(r.shares, chosen);
     lo = std::min(lo, share);
     hi = std::max(hi, share);
     sum += share;
@@ -329,7 +308,7 @@ std::optional<JobDiagnosis> diagnose_job(const std::vector<Diagnosis>& ranks, co
   std::vector<double> others_own_ms;
   for (const JobRank& r : job.rank_lines)
     if (r.rank != straggler.rank) others_own_ms.push_back(r.own_work_ms);
-  const double others_own_median_ms = median_of(others_own_ms);
+  const double others_own_median_ms = stats::median(others_own_ms);
   job.spread_pct = job.spread_low_pct = job.spread_high_pct =
       others_own_median_ms > 0 ? 100.0 * (straggler.own_work_ms / others_own_median_ms - 1.0) : 0;
   pair_the_steps(job, ranks);
@@ -354,7 +333,7 @@ std::optional<JobDiagnosis> diagnose_job(const std::vector<Diagnosis>& ranks, co
     std::vector<double> others_ms;
     for (const JobRank& r : job.rank_lines)
       if (r.rank != job.straggler_rank) others_ms.push_back(r.shares.*part.share / 100.0 * r.step_p50_ms);
-    const double excess_ms = straggler.shares.*part.share / 100.0 * straggler.step_p50_ms - median_of(others_ms);
+    const double excess_ms = straggler.shares.*part.share / 100.0 * straggler.step_p50_ms - stats::median(others_ms);
     if (excess_ms > best_excess_ms) {
       best_excess_ms = excess_ms;
       job.straggler_cause = part.suspect;
@@ -374,7 +353,7 @@ std::optional<JobDiagnosis> diagnose_job(const std::vector<Diagnosis>& ranks, co
   job.imbalanced = job.spread_low_pct > spread_line_pct;
   job.at_line = !job.imbalanced && job.spread_high_pct > spread_line_pct;
   if (job.imbalanced) {
-    decide_imbalanced(job, spread_line_pct);
+    decide_imbalanced(job, spread_line_pct, others_own_median_ms);
   } else {
     decide_balanced(job, ranks, spread_line_pct);
   }

@@ -50,21 +50,6 @@ double robust_noise_pct(const std::vector<double>& step_ms) {
   return 100.0 * stats::median(deviations) / median;
 }
 
-double share_of(const StepShares& shares, Suspect suspect) {
-  switch (suspect) {
-    case Suspect::kDataPipeline:
-      return shares.data_wait_pct + shares.host_to_device_pct;
-    case Suspect::kModelCompute:
-      return shares.compute_pct;
-    case Suspect::kCommunication:
-      return shares.communication_pct;
-    case Suspect::kFrameworkOverhead:
-      return shares.framework_pct;
-    case Suspect::kNone:
-      return shares.other_pct;
-  }
-  return 0;
-}
 
 // The suspect's time-weighted share with a 95 % t interval from its per-step values (the steps'
 // spread over sqrt(n)); a single step (or an aggregate-only source) gives a point.
@@ -178,6 +163,22 @@ class Confidence {
 };
 
 }  // namespace
+
+double share_of(const StepShares& shares, Suspect suspect) {
+  switch (suspect) {
+    case Suspect::kDataPipeline:
+      return shares.data_wait_pct + shares.host_to_device_pct;
+    case Suspect::kModelCompute:
+      return shares.compute_pct;
+    case Suspect::kCommunication:
+      return shares.communication_pct;
+    case Suspect::kFrameworkOverhead:
+      return shares.framework_pct;
+    case Suspect::kNone:
+      return shares.other_pct;
+  }
+  return 0;
+}
 
 std::string suspect_words(Suspect suspect) {
   std::string words = suspect == Suspect::kNone ? "other" : to_string(suspect);

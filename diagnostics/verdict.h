@@ -51,6 +51,9 @@ struct Verdict {
 // "data pipeline", "model compute", "communication", "framework overhead", "other": for people.
 std::string suspect_words(Suspect suspect);
 
+// A suspect's share of a step (data pipeline: data wait plus host-to-device copies; kNone: other).
+double share_of(const StepShares& shares, Suspect suspect);
+
 Verdict decide(const Summary& summary, const std::vector<Finding>& findings, const Thresholds& thresholds);
 
 nlohmann::json to_json(const Verdict& verdict);
