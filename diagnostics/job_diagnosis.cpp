@@ -422,7 +422,7 @@ std::string render_job_text(const JobDiagnosis& job) {
   for (const JobRank& r : job.rank_lines) {
     out += format_text("  %4d  %11.1f  %11.1f  %10.1f  %7.1f  %6.1f  %9.1f  %11.1f  %7.1f  %s%s\n", r.rank,
                        r.step_p50_ms, r.own_work_ms, r.waiting_ms, r.wire_ms,
-                       r.shares.data_wait_pct + r.shares.host_to_device_pct, r.shares.compute_pct,
+                       share_of(r.shares, Suspect::kDataPipeline), r.shares.compute_pct,
                        r.shares.framework_pct, r.shares.other_pct, r.verdict.c_str(),
                        job.imbalanced && r.rank == job.straggler_rank ? "  <- straggler" : "");
   }

@@ -1170,7 +1170,7 @@ void job_rank_table(std::ostringstream& o, const JobDiagnosis& job) {
       << "</td><td>" << escape_html(r.label) << "</td><td class=\"num\">" << format_ms(r.step_p50_ms)
       << "</td><td class=\"num\">" << format_ms(r.own_work_ms) << "</td><td class=\"num\">" << format_ms(r.waiting_ms)
       << "</td><td class=\"num\">" << format_ms(r.wire_ms) << "</td><td class=\"num\">"
-      << format_pct(r.shares.data_wait_pct + r.shares.host_to_device_pct) << "</td><td class=\"num\">"
+      << format_pct(share_of(r.shares, Suspect::kDataPipeline)) << "</td><td class=\"num\">"
       << format_pct(r.shares.compute_pct) << "</td><td class=\"num\">" << format_pct(r.shares.framework_pct)
       << "</td><td class=\"num\">" << format_pct(r.shares.other_pct) << "</td><td>" << escape_html(r.verdict)
       << "</td></tr>\n";
@@ -1187,7 +1187,13 @@ void parallel_section(std::ostringstream& o, const ReportInput& in) {
          std::to_string(std::max<size_t>(static_cast<size_t>(s.world_size), in.ranks.size())));
   kv_row(o, "All-reduce share (hidden or not)", or_dash(s.comm_total_pct, format_pct));
   kv_row(o, "Exposed communication share", format_pct(s.shares.communication_pct));
-  kv_row(o, "Rank spread (own work a step: slowest vs fastest)", or_dash(s.rank_spread_pct, format_pct));
+  if (s.rank_spread_low_pct && s.rank_spread_high_pct && s.rank_spread_pct) {
+    kv_row(o, "Rank spread (own work a step: the slowest rank against the others' median, step by step)",
+           format_pct(*s.rank_spread_pct) + format(" [%.1f, ", *s.rank_spread_low_pct) +
+               format("%.1f]", *s.rank_spread_high_pct));
+  } else {
+    kv_row(o, "Rank spread (own work a step: slowest vs fastest)", or_dash(s.rank_spread_pct, format_pct));
+  }
   o << "</tbody></table>\n";
   if (in.job != nullptr) {
     job_rank_table(o, *in.job);
