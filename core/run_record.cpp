@@ -328,6 +328,7 @@ ParameterFingerprint fingerprint_from_json(const nlohmann::json& j) {
 
 nlohmann::json rank_summary_to_json(const RankSummary& r) {
   nlohmann::json j = {{"rank", r.rank}, {"ok", r.ok}, {"ended", r.ended}};
+  if (!r.host.empty()) j.update({{"host", r.host}, {"node_rank", r.node_rank}, {"local_rank", r.local_rank}});
   if (!r.ok) {
     j["error"] = r.error;
     return j;
@@ -355,6 +356,9 @@ RankSummary rank_summary_from_json(const nlohmann::json& j, int index) {
   r.exposed_comm_pct = real_or(j, "exposed_comm_pct", 0.0);
   r.busy_ms_mean = real_or(j, "busy_ms_mean", 0.0);
   r.peak_memory_bytes = integer_or<int64_t>(j, "peak_memory_bytes", 0);
+  r.host = j.value("host", "");
+  r.node_rank = integer_or<int>(j, "node_rank", 0);
+  r.local_rank = integer_or<int>(j, "local_rank", r.rank);
   return r;
 }
 
@@ -368,7 +372,14 @@ nlohmann::json distributed_to_json(const DistributedRun& d) {
          {"bucket_bytes_cap", d.bucket_bytes_cap},
          {"buckets", d.buckets},
          {"gradient_bytes", d.gradient_bytes}};
+    if (!d.host.empty()) {
+      j.update({{"host", d.host},
+                {"node_rank", d.node_rank},
+                {"local_rank", d.local_rank},
+                {"local_world_size", d.local_world_size}});
+    }
   }
+  if (!d.gathered.empty()) j["gathered"] = d.gathered;
   if (!d.ranks.empty()) {
     nlohmann::json ranks = nlohmann::json::array();
     for (const RankSummary& r : d.ranks) ranks.push_back(rank_summary_to_json(r));
@@ -390,6 +401,11 @@ DistributedRun distributed_from_json(const nlohmann::json& j) {
   d.bucket_bytes_cap = integer_or<int64_t>(j, "bucket_bytes_cap", 0);
   d.buckets = integer_or<int64_t>(j, "buckets", 0);
   d.gradient_bytes = integer_or<int64_t>(j, "gradient_bytes", 0);
+  d.host = j.value("host", "");
+  d.node_rank = integer_or<int>(j, "node_rank", 0);
+  d.local_rank = integer_or<int>(j, "local_rank", d.rank);
+  d.local_world_size = integer_or<int>(j, "local_world_size", 0);
+  d.gathered = j.value("gathered", "");
   int index = 0;
   for (const nlohmann::json& r : j.value("ranks", nlohmann::json::array())) {
     d.ranks.push_back(rank_summary_from_json(r, index++));

@@ -209,11 +209,13 @@ struct RankSummary {
   double comm_pct = 0, exposed_comm_pct = 0;
   double busy_ms_mean = 0;              // its own work per step: the step minus the wait on the others
   int64_t peak_memory_bytes = 0;
+  std::string host;                     // the machine it ran on (empty in records made before)
+  int node_rank = 0, local_rank = 0;    // which machine of the job, and its place on it
 };
 
 // Data parallel. Each rank's record: its process group ("backend", "world_size", "rank",
 // "comm_mode", "bucket_bytes_cap", "buckets", "gradient_bytes"). The merged record adds "ranks"
-// (one RankSummary each), "slowest_rank" and "busy_spread_pct" (when two ranks finished), and
+// (one RankSummary each, with its "host", "node_rank" and "local_rank"), "slowest_rank" and "busy_spread_pct" (when two ranks finished), and
 // "ranks_finished" when one failed. {} in a single-process run.
 struct DistributedRun {
   std::string backend;                  // empty: no process group described
@@ -223,6 +225,14 @@ struct DistributedRun {
   int64_t bucket_bytes_cap = 0;
   int64_t buckets = 0;
   int64_t gradient_bytes = 0;
+  // Where this process ran: its machine's name, the machine's index in the job (torchrun's
+  // GROUP_RANK), its rank on that machine, and the ranks per machine ("host", "node_rank",
+  // "local_rank", "local_world_size"; absent in records made before).
+  std::string host;
+  int node_rank = 0, local_rank = 0, local_world_size = 0;
+  // A rank on another machine than rank 0's: how its record reached rank 0 ("sent through the
+  // rendezvous store"), or why it could not ("gathered").
+  std::string gathered;
   std::vector<RankSummary> ranks;
   std::optional<int> slowest_rank;      // the straggler: the most own work per step
   std::optional<double> busy_spread_pct;  // slowest over fastest own work per step, minus 1

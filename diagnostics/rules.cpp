@@ -899,24 +899,27 @@ std::optional<Finding> host_syncs(const Summary& s, const Thresholds& t) {
   return f;
 }
 
+// The ranks that share this rank's machine: a job across machines says how many (LOCAL_WORLD_SIZE);
+// otherwise every rank ran here (--nproc, torchrun on one machine).
+int ranks_here(const Summary& s) { return s.ranks_on_machine.value_or(s.world_size); }
+
 // Ranks x intra-op threads above the machine's cores, on CPU: every rank's GEMMs wait for threads
-// the other ranks hold. (A merged run's ranks ran on one machine: --nproc; torchrun's several
-// machines keep a record per machine.)
+// the other ranks on the machine hold.
 bool oversubscribed(const Summary& s) {
-  return !s.on_gpu && s.world_size > 1 && s.intra_op_threads && s.logical_cores > 0 &&
-         s.world_size * *s.intra_op_threads > s.logical_cores;
+  return !s.on_gpu && ranks_here(s) > 1 && s.intra_op_threads && s.logical_cores > 0 &&
+         ranks_here(s) * *s.intra_op_threads > s.logical_cores;
 }
 
 // 13b. Oversubscribed ranks: what reads as compute is threads waiting for cores.
 std::optional<Finding> oversubscription(const Summary& s, const Thresholds&) {
   if (!oversubscribed(s) || !has_steps(s)) return std::nullopt;
   Finding f = make("oversubscription", Severity::kHigh, Suspect::kFrameworkOverhead);
-  const int threads = s.world_size * *s.intra_op_threads;
+  const int threads = ranks_here(s) * *s.intra_op_threads;
   f.evidence.push_back({"rank_threads", static_cast<double>(threads), static_cast<double>(s.logical_cores), "count"});
-  f.title = count_noun(s.world_size, "rank") + " x " + count_noun(*s.intra_op_threads, "thread") + " = " +
+  f.title = count_noun(ranks_here(s), "rank") + (ranks_here(s) < s.world_size ? " on this machine" : "") + " x " + count_noun(*s.intra_op_threads, "thread") + " = " +
             std::to_string(threads) + " threads on " + count_noun(s.logical_cores, "core") +
             ": oversubscribed, so the compute share counts threads waiting for cores";
-  const int fair = std::max(1, s.logical_cores / s.world_size);
+  const int fair = std::max(1, s.logical_cores / ranks_here(s));
   f.recommendation = in_users_words(
       s, format_text("Give each rank %d intra-op thread%s (--threads %d, or leave --threads out: trainlab divides the "
                      "cores among the ranks).", fair, fair == 1 ? "" : "s", fair),

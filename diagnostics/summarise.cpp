@@ -739,6 +739,7 @@ nlohmann::json to_json(const Summary& s) {
           {"data_wait_python_frames", python_frames_json(s.data_wait_python_frames, "pct_of_data_wait")},
           {"host_python_frames", python_frames_json(s.host_python_frames, "pct_of_step")},
           {"world_size", s.world_size},
+          {"ranks_on_machine", opt(s.ranks_on_machine)},
           {"intra_op_threads", opt(s.intra_op_threads)},
           {"rank", s.rank},
           {"comm_total_pct", opt(s.comm_total_pct)},

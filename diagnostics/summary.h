@@ -132,6 +132,7 @@ struct Summary {
   // --- data parallel
   int world_size = 1;
   int rank = 0;
+  std::optional<int> ranks_on_machine;        // the ranks sharing this rank's machine (records; else world_size)
   std::optional<int> intra_op_threads;        // each rank's (records: LibTorch's threads in the child)
   std::optional<double> comm_total_pct;       // collective time, hidden under compute or not
   std::optional<double> comm_overlapped_pct;  // collective time hidden under compute on other streams (GPU traces)

@@ -14,11 +14,14 @@ using Variables = std::vector<std::pair<std::string, std::string>>;
 
 struct ScopedEnv {
   explicit ScopedEnv(const Variables& vars) {
-    for (const char* name : {"WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) ::unsetenv(name);
+    clear();
     for (const auto& [k, v] : vars) ::setenv(k.c_str(), v.c_str(), 1);
   }
-  ~ScopedEnv() {
-    for (const char* name : {"WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) ::unsetenv(name);
+  ~ScopedEnv() { clear(); }
+  static void clear() {
+    for (const char* name : {"WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                             "GROUP_RANK", "NODE_RANK", "TRAINLAB_STORE_PREFIX", "TRAINLAB_GATHER"})
+      ::unsetenv(name);
   }
 };
 
@@ -85,6 +88,44 @@ TEST(DistEnvTest, MissingOrMalformedVariablesNameThemselves) {
   { ScopedEnv env({{"WORLD_SIZE", "2"}, {"RANK", "0"}, {"MASTER_PORT", "1"}}); expect_error_naming("MASTER_ADDR"); }
   { ScopedEnv env({{"WORLD_SIZE", "2"}, {"RANK", "0"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "70000"}}); expect_error_naming("MASTER_PORT"); }
   { ScopedEnv env({{"WORLD_SIZE", "2"}, {"RANK", "1"}, {"MASTER_ADDR", "h"}}); expect_error_naming("MASTER_PORT"); }
+}
+
+// torchrun across machines: the machine's index (GROUP_RANK, else NODE_RANK), the ranks on it, the
+// child's store prefix and its part in gathering the records.
+TEST(DistEnvTest, AJobAcrossMachinesSaysWhichMachineAndHowManyRanksAreOnIt) {
+  {
+    ScopedEnv env({{"WORLD_SIZE", "4"}, {"RANK", "3"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
+                   {"GROUP_RANK", "1"}, {"MASTER_ADDR", "10.0.0.7"}, {"MASTER_PORT", "29500"},
+                   {"TRAINLAB_STORE_PREFIX", "trainlab/0/2-fp32"}, {"TRAINLAB_GATHER", "send"}});
+    const DistEnv d = dist_env_from_environment();
+    EXPECT_EQ(d.node_rank, 1);
+    EXPECT_EQ(d.local_world_size, 2);
+    EXPECT_TRUE(d.multi_node());
+    EXPECT_EQ(d.store_prefix, "trainlab/0/2-fp32");
+    EXPECT_EQ(gather_role_from_environment(), GatherRole::kSend);
+  }
+  {
+    ScopedEnv env({{"WORLD_SIZE", "4"}, {"RANK", "0"}, {"NODE_RANK", "0"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"},
+                   {"TRAINLAB_GATHER", "receive"}});
+    const DistEnv d = dist_env_from_environment();
+    EXPECT_EQ(d.node_rank, 0);
+    EXPECT_EQ(d.local_world_size, 4);  // no LOCAL_WORLD_SIZE: every rank is on this machine
+    EXPECT_FALSE(d.multi_node());
+    EXPECT_EQ(d.store_prefix, "trainlab");
+    EXPECT_EQ(gather_role_from_environment(), GatherRole::kReceive);
+  }
+  {
+    ScopedEnv env({{"WORLD_SIZE", "4"}, {"RANK", "0"}, {"LOCAL_WORLD_SIZE", "5"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}});
+    expect_error_naming("LOCAL_WORLD_SIZE");  // more ranks on this machine than in the job
+  }
+  ScopedEnv none(Variables{});
+  EXPECT_EQ(gather_role_from_environment(), GatherRole::kNone);
+}
+
+// Gloo listens on the address that faces the rendezvous: loopback for loopback.
+TEST(DistEnvTest, TheLocalAddressTowardAHostIsTheRoutesSource) {
+  EXPECT_EQ(local_address_toward("127.0.0.1"), "127.0.0.1");
+  EXPECT_EQ(local_address_toward("no-such-host.invalid"), "");
 }
 
 TEST(DistEnvTest, FreePortIsInRange) {

@@ -279,7 +279,12 @@ TEST(DistE2E, TorchrunRanksWriteOneMergedRunAndOnlyRankZeroPrints) {
   EXPECT_EQ(read_variant_record(run_dir + "/variants/fp32.rank1.json").rank, 1);
   for (int rank : {0, 1}) {
     EXPECT_TRUE(fs::exists(run_dir + "/traces/fp32/rank" + std::to_string(rank) + ".pt.trace.json")) << rank;
+    // Where each rank ran: one machine, the rank's place on it.
+    EXPECT_FALSE(merged.distributed.ranks[rank].host.empty()) << rank;
+    EXPECT_EQ(merged.distributed.ranks[rank].node_rank, 0) << rank;
+    EXPECT_EQ(merged.distributed.ranks[rank].local_rank, rank);
   }
+  EXPECT_EQ(merged.distributed.ranks[0].host, merged.distributed.ranks[1].host);
   const auto count = [&](const std::string& what) {
     size_t n = 0;
     for (size_t at = out.find(what); at != std::string::npos; at = out.find(what, at + 1)) ++n;
@@ -288,6 +293,29 @@ TEST(DistE2E, TorchrunRanksWriteOneMergedRunAndOnlyRankZeroPrints) {
   EXPECT_EQ(count("samples/s  step p50 ms"), 1u) << out;  // one variant table
   EXPECT_EQ(count("Run record: "), 1u) << out;
   EXPECT_EQ(count("results in "), 1u) << out;             // one banner
+}
+
+// One launch, several children in a row (repetitions): torchrun's store outlives each child, so
+// every child's keys go under a prefix of its own. Without it the second child's ranks read the
+// first one's Gloo addresses and the rendezvous failed ("Connection refused").
+TEST(DistE2E, TorchrunRunsSeveralChildrenInARowOverTheLaunchersStore) {
+  const fs::path torchrun = fs::path(TRAINLAB_TORCH_PYTHON).parent_path() / "torchrun";
+  if (!fs::exists(torchrun)) GTEST_SKIP() << "no torchrun beside " << TRAINLAB_TORCH_PYTHON;
+  const std::string results = e2e::fresh_results_dir("torchrun-repeat");
+  const std::string out = e2e::run_command(torchrun.string() + " --standalone --nproc_per_node 2 --no-python " +
+                                           TRAINLAB_BINARY + " run " + kSmallMlp +
+                                           " --steps 4 --repeat 3 --dist-timeout-s 20 --results " + results +
+                                           " 2>&1; echo \"exit status $?\"");
+  ASSERT_NE(out.find("exit status 0"), std::string::npos) << out;
+  const std::string run_dir = e2e::only_run_dir(results);
+  ASSERT_FALSE(run_dir.empty()) << out;
+  const RunRecord record = e2e::read_measured_run(run_dir);
+  ASSERT_EQ(record.variants.size(), 3u) << out;
+  for (const VariantRecord& v : record.variants) {
+    EXPECT_TRUE(v.ok()) << v.error;
+    EXPECT_EQ(v.world_size, 2);
+    EXPECT_EQ(v.distributed.ranks.size(), 2u);
+  }
 }
 #endif
 

@@ -17,7 +17,8 @@ namespace {
 namespace fs = std::filesystem;
 
 const char* const kVariables[] = {"WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
-                                  "LOCAL_WORLD_SIZE", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT"};
+                                  "LOCAL_WORLD_SIZE", "GROUP_RANK", "TORCHELASTIC_RUN_ID",
+                                  "TORCHELASTIC_RESTART_COUNT"};
 
 struct ScopedLaunch {
   ScopedLaunch(const std::string& rank, const std::string& local_world_size) {
@@ -43,11 +44,39 @@ std::string fresh_dir(const std::string& name) {
   return dir;
 }
 
-TEST(LaunchGroup, NoLaunchWithoutWorldSizeOrAcrossMachines) {
+TEST(LaunchGroup, NoLaunchWithoutWorldSize) {
   ScopedLaunch::clear();
   EXPECT_FALSE(launcher_rank_from_environment().has_value());
-  ScopedLaunch across("1", "1");  // 2 ranks, 1 on this machine: they do not share a results folder
-  EXPECT_FALSE(launcher_rank_from_environment().has_value());
+}
+
+// Across machines (1 of 2 ranks per machine): rank 0 makes the job's folder; the first rank on
+// another machine makes a folder there and its records travel to rank 0 through the store.
+TEST(LaunchGroup, AcrossMachinesTheFirstRankOfEachMachineMakesItsFolder) {
+  {
+    ScopedLaunch rank0("0", "1");
+    const auto launch = launcher_rank_from_environment();
+    ASSERT_TRUE(launch.has_value());
+    EXPECT_TRUE(launch->multi_node);
+    EXPECT_FALSE(launch->remote());
+    EXPECT_TRUE(launch->makes_folder());
+  }
+  {
+    ScopedLaunch rank1("1", "1");
+    ::setenv("GROUP_RANK", "1", 1);
+    ::setenv("LOCAL_RANK", "0", 1);
+    const auto launch = launcher_rank_from_environment();
+    ASSERT_TRUE(launch.has_value());
+    EXPECT_EQ(launch->node_rank, 1);
+    EXPECT_TRUE(launch->remote());
+    EXPECT_TRUE(launch->makes_folder());
+  }
+  {
+    ScopedLaunch one_machine("1", "2");  // rank 1 beside rank 0: it writes into rank 0's folder
+    const auto launch = launcher_rank_from_environment();
+    ASSERT_TRUE(launch.has_value());
+    EXPECT_FALSE(launch->multi_node);
+    EXPECT_FALSE(launch->makes_folder());
+  }
 }
 
 TEST(LaunchGroup, TheRanksOfOneLaunchShareAKeyThatNamesTheLaunch) {

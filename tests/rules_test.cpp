@@ -747,6 +747,23 @@ TEST(RulesTest, OversubscribedRanksAreNamedAndTakePrecisionsPlace) {
   EXPECT_FALSE(find(s, "oversubscription"));
 }
 
+// A job across machines: only the ranks that share this machine share its cores.
+TEST(RulesTest, OversubscriptionCountsTheRanksOnThisMachineNotTheJobs) {
+  Summary s = quiet();
+  s.shares = {0, 0, 90, 0, 5, 5};
+  s.logical_cores = 2;
+  s.world_size = 4;
+  s.intra_op_threads = 1;
+  EXPECT_TRUE(find(s, "oversubscription"));  // 4 ranks on one machine of 2 cores
+  s.ranks_on_machine = 2;                     // 2 machines x 2 ranks, 1 thread each: fits
+  EXPECT_FALSE(find(s, "oversubscription"));
+  s.intra_op_threads = 2;
+  auto f = find(s, "oversubscription");
+  ASSERT_TRUE(f);
+  EXPECT_NE(f->title.find("2 ranks on this machine x 2 threads = 4 threads on 2 cores"), std::string::npos) << f->title;
+  EXPECT_NE(f->recommendation.find("Give each rank 1 intra-op thread"), std::string::npos) << f->recommendation;
+}
+
 // --- 14. precision
 
 TEST(RulesTest, PrecisionOnCpu) {

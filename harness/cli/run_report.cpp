@@ -3,6 +3,9 @@
 
 #include <iomanip>
 #include <iostream>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "core/errors.h"
 #include "core/json_text.h"
@@ -80,7 +83,20 @@ int report_run(const LabOutcome& outcome, OutputFormat format, const nlohmann::j
     if (v.world_size <= 1 || !v.ok() || v.distributed.backend.empty()) continue;
     const VariantAggregate agg = aggregate(v);
     const DistributedRun& d = v.distributed;
-    std::cout << "\nData parallel " << v.spec.name() << ": " << count_noun(v.world_size, "rank") << " (" << d.backend << ", "
+    // The machines the ranks ran on, where they were several: "on node-a (ranks 0-1), node-b (ranks 2-3)".
+    std::map<std::string, std::vector<int>> ranks_by_host;
+    for (const RankSummary& r : d.ranks) {
+      if (!r.host.empty()) ranks_by_host[r.host].push_back(r.rank);
+    }
+    std::string machines;
+    if (ranks_by_host.size() > 1) {
+      for (const auto& [host, ranks] : ranks_by_host) {
+        machines += (machines.empty() ? " on " : ", ") + host + " (rank" + (ranks.size() > 1 ? "s " : " ") +
+                    std::to_string(ranks.front()) +
+                    (ranks.size() > 1 ? "-" + std::to_string(ranks.back()) : std::string()) + ")";
+      }
+    }
+    std::cout << "\nData parallel " << v.spec.name() << ": " << count_noun(v.world_size, "rank") << machines << " (" << d.backend << ", "
               << d.comm_mode << ", " << count_noun(d.buckets, "bucket") << ", "
               << fmt("%.1f", bytes_to_mib(d.gradient_bytes)) << " MiB of gradients): all-reduce "
               << fmt("%.1f", agg.comm_pct) << " % of the step, exposed (the step waiting on it) "

@@ -198,6 +198,11 @@ LabOptions build_lab_options(const VariantOptions& o, Thresholds* thresholds_sto
     throw InputError("--nproc " + std::to_string(lab.base.nproc) + " under a launcher that already started " +
                      std::to_string(lab.launch->world_size) + " ranks (WORLD_SIZE): use one or the other");
   }
+  // --nproc on each of several machines (NNODES, NODE_RANK, MASTER_ADDR, MASTER_PORT).
+  if (lab.base.nproc > 1) {
+    const NodesOfJob nodes = nodes_of_job_from_environment();
+    if (nodes.several()) check_master_addr(nodes.master_addr, std::min(lab.base.dist_timeout_s, 10.0));
+  }
   ensure_writable_dir(lab.results_dir);
   return lab;
 }

@@ -12,6 +12,7 @@
 #include "harness/dist/gradient_buckets.h"
 #include "harness/dist/watchdog.h"
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/torch.h>
@@ -20,6 +21,8 @@
 #include <c10/cuda/CUDAStream.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -121,6 +124,21 @@ class DevicePoller {
 };
 #endif
 
+// Where Gloo listens: the interface GLOO_SOCKET_IFNAME names (as torch.distributed reads it), else
+// loopback for a loopback rendezvous, else this machine's address toward MASTER_ADDR (the
+// hostname may resolve to an address the job's network does not carry).
+std::shared_ptr<::gloo::transport::Device> gloo_device(const DistEnv& env) {
+  if (const char* interface = std::getenv("GLOO_SOCKET_IFNAME"); interface != nullptr && interface[0] != '\0') {
+    return c10d::ProcessGroupGloo::createDeviceForInterface(interface);
+  }
+  if (env.master_addr == "127.0.0.1" || env.master_addr == "localhost") {
+    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  }
+  const std::string local = local_address_toward(env.master_addr);
+  return local.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
+                       : c10d::ProcessGroupGloo::createDeviceForHostname(local);
+}
+
 }  // namespace
 
 struct DataParallel::State {
@@ -218,7 +236,10 @@ DataParallel::DataParallel(const DistEnv& env, std::vector<at::Tensor> parameter
     store_options.numWorkers = static_cast<std::size_t>(env.world_size);
     store_options.waitWorkers = true;
     store_options.timeout = timeout;
-    s.store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
+    // Under torchrun (TORCHELASTIC_USE_AGENT_STORE) the agent already serves this port and c10d
+    // makes rank 0 a client of it; that store lives on after this child, hence the prefix.
+    s.store = c10::make_intrusive<c10d::PrefixStore>(
+        env.store_prefix, c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options));
     const bool on_cuda = !parameters.empty() && parameters.front().is_cuda();
 #ifdef TRAINLAB_HAVE_NCCL
     if (on_cuda) {
@@ -235,9 +256,7 @@ DataParallel::DataParallel(const DistEnv& env, std::vector<at::Tensor> parameter
 #endif
     if (!s.group) {
       auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-      const bool loopback = env.master_addr == "127.0.0.1" || env.master_addr == "localhost";
-      options->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                          : c10d::ProcessGroupGloo::createDefaultDevice());
+      options->devices.push_back(gloo_device(env));
       s.group = c10::make_intrusive<c10d::ProcessGroupGloo>(s.store, env.rank, env.world_size, options);
       s.backend = "gloo";
     }
@@ -367,6 +386,21 @@ int64_t DataParallel::agree_clock_base_epoch_ns(int64_t own_start_epoch_ns) {
   return earliest - earliest % kNsPerS;
 }
 
+void DataParallel::store_put(const std::string& key, const std::string& bytes) {
+  state_->store->set(key, std::vector<uint8_t>(bytes.begin(), bytes.end()));
+}
+
+std::optional<std::string> DataParallel::store_take(const std::string& key, std::chrono::milliseconds timeout) {
+  try {
+    state_->store->wait({key}, timeout);
+  } catch (const std::exception&) {  // c10d says a timeout by throwing
+    return std::nullopt;
+  }
+  const std::vector<uint8_t> value = state_->store->get(key);
+  state_->store->deleteKey(key);  // a launcher's store keeps what is left in it
+  return std::string(value.begin(), value.end());
+}
+
 DistributedRun DataParallel::describe() const {
   DistributedRun group;
   for (const at::Tensor& p : state_->params) group.gradient_bytes += p.numel() * p.element_size();
@@ -376,6 +410,11 @@ DistributedRun DataParallel::describe() const {
   group.comm_mode = to_string(state_->mode);
   group.bucket_bytes_cap = state_->bucket_bytes_cap;
   group.buckets = static_cast<int64_t>(state_->buffers.size());
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0) group.host = host;
+  group.node_rank = state_->env.node_rank;
+  group.local_rank = state_->env.local_rank;
+  group.local_world_size = state_->env.local_world_size;
   return group;
 }
 

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,10 @@ class DataParallel {
   // The job's time zero for traces: every rank offers its own start (epoch ns) through the store
   // and all take the earliest, rounded down to a whole second, so the ranks' traces share one axis.
   int64_t agree_clock_base_epoch_ns(int64_t own_start_epoch_ns);
+  // The rendezvous store (under this child's prefix), for what is not a tensor: put() a value,
+  // take() one (waits up to `timeout`, nullopt when it does not come; the key is removed once read).
+  void store_put(const std::string& key, const std::string& bytes);
+  std::optional<std::string> store_take(const std::string& key, std::chrono::milliseconds timeout);
   // The process group: backend, world size, rank, mode, bucket cap, buckets, gradient bytes.
   DistributedRun describe() const;
 

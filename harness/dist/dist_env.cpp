@@ -60,12 +60,44 @@ DistEnv dist_env_from_environment() {
   env.world_size = int_variable("WORLD_SIZE", 1, 4096);
   if (env.world_size == 1) return env;
   env.rank = int_variable("RANK", 0, env.world_size - 1);
-  env.local_rank = get("LOCAL_RANK") != nullptr ? int_variable("LOCAL_RANK", 0, 4095) : env.rank;
   const char* addr = get("MASTER_ADDR");
   if (addr == nullptr) throw InputError("data parallel: MASTER_ADDR is not set");
   env.master_addr = addr;
   env.master_port = int_variable("MASTER_PORT", 1, 65535);
+  env.local_world_size = get("LOCAL_WORLD_SIZE") != nullptr ? int_variable("LOCAL_WORLD_SIZE", 1, env.world_size)
+                                                            : env.world_size;
+  env.local_rank = get("LOCAL_RANK") != nullptr ? int_variable("LOCAL_RANK", 0, 4095) : env.rank % env.local_world_size;
+  // Without a launcher's word, machines hold LOCAL_WORLD_SIZE consecutive ranks each (torchrun's
+  // and the usual launchers' numbering).
+  env.node_rank = env.rank / env.local_world_size;
+  for (const char* name : {"GROUP_RANK", "NODE_RANK"}) {
+    if (get(name) != nullptr) {
+      env.node_rank = int_variable(name, 0, 4095);
+      break;
+    }
+  }
+  if (const char* prefix = get("TRAINLAB_STORE_PREFIX")) env.store_prefix = prefix;
   return env;
+}
+
+NodesOfJob nodes_of_job_from_environment() {
+  NodesOfJob nodes;
+  if (get("NNODES") == nullptr) return nodes;
+  nodes.nnodes = int_variable("NNODES", 1, 4096);
+  if (nodes.nnodes == 1) return nodes;
+  nodes.node_rank = int_variable("NODE_RANK", 0, nodes.nnodes - 1);
+  const char* addr = get("MASTER_ADDR");
+  if (addr == nullptr) throw InputError("data parallel across machines (NNODES): MASTER_ADDR is not set");
+  nodes.master_addr = addr;
+  nodes.master_port = int_variable("MASTER_PORT", 1, 65535);
+  return nodes;
+}
+
+GatherRole gather_role_from_environment() {
+  const char* role = get(kGatherVariable);
+  if (role != nullptr && std::string(role) == "send") return GatherRole::kSend;
+  if (role != nullptr && std::string(role) == "receive") return GatherRole::kReceive;
+  return GatherRole::kNone;
 }
 
 int usable_cores() {
@@ -124,6 +156,27 @@ void check_master_addr(const std::string& master_addr, double timeout_s) {
   if (!error.empty()) {
     throw InputError("data parallel: MASTER_ADDR='" + master_addr + "' does not resolve (name resolution: " + error + ")");
   }
+}
+
+std::string local_address_toward(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), "9", &hints, &found) != 0 || found == nullptr) return "";
+  std::string address;
+  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in local{};
+  socklen_t len = sizeof local;
+  // A datagram socket's connect sends nothing: it only asks the kernel for the route.
+  if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
+    char text[INET_ADDRSTRLEN] = {};
+    if (::inet_ntop(AF_INET, &local.sin_addr, text, sizeof text) != nullptr) address = text;
+  }
+  if (fd >= 0) ::close(fd);
+  ::freeaddrinfo(found);
+  return address;
 }
 
 int find_free_port() {

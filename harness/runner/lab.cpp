@@ -117,7 +117,7 @@ LabOutcome start_run(const LabOptions& options, const std::string& kind) {
   outcome.record.kind = kind;
   outcome.record.scenario = options.base.scenario;
   outcome.record.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
-  if (options.launch && options.launch->rank != 0) {
+  if (options.launch && !options.launch->makes_folder()) {
     outcome.run_dir = wait_for_run_dir(*options.launch, options.results_dir, options.base.dist_timeout_s);
     outcome.record.run_id = fs::path(outcome.run_dir).filename().string();
     outcome.quiet = true;
@@ -127,12 +127,24 @@ LabOutcome start_run(const LabOptions& options, const std::string& kind) {
   outcome.running = std::make_shared<RunningMark>(outcome.run_dir);
   write_progress_record(outcome, {});
   if (options.launch) publish_run_dir(*options.launch, options.results_dir, outcome.run_dir);
+  if (options.launch && options.launch->remote()) {
+    // The first rank on another machine: a folder there for its machine's ranks (their records,
+    // logs and traces, also sent to rank 0), quiet; the merged run is rank 0's.
+    outcome.quiet = true;
+    outcome.remote_copy = true;
+  }
   return outcome;
 }
 
 // The run's record in its folder, finished (rank 0's job under a launcher); the launch's pointer
 // and the running mark go.
 void finish_run(const LabOptions& options, LabOutcome& outcome) {
+  if (outcome.remote_copy) {
+    write_run_record((fs::path(outcome.run_dir) / "run.json").string(), outcome.record);
+    outcome.running.reset();
+    withdraw_run_dir(*options.launch, options.results_dir);
+    return;
+  }
   if (outcome.quiet) return;
   write_run_record((fs::path(outcome.run_dir) / "run.json").string(), outcome.record);
   outcome.running.reset();

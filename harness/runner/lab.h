@@ -50,6 +50,9 @@ struct LabOutcome {
   std::string run_dir;
   // A launch's rank other than 0: it printed nothing and wrote no run.json (rank 0 reports the run).
   bool quiet = false;
+  // The first rank on a machine other than rank 0's: quiet, with a run folder on its machine for
+  // that machine's ranks (a copy of what they sent to rank 0), whose run.json it writes.
+  bool remote_copy = false;
   // Held from the first run.json to the finished one (run_liveness.h).
   std::shared_ptr<RunningMark> running;
 };

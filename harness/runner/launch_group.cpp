@@ -32,11 +32,12 @@ fs::path pointer_path(const LauncherRank& launch, const std::string& results_dir
 std::optional<LauncherRank> launcher_rank_from_environment() {
   const DistEnv env = dist_env_from_environment();
   if (!env.distributed()) return std::nullopt;
-  const std::string local_world = variable("LOCAL_WORLD_SIZE");
-  if (!local_world.empty() && local_world != std::to_string(env.world_size)) return std::nullopt;
   LauncherRank launch;
   launch.rank = env.rank;
   launch.world_size = env.world_size;
+  launch.node_rank = env.node_rank;
+  launch.local_rank = env.local_rank;
+  launch.multi_node = env.multi_node();
   // The processes of one launch on one machine share the launcher (their parent process) and its
   // rendezvous; a relaunch (torchrun's restarts) counts up TORCHELASTIC_RESTART_COUNT.
   std::string key = env.master_addr + "-" + std::to_string(env.master_port) + "-" + std::to_string(::getppid()) +

@@ -78,6 +78,7 @@ Summary summarise_variant(const VariantRecord& measured, const std::string& scen
   s.batch_size = record.spec.batch_size;
   s.rank = record.rank;
   s.world_size = record.world_size;
+  if (record.distributed.local_world_size > 0) s.ranks_on_machine = record.distributed.local_world_size;
   // What the run already had in place: the rules do not propose it again (diagnostics/in_place.h).
   if (record.spec.compiled) s.compiled_by = to_string(record.spec.compiler);
   if (record.world_size > 1) {

@@ -173,6 +173,9 @@ RankSummary rank_summary(const VariantRecord& r, int rank, const ChildOutcome& o
   summary.rank = rank;
   summary.ok = r.ok();
   summary.ended = outcome.describe();
+  summary.host = r.distributed.host;
+  summary.node_rank = r.distributed.node_rank;
+  summary.local_rank = r.distributed.host.empty() ? rank : r.distributed.local_rank;
   if (!r.ok()) {
     summary.error = r.error;
     return summary;
@@ -202,9 +205,13 @@ void discount_peer_ranks(VariantRecord& merged, const std::vector<VariantRecord>
 
 // The ranks' records merged into rank 0's (or the first that finished): every rank's summary,
 // their spread, and, when one failed, the failure of the rank that caused it.
+// first_rank, world_size: where these ranks sit in the job (another machine's ranks under
+// --nproc across machines; by default the whole job).
 VariantRecord merge_ranks(const VariantSpec& spec, const std::vector<VariantRecord>& ranks,
-                          const std::vector<ChildOutcome>& outcomes, const std::vector<bool>& record_written) {
+                          const std::vector<ChildOutcome>& outcomes, const std::vector<bool>& record_written,
+                          int first_rank = 0, int world_size = 0) {
   const int nproc = static_cast<int>(ranks.size());
+  if (world_size == 0) world_size = nproc;
   int first_ok = -1;
   for (int rank = 0; rank < nproc && first_ok < 0; ++rank) {
     if (ranks[rank].ok()) first_ok = rank;
@@ -235,41 +242,58 @@ VariantRecord merge_ranks(const VariantSpec& spec, const std::vector<VariantReco
     if (!ranks[rank].ok()) cause = rank;
   }
   if (cause >= 0) {
-    merged.error = "rank " + std::to_string(cause) + " of " + std::to_string(nproc) + ": " + ranks[cause].error;
+    merged.error = "rank " + std::to_string(first_rank + cause) + " of " + std::to_string(world_size) + ": " +
+                   ranks[cause].error;
     merged.error_kind = ranks[cause].error_kind;
     int finished = 0;
     for (const VariantRecord& r : ranks) finished += r.ok() ? 1 : 0;
     merged.distributed.ranks_finished = finished;
     merged.steps.clear();  // a failed variant has no figures; each finished rank's record stays in variants/
   }
-  merged.rank = 0;
-  merged.world_size = nproc;
+  for (RankSummary& r : summaries) r.rank += first_rank;
+  if (merged.distributed.slowest_rank) *merged.distributed.slowest_rank += first_rank;
+  merged.rank = first_rank;
+  merged.world_size = world_size;
   discount_peer_ranks(merged, ranks, first_ok >= 0 ? first_ok : 0);
   return merged;
 }
 
-// Several ranks: a free loopback port, one child per rank with the torchrun-style variables,
-// one deadline; the records merge into rank 0's, with every rank's summary and their spread.
+// Several ranks: one child per rank with the torchrun-style variables, one deadline; the records
+// merge into rank 0's, with every rank's summary and their spread. One machine: a free loopback
+// port. Several (NNODES, NODE_RANK, MASTER_ADDR, MASTER_PORT: the same --nproc on each): this
+// machine's ranks are NODE_RANK x nproc onwards; rank 0's child receives the other machines'
+// records and traces through the store (record_gather.h) and merges the whole job; another machine
+// merges its own ranks, as a copy.
 VariantRecord run_ranks(const VariantSpec& spec, const VariantRunOptions& options, const fs::path& dir,
                         const std::string& stem, const std::string& spec_path) {
+  const NodesOfJob nodes = nodes_of_job_from_environment();
   DistEnv env;
-  env.world_size = spec.nproc;
-  env.master_addr = "127.0.0.1";
-  env.master_port = find_free_port();
+  env.world_size = spec.nproc * nodes.nnodes;
+  env.master_addr = nodes.several() ? nodes.master_addr : "127.0.0.1";
+  env.master_port = nodes.several() ? nodes.master_port : find_free_port();
+  const int first_rank = nodes.node_rank * spec.nproc;
   const std::string trainer = trainer_executable();
   const int64_t memory_limit = memory_limit_of(spec, options);
+  const auto record_path_of = [&](int rank) { return (dir / (stem + ".rank" + std::to_string(rank) + ".json")).string(); };
   std::vector<ChildLaunch> launches;
   std::vector<std::string> record_paths, log_paths;
-  for (int rank = 0; rank < spec.nproc; ++rank) {
-    const std::string rank_stem = stem + ".rank" + std::to_string(rank);
-    record_paths.push_back((dir / (rank_stem + ".json")).string());
-    log_paths.push_back((dir / (rank_stem + ".log")).string());
+  for (int local = 0; local < spec.nproc; ++local) {
+    const int rank = first_rank + local;
+    record_paths.push_back(record_path_of(rank));
+    log_paths.push_back((dir / (stem + ".rank" + std::to_string(rank) + ".log")).string());
     std::error_code ec;
     fs::remove(record_paths.back(), ec);
     env.rank = rank;
-    env.local_rank = rank;
+    env.local_rank = local;
     std::vector<std::pair<std::string, std::string>> variables = env.variables();
-    if (rank == 0) {
+    variables.emplace_back("TRAINLAB_STORE_PREFIX", "trainlab/" + stem);
+    if (nodes.several()) {
+      variables.emplace_back("LOCAL_WORLD_SIZE", std::to_string(spec.nproc));
+      variables.emplace_back("GROUP_RANK", std::to_string(nodes.node_rank));
+      if (rank == 0) variables.emplace_back(kGatherVariable, "receive");
+      if (nodes.node_rank > 0) variables.emplace_back(kGatherVariable, "send");
+    }
+    if (local == 0) {
       for (auto& v : progress_variables(options)) variables.push_back(v);
     }
     launches.push_back({child_args(spec_path, record_paths.back(), options.run_dir, trace_in_run(spec, stem, rank)),
@@ -285,17 +309,53 @@ VariantRecord run_ranks(const VariantSpec& spec, const VariantRunOptions& option
   // a rank that is stalled (stopped, hung outside c10d) is then killed instead of waited on for
   // the whole --timeout-s.
   const KernelOomKills oom_kills;
-  const std::vector<ChildOutcome> outcomes =
+  std::vector<ChildOutcome> outcomes =
       run_self_as_children(launches, options.timeout_s + spec.dist_timeout_s, spec.dist_timeout_s + 5);
 
   std::vector<VariantRecord> ranks;
   std::vector<bool> written;
-  for (int rank = 0; rank < spec.nproc; ++rank) {
-    written.push_back(fs::exists(record_paths[rank]));
-    ranks.push_back(
-        outcome_record(spec, outcomes[rank], record_paths[rank], log_paths[rank], memory_limit / spec.nproc, oom_kills));
+  for (int local = 0; local < spec.nproc; ++local) {
+    written.push_back(fs::exists(record_paths[local]));
+    ranks.push_back(outcome_record(spec, outcomes[local], record_paths[local], log_paths[local],
+                                   memory_limit / spec.nproc, oom_kills));
   }
-  return merge_ranks(spec, ranks, outcomes, written);
+  if (nodes.several() && nodes.node_rank == 0) {
+    // The other machines' ranks: rank 0's child wrote what they sent, or why nothing came.
+    for (int rank = spec.nproc; rank < env.world_size; ++rank) {
+      VariantRecord record;
+      record.spec = spec;
+      bool read = false;
+      try {
+        record = read_variant_record(record_path_of(rank));
+        read = true;
+      } catch (const InputError&) {
+      }
+      if (!read) record.error = "rank " + std::to_string(rank) + " (on another machine): no record reached rank 0";
+      ChildOutcome remote;
+      remote.exited = true;
+      remote.exit_status = record.ok() ? 0 : 1;
+      outcomes.push_back(remote);
+      ranks.push_back(record);
+      written.push_back(true);  // its machine's launcher, not this one, saw how it ended
+    }
+  }
+  return merge_ranks(spec, ranks, outcomes, written, first_rank, env.world_size);
+}
+
+// A launched rank's child: its keys in the launcher's store (which outlives it) go under a prefix
+// that every rank's front computes alike (the how-many-th child of this launch, its stem, the
+// launcher's restart), and in a job across machines, whether it sends its record to rank 0 or, as
+// rank 0, receives the other machines' (record_gather.h).
+std::vector<std::pair<std::string, std::string>> launched_child_variables(const LauncherRank& launch,
+                                                                         const std::string& stem) {
+  static int children_started = 0;  // every rank of a launch starts the same children, in order
+  const char* restart = std::getenv("TORCHELASTIC_RESTART_COUNT");
+  std::vector<std::pair<std::string, std::string>> variables = {
+      {"TRAINLAB_STORE_PREFIX", "trainlab/" + std::string(restart != nullptr ? restart : "0") + "/" +
+                                    std::to_string(children_started++) + "-" + stem}};
+  if (launch.multi_node && launch.rank == 0) variables.emplace_back(kGatherVariable, "receive");
+  if (launch.remote()) variables.emplace_back(kGatherVariable, "send");
+  return variables;
 }
 
 // Under an outside launcher: this process's rank in one child (the launcher's variables pass
@@ -313,13 +373,14 @@ VariantRecord run_launched_rank(const VariantSpec& spec, const VariantRunOptions
   const KernelOomKills oom_kills;
   const ChildOutcome outcome =
       run_self_as_children({ChildLaunch{child_args(spec_path, record_path, options.run_dir, trace_in_run(spec, stem, launch.rank)),
-                                        log_path, {}, trainer_executable(), "", memory_limit}},
+                                        log_path, launched_child_variables(launch, stem), trainer_executable(), "",
+                                        memory_limit}},
                            options.timeout_s + spec.dist_timeout_s)
           .at(0);
   const bool own_written = fs::exists(record_path);
   VariantRecord own = outcome_record(spec, outcome, record_path, log_path, memory_limit, oom_kills);
   if (launch.rank != 0) {
-    if (!own_written) write_variant_record(record_path, own);
+    if (!own_written) write_variant_record(record_path, own);  // a remote rank's child sent it if it could
     return own;
   }
   // Rank 0: the peers finish with it (their collectives end together); a peer that died without a

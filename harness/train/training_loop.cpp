@@ -25,6 +25,8 @@
 #include "core/step_progress.h"
 #include "harness/dist/data_parallel.h"
 #include "harness/dist/dist_env.h"
+#include "harness/dist/record_gather.h"
+#include "core/json_text.h"
 #include "harness/dist/gradient_buckets.h"
 #include "harness/train/autocast_scope.h"
 #include "harness/train/batch_loader.h"
@@ -220,7 +222,8 @@ struct TrainingSetup {
   DistEnv dist;
   std::unique_ptr<Workload> workload;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
-  std::unique_ptr<DataParallel> data_parallel;
+  std::unique_ptr<DataParallel> data_parallel_owned;  // until run_variant hands it to its caller
+  DataParallel* data_parallel = nullptr;
   std::unique_ptr<BatchLoader> loader;
   std::unique_ptr<CompiledForward> compiled;  // the compiled variant under --compiler torchscript: the traced forward
   std::unique_ptr<InductorStep> inductor;     // the compiled variant: Inductor's forward+backward package
@@ -349,9 +352,10 @@ TrainingSetup set_up(const VariantSpec& spec, bool use_cuda, VariantRecord& reco
     for (const torch::Tensor& p : t.workload->model().parameters()) {
       if (p.requires_grad()) trained.push_back(p);
     }
-    t.data_parallel = std::make_unique<DataParallel>(
+    t.data_parallel_owned = std::make_unique<DataParallel>(
         t.dist, trained, spec.comm_mode, bucket_cap_bytes(spec.bucket_mb),
         std::chrono::milliseconds(static_cast<int64_t>(spec.dist_timeout_s * 1000)));
+    t.data_parallel = t.data_parallel_owned.get();
     t.data_parallel->broadcast_parameters();
     record.distributed = t.data_parallel->describe();
   }
@@ -766,9 +770,51 @@ void set_thread_count(const VariantSpec& spec) {
   if (threads > 0) at::set_num_threads(threads);
 }
 
+// A rank's file name with rank 0's number put in place of its own: rank0.pt.trace.json.gz ->
+// rank3.pt.trace.json.gz, fp32.rank0.json -> fp32.rank3.json.
+std::string file_of_rank(const std::string& rank0_path, int rank) {
+  const size_t name = rank0_path.find_last_of('/') + 1;
+  const size_t at = rank0_path.find("rank0", name);
+  if (at == std::string::npos) return "";
+  return rank0_path.substr(0, at) + "rank" + std::to_string(rank) + rank0_path.substr(at + 5);
+}
+
+// A job across machines (the front says which role through TRAINLAB_GATHER): a rank on another
+// machine sends its written record and trace to rank 0; rank 0 receives the other machines' ranks
+// (those past its machine's LOCAL_WORLD_SIZE: torchrun numbers rank 0's machine first) into its
+// run folder, waiting the distributed timeout when its own run went well and 5 s when it failed
+// (the peers then failed too, and only their records are left to come).
+void gather_across_machines(DataParallel& link, VariantRecord& record, const std::string& record_path,
+                            const std::string& trace_path) {
+  const GatherRole role = gather_role_from_environment();
+  const DistEnv env = dist_env_from_environment();
+  if (role == GatherRole::kSend) {
+    record.distributed.gathered = "sent to rank 0 through the rendezvous store";
+    const std::string why = send_record_to_rank0(link, env.rank, json_text(to_json(record), 1) + "\n",
+                                                 record.ok() ? trace_path : std::string());
+    if (!why.empty()) record.distributed.gathered = "not sent to rank 0: " + why;
+    write_variant_record(record_path, record);
+  } else if (role == GatherRole::kReceive && env.rank == 0) {
+    const double wait_s = record.ok() ? record.spec.dist_timeout_s : 5.0;
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000));
+    receive_records_from_ranks(
+        link, env.local_world_size, env.world_size, deadline,
+        [&](int rank) { return RankFiles{file_of_rank(record_path, rank), file_of_rank(trace_path, rank)}; },
+        [&](int rank, const std::string& why) {
+          VariantRecord silent;
+          silent.spec = record.spec;
+          silent.error = "rank " + std::to_string(rank) + " (on another machine) " + why + " (" +
+                         std::to_string(static_cast<int>(wait_s)) + " s)";
+          return json_text(to_json(silent), 1) + "\n";
+        });
+  }
+}
+
 }  // namespace
 
-VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, const std::string& trace_path) {
+VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, const std::string& trace_path,
+                          std::unique_ptr<DataParallel>& link) {
   VariantRecord record;
   record.spec = spec;
   set_thread_count(spec);
@@ -776,6 +822,7 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
   const SessionOptions profiler_options = profiler_options_for(spec, use_cuda);
   Session profiler(profiler_options);
   TrainingSetup setup = set_up(spec, use_cuda, record);
+  link = std::move(setup.data_parallel_owned);  // outlives the run: the record may still travel through it
   // The trace's time zero: this process's start, or the earliest of the ranks' (one axis for all).
   setup.trace_clock.steady_to_epoch_ns = steady_to_epoch_offset_ns();
   const int64_t start_epoch_ns = process_start_ns + setup.trace_clock.steady_to_epoch_ns;
@@ -798,6 +845,7 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
 int variant_child_main(const std::string& spec_path, const std::string& record_path, std::string trace_path) {
   const int64_t start_ns = now_ns();
   VariantRecord record;
+  std::unique_ptr<DataParallel> link;  // the process group, while the record is gathered
   try {
     const nlohmann::json spec_json = nlohmann::json::parse(read_file(spec_path));
     record.spec = spec_json.get<VariantSpec>();
@@ -806,7 +854,7 @@ int variant_child_main(const std::string& spec_path, const std::string& record_p
       if (trace_path.size() > 5 && ends_with(trace_path, ".json")) trace_path.resize(trace_path.size() - 5);
       trace_path += record.spec.trace_gzip ? ".pt.trace.json.gz" : ".pt.trace.json";
     }
-    record = run_variant(record.spec, start_ns, trace_path);
+    record = run_variant(record.spec, start_ns, trace_path, link);
   } catch (const c10::Error& e) {
     record.error = e.what_without_backtrace();
   } catch (const InputError& e) {  // bad options, a corrupt or missing data file: exit status 2
@@ -826,6 +874,7 @@ int variant_child_main(const std::string& spec_path, const std::string& record_p
     record.peak_memory_source = "rss";
   }
   write_variant_record(record_path, record);
+  if (link) gather_across_machines(*link, record, record_path, trace_path);
   return record.ok() ? 0 : 1;
 }
 
