@@ -2,6 +2,7 @@
 #include "diagnostics/job_diagnosis.h"
 
 #include <algorithm>
+#include <set>
 #include <map>
 #include <stdexcept>
 
@@ -288,6 +289,7 @@ std::optional<JobDiagnosis> diagnose_job(const std::vector<Diagnosis>& ranks, co
     JobRank r;
     r.rank = s.rank;
     r.label = s.label;
+    r.host = s.host;
     r.step_p50_ms = s.step.p50;
     r.exposed_comm_ms = s.shares.communication_pct / 100.0 * s.step.p50;
     r.own_work_ms = s.step.p50 - r.exposed_comm_ms;
@@ -367,6 +369,7 @@ nlohmann::json to_json(const JobDiagnosis& job) {
   for (const JobRank& r : job.rank_lines) {
     ranks.push_back({{"rank", r.rank},
                      {"label", r.label},
+                     {"host", r.host},
                      {"step_p50_ms", r.step_p50_ms},
                      {"own_work_ms", r.own_work_ms},
                      {"exposed_comm_ms", r.exposed_comm_ms},
@@ -417,10 +420,22 @@ std::string render_job_text(const JobDiagnosis& job) {
   }
   for (const std::string& reason : job.confidence_reasons) out += "  confidence: " + reason + "\n";
   if (!job.collectives_note.empty()) out += "  note: " + job.collectives_note + "\n";
-  out += "  rank  step p50 ms  own work ms  waiting ms  wire ms  data %  compute %  framework %  other %  "
-         "rank's own verdict\n";
+  // A job across machines: which machine each rank ran on, so waits across machines show.
+  std::set<std::string> hosts;
+  size_t host_width = 4;
   for (const JobRank& r : job.rank_lines) {
-    out += format_text("  %4d  %11.1f  %11.1f  %10.1f  %7.1f  %6.1f  %9.1f  %11.1f  %7.1f  %s%s\n", r.rank,
+    hosts.insert(r.host);
+    host_width = std::max(host_width, r.host.size());
+  }
+  const bool show_hosts = hosts.size() > 1;
+  const auto host_cell = [&](const std::string& host) {
+    return show_hosts ? "  " + host + std::string(host_width - host.size(), ' ') : std::string();
+  };
+  out += "  rank" + host_cell("host") +
+         "  step p50 ms  own work ms  waiting ms  wire ms  data %  compute %  framework %  other %  rank's own verdict\n";
+  for (const JobRank& r : job.rank_lines) {
+    out += format_text("  %4d", r.rank) + host_cell(r.host) +
+           format_text("  %11.1f  %11.1f  %10.1f  %7.1f  %6.1f  %9.1f  %11.1f  %7.1f  %s%s\n",
                        r.step_p50_ms, r.own_work_ms, r.waiting_ms, r.wire_ms,
                        share_of(r.shares, Suspect::kDataPipeline), r.shares.compute_pct,
                        r.shares.framework_pct, r.shares.other_pct, r.verdict.c_str(),

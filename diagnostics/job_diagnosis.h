@@ -25,6 +25,7 @@ namespace trainlab {
 struct JobRank {
   int rank = 0;
   std::string label;          // the trace file or variant the rank's figures come from
+  std::string host;           // the machine it ran on (empty where the trace does not say)
   double step_p50_ms = 0;
   double own_work_ms = 0;     // step p50 minus exposed communication
   double exposed_comm_ms = 0; // exposed communication per step

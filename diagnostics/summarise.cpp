@@ -603,6 +603,9 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
   s.collectives = collective_calls(profile, step_spans_ns);
   s.collective_runs_ns = collective_runs_ns(profile, step_spans_ns);
   add_profile_details(profile, steps, s, trainlab_number(metadata, "op_sample").value_or(1.0));
+  if (metadata.contains("trainlab") && metadata["trainlab"].is_object() && metadata["trainlab"].contains("host") &&
+      metadata["trainlab"]["host"].is_string())
+    s.host = metadata["trainlab"]["host"].get<std::string>();
   std::vector<Interval> step_spans;
   for (const Step& st : steps) step_spans.push_back({st.start_ns, st.end_ns});
   s.data_wait_python_frames = data_wait_python_frames(profile, step_spans);

@@ -66,6 +66,7 @@ struct Summary {
   // --- where it came from
   std::string source;                // "trainlab" (a run's variant) or "kineto" (an imported trace)
   std::string label;                 // variant name or trace file name
+  std::string host;                  // the machine it ran on, where the source says (trainlab's traces and records)
   std::string scenario;              // trainlab runs; empty for traces
   std::string device;                // "cpu", "cuda:0", or a GPU name from the trace
   bool on_gpu = false;

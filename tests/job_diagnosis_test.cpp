@@ -88,6 +88,21 @@ TEST(JobDiagnosis, ASlowRankIsNamedWithItsCauseAndTheWaitingItCauses) {
   EXPECT_NE(text.find("<- straggler"), std::string::npos) << text;
 }
 
+// A job across machines: the rank table says which machine each rank ran on; one machine: no column.
+TEST(JobDiagnosis, TheRankTableNamesTheMachinesWhenThereAreSeveral) {
+  std::vector<Diagnosis> ranks = {rank_of(0, 10, 2, 3), rank_of(1, 10, 2, 3)};
+  EXPECT_EQ(render_job_text(*diagnose_job(ranks, defaults())).find("host"), std::string::npos);
+  ranks[0].summary.host = "node-a";
+  ranks[1].summary.host = "node-bb";
+  const auto job = diagnose_job(ranks, defaults());
+  ASSERT_TRUE(job.has_value());
+  EXPECT_EQ(to_json(*job)["per_rank"][1]["host"], "node-bb");
+  const std::string text = render_job_text(*job);
+  EXPECT_NE(text.find("  rank  host     step p50 ms"), std::string::npos) << text;
+  EXPECT_NE(text.find("     0  node-a          15.0"), std::string::npos) << text;
+  EXPECT_NE(text.find("     1  node-bb         15.0"), std::string::npos) << text;
+}
+
 // Ranks in any order come back in rank order.
 TEST(JobDiagnosis, RanksComeBackInRankOrder) {
   const auto job = diagnose_job({rank_of(1, 10, 2, 3), rank_of(0, 10, 2, 3)}, defaults());

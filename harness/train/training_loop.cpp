@@ -686,6 +686,7 @@ void write_capture_window(const VariantSpec& spec, const SessionOptions& profile
   // Kineto's field, so trace readers tell ranks apart.
   metadata["distributedInfo"] = {{"backend", t.data_parallel ? record.distributed.backend : "none"},
                                  {"rank", t.dist.rank}, {"world_size", t.dist.world_size}};
+  if (t.data_parallel && !record.distributed.host.empty()) metadata["host"] = record.distributed.host;  // which machine
   if (t.data_parallel) {
     // The process groups as torch.profiler describes them: trainlab's ranks use one, the default
     // group over every rank, with the backend it was made with.
