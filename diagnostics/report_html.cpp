@@ -1156,8 +1156,9 @@ void data_section(std::ostringstream& o, const ReportInput& in) {
 
 // --- 11: data parallel -----------------------------------------------------------------------------
 
-// Each rank of a job: its step, own work, the waiting and wire time in its exposed communication,
-// its shares and its own verdict; the straggler marked when the job is imbalanced.
+// Each rank of a job: its trace (and machine, where the trace says), step, own work, the waiting and
+// wire time in its exposed communication, its shares and its own verdict; the straggler marked when
+// the job is imbalanced.
 void job_rank_table(std::ostringstream& o, const JobDiagnosis& job) {
   o << "<table class=\"data\"><thead><tr><th>Rank</th><th>Trace</th><th class=\"num\">Step p50</th>"
        "<th class=\"num\">Own work</th><th class=\"num\">Waiting for rank "
@@ -1167,7 +1168,8 @@ void job_rank_table(std::ostringstream& o, const JobDiagnosis& job) {
   for (const JobRank& r : job.rank_lines) {
     const bool straggler = job.imbalanced && r.rank == job.straggler_rank;
     o << "<tr" << (straggler ? " class=\"slowest\"" : "") << "><td>" << r.rank << (straggler ? " (straggler)" : "")
-      << "</td><td>" << escape_html(r.label) << "</td><td class=\"num\">" << format_ms(r.step_p50_ms)
+      << "</td><td>" << escape_html(r.label) << (r.host.empty() ? "" : " on " + escape_html(r.host))
+      << "</td><td class=\"num\">" << format_ms(r.step_p50_ms)
       << "</td><td class=\"num\">" << format_ms(r.own_work_ms) << "</td><td class=\"num\">" << format_ms(r.waiting_ms)
       << "</td><td class=\"num\">" << format_ms(r.wire_ms) << "</td><td class=\"num\">"
       << format_pct(share_of(r.shares, Suspect::kDataPipeline)) << "</td><td class=\"num\">"

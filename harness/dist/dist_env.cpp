@@ -44,6 +44,13 @@ int int_variable(const char* name, int min_value, int max_value) {
   return static_cast<int>(value);
 }
 
+// MASTER_ADDR, required; `context` begins the error line.
+std::string master_addr_variable(const std::string& context) {
+  const char* addr = get("MASTER_ADDR");
+  if (addr == nullptr) throw InputError(context + ": MASTER_ADDR is not set");
+  return addr;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> DistEnv::variables() const {
@@ -60,9 +67,7 @@ DistEnv dist_env_from_environment() {
   env.world_size = int_variable("WORLD_SIZE", 1, 4096);
   if (env.world_size == 1) return env;
   env.rank = int_variable("RANK", 0, env.world_size - 1);
-  const char* addr = get("MASTER_ADDR");
-  if (addr == nullptr) throw InputError("data parallel: MASTER_ADDR is not set");
-  env.master_addr = addr;
+  env.master_addr = master_addr_variable("data parallel");
   env.master_port = int_variable("MASTER_PORT", 1, 65535);
   env.local_world_size = get("LOCAL_WORLD_SIZE") != nullptr ? int_variable("LOCAL_WORLD_SIZE", 1, env.world_size)
                                                             : env.world_size;
@@ -86,9 +91,7 @@ NodesOfJob nodes_of_job_from_environment() {
   nodes.nnodes = int_variable("NNODES", 1, 4096);
   if (nodes.nnodes == 1) return nodes;
   nodes.node_rank = int_variable("NODE_RANK", 0, nodes.nnodes - 1);
-  const char* addr = get("MASTER_ADDR");
-  if (addr == nullptr) throw InputError("data parallel across machines (NNODES): MASTER_ADDR is not set");
-  nodes.master_addr = addr;
+  nodes.master_addr = master_addr_variable("data parallel across machines (NNODES)");
   nodes.master_port = int_variable("MASTER_PORT", 1, 65535);
   return nodes;
 }
