@@ -91,9 +91,12 @@ int report_run(const LabOutcome& outcome, OutputFormat format, const nlohmann::j
     std::string machines;
     if (ranks_by_host.size() > 1) {
       for (const auto& [host, ranks] : ranks_by_host) {
-        machines += (machines.empty() ? " on " : ", ") + host + " (rank" + (ranks.size() > 1 ? "s " : " ") +
-                    std::to_string(ranks.front()) +
-                    (ranks.size() > 1 ? "-" + std::to_string(ranks.back()) : std::string()) + ")";
+        // Consecutive ranks as a range (torchrun's numbering), others one by one.
+        const bool consecutive = ranks.back() - ranks.front() + 1 == static_cast<int>(ranks.size());
+        std::string listed = std::to_string(ranks.front());
+        if (ranks.size() > 1 && consecutive) listed += "-" + std::to_string(ranks.back());
+        for (size_t i = 1; i < ranks.size() && !consecutive; ++i) listed += ", " + std::to_string(ranks[i]);
+        machines += (machines.empty() ? " on " : ", ") + host + " (rank" + (ranks.size() > 1 ? "s " : " ") + listed + ")";
       }
     }
     std::cout << "\nData parallel " << v.spec.name() << ": " << count_noun(v.world_size, "rank") << machines << " (" << d.backend << ", "
