@@ -462,12 +462,17 @@ StepTimes cpu_step_times(const TraceTimeline& tl, const Step& st) {
   return t;
 }
 
-// A number trainlab wrote into its own trace's metadata ("trainlab": {...}); absent in others'.
-std::optional<double> trainlab_number(const nlohmann::json& metadata, const char* key) {
-  if (!metadata.contains("trainlab") || !metadata["trainlab"].is_object()) return std::nullopt;
+// A field trainlab wrote into its own trace's metadata ("trainlab": {...}); null in others'.
+const nlohmann::json* trainlab_field(const nlohmann::json& metadata, const char* key) {
+  if (!metadata.contains("trainlab") || !metadata["trainlab"].is_object()) return nullptr;
   const nlohmann::json& ours = metadata["trainlab"];
-  if (!ours.contains(key) || !ours[key].is_number()) return std::nullopt;
-  return ours[key].get<double>();
+  return ours.contains(key) ? &ours[key] : nullptr;
+}
+
+std::optional<double> trainlab_number(const nlohmann::json& metadata, const char* key) {
+  const nlohmann::json* field = trainlab_field(metadata, key);
+  if (field == nullptr || !field->is_number()) return std::nullopt;
+  return field->get<double>();
 }
 
 void fill_trace_device(const Profile& profile, const nlohmann::json& metadata, Summary& s) {
@@ -603,9 +608,8 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
   s.collectives = collective_calls(profile, step_spans_ns);
   s.collective_runs_ns = collective_runs_ns(profile, step_spans_ns);
   add_profile_details(profile, steps, s, trainlab_number(metadata, "op_sample").value_or(1.0));
-  if (metadata.contains("trainlab") && metadata["trainlab"].is_object() && metadata["trainlab"].contains("host") &&
-      metadata["trainlab"]["host"].is_string())
-    s.host = metadata["trainlab"]["host"].get<std::string>();
+  if (const nlohmann::json* host = trainlab_field(metadata, "host"); host != nullptr && host->is_string())
+    s.host = host->get<std::string>();
   std::vector<Interval> step_spans;
   for (const Step& st : steps) step_spans.push_back({st.start_ns, st.end_ns});
   s.data_wait_python_frames = data_wait_python_frames(profile, step_spans);

@@ -44,11 +44,12 @@ int int_variable(const char* name, int min_value, int max_value) {
   return static_cast<int>(value);
 }
 
-// MASTER_ADDR, required; `context` begins the error line.
-std::string master_addr_variable(const std::string& context) {
-  const char* addr = get("MASTER_ADDR");
-  if (addr == nullptr) throw InputError(context + ": MASTER_ADDR is not set");
-  return addr;
+// MASTER_ADDR and MASTER_PORT, both required; `context` begins the error line of a missing address.
+void read_master(const std::string& context, std::string* addr, int* port) {
+  const char* text = get("MASTER_ADDR");
+  if (text == nullptr) throw InputError(context + ": MASTER_ADDR is not set");
+  *addr = text;
+  *port = int_variable("MASTER_PORT", 1, 65535);
 }
 
 }  // namespace
@@ -67,8 +68,7 @@ DistEnv dist_env_from_environment() {
   env.world_size = int_variable("WORLD_SIZE", 1, 4096);
   if (env.world_size == 1) return env;
   env.rank = int_variable("RANK", 0, env.world_size - 1);
-  env.master_addr = master_addr_variable("data parallel");
-  env.master_port = int_variable("MASTER_PORT", 1, 65535);
+  read_master("data parallel", &env.master_addr, &env.master_port);
   env.local_world_size = get("LOCAL_WORLD_SIZE") != nullptr ? int_variable("LOCAL_WORLD_SIZE", 1, env.world_size)
                                                             : env.world_size;
   env.local_rank = get("LOCAL_RANK") != nullptr ? int_variable("LOCAL_RANK", 0, 4095) : env.rank % env.local_world_size;
@@ -91,8 +91,7 @@ NodesOfJob nodes_of_job_from_environment() {
   nodes.nnodes = int_variable("NNODES", 1, 4096);
   if (nodes.nnodes == 1) return nodes;
   nodes.node_rank = int_variable("NODE_RANK", 0, nodes.nnodes - 1);
-  nodes.master_addr = master_addr_variable("data parallel across machines (NNODES)");
-  nodes.master_port = int_variable("MASTER_PORT", 1, 65535);
+  read_master("data parallel across machines (NNODES)", &nodes.master_addr, &nodes.master_port);
   return nodes;
 }
 

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "core/atomic_file.h"
+#include "core/errors.h"
 #include "harness/dist/data_parallel.h"
 
 namespace trainlab {
@@ -45,8 +46,7 @@ std::string send_record_to_rank0(DataParallel& link, int rank, const std::string
     link.store_put(key_of(rank, "header"), header.dump());
     return "";
   } catch (const std::exception& e) {
-    const std::string what = e.what();
-    return what.substr(0, what.find('\n'));
+    return error_cause_line(e.what());
   }
 }
 
@@ -84,8 +84,7 @@ int receive_records_from_ranks(DataParallel& link, int first_rank, int world_siz
         }
       }
     } catch (const std::exception& e) {
-      const std::string what = e.what();
-      why = "could not be received: " + what.substr(0, what.find('\n'));
+      why = "could not be received: " + error_cause_line(e.what());
     }
     std::error_code ec;
     if (!fs::exists(files.record_path, ec)) write_file_atomically(files.record_path, record_for_silent(rank, why));

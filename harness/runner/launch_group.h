@@ -6,8 +6,9 @@
 // rank 0 merges the ranks' records as `--nproc` does. Rank 0 prints; the others stay quiet.
 // Several machines (LOCAL_WORLD_SIZE < WORLD_SIZE): the ranks on rank 0's machine (torchrun's
 // GROUP_RANK 0) share its folder as above; on another machine, the machine's local rank 0 makes a
-// folder there that its machine's ranks share the same way (a copy), and each rank's child sends its record and trace to rank 0's child through the rendezvous
-// store (harness/dist/record_gather.h), so rank 0's folder holds every rank. Torch-free.
+// folder there that its machine's ranks share the same way (a copy), and each rank's child sends
+// its record and trace to rank 0's child through the rendezvous store
+// (harness/dist/record_gather.h), so rank 0's folder holds every rank. Torch-free.
 #pragma once
 
 #include <optional>
@@ -28,7 +29,8 @@ struct LauncherRank {
   bool makes_folder() const { return rank == 0 || (remote() && local_rank == 0); }
 };
 
-// The launch this process belongs to, or nullopt when none (WORLD_SIZE unset or 1). Expects the variables already checked (dist_env_from_environment).
+// The launch this process belongs to, or nullopt when none (WORLD_SIZE unset or 1). Expects the
+// variables already checked (dist_env_from_environment).
 std::optional<LauncherRank> launcher_rank_from_environment();
 
 // Rank 0: tells its peers the run folder (written atomically). Peers: wait for it, up to timeout_s;
