@@ -31,9 +31,10 @@ class OpCapture {
   // The whole cost of one captured event, callback path included, in ns: a small training step
   // (linear, layer norm, GELU and residual blocks, backward, SGD update, on tiny tensors, no RNG)
   // timed with and without the capture on alternate steps (100 pairs, more when sampling); the
-  // median captured step minus the median plain step, over the events one captured step
-  // recorded. Uses the EventRecorder (must not be enabled: returns 0 then). *events_per_step: the
-  // calibration step's events.
+  // median over pairs of captured step minus plain step, over the events one captured step
+  // recorded. A round that comes out at or below zero (a loaded machine) is followed by another,
+  // pooled with it, up to four. Uses the EventRecorder (must not be enabled: returns 0 then).
+  // *events_per_step: the calibration step's events.
   static double calibrate_event_cost_ns(bool record_shapes, double sample_fraction = 1.0,
                                         double* events_per_step = nullptr);
 
