@@ -4,23 +4,23 @@
 # rendezvousing through c10d at node A. Traffic stays inside the namespaces.
 #   1. 2 nodes x 2 ranks `profile`: rank 0's folder holds all four ranks' records and traces (those
 #      of node B gathered through the rendezvous store), each with its host, and one job verdict.
-#   2. node B's link slowed (netem delay where the kernel has it, else a tbf rate limit): the job
-#      names communication and its exposed communication grows.
-#   3. node B's ranks killed mid-run: node A's ranks end within --dist-timeout-s + 5 s and what
-#      finished is recorded.
+#   2. node B's link delayed 20 ms each way (netem where the kernel has it, else tests/delay_link.py):
+#      the job names communication and its exposed communication grows.
+#   3. node B's ranks killed (kill) or frozen with SIGSTOP (stall) mid-run: node A's ranks end within
+#      --dist-timeout-s + 5 s and what finished is recorded.
 #   4. trainlab's own --nproc 2 on each node (NNODES, NODE_RANK, MASTER_ADDR, MASTER_PORT): one
 #      merged run of 4 ranks on node A, as under torchrun.
 #   5. node B pointed at an address nobody answers: it fails within --dist-timeout-s + 5 s with one
 #      line naming that address.
 # Skips (exit 77, one line) where namespaces cannot be made (not root, no ip/unshare, no CAP_NET_ADMIN).
 # usage: multinode_netns_test.sh TRAINLAB TORCHRUN [case...]
-#   (cases: gather slow kill nproc unreachable; default all)
+#   (cases: gather slow kill stall nproc unreachable; default all)
 set -uo pipefail
 trainlab=$(realpath "$1")
 torchrun=$2
 shift 2
 cases=("$@")
-[ ${#cases[@]} -eq 0 ] && cases=(gather slow kill nproc unreachable)
+[ ${#cases[@]} -eq 0 ] && cases=(gather slow kill stall nproc unreachable)
 
 skip() { echo "SKIP: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "namespaces need root"
@@ -34,6 +34,7 @@ addrA=${net}1 addrB=${net}2
 work=$(mktemp -d "${TMPDIR:-/tmp}/trainlab-multinode-XXXXXX")
 cleanup() {
   pkill -KILL -f -- "--rdzv-id $tag" 2>/dev/null
+  pkill -f -- "delay_link.py .* $tag\$" 2>/dev/null
   ip netns del "$nsA" 2>/dev/null
   ip netns del "$nsB" 2>/dev/null
   [ -n "${KEEP_WORK:-}" ] && echo "kept $work" || rm -rf "$work"
@@ -112,18 +113,25 @@ for case in "${cases[@]}"; do
     free_exposed=$exposed
     ;;
   slow)
-    # Slow node B's side of the link (both directions leave through one of the two ends).
+    # Delay node B's link 20 ms each way: netem where the kernel has it, else the same delay from a
+    # userspace link (tests/delay_link.py: a TUN device in each namespace, packets held 20 ms).
+    link_pid=""
     if ip netns exec "$nsB" tc qdisc add dev "$vethB" root netem delay 20ms 2>/dev/null &&
        ip netns exec "$nsA" tc qdisc add dev "$vethA" root netem delay 20ms 2>/dev/null; then
       how="netem delay 20 ms each way"
     else
-      ip netns exec "$nsB" tc qdisc add dev "$vethB" root tbf rate 200mbit burst 256kb latency 100ms || exit 1
-      ip netns exec "$nsA" tc qdisc add dev "$vethA" root tbf rate 200mbit burst 256kb latency 100ms || exit 1
-      how="tbf 200 Mbit/s each way (this kernel has no netem)"
+      ip netns exec "$nsB" tc qdisc del dev "$vethB" root 2>/dev/null
+      "$python" "$(dirname "$0")/delay_link.py" "$nsA" "$addrA" "$nsB" "$addrB" 20 "$tag" >"$work/link.log" 2>&1 &
+      link_pid=$!
+      for _ in $(seq 1 50); do grep -q ready "$work/link.log" && break; sleep 0.1; done
+      grep -q ready "$work/link.log" || { fail "slow: the delay link did not start: $(cat "$work/link.log")"; continue; }
+      how="delay 20 ms each way through a userspace link (this kernel has no netem)"
     fi
     job slow profile "${model[@]}" || fail "slow: node A's torchrun failed: $(tail -3 "$work/slow.a.log")"
-    ip netns exec "$nsB" tc qdisc del dev "$vethB" root
-    ip netns exec "$nsA" tc qdisc del dev "$vethA" root
+    if [ -n "$link_pid" ]; then kill "$link_pid"; wait "$link_pid"; else
+      ip netns exec "$nsB" tc qdisc del dev "$vethB" root
+      ip netns exec "$nsA" tc qdisc del dev "$vethA" root
+    fi
     run=$(ls -d "$work"/slow.a/*/ 2>/dev/null | head -1)
     [ -n "$run" ] || { fail "slow: no run folder on node A"; continue; }
     read -r suspect exposed hosts records traces ok <<<"$(job_figures "$run")"
@@ -135,28 +143,36 @@ for case in "${cases[@]}"; do
     fi
     grep -A6 "Job of 4 ranks" "$work/slow.a.log"
     ;;
-  kill)
-    # Node B's ranks die after the rendezvous; node A's must end within the timeout, with records.
-    start=$(date +%s)
-    (job kill run --scenario mlp --batch 512 --set hidden=512 --steps 400 --dist-timeout-s 20) &
+  kill | stall)
+    # Node B's ranks die (kill: the kernel resets their connections) or freeze (stall: SIGSTOP,
+    # nothing answers and nothing closes) after the rendezvous; node A's ranks must end within
+    # --dist-timeout-s + 5 s and what finished is recorded.
+    signal=KILL
+    [ "$case" = stall ] && signal=STOP
+    (job "$case" run --scenario mlp --batch 512 --set hidden=512 --steps 400 --dist-timeout-s 20) &
     jobpid=$!
     for _ in $(seq 1 120); do  # until node B's training children run
-      pgrep -f -- "__variant" >/dev/null && [ -n "$(ls "$work"/kill.b/*/variants/*.log 2>/dev/null)" ] && break
+      pgrep -f -- "__variant" >/dev/null && [ -n "$(ls "$work/$case".b/*/variants/*.log 2>/dev/null)" ] && break
       sleep 0.5
     done
     sleep 3
-    killed_at=$(date +%s)
+    stopped_at=$(date +%s)
     # node B's processes: every process in node B's network namespace
+    for pid in $(ip netns pids "$nsB"); do kill -$signal "$pid" 2>/dev/null; done
+    wait_for_node_a() {  # node A's torchrun, alone (node B's half of the job waits on frozen ranks)
+      while pgrep -f -- "--rdzv-id $tag-$case .*--results $work/$case.a" >/dev/null; do sleep 0.5; done
+    }
+    wait_for_node_a
+    ended=$(( $(date +%s) - stopped_at ))
     for pid in $(ip netns pids "$nsB"); do kill -KILL "$pid" 2>/dev/null; done
     wait $jobpid
-    ended=$(( $(date +%s) - killed_at ))
-    echo "kill: node A ended ${ended} s after node B's ranks were killed (--dist-timeout-s 20)"
-    [ "$ended" -le 25 ] || fail "kill: node A took ${ended} s to end, more than --dist-timeout-s + 5"
-    run=$(ls -d "$work"/kill.a/*/ 2>/dev/null | head -1)
-    if [ -z "$run" ]; then fail "kill: no run folder on node A"; continue; fi
+    echo "$case: node A ended ${ended} s after node B's ranks got SIG$signal (--dist-timeout-s 20)"
+    [ "$ended" -le 25 ] || fail "$case: node A took ${ended} s to end, more than --dist-timeout-s + 5"
+    run=$(ls -d "$work/$case".a/*/ 2>/dev/null | head -1)
+    if [ -z "$run" ]; then fail "$case: no run folder on node A"; continue; fi
     n=$(ls "$run"/variants/fp32.rank0.json "$run"/variants/fp32.rank1.json 2>/dev/null | wc -l)
-    [ "$n" = 2 ] || fail "kill: node A's ranks left $n records, expected 2"
-    grep -q '"error"' "$run/run.json" || fail "kill: run.json does not record the failure"
+    [ "$n" = 2 ] || fail "$case: node A's ranks left $n records, expected 2"
+    grep -q '"error"' "$run/run.json" || fail "$case: run.json does not record the failure"
     grep -o '"error": "[^"]*"' "$run/run.json" | head -2
     ;;
   nproc)
