@@ -432,6 +432,17 @@ nlohmann::json details_to_json(const RunDetails& d) {
     }
     j["thread_lowerings"] = lowerings;
   }
+  if (!d.quiet_waits.empty()) {
+    nlohmann::json waits = nlohmann::json::array();
+    for (const QuietWait& w : d.quiet_waits) {
+      waits.push_back({{"after", w.after},
+                       {"machine_cores", w.machine_cores},
+                       {"others_busy_cores", w.others_busy_cores},
+                       {"waited_s", w.waited_s},
+                       {"went", w.went}});
+    }
+    j["quiet_waits"] = waits;
+  }
   if (d.sweep) {
     const SweepDetails& s = *d.sweep;
     j["tolerance_pct"] = s.tolerance_pct;
@@ -462,6 +473,15 @@ RunDetails details_from_json(const nlohmann::json& j) {
       d.thread_lowerings.push_back({integer_or<int>(t, "from_threads", 0), integer_or<int>(t, "to_threads", 0),
                                     integer_or<int>(t, "machine_cores", 0), real_or(t, "others_busy_cores", 0.0),
                                     t.value("after", ""), integer_or<int>(t, "repetitions_before", 0)});
+    }
+  }
+  if (j.contains("quiet_waits") && j["quiet_waits"].is_array()) {
+    for (const nlohmann::json& w : j["quiet_waits"]) {
+      if (!w.is_object()) continue;
+      const nlohmann::json went = w.value("went", nlohmann::json());
+      d.quiet_waits.push_back({w.value("after", ""), integer_or<int>(w, "machine_cores", 0),
+                               real_or(w, "others_busy_cores", 0.0), real_or(w, "waited_s", 0.0),
+                               went.is_boolean() && went.get<bool>()});
     }
   }
   if (j.contains("tolerance_pct")) {

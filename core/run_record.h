@@ -378,9 +378,21 @@ struct ThreadLowering {
   int repetitions_before = 0;    // repetitions measured before it (at from_threads), kept out of the figures
 };
 
+// After a disturbed repetition whose threads other processes' cores were taken from, the lab first
+// waits, idle, for those processes to go (within lab.quiet_wait_s for the whole lab) before it
+// lowers its threads: a passing burst then costs a wait, not a change of what is measured.
+struct QuietWait {
+  std::string after;             // the disturbed repetition, e.g. "bf16 #1"
+  int machine_cores = 0;
+  double others_busy_cores = 0;  // what other processes kept busy when the wait began
+  double waited_s = 0;
+  bool went = false;             // true: they went, and the repetition was measured again at its threads
+};
+
 struct RunDetails {
   std::optional<Bf16ProbeTimings> bf16_probe;
   std::vector<ThreadLowering> thread_lowerings;  // in the order they happened; empty: never
+  std::vector<QuietWait> quiet_waits;            // in the order they happened; empty: never
   std::string ab_changes;               // A/B runs: what B changed, e.g. "workers=1"
   std::optional<SweepDetails> sweep;
 };

@@ -11,6 +11,7 @@
 #include "diagnostics/baseline_reading.h"
 #include "core/run_record.h"
 #include "harness/dist/dist_env.h"
+#include "profiler/disturbance.h"
 
 namespace trainlab {
 namespace {
@@ -520,8 +521,11 @@ TEST(BaselineLabE2E, DefaultThreadsAreLoweredAndEveryVariantMeasuredAgainWhenOth
   const std::string out = results + "/lab.out", err = results + "/lab.err";
   // No sample at the start: a machine already loaded (CI keeps a core busy) would have the lab
   // choose 1 thread from the start (the next test), and nothing would be left to lower.
+  // A short wait for the others to go (lab.quiet_wait_s): the burners stay, so it runs out first.
   const std::string no_start_sample = results + "/thresholds.json";
-  std::ofstream(no_start_sample) << R"({"schema_version": 1, "thresholds": {"lab.start_load_sample_s": {"value": 0, "unit": "s", "source": "test"}}})";
+  std::ofstream(no_start_sample) << R"({"schema_version": 1, "thresholds": {
+      "lab.start_load_sample_s": {"value": 0, "unit": "s", "source": "test"},
+      "lab.quiet_wait_s": {"value": 3, "unit": "s", "source": "test"}}})";
   const pid_t lab = e2e::spawn_trainlab(
       {"run", "--scenario", "mlp", "--repeat", "2", "--batch", "32", "-k", "hidden=256", "--steps", "200",
        "--warmup", "2", "--sampler", "off", "--thresholds", no_start_sample, "--results", results},
@@ -550,6 +554,12 @@ TEST(BaselineLabE2E, DefaultThreadsAreLoweredAndEveryVariantMeasuredAgainWhenOth
   EXPECT_GT(lowering.others_busy_cores, cores - 0.5);  // the burners, sampled while the lab idled
   EXPECT_EQ(lowering.after, "fp32 #1");
   EXPECT_EQ(lowering.repetitions_before, 1);
+  // Before lowering, the lab waited for the burners to go, and they stayed.
+  ASSERT_EQ(run.details.quiet_waits.size(), 1u) << e2e::slurp(err);
+  EXPECT_EQ(run.details.quiet_waits.front().after, "fp32 #1");
+  EXPECT_FALSE(run.details.quiet_waits.front().went);
+  EXPECT_GE(run.details.quiet_waits.front().waited_s, 1.0);
+  EXPECT_LE(run.details.quiet_waits.front().waited_s, 6.0);
   // The first repetition: measured at the default threads, disturbed, out of the figures.
   const VariantRecord& first = run.variants.front();
   EXPECT_FALSE(first.disturbed.empty());
@@ -575,6 +585,72 @@ TEST(BaselineLabE2E, DefaultThreadsAreLoweredAndEveryVariantMeasuredAgainWhenOth
   const std::string variants = e2e::only_run_dir(results) + "/variants";
   EXPECT_TRUE(std::filesystem::exists(variants + "/fp32.rep1.spec.json"));
   EXPECT_TRUE(std::filesystem::exists(variants + "/fp32.threads1.rep1.spec.json"));
+}
+
+// Issue 33: a burst of other processes' load that passes: after the disturbed repetition the lab
+// waits for them to go instead of lowering its threads, then measures that repetition again at
+// LibTorch's default threads; nothing is lowered and the reading says how long it waited.
+TEST(BaselineLabE2E, APassingBurstIsWaitedOutAndMeasuredAgainAtTheSameThreads) {
+  const int cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  if (cores < 2) GTEST_SKIP() << "one core: LibTorch's default is one thread, nothing to lower";
+  // A load that stays (another job keeping a core busy) would outlast any wait: then the lab lowers,
+  // which the test above checks.
+  const std::optional<OthersLoad> before = sample_others_load(1000);
+  if (before && before->busy_cores >= 0.5)
+    GTEST_SKIP() << "other processes keep " << before->busy_cores << " cores busy: no burst can pass here";
+  const std::string results = e2e::fresh_results_dir("burst-waited-out");
+  const std::string out = results + "/lab.out", err = results + "/lab.err";
+  const std::string thresholds = results + "/thresholds.json";
+  std::ofstream(thresholds) << R"({"schema_version": 1, "thresholds": {
+      "lab.start_load_sample_s": {"value": 0, "unit": "s", "source": "test"},
+      "lab.quiet_wait_s": {"value": 120, "unit": "s", "source": "test"}}})";
+  const pid_t lab = e2e::spawn_trainlab(
+      {"run", "--scenario", "mlp", "--repeat", "2", "--batch", "32", "-k", "hidden=256", "--steps", "200",
+       "--warmup", "2", "--sampler", "off", "--thresholds", thresholds, "--results", results},
+      out, err);
+  // Burners on every core (one more than there are) from the first repetition's child until the
+  // lab says it waits for them, and 2 s more.
+  ASSERT_NE(wait_for_child(results, "/variants/fp32.rep1.spec.json"), 0) << e2e::slurp(err);
+  const std::vector<pid_t> burners = start_cpu_burners(cores + 1);
+  const auto burn_limit = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (e2e::slurp(err).find("waits up to") == std::string::npos && ::waitpid(lab, nullptr, WNOHANG) == 0 &&
+         std::chrono::steady_clock::now() < burn_limit) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  stop(burners);
+  int status = 0;
+  ::waitpid(lab, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << e2e::slurp(err);
+
+  const RunRecord run = read_run_record(e2e::only_run_dir(results));
+  EXPECT_TRUE(run.details.thread_lowerings.empty()) << e2e::slurp(err);
+  ASSERT_EQ(run.details.quiet_waits.size(), 1u) << e2e::slurp(err);
+  const QuietWait& wait = run.details.quiet_waits.front();
+  EXPECT_EQ(wait.after, "fp32 #1");
+  EXPECT_TRUE(wait.went);
+  EXPECT_GE(wait.waited_s, 1.0);    // the 2 s the burners stayed after the lab began to wait
+  EXPECT_LT(wait.waited_s, 120.0);  // not the whole allowance
+  EXPECT_GT(wait.others_busy_cores, cores - 0.5);
+  EXPECT_EQ(wait.machine_cores, cores);
+  // The disturbed repetition is out of the figures; what counts ran at the default threads.
+  EXPECT_FALSE(run.variants.front().disturbed.empty());
+  EXPECT_FALSE(run.variants.front().counts());
+  const int default_threads = run.variants.front().environment.intra_op_threads;
+  EXPECT_GE(default_threads, 2);
+  int counted = 0;
+  for (const VariantRecord& v : run.variants) {
+    if (!v.counts()) continue;
+    ++counted;
+    EXPECT_EQ(v.environment.intra_op_threads, default_threads);
+  }
+  EXPECT_EQ(counted, 2);
+  const std::string terminal = e2e::slurp(err);
+  EXPECT_NE(terminal.find("fp32 #1: they went after"), std::string::npos) << terminal;
+  ASSERT_FALSE(run.reading.empty());
+  bool said = false;
+  for (const std::string& line : run.reading) said = said || line.rfind("fp32 #1 was disturbed: other processes kept", 0) == 0;
+  EXPECT_TRUE(said) << run.reading.back();
 }
 
 // Issue 33: other processes already hold the cores when a comparing lab starts: it samples them

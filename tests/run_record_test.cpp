@@ -160,6 +160,27 @@ TEST(RunRecordTest, ThreadLoweringsRoundTripAndOlderRecordsLackThem) {
   EXPECT_EQ(t.repetitions_before, 3);
 }
 
+// The lab's waits for other processes to go: every field back, none written where it never waited.
+TEST(RunRecordTest, QuietWaitsRoundTripAndOlderRecordsLackThem) {
+  RunRecord run;
+  run.run_id = "r";
+  run.kind = "baseline";
+  run.scenario = "mlp";
+  EXPECT_FALSE(to_json(run).at("details").contains("quiet_waits"));
+  run.details.quiet_waits.push_back({"bf16 #1", 2, 1.02, 23.5, true});
+  run.details.quiet_waits.push_back({"bf16 #2", 2, 0.97, 36.0, false});
+  const RunRecord back = run_record_from_json(nlohmann::json::parse(to_json(run).dump()));
+  ASSERT_EQ(back.details.quiet_waits.size(), 2u);
+  const QuietWait& w = back.details.quiet_waits.front();
+  EXPECT_EQ(w.after, "bf16 #1");
+  EXPECT_EQ(w.machine_cores, 2);
+  EXPECT_DOUBLE_EQ(w.others_busy_cores, 1.02);
+  EXPECT_DOUBLE_EQ(w.waited_s, 23.5);
+  EXPECT_TRUE(w.went);
+  EXPECT_FALSE(back.details.quiet_waits.back().went);
+  EXPECT_DOUBLE_EQ(back.details.quiet_waits.back().waited_s, 36.0);
+}
+
 TEST(RunRecordTest, SystemSummaryIsTypedAndReadsTheJsonThePreviousVersionWrote) {
   // A variant's "system" exactly as the untyped record of the previous version wrote it.
   nlohmann::json old_variant = to_json(VariantRecord{});

@@ -217,6 +217,47 @@ std::optional<ThreadLowering> threads_beside_others(const VariantRecord& ran, co
   return ThreadLowering{threads, left, load->machine_cores, load->busy_cores, ran_name};
 }
 
+// After a disturbed repetition `ran` at LibTorch's default threads: where other processes hold cores
+// those threads need, waits idle for them to go, a sample of lab.others_load_sample_s at a time,
+// within what is left of the lab's lab.quiet_wait_s (*wait_left_s, spent as it waits). A passing
+// burst then costs a wait and the repetition is measured again at the same threads; only a load
+// that stays past the wait has the lab lower them (threads_beside_others), which changes what is
+// measured. Nothing where nothing needs waiting for, or no wait is left; `went` with waited_s 0:
+// the others had already gone.
+std::optional<QuietWait> wait_for_others_to_go(const VariantRecord& ran, const Thresholds& thresholds,
+                                               double* wait_left_s, const std::string& ran_name,
+                                               std::ostream& progress) {
+  const int threads = ran.environment.intra_op_threads;
+  const double window_s = thresholds.value("lab.others_load_sample_s");
+  if (threads <= 1 || !(window_s > 0)) return std::nullopt;
+  const auto window_ms = static_cast<int>(1000 * window_s);
+  std::optional<OthersLoad> load = sample_others_load(window_ms);
+  if (!load) return std::nullopt;
+  const auto fits = [&](const OthersLoad& l) {
+    return std::min(threads_left_beside(l.machine_cores, l.busy_cores), usable_cores()) >= threads;
+  };
+  QuietWait wait{ran_name, load->machine_cores, load->busy_cores, 0.0, fits(*load)};
+  if (wait.went || *wait_left_s < window_s) return wait.went ? std::optional<QuietWait>(wait) : std::nullopt;
+  progress << ran_name << ": other processes keep " << fmt("%.1f", load->busy_cores) << " of the "
+           << count_noun(load->machine_cores, "core") << " busy; the lab waits up to " << fmt("%.0f", *wait_left_s)
+           << " s for them to go before it lowers its threads (lab.quiet_wait_s)" << std::endl;
+  const auto start = std::chrono::steady_clock::now();
+  while (!interrupted()) {
+    load = sample_others_load(window_ms);
+    wait.waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!load) break;
+    if (fits(*load)) {
+      wait.went = true;
+      break;
+    }
+    if (wait.waited_s + window_s > *wait_left_s) break;
+  }
+  *wait_left_s = std::max(0.0, *wait_left_s - wait.waited_s);
+  progress << ran_name << ": " << (wait.went ? "they went after " : "they stayed ") << fmt("%.0f", wait.waited_s)
+           << " s" << (wait.went ? ", so it is measured again at " + count_noun(threads, "thread") : "") << std::endl;
+  return wait;
+}
+
 // Before a comparing lab's first repetition (the baseline lab, --ab, --repeat 2+), its bf16 probe and
 // its compiled package: where other processes already hold cores (threads_left_at_start), the lab
 // runs every variant at the cores left from the start, rather than measure a disturbed first
@@ -300,6 +341,7 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
                            ? static_cast<int>(options.thresholds->value("lab.thread_lowerings_max"))
                            : 0;
   std::string threads_stem;  // ".threads1" once lowered to 1: the files of the runs before stay as they are
+  double quiet_wait_left_s = options.thresholds->value("lab.quiet_wait_s");
   write_progress_record(outcome, not_run_variants(specs, labels, 0, 0, repeat, kNotRunYet));
   for (size_t rep = 0; rep < max_rounds && !bad_input && !stopped; ++rep) {
     bool lowered = false;
@@ -354,7 +396,13 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
         const DisturbanceCall call = judge_disturbance(ran, *options.thresholds, interrupted() ? 0 : max_reruns,
                                                        &reruns[i], ran_name, progress);
         if (call != DisturbanceCall::kClean && lowerings_left > 0 && !interrupted()) {
-          if (std::optional<ThreadLowering> lowering = threads_beside_others(ran, *options.thresholds, ran_name)) {
+          const std::optional<QuietWait> wait =
+              wait_for_others_to_go(ran, *options.thresholds, &quiet_wait_left_s, ran_name, progress);
+          if (wait && wait->waited_s > 0) record.details.quiet_waits.push_back(*wait);
+          if (wait && wait->went) {
+            // the same threads again: nothing to lower
+          } else if (std::optional<ThreadLowering> lowering =
+                         threads_beside_others(ran, *options.thresholds, ran_name)) {
             --lowerings_left;
             supersede_measured(record, *lowering, progress);
             for (VariantSpec& spec : run_specs) spec.threads = lowering->to_threads;
@@ -682,6 +730,17 @@ std::string thread_lowering_words(const RunRecord& record) {
          count_noun(left_out, "repetition") + ", kept in the record, out of the figures).";
 }
 
+std::string quiet_wait_words(const RunRecord& record) {
+  std::string out;
+  for (const QuietWait& w : record.details.quiet_waits) {
+    if (!w.went) continue;  // a wait that ran out ends in a lowering, which thread_lowering_words tells
+    out += (out.empty() ? "" : " ") + w.after + " was disturbed: other processes kept " +
+           fmt("%.1f", w.others_busy_cores) + " of the machine's " + count_noun(w.machine_cores, "core") +
+           " busy; the lab waited " + fmt("%.0f", w.waited_s) + " s for them to go and measured it again at the same threads.";
+  }
+  return out;
+}
+
 LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress) {
   std::vector<VariantSpec> specs = baseline_variants(options);
   LabOutcome outcome = start_run(options, "baseline");
@@ -721,7 +780,8 @@ LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress) {
                             options.launch ? nullptr : undecided);
   const LabReading reading = read_lab(outcome.record);
   outcome.record.reading = reading.lines;
-  for (const std::string& caveat : {thread_lowering_words(outcome.record), under_load_caveat(outcome.record)}) {
+  for (const std::string& caveat :
+       {quiet_wait_words(outcome.record), thread_lowering_words(outcome.record), under_load_caveat(outcome.record)}) {
     if (!caveat.empty() && !outcome.record.reading.empty())
       outcome.record.reading.insert(outcome.record.reading.end() - 1, caveat);
   }
@@ -731,7 +791,9 @@ LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress) {
 
 LabOutcome run_single_variant(const LabOptions& options, std::ostream& progress, const std::string& kind) {
   LabOutcome outcome = run_variants({options.base}, options, kind, progress);
-  if (const std::string words = thread_lowering_words(outcome.record); !words.empty()) outcome.record.reading.push_back(words);
+  for (const std::string& words : {quiet_wait_words(outcome.record), thread_lowering_words(outcome.record)}) {
+    if (!words.empty()) outcome.record.reading.push_back(words);
+  }
   finish_run(options, outcome);
   return outcome;
 }
@@ -746,7 +808,9 @@ LabOutcome run_ab(const LabOptions& options, const std::vector<std::pair<std::st
   std::string described;
   for (const auto& [key, value] : changes) described += (described.empty() ? "" : ", ") + key + "=" + value;
   outcome.record.details.ab_changes = described;
-  if (const std::string words = thread_lowering_words(outcome.record); !words.empty()) outcome.record.reading.push_back(words);
+  for (const std::string& words : {quiet_wait_words(outcome.record), thread_lowering_words(outcome.record)}) {
+    if (!words.empty()) outcome.record.reading.push_back(words);
+  }
   finish_run(options, outcome);
   return outcome;
 }

@@ -115,6 +115,10 @@ std::string threads_at_start_words(const ThreadLowering& chosen, const std::stri
 // "Measured at 1 thread from the start: ..." or "... from bf16 #1 on: ..." where a run's threads were
 // chosen at its start or lowered (RunDetails::thread_lowerings); empty otherwise.
 std::string thread_lowering_words(const RunRecord& record);
+// "bf16 #1 was disturbed: ... the lab waited 23 s for them to go and measured it again at the same
+// threads." for each wait for other processes that ended with them gone (RunDetails::quiet_waits);
+// empty otherwise.
+std::string quiet_wait_words(const RunRecord& record);
 // The measured loop time of variants[first...] (their measured steps), in seconds: what the lab's
 // rounds budget counts, so compiling and warming up never use it up.
 double measured_loop_s(const std::vector<VariantRecord>& variants, size_t first);
