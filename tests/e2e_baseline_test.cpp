@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "e2e_support.h"
 #include "diagnostics/baseline_reading.h"
@@ -510,6 +511,37 @@ TEST(BaselineLabE2E, MinLoopTimeMeasuresPastTheStepsUntilItIsReached) {
   EXPECT_EQ(fixed.steps_added_for_min_loop, 0);
 }
 
+// `run --scenario mlp --repeat 2` at LibTorch's default threads with lab.quiet_wait_s as given and no
+// load sample at its start: a machine already loaded (CI keeps a core busy) would have the lab
+// choose 1 thread from the start (ThreadsAreChosenAtTheStart...), leaving nothing to wait or lower.
+pid_t spawn_default_threads_lab(const std::string& results, int quiet_wait_s) {
+  const std::string thresholds = results + "/thresholds.json";
+  std::ofstream(thresholds) << R"({"schema_version": 1, "thresholds": {
+      "lab.start_load_sample_s": {"value": 0, "unit": "s", "source": "test"},
+      "lab.quiet_wait_s": {"value": )" << quiet_wait_s << R"(, "unit": "s", "source": "test"}}})";
+  return e2e::spawn_trainlab(
+      {"run", "--scenario", "mlp", "--repeat", "2", "--batch", "32", "-k", "hidden=256", "--steps", "200",
+       "--warmup", "2", "--sampler", "off", "--thresholds", thresholds, "--results", results},
+      results + "/lab.out", results + "/lab.err");
+}
+
+// Burners on every core (one more than there are) from the lab's first repetition's child until
+// `enough` says so, the lab ends, or 300 s pass; then waits for the lab and returns whether it
+// exited 0. False (nothing burnt) when that child never started.
+bool burn_from_first_repetition(const std::string& results, pid_t lab, const std::function<bool()>& enough) {
+  const int cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  if (wait_for_child(results, "/variants/fp32.rep1.spec.json") == 0) return false;
+  const std::vector<pid_t> burners = start_cpu_burners(cores + 1);
+  const auto burn_limit = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (!enough() && ::waitpid(lab, nullptr, WNOHANG) == 0 && std::chrono::steady_clock::now() < burn_limit) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  stop(burners);
+  int status = 0;
+  ::waitpid(lab, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 // Issue 33: a lab at LibTorch's default threads (a thread per core) beside processes that come to
 // hold the cores: its threads wait for their slowest on every op, so the lab samples the load,
 // lowers its threads to the cores left, and measures every variant again at the new count. The
@@ -519,30 +551,12 @@ TEST(BaselineLabE2E, DefaultThreadsAreLoweredAndEveryVariantMeasuredAgainWhenOth
   if (cores < 2) GTEST_SKIP() << "one core: LibTorch's default is one thread, nothing to lower";
   const std::string results = e2e::fresh_results_dir("threads-lowered");
   const std::string out = results + "/lab.out", err = results + "/lab.err";
-  // No sample at the start: a machine already loaded (CI keeps a core busy) would have the lab
-  // choose 1 thread from the start (the next test), and nothing would be left to lower.
   // A short wait for the others to go (lab.quiet_wait_s): the burners stay, so it runs out first.
-  const std::string no_start_sample = results + "/thresholds.json";
-  std::ofstream(no_start_sample) << R"({"schema_version": 1, "thresholds": {
-      "lab.start_load_sample_s": {"value": 0, "unit": "s", "source": "test"},
-      "lab.quiet_wait_s": {"value": 3, "unit": "s", "source": "test"}}})";
-  const pid_t lab = e2e::spawn_trainlab(
-      {"run", "--scenario", "mlp", "--repeat", "2", "--batch", "32", "-k", "hidden=256", "--steps", "200",
-       "--warmup", "2", "--sampler", "off", "--thresholds", no_start_sample, "--results", results},
-      out, err);
-  // Burners on every core (one more than there are) from the first repetition's child until the
-  // lab runs its first child at 1 thread (files named .threads1), or ends.
-  ASSERT_NE(wait_for_child(results, "/variants/fp32.rep1.spec.json"), 0) << e2e::slurp(err);
-  const std::vector<pid_t> burners = start_cpu_burners(cores + 1);
-  const auto burn_limit = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-  while (find_process_with(results, ".threads1.rep1.spec.json") == 0 && ::waitpid(lab, nullptr, WNOHANG) == 0 &&
-         std::chrono::steady_clock::now() < burn_limit) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  stop(burners);
-  int status = 0;
-  ::waitpid(lab, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << e2e::slurp(err);
+  const pid_t lab = spawn_default_threads_lab(results, 3);
+  // Burning until the lab runs its first child at 1 thread (files named .threads1).
+  ASSERT_TRUE(burn_from_first_repetition(
+      results, lab, [&] { return find_process_with(results, ".threads1.rep1.spec.json") != 0; }))
+      << e2e::slurp(err);
 
   const RunRecord run = read_run_record(e2e::only_run_dir(results));
   ASSERT_EQ(run.details.thread_lowerings.size(), 1u) << e2e::slurp(err);
@@ -599,29 +613,15 @@ TEST(BaselineLabE2E, APassingBurstIsWaitedOutAndMeasuredAgainAtTheSameThreads) {
   if (before && before->busy_cores >= 0.5)
     GTEST_SKIP() << "other processes keep " << before->busy_cores << " cores busy: no burst can pass here";
   const std::string results = e2e::fresh_results_dir("burst-waited-out");
-  const std::string out = results + "/lab.out", err = results + "/lab.err";
-  const std::string thresholds = results + "/thresholds.json";
-  std::ofstream(thresholds) << R"({"schema_version": 1, "thresholds": {
-      "lab.start_load_sample_s": {"value": 0, "unit": "s", "source": "test"},
-      "lab.quiet_wait_s": {"value": 120, "unit": "s", "source": "test"}}})";
-  const pid_t lab = e2e::spawn_trainlab(
-      {"run", "--scenario", "mlp", "--repeat", "2", "--batch", "32", "-k", "hidden=256", "--steps", "200",
-       "--warmup", "2", "--sampler", "off", "--thresholds", thresholds, "--results", results},
-      out, err);
-  // Burners on every core (one more than there are) from the first repetition's child until the
-  // lab says it waits for them, and 2 s more.
-  ASSERT_NE(wait_for_child(results, "/variants/fp32.rep1.spec.json"), 0) << e2e::slurp(err);
-  const std::vector<pid_t> burners = start_cpu_burners(cores + 1);
-  const auto burn_limit = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-  while (e2e::slurp(err).find("waits up to") == std::string::npos && ::waitpid(lab, nullptr, WNOHANG) == 0 &&
-         std::chrono::steady_clock::now() < burn_limit) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  std::this_thread::sleep_for(std::chrono::seconds(2));
-  stop(burners);
-  int status = 0;
-  ::waitpid(lab, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << e2e::slurp(err);
+  const std::string err = results + "/lab.err";
+  const pid_t lab = spawn_default_threads_lab(results, 120);
+  // Burning until 2 s after the lab says it waits for the burners to go.
+  std::optional<std::chrono::steady_clock::time_point> waiting_since;
+  ASSERT_TRUE(burn_from_first_repetition(results, lab, [&] {
+    if (!waiting_since && e2e::slurp(err).find("waits up to") != std::string::npos)
+      waiting_since = std::chrono::steady_clock::now();
+    return waiting_since && std::chrono::steady_clock::now() - *waiting_since > std::chrono::seconds(2);
+  })) << e2e::slurp(err);
 
   const RunRecord run = read_run_record(e2e::only_run_dir(results));
   EXPECT_TRUE(run.details.thread_lowerings.empty()) << e2e::slurp(err);
