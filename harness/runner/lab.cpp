@@ -217,7 +217,8 @@ std::optional<ThreadLowering> threads_beside_others(const VariantRecord& ran, co
   return ThreadLowering{threads, left, load->machine_cores, load->busy_cores, ran_name};
 }
 
-// After a disturbed repetition `ran` at LibTorch's default threads: where other processes hold cores
+// After a disturbed repetition `ran` at LibTorch's default threads, once an earlier repetition ran
+// clean at them (the caller's rule: the load came after the lab began): where other processes hold cores
 // those threads need, waits idle for them to go, a sample of lab.others_load_sample_s at a time,
 // within what is left of the lab's lab.quiet_wait_s (*wait_left_s, spent as it waits). A passing
 // burst then costs a wait and the repetition is measured again at the same threads; only a load
@@ -342,6 +343,7 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
                            : 0;
   std::string threads_stem;  // ".threads1" once lowered to 1: the files of the runs before stay as they are
   double quiet_wait_left_s = options.thresholds->value("lab.quiet_wait_s");
+  bool clean_at_these_threads = false;  // a repetition ran undisturbed since the threads were last set
   write_progress_record(outcome, not_run_variants(specs, labels, 0, 0, repeat, kNotRunYet));
   for (size_t rep = 0; rep < max_rounds && !bad_input && !stopped; ++rep) {
     bool lowered = false;
@@ -395,9 +397,14 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
         const std::string ran_name = repetition_name(ran, labels.empty() ? "" : labels[i], max_rounds);
         const DisturbanceCall call = judge_disturbance(ran, *options.thresholds, interrupted() ? 0 : max_reruns,
                                                        &reruns[i], ran_name, progress);
+        if (call == DisturbanceCall::kClean) clean_at_these_threads = true;
         if (call != DisturbanceCall::kClean && lowerings_left > 0 && !interrupted()) {
+          // Waited for only once a repetition ran clean at these threads: the load came after the
+          // lab began, a burst that may pass. A load there from the first repetition is lowered at once.
           const std::optional<QuietWait> wait =
-              wait_for_others_to_go(ran, *options.thresholds, &quiet_wait_left_s, ran_name, progress);
+              clean_at_these_threads
+                  ? wait_for_others_to_go(ran, *options.thresholds, &quiet_wait_left_s, ran_name, progress)
+                  : std::nullopt;
           if (wait && wait->waited_s > 0) record.details.quiet_waits.push_back(*wait);
           if (wait && wait->went) {
             // the same threads again: nothing to lower
@@ -407,6 +414,7 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
             supersede_measured(record, *lowering, progress);
             for (VariantSpec& spec : run_specs) spec.threads = lowering->to_threads;
             threads_stem = ".threads" + std::to_string(lowering->to_threads);
+            clean_at_these_threads = false;
             std::fill(reruns.begin(), reruns.end(), 0);
             measured_s = longest_round_s = 0;
             record.details.thread_lowerings.push_back(*lowering);
