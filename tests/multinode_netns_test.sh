@@ -159,10 +159,8 @@ for case in "${cases[@]}"; do
     stopped_at=$(date +%s)
     # node B's processes: every process in node B's network namespace
     for pid in $(ip netns pids "$nsB"); do kill -$signal "$pid" 2>/dev/null; done
-    wait_for_node_a() {  # node A's torchrun, alone (node B's half of the job waits on frozen ranks)
-      while pgrep -f -- "--rdzv-id $tag-$case .*--results $work/$case.a" >/dev/null; do sleep 0.5; done
-    }
-    wait_for_node_a
+    # node A's torchrun, alone (node B's half of the job waits on frozen ranks)
+    while pgrep -f -- "--rdzv-id $tag-$case .*--results $work/$case.a" >/dev/null; do sleep 0.5; done
     ended=$(( $(date +%s) - stopped_at ))
     for pid in $(ip netns pids "$nsB"); do kill -KILL "$pid" 2>/dev/null; done
     wait $jobpid

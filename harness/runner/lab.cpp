@@ -202,6 +202,12 @@ bool lab_may_lower_threads(const std::vector<VariantSpec>& specs) {
                      [](const VariantSpec& s) { return s.threads <= 0 && s.nproc <= 1; });
 }
 
+// The threads that fit beside the sampled load: the cores it leaves (threads_left_beside), no more
+// than this process may use.
+int threads_fitting_beside(const OthersLoad& load) {
+  return std::min(threads_left_beside(load.machine_cores, load.busy_cores), usable_cores());
+}
+
 // After a disturbed repetition `ran`: samples the cores other processes keep busy while the lab
 // idles (lab.others_load_sample_s); where they hold cores that `ran`'s threads needed, the lowering
 // to the cores left (threads_left_beside), else nothing.
@@ -212,7 +218,7 @@ std::optional<ThreadLowering> threads_beside_others(const VariantRecord& ran, co
   const auto window_ms = static_cast<int>(1000 * thresholds.value("lab.others_load_sample_s"));
   const std::optional<OthersLoad> load = sample_others_load(window_ms);
   if (!load) return std::nullopt;
-  const int left = std::min(threads_left_beside(load->machine_cores, load->busy_cores), usable_cores());
+  const int left = threads_fitting_beside(*load);
   if (left >= threads) return std::nullopt;
   return ThreadLowering{threads, left, load->machine_cores, load->busy_cores, ran_name};
 }
@@ -234,11 +240,9 @@ std::optional<QuietWait> wait_for_others_to_go(const VariantRecord& ran, const T
   const auto window_ms = static_cast<int>(1000 * window_s);
   std::optional<OthersLoad> load = sample_others_load(window_ms);
   if (!load) return std::nullopt;
-  const auto fits = [&](const OthersLoad& l) {
-    return std::min(threads_left_beside(l.machine_cores, l.busy_cores), usable_cores()) >= threads;
-  };
-  QuietWait wait{ran_name, load->machine_cores, load->busy_cores, 0.0, fits(*load)};
-  if (wait.went || *wait_left_s < window_s) return wait.went ? std::optional<QuietWait>(wait) : std::nullopt;
+  QuietWait wait{ran_name, load->machine_cores, load->busy_cores, 0.0, threads_fitting_beside(*load) >= threads};
+  if (wait.went) return wait;
+  if (*wait_left_s < window_s) return std::nullopt;
   progress << ran_name << ": other processes keep " << fmt("%.1f", load->busy_cores) << " of the "
            << count_noun(load->machine_cores, "core") << " busy; the lab waits up to " << fmt("%.0f", *wait_left_s)
            << " s for them to go before it lowers its threads (lab.quiet_wait_s)" << std::endl;
@@ -247,7 +251,7 @@ std::optional<QuietWait> wait_for_others_to_go(const VariantRecord& ran, const T
     load = sample_others_load(window_ms);
     wait.waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!load) break;
-    if (fits(*load)) {
+    if (threads_fitting_beside(*load) >= threads) {
       wait.went = true;
       break;
     }
@@ -406,10 +410,9 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
                   ? wait_for_others_to_go(ran, *options.thresholds, &quiet_wait_left_s, ran_name, progress)
                   : std::nullopt;
           if (wait && wait->waited_s > 0) record.details.quiet_waits.push_back(*wait);
-          if (wait && wait->went) {
-            // the same threads again: nothing to lower
-          } else if (std::optional<ThreadLowering> lowering =
-                         threads_beside_others(ran, *options.thresholds, ran_name)) {
+          const bool others_went = wait && wait->went;  // the same threads again: nothing to lower
+          if (std::optional<ThreadLowering> lowering =
+                  others_went ? std::nullopt : threads_beside_others(ran, *options.thresholds, ran_name)) {
             --lowerings_left;
             supersede_measured(record, *lowering, progress);
             for (VariantSpec& spec : run_specs) spec.threads = lowering->to_threads;
@@ -738,6 +741,12 @@ std::string thread_lowering_words(const RunRecord& record) {
          count_noun(left_out, "repetition") + ", kept in the record, out of the figures).";
 }
 
+void append_load_words(RunRecord& record) {
+  for (const std::string& words : {quiet_wait_words(record), thread_lowering_words(record)}) {
+    if (!words.empty()) record.reading.push_back(words);
+  }
+}
+
 std::string quiet_wait_words(const RunRecord& record) {
   std::string out;
   for (const QuietWait& w : record.details.quiet_waits) {
@@ -799,9 +808,7 @@ LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress) {
 
 LabOutcome run_single_variant(const LabOptions& options, std::ostream& progress, const std::string& kind) {
   LabOutcome outcome = run_variants({options.base}, options, kind, progress);
-  for (const std::string& words : {quiet_wait_words(outcome.record), thread_lowering_words(outcome.record)}) {
-    if (!words.empty()) outcome.record.reading.push_back(words);
-  }
+  append_load_words(outcome.record);
   finish_run(options, outcome);
   return outcome;
 }
@@ -816,9 +823,7 @@ LabOutcome run_ab(const LabOptions& options, const std::vector<std::pair<std::st
   std::string described;
   for (const auto& [key, value] : changes) described += (described.empty() ? "" : ", ") + key + "=" + value;
   outcome.record.details.ab_changes = described;
-  for (const std::string& words : {quiet_wait_words(outcome.record), thread_lowering_words(outcome.record)}) {
-    if (!words.empty()) outcome.record.reading.push_back(words);
-  }
+  append_load_words(outcome.record);
   finish_run(options, outcome);
   return outcome;
 }

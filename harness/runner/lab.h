@@ -119,6 +119,8 @@ std::string thread_lowering_words(const RunRecord& record);
 // threads." for each wait for other processes that ended with them gone (RunDetails::quiet_waits);
 // empty otherwise.
 std::string quiet_wait_words(const RunRecord& record);
+// Appends both of the above, where not empty, to the record's reading (a run's, --ab's, a sweep's).
+void append_load_words(RunRecord& record);
 // The measured loop time of variants[first...] (their measured steps), in seconds: what the lab's
 // rounds budget counts, so compiling and warming up never use it up.
 double measured_loop_s(const std::vector<VariantRecord>& variants, size_t first);

@@ -593,9 +593,7 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
     }
   }
   for (const std::string& note : notes) record.reading.push_back("Note: " + note + ".");
-  for (const std::string& words : {quiet_wait_words(record), thread_lowering_words(record)}) {
-    if (!words.empty()) record.reading.push_back(words);
-  }
+  append_load_words(record);
   const std::string chart_name = "throughput_vs_workers.svg";
   if (std::any_of(figures.begin(), figures.end(), [](const SweepFigures& f) { return f.ok; })) {
     write_file_atomically((fs::path(outcome.run_dir) / chart_name).string(),
