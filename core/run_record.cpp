@@ -439,7 +439,8 @@ nlohmann::json details_to_json(const RunDetails& d) {
                        {"machine_cores", w.machine_cores},
                        {"others_busy_cores", w.others_busy_cores},
                        {"waited_s", w.waited_s},
-                       {"went", w.went}});
+                       {"went", w.went},
+                       {"repetitions_again", w.repetitions_again}});
     }
     j["quiet_waits"] = waits;
   }
@@ -481,7 +482,7 @@ RunDetails details_from_json(const nlohmann::json& j) {
       const nlohmann::json went = w.value("went", nlohmann::json());
       d.quiet_waits.push_back({w.value("after", ""), integer_or<int>(w, "machine_cores", 0),
                                real_or(w, "others_busy_cores", 0.0), real_or(w, "waited_s", 0.0),
-                               went.is_boolean() && went.get<bool>()});
+                               went.is_boolean() && went.get<bool>(), integer_or<int>(w, "repetitions_again", 0)});
     }
   }
   if (j.contains("tolerance_pct")) {

@@ -387,6 +387,9 @@ struct QuietWait {
   double others_busy_cores = 0;  // what other processes kept busy when the wait began
   double waited_s = 0;
   bool went = false;             // true: they went, and the repetition was measured again at its threads
+  // Went: the repetitions of its round that ran before the wait, measured again after it with the
+  // rest of the round (the ones before superseded). 0: it was its round's first.
+  int repetitions_again = 0;
 };
 
 struct RunDetails {

@@ -514,23 +514,26 @@ TEST(BaselineLabE2E, MinLoopTimeMeasuresPastTheStepsUntilItIsReached) {
 // `run --scenario mlp --repeat 2` at LibTorch's default threads with lab.quiet_wait_s as given and no
 // load sample at its start: a machine already loaded (CI keeps a core busy) would have the lab
 // choose 1 thread from the start (ThreadsAreChosenAtTheStart...), leaving nothing to wait or lower.
-pid_t spawn_default_threads_lab(const std::string& results, int quiet_wait_s) {
+// `extra` adds arguments (e.g. an --ab, whose two variants then make each round).
+pid_t spawn_default_threads_lab(const std::string& results, int quiet_wait_s,
+                                const std::vector<std::string>& extra = {}) {
   const std::string thresholds = results + "/thresholds.json";
   std::ofstream(thresholds) << R"({"schema_version": 1, "thresholds": {
       "lab.start_load_sample_s": {"value": 0, "unit": "s", "source": "test"},
       "lab.quiet_wait_s": {"value": )" << quiet_wait_s << R"(, "unit": "s", "source": "test"}}})";
-  return e2e::spawn_trainlab(
-      {"run", "--scenario", "mlp", "--repeat", "2", "--batch", "32", "-k", "hidden=256", "--steps", "200",
-       "--warmup", "2", "--sampler", "off", "--thresholds", thresholds, "--results", results},
-      results + "/lab.out", results + "/lab.err");
+  std::vector<std::string> args = {"run", "--scenario", "mlp", "--repeat", "2", "--batch", "32", "-k", "hidden=256",
+                                   "--steps", "200", "--warmup", "2", "--sampler", "off", "--thresholds", thresholds,
+                                   "--results", results};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return e2e::spawn_trainlab(args, results + "/lab.out", results + "/lab.err");
 }
 
-// Burners on every core (one more than there are) from the child of the lab's repetition
-// `repetition` (1 the first) until `enough` says so, the lab ends, or 300 s pass; then waits for the
+// Burners on every core (one more than there are) from the child whose files are `stem` (e.g.
+// "fp32.rep2", "B.rep1") until `enough` says so, the lab ends, or 300 s pass; then waits for the
 // lab and returns whether it exited 0. False (nothing burnt) when that child never started.
-bool burn_from_repetition(const std::string& results, pid_t lab, int repetition, const std::function<bool()>& enough) {
+bool burn_from_child(const std::string& results, pid_t lab, const std::string& stem, const std::function<bool()>& enough) {
   const int cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
-  if (wait_for_child(results, "/variants/fp32.rep" + std::to_string(repetition) + ".spec.json") == 0) return false;
+  if (wait_for_child(results, "/variants/" + stem + ".spec.json") == 0) return false;
   const std::vector<pid_t> burners = start_cpu_burners(cores + 1);
   const auto burn_limit = std::chrono::steady_clock::now() + std::chrono::seconds(300);
   while (!enough() && ::waitpid(lab, nullptr, WNOHANG) == 0 && std::chrono::steady_clock::now() < burn_limit) {
@@ -555,8 +558,8 @@ TEST(BaselineLabE2E, DefaultThreadsAreLoweredAndEveryVariantMeasuredAgainWhenOth
   // lowers at once without waiting for them to go (lab.quiet_wait_s, long here).
   const pid_t lab = spawn_default_threads_lab(results, 120);
   // Burning until the lab runs its first child at 1 thread (files named .threads1).
-  ASSERT_TRUE(burn_from_repetition(
-      results, lab, 1, [&] { return find_process_with(results, ".threads1.rep1.spec.json") != 0; }))
+  ASSERT_TRUE(burn_from_child(
+      results, lab, "fp32.rep1", [&] { return find_process_with(results, ".threads1.rep1.spec.json") != 0; }))
       << e2e::slurp(err);
 
   const RunRecord run = read_run_record(e2e::only_run_dir(results));
@@ -614,7 +617,7 @@ TEST(BaselineLabE2E, APassingBurstIsWaitedOutAndMeasuredAgainAtTheSameThreads) {
   const pid_t lab = spawn_default_threads_lab(results, 120);
   // Burning from the second repetition until 2 s after the lab says it waits for the burners to go.
   std::optional<std::chrono::steady_clock::time_point> waiting_since;
-  ASSERT_TRUE(burn_from_repetition(results, lab, 2, [&] {
+  ASSERT_TRUE(burn_from_child(results, lab, "fp32.rep2", [&] {
     if (!waiting_since && e2e::slurp(err).find("waits up to") != std::string::npos)
       waiting_since = std::chrono::steady_clock::now();
     return waiting_since && std::chrono::steady_clock::now() - *waiting_since > std::chrono::seconds(2);
@@ -652,6 +655,84 @@ TEST(BaselineLabE2E, APassingBurstIsWaitedOutAndMeasuredAgainAtTheSameThreads) {
   bool said = false;
   for (const std::string& line : run.reading) said = said || line.rfind("fp32 #2 was disturbed: other processes kept", 0) == 0;
   EXPECT_TRUE(said) << run.reading.back();
+}
+
+// Issue 33: a burst that comes within a round (A/B: A #1 ran clean, B #1 disturbed) and passes: the
+// lab waits it out and measures the whole round again, A #1 included, so that the round's pair is
+// not split by the wait (A measured a minute before B); A #1 from before stays in the record, out of
+// the figures, and its files stay beside the round's new ones.
+TEST(BaselineLabE2E, ABurstWithinARoundHasTheWholeRoundMeasuredAgainAfterTheWait) {
+  const int cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  if (cores < 2) GTEST_SKIP() << "one core: LibTorch's default is one thread, nothing to wait for";
+  const std::optional<OthersLoad> before = sample_others_load(1000);
+  if (before && before->busy_cores >= 0.5)
+    GTEST_SKIP() << "other processes keep " << before->busy_cores << " cores busy: no burst can pass here";
+  const std::string results = e2e::fresh_results_dir("burst-round-again");
+  const std::string err = results + "/lab.err";
+  const pid_t lab = spawn_default_threads_lab(results, 120, {"--ab", "batch=16", "--max-rounds", "2"});
+  std::optional<std::chrono::steady_clock::time_point> waiting_since;
+  ASSERT_TRUE(burn_from_child(results, lab, "B.rep1", [&] {
+    if (!waiting_since && e2e::slurp(err).find("waits up to") != std::string::npos)
+      waiting_since = std::chrono::steady_clock::now();
+    return waiting_since && std::chrono::steady_clock::now() - *waiting_since > std::chrono::seconds(2);
+  })) << e2e::slurp(err);
+
+  const RunRecord run = read_run_record(e2e::only_run_dir(results));
+  EXPECT_TRUE(run.details.thread_lowerings.empty()) << e2e::slurp(err);
+  ASSERT_EQ(run.details.quiet_waits.size(), 1u) << e2e::slurp(err);
+  const QuietWait& wait = run.details.quiet_waits.front();
+  EXPECT_EQ(wait.after, "B fp32 #1");
+  EXPECT_TRUE(wait.went);
+  EXPECT_EQ(wait.repetitions_again, 1);
+  // A #1 (clean, then superseded), B #1 (disturbed), A #1 and B #1 again, then round 2.
+  ASSERT_EQ(run.variants.size(), 6u) << e2e::slurp(err);
+  EXPECT_EQ(run.variants[0].label, "A");
+  EXPECT_TRUE(run.variants[0].disturbed.empty());
+  EXPECT_NE(run.variants[0].superseded.find("measured before a wait of"), std::string::npos)
+      << run.variants[0].superseded;
+  EXPECT_FALSE(run.variants[1].disturbed.empty());
+  for (size_t k = 2; k < 6; ++k) {
+    EXPECT_TRUE(run.variants[k].counts()) << k;
+    EXPECT_EQ(run.variants[k].repetition, static_cast<int>(k / 4)) << k;
+    EXPECT_EQ(run.variants[k].label, k % 2 == 0 ? "A" : "B") << k;
+  }
+  const std::string variants = e2e::only_run_dir(results) + "/variants";
+  EXPECT_TRUE(std::filesystem::exists(variants + "/A.rep1.spec.json"));
+  EXPECT_TRUE(std::filesystem::exists(variants + "/A.rep1.again1.spec.json"));
+  EXPECT_TRUE(std::filesystem::exists(variants + "/B.rep1.again1.spec.json"));
+  EXPECT_NE(e2e::slurp(err).find("so round 1 is measured again from its first variant"), std::string::npos)
+      << e2e::slurp(err);
+  bool said = false;
+  for (const std::string& line : run.reading)
+    said = said || line.find("with the 1 repetition of its round that ran before the wait") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+// Issue 33: `run --ab` runs more rounds than --repeat while the samples/s change cannot be read yet
+// (here: a target width of 0 points, which no interval meets), up to --max-rounds, and says so;
+// --max-rounds equal to --repeat runs exactly --repeat.
+TEST(BaselineLabE2E, AbRunsMoreRoundsWhileItsIntervalIsWideUpToMaxRounds) {
+  const std::string results = e2e::fresh_results_dir("ab-rounds");
+  const std::string thresholds = results + "/thresholds.json";
+  std::ofstream(thresholds) << R"({"schema_version": 1, "thresholds": {
+      "lab.target_interval_width_pct": {"value": 0, "unit": "pct", "source": "test"}}})";
+  const auto rounds_of = [](const RunRecord& run) {
+    int rounds = 0;
+    for (const VariantRecord& v : run.variants) rounds = std::max(rounds, v.repetition + 1);
+    return rounds;
+  };
+  for (const int max_rounds : {4, 2}) {
+    const std::string dir = results + "/max" + std::to_string(max_rounds);
+    const auto r = run_trainlab(std::string("run --scenario mlp --batch 32 -k hidden=64 --steps 20 --warmup 2 ") +
+                                "--threads 1 --sampler off --ab batch=16 --repeat 2 --max-rounds " +
+                                std::to_string(max_rounds) + " --thresholds " + thresholds + " --results " + dir);
+    ASSERT_EQ(r.exit_status, 0) << r.err;
+    const RunRecord run = read_run_record(e2e::only_run_dir(dir));
+    EXPECT_EQ(rounds_of(run), max_rounds) << r.err;
+    bool said = false;
+    for (const std::string& line : run.reading) said = said || line.rfind("A/B ran 4 rounds: after 2,", 0) == 0;
+    EXPECT_EQ(said, max_rounds == 4);
+  }
 }
 
 // Issue 33: other processes already hold the cores when a comparing lab starts: it samples them

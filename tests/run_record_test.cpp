@@ -167,7 +167,7 @@ TEST(RunRecordTest, QuietWaitsRoundTripAndOlderRecordsLackThem) {
   run.kind = "baseline";
   run.scenario = "mlp";
   EXPECT_FALSE(to_json(run).at("details").contains("quiet_waits"));
-  run.details.quiet_waits.push_back({"bf16 #1", 2, 1.02, 23.5, true});
+  run.details.quiet_waits.push_back({"bf16 #1", 2, 1.02, 23.5, true, 1});
   run.details.quiet_waits.push_back({"bf16 #2", 2, 0.97, 36.0, false});
   const RunRecord back = run_record_from_json(nlohmann::json::parse(to_json(run).dump()));
   ASSERT_EQ(back.details.quiet_waits.size(), 2u);
@@ -177,7 +177,9 @@ TEST(RunRecordTest, QuietWaitsRoundTripAndOlderRecordsLackThem) {
   EXPECT_DOUBLE_EQ(w.others_busy_cores, 1.02);
   EXPECT_DOUBLE_EQ(w.waited_s, 23.5);
   EXPECT_TRUE(w.went);
+  EXPECT_EQ(w.repetitions_again, 1);
   EXPECT_FALSE(back.details.quiet_waits.back().went);
+  EXPECT_EQ(back.details.quiet_waits.back().repetitions_again, 0);
   EXPECT_DOUBLE_EQ(back.details.quiet_waits.back().waited_s, 36.0);
 }
 

@@ -52,8 +52,8 @@ Subcommand add_baseline_command(CLI::App& app) {
     // instead of stretching the lab; its record says how many the budget cut.
     if (cmd->count("--repeat") == 0) {
       lab.repeat = 3;
-      lab.extra_rounds = 17;
-      lab.rounds_budget_s = 120;
+      lab.extra_rounds = kDefaultMaxRounds - lab.repeat;
+      lab.rounds_budget_s = kExtraRoundsBudgetS;
     }
     if (!o->variant.was_given("max-loop-s")) lab.base.max_loop_s = 2;
     // ... and each repetition measures for lab.min_measured_s at least (fast steps run past --steps).

@@ -21,6 +21,7 @@
 #include "core/units.h"
 #include "diagnostics/baseline_reading.h"
 #include "harness/dist/dist_env.h"
+#include "harness/runner/compare.h"
 #include "harness/runner/child_process.h"
 #include "harness/runner/interrupt.h"
 #include "harness/runner/progress_ticker.h"
@@ -300,6 +301,30 @@ void supersede_measured(RunRecord& record, ThreadLowering& lowering, std::ostrea
            << ", kept in the record, out of the figures)" << std::endl;
 }
 
+// After a wait for other processes that went, within round `rep` (its first record at
+// `round_first`): the round's repetitions measured before the wait leave the figures (superseded,
+// said why), so that the whole round is measured again after it. Without this the round's pairs
+// would be split by the wait: its first variants measured a minute or more before the others, on a
+// machine whose speed drifts (fp32 286-514 samples/s from round to round on a quiet 2-vCPU VM), and
+// that one pair kept a lab's interval undecided for 17 more rounds. Returns how many left.
+int supersede_round_before_wait(RunRecord& record, size_t round_first, const QuietWait& wait, size_t rep,
+                                size_t max_rounds, std::ostream& progress) {
+  const std::string round = max_rounds > 1 ? "round " + std::to_string(rep + 1) : "the run";
+  const std::string why = "measured before a wait of " + fmt("%.0f", wait.waited_s) + " s for other processes to go (after " +
+                          wait.after + "); " + round + " was measured again after it, so that its pairs share the machine's state";
+  int left = 0;
+  for (size_t k = round_first; k < record.variants.size(); ++k) {
+    VariantRecord& v = record.variants[k];
+    if (!v.counts()) continue;
+    v.superseded = why;
+    ++left;
+  }
+  progress << wait.after << ": " << count_noun(left, "repetition") << " of " << round
+           << " ran before the wait, so " << round << " is measured again from its first variant (what ran before stays in the record, out of the "
+           << "figures)" << std::endl;
+  return left;
+}
+
 // A repetition's name in the terminal's lines: "bf16 #1", "B bf16 #2".
 std::string repetition_name(const VariantRecord& v, const std::string& label, size_t rounds) {
   return (label.empty() ? "" : label + " ") + v.spec.name() + (rounds > 1 ? " #" + std::to_string(v.repetition + 1) : "");
@@ -348,13 +373,19 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
   std::string threads_stem;  // ".threads1" once lowered to 1: the files of the runs before stay as they are
   double quiet_wait_left_s = options.thresholds->value("lab.quiet_wait_s");
   bool clean_at_these_threads = false;  // a repetition ran undisturbed since the threads were last set
+  // A round split by a wait for other processes runs again from its first variant; its files then
+  // end in ".again<N>" (N counts such rounds), so the ones before the wait stay.
+  bool restarting = false;
+  int rounds_again = 0;
   write_progress_record(outcome, not_run_variants(specs, labels, 0, 0, repeat, kNotRunYet));
   for (size_t rep = 0; rep < max_rounds && !bad_input && !stopped; ++rep) {
-    bool lowered = false;
-    if (rep >= repeat) {
+    bool lowered = false, again = false;
+    if (rep >= repeat && !restarting) {
       // The budget counts measured steps only: compile and warm-up time never use it up.
       if (!undecided(record) || measured_s + longest_round_s > options.rounds_budget_s) break;
     }
+    const std::string round_suffix = restarting ? ".again" + std::to_string(rounds_again) : "";
+    restarting = false;
     const size_t round_first = record.variants.size();
     const size_t total = specs.size() * std::max(repeat, rep + 1);
     for (size_t i = 0; i < specs.size(); ++i) {
@@ -380,6 +411,7 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
         run_options.launch = options.launch ? &*options.launch : nullptr;
         const std::string stem = (labels.empty() ? specs[i].name() : labels[i]) + threads_stem;
         if (max_rounds > 1 || !labels.empty()) run_options.file_stem = stem + ".rep" + std::to_string(rep + 1);
+        if (!round_suffix.empty()) run_options.file_stem = (run_options.file_stem.empty() ? stem : run_options.file_stem) + round_suffix;
         if (attempt > 0) run_options.file_stem = (run_options.file_stem.empty() ? stem : run_options.file_stem) +
                                                  ".rerun" + std::to_string(attempt);
         if (ticker.live()) {
@@ -405,8 +437,9 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
         if (call != DisturbanceCall::kClean && lowerings_left > 0 && !interrupted()) {
           // Waited for only once a repetition ran clean at these threads: the load came after the
           // lab began, a burst that may pass. A load there from the first repetition is lowered at once.
+          // Only a repetition to be measured again is waited for: a kept one (its re-runs spent) gains nothing.
           const std::optional<QuietWait> wait =
-              clean_at_these_threads
+              clean_at_these_threads && call == DisturbanceCall::kRerun
                   ? wait_for_others_to_go(ran, *options.thresholds, &quiet_wait_left_s, ran_name, progress)
                   : std::nullopt;
           if (wait && wait->waited_s > 0) record.details.quiet_waits.push_back(*wait);
@@ -422,6 +455,12 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
             measured_s = longest_round_s = 0;
             record.details.thread_lowerings.push_back(*lowering);
             lowered = true;
+            break;
+          }
+          if (others_went && wait->waited_s > 0 && i > 0) {
+            record.details.quiet_waits.back().repetitions_again =
+                supersede_round_before_wait(record, round_first, *wait, rep, max_rounds, progress);
+            again = true;
             break;
           }
         }
@@ -441,7 +480,7 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
         }
         break;
       }
-      if (lowered) break;
+      if (lowered || again) break;
       write_progress_record(outcome, not_run_variants(specs, labels, rep, i + 1, repeat, kNotRunYet));
       if (record.variants.back().error_kind == "input") {  // e.g. a corrupt data file: the rest would fail alike
         bad_input = true;
@@ -451,6 +490,13 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
     if (lowered) {  // every variant again from the first round, at the new thread count
       write_progress_record(outcome, not_run_variants(specs, labels, 0, 0, repeat, kNotRunYet));
       rep = static_cast<size_t>(-1);
+      continue;
+    }
+    if (again) {  // this round again from its first variant (unsigned: --rep then ++rep is rep)
+      write_progress_record(outcome, not_run_variants(specs, labels, rep, 0, repeat, kNotRunYet));
+      ++rounds_again;
+      restarting = true;
+      --rep;
       continue;
     }
     const double round_measured_s = measured_loop_s(record.variants, round_first);
@@ -626,10 +672,50 @@ std::string build_compiled_package(std::vector<VariantSpec>& specs, const LabOpt
 }
 
 LabOutcome run_variants(std::vector<VariantSpec> specs, const LabOptions& options, const std::string& kind,
-                        std::ostream& progress, const std::vector<std::string>& labels = {}) {
+                        std::ostream& progress, const std::vector<std::string>& labels = {},
+                        const std::function<bool(const RunRecord&)>& undecided = nullptr) {
   LabOutcome outcome = start_run(options, kind);
   choose_threads_at_start(specs, options, kind, outcome, progress);
-  return run_variants_in(std::move(outcome), specs, options, progress, labels);
+  return run_variants_in(std::move(outcome), specs, options, progress, labels, undecided);
+}
+
+// Whether an A/B run's samples/s change cannot be read yet: its paired interval (compare_ab) is
+// wider than lab.target_interval_width_pct, or holds compare's line (+-threshold_pct), so that the
+// verdict could go either way. A failed repetition ends the rounds (more would fail alike).
+bool ab_undecided(const RunRecord& record, const Thresholds& thresholds) {
+  for (const VariantRecord& v : record.variants) {
+    if (!v.ok() && v.error_kind != "unavailable") return false;
+  }
+  const CompareOptions options;
+  CompareOutcome compared;
+  try {
+    compared = compare_ab(record, options);
+  } catch (const InputError&) {
+    return false;  // no A or no B figures: nothing more rounds could read
+  }
+  const double widest_pct = thresholds.value("lab.target_interval_width_pct");
+  for (const CompareRow& row : compared.rows) {
+    if (row.metric != "samples/s" || !row.has_interval) continue;
+    const stats::ChangeEstimate& c = row.change;
+    if (c.high_pct - c.low_pct > widest_pct) return true;
+    for (const double line : {options.threshold_pct, -options.threshold_pct}) {
+      if (c.low_pct < line && line < c.high_pct) return true;
+    }
+  }
+  return false;
+}
+
+// "A/B ran 8 rounds: ..." where the run went past its --repeat; empty otherwise.
+std::string ab_rounds_words(const RunRecord& record, const LabOptions& options) {
+  int rounds = 0;
+  for (const VariantRecord& v : record.variants) rounds = std::max(rounds, v.repetition + 1);
+  if (rounds <= options.repeat) return "";
+  return "A/B ran " + std::to_string(rounds) + " rounds: after " + std::to_string(options.repeat) +
+         ", the samples/s change's interval was wider than " +
+         fmt("%.0f", options.thresholds->value("lab.target_interval_width_pct")) +
+         " points (lab.target_interval_width_pct) or held compare's +-" + fmt("%.0f", CompareOptions{}.threshold_pct) +
+         " % line, so it ran more, up to " + std::to_string(options.repeat + options.extra_rounds) +
+         " rounds while their measured steps fit in " + fmt("%.0f", options.rounds_budget_s) + " s (--max-rounds).";
 }
 
 const VariantRecord* find_variant(const RunRecord& record, const std::string& name) {
@@ -753,7 +839,10 @@ std::string quiet_wait_words(const RunRecord& record) {
     if (!w.went) continue;  // a wait that ran out ends in a lowering, which thread_lowering_words tells
     out += (out.empty() ? "" : " ") + w.after + " was disturbed: other processes kept " +
            fmt("%.1f", w.others_busy_cores) + " of the machine's " + count_noun(w.machine_cores, "core") +
-           " busy; the lab waited " + fmt("%.0f", w.waited_s) + " s for them to go and measured it again at the same threads.";
+           " busy; the lab waited " + fmt("%.0f", w.waited_s) + " s for them to go and measured it again at the same threads" +
+           (w.repetitions_again > 0
+                ? ", with the " + count_noun(w.repetitions_again, "repetition") + " of its round that ran before the wait."
+                : ".");
   }
   return out;
 }
@@ -819,10 +908,18 @@ LabOutcome run_ab(const LabOptions& options, const std::vector<std::pair<std::st
   VariantSpec b = options.base;
   for (const auto& [key, value] : changes) apply_setting(b, key, value);
   resolve(b, scenario_of(b));
-  LabOutcome outcome = run_variants({options.base, b}, options, "ab", progress, {"A", "B"});
   std::string described;
   for (const auto& [key, value] : changes) described += (described.empty() ? "" : ", ") + key + "=" + value;
+  // More rounds (options.extra_rounds) while the change cannot be read yet; not under a launcher.
+  const Thresholds& thresholds = *options.thresholds;
+  std::function<bool(const RunRecord&)> undecided = [&](const RunRecord& record) {
+    return ab_undecided(record, thresholds);
+  };
+  LabOutcome outcome = run_variants({options.base, b}, options, "ab", progress, {"A", "B"},
+                                    options.launch || options.extra_rounds <= 0 ? nullptr : undecided);
   outcome.record.details.ab_changes = described;
+  if (const std::string rounds = ab_rounds_words(outcome.record, options); !rounds.empty())
+    outcome.record.reading.push_back(rounds);
   append_load_words(outcome.record);
   finish_run(options, outcome);
   return outcome;

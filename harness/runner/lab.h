@@ -17,15 +17,20 @@
 
 namespace trainlab {
 
+// The rounds a comparison may run in all when its gains stay undecided (the lab without --repeat,
+// --ab up to --max-rounds), and the measured time they fit in.
+inline constexpr int kDefaultMaxRounds = 20;
+inline constexpr double kExtraRoundsBudgetS = 120;
+
 struct LabOptions {
   VariantSpec base;                  // resolved; precision/compiled are set per variant
   std::string results_dir = "results";
   double variant_timeout_s = 1800;
   int64_t memory_limit_bytes = 0;  // per variant process (its ranks share it); 0: default_memory_limit_bytes()
   int repeat = 1;  // each variant this many times, the variants interleaved (A B C A B C ...)
-  // The baseline lab only: up to this many more rounds while a gain's interval holds its line, as
-  // long as the rounds' measured steps (never compile or warm-up time) have taken under
-  // rounds_budget_s seconds with room for one more round as long as the longest.
+  // The baseline lab and --ab: up to this many more rounds while a gain's interval holds its line
+  // or is wide, as long as the rounds' measured steps (never compile or warm-up time) have taken
+  // under rounds_budget_s seconds with room for one more round as long as the longest.
   int extra_rounds = 0;
   double rounds_budget_s = 0;
   // Per-variant settings applied on top of base, e.g. {"bf16", {{"batch", "64"}}}.
