@@ -28,7 +28,7 @@
 #include "core/run_record.h"
 #include "core/statistics.h"
 #include "core/variant.h"
-#include "harness/runner/child_process.h"
+#include "harness/process/child_process.h"
 #include "harness/runner/lab.h"
 #include "harness/runner/text_table.h"
 #include "harness/runner/variant_runner.h"

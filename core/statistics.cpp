@@ -20,12 +20,23 @@ double geometric_mean(const std::vector<double>& xs) {
   return std::exp(log_sum / static_cast<double>(xs.size()));
 }
 
-double stddev(const std::vector<double>& xs) {
-  if (xs.size() < 2) return 0.0;
+namespace {
+double sum_of_squared_deviations(const std::vector<double>& xs) {
   const double m = mean(xs);
   double sum_sq = 0.0;
   for (double x : xs) sum_sq += (x - m) * (x - m);
-  return std::sqrt(sum_sq / static_cast<double>(xs.size() - 1));
+  return sum_sq;
+}
+}  // namespace
+
+double stddev(const std::vector<double>& xs) {
+  if (xs.size() < 2) return 0.0;
+  return std::sqrt(sum_of_squared_deviations(xs) / static_cast<double>(xs.size() - 1));
+}
+
+double population_stddev(const std::vector<double>& xs) {
+  if (xs.size() < 2) return 0.0;
+  return std::sqrt(sum_of_squared_deviations(xs) / static_cast<double>(xs.size()));
 }
 
 double percentile(std::vector<double> xs, double p) {

@@ -302,17 +302,17 @@ LabReading read_baseline_lab(const LabVariantFigures& fp32, const LabVariantFigu
                              const LabVariantFigures& compiled, const Thresholds& thresholds,
                              const Bf16Probe* probe, const std::string& bf16_compile_refused) {
   LabReading reading;
-  const double precision_min = thresholds.value("lab.precision_gain_pct");
-  const double compile_min = thresholds.value("lab.compile_gain_pct");
-  const double input_high = thresholds.value("input_bound.high_pct");
-  const double input_moderate = thresholds.value("input_bound.moderate_pct");
+  const double precision_min = thresholds.value(threshold::lab::precision_gain_pct);
+  const double compile_min = thresholds.value(threshold::lab::compile_gain_pct);
+  const double input_high = thresholds.value(threshold::input_bound::high_pct);
+  const double input_moderate = thresholds.value(threshold::input_bound::moderate_pct);
 
   const bool bf16_left_out = probe && probe->bf16_left_out;
   const std::optional<Bf16Expectation> expected = bf16_expectation(probe, fp32);
   const double compute_pct = fp32.ok && !fp32.compute_pct.empty() ? stats::mean(fp32.compute_pct) : -1.0;
   // Compute at 70 % or more of the step (the CPU's device-busy level): the step does not wait on
   // something else, whatever precision did.
-  const bool compute_bound = compute_pct >= thresholds.value("low_device_utilisation.cpu_busy_pct");
+  const bool compute_bound = compute_pct >= thresholds.value(threshold::low_device_utilisation::cpu_busy_pct);
   const bool compiled_in_fp32 = bf16_left_out || !bf16_compile_refused.empty();
   const LabVariantFigures& compile_base = compiled_in_fp32 ? fp32 : bf16;
   const std::string compile_base_name = compiled_in_fp32 ? "fp32" : "bf16";
@@ -344,7 +344,7 @@ LabReading read_baseline_lab(const LabVariantFigures& fp32, const LabVariantFigu
                             "computes the wrong thing here and its speed says nothing of compiling this model.");
   } else if (reading.compile_gain) {
     reading.lines.push_back(compile_line(*reading.compile_gain, compile_base_name, compile_base, compiled,
-                                         compile_min, thresholds.value("lab.op_dispatch_us")));
+                                         compile_min, thresholds.value(threshold::lab::op_dispatch_us)));
   } else if (!compiled.ok && !compiled.unavailable.empty()) {
     reading.lines.push_back(compile_base_name + " -> compiled: compiling could not be measured: " +
                             compiled.unavailable + ".");

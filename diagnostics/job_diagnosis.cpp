@@ -350,7 +350,7 @@ std::optional<JobDiagnosis> diagnose_job(const std::vector<Diagnosis>& ranks, co
                                                  "their own work are not in these figures",
                                                  job.ranks, world_size));
   }
-  const double spread_line_pct = thresholds.value("rank_imbalance.spread_pct");
+  const double spread_line_pct = thresholds.value(threshold::rank_imbalance::spread_pct);
   match_collectives(job, ranks);
   job.imbalanced = job.spread_low_pct > spread_line_pct;
   job.at_line = !job.imbalanced && job.spread_high_pct > spread_line_pct;

@@ -370,7 +370,7 @@ Distribution local_distribution(const std::vector<double>& v) {
   d.min = *std::min_element(v.begin(), v.end());
   d.max = *std::max_element(v.begin(), v.end());
   d.mean = series::mean(v);
-  d.stddev = series::stddev(v);
+  d.stddev = stats::population_stddev(v);
   d.p50 = stats::percentile(v, 50);
   d.p95 = stats::percentile(v, 95);
   d.p99 = stats::percentile(v, 99);
@@ -380,7 +380,7 @@ Distribution local_distribution(const std::vector<double>& v) {
 // The step-outlier rule's limit (mean + k sigma), k from the default thresholds.
 double outlier_sigmas() {
   try {
-    return Thresholds::defaults().value("step_outliers.sigmas");
+    return Thresholds::defaults().value(threshold::step_outliers::sigmas);
   } catch (const std::exception&) {
     return 3;
   }
@@ -841,7 +841,7 @@ void steps_section(std::ostringstream& o, const ReportInput& in) {
   }
   const Distribution d = s.step.count > 0 ? s.step : local_distribution(finite);
   const double sigmas = outlier_sigmas();
-  const double sigma_ms = series::stddev(finite);
+  const double sigma_ms = stats::population_stddev(finite);
   const double limit_ms =
       sigma_ms > 0 ? series::mean(finite) + sigmas * sigma_ms : std::numeric_limits<double>::infinity();
   std::vector<std::string> outlier_steps;
@@ -983,7 +983,7 @@ void timeline_section(std::ostringstream& o, const ReportInput& in) {
       ms_max = std::max(ms_max, p.second);
       ms.push_back(p.second);
     }
-    const double limit_ms = series::stddev(ms) > 0 ? series::mean(ms) + outlier_sigmas() * series::stddev(ms)
+    const double limit_ms = stats::population_stddev(ms) > 0 ? series::mean(ms) + outlier_sigmas() * stats::population_stddev(ms)
                                               : std::numeric_limits<double>::infinity();
     const Ticks yt = make_ticks(0, std::max(ms_max * 1.05, 1e-6), 3, 1, true);
     const Scale y{0, yt.hi, y_top + title_h + plot_h, y_top + title_h};

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "core/statistics.h"
 #include "core/text.h"
 #include "diagnostics/series.h"
 #include "diagnostics/text_format.h"
@@ -97,7 +98,7 @@ bool graph_breaks(const Summary& s) { return s.compiled_regions_per_step && *s.c
 // already launches graphs), more of the step inside the compiled region.
 std::string after_compiling(const Summary& s, const Thresholds& t) {
   std::string out;
-  if (s.compiled_share_pct && *s.compiled_share_pct < t.value("dispatch_overhead.compiled_share_pct")) {
+  if (s.compiled_share_pct && *s.compiled_share_pct < t.value(threshold::dispatch_overhead::compiled_share_pct)) {
     out = "Part of the model is already compiled (" + compiled_evidence(s) +
           format_text("), but only %.1f %% of %s runs in compiled code: compile what still runs eagerly (the "
                       "modules whose ops fall outside the compiled regions, or the whole step), not the same part "
@@ -134,9 +135,9 @@ std::string after_compiling(const Summary& s, const Thresholds& t) {
 // collective time hidden under compute (a device timeline), or a run with --comm-mode overlap.
 bool overlap_in_place(const Summary& s, const Thresholds& t) {
   if (s.comm_mode == "overlap") return true;
-  if (s.comm_in_backward_pct && *s.comm_in_backward_pct >= t.value("exposed_communication.in_backward_pct")) return true;
+  if (s.comm_in_backward_pct && *s.comm_in_backward_pct >= t.value(threshold::exposed_communication::in_backward_pct)) return true;
   return s.comm_total_pct && *s.comm_total_pct > 0 &&
-         s.shares.communication_pct / *s.comm_total_pct * 100.0 < t.value("exposed_communication.unhidden_share_pct");
+         s.shares.communication_pct / *s.comm_total_pct * 100.0 < t.value(threshold::exposed_communication::unhidden_share_pct);
 }
 
 std::string overlap_evidence(const Summary& s, const Thresholds& t) {
@@ -144,7 +145,7 @@ std::string overlap_evidence(const Summary& s, const Thresholds& t) {
     return "the run already overlaps (--comm-mode overlap" +
            (s.bucket_mb ? format_text(", --bucket-mb %g", *s.bucket_mb) : std::string()) + ")";
   }
-  if (s.comm_in_backward_pct && *s.comm_in_backward_pct >= t.value("exposed_communication.in_backward_pct")) {
+  if (s.comm_in_backward_pct && *s.comm_in_backward_pct >= t.value(threshold::exposed_communication::in_backward_pct)) {
     return format_text("collectives already overlap with backward: %.0f %% of the %.3g collective calls per step are "
                        "launched while backward runs (inside autograd::engine::evaluate_function, from DDP's gradient "
                        "hooks)",
@@ -222,8 +223,8 @@ Finding make(const char* rule_id, Severity severity, Suspect suspect) {
 std::optional<Finding> input_bound(const Summary& s, const Thresholds& t) {
   if (!has_steps(s)) return std::nullopt;
   const double share = s.shares.data_wait_pct;
-  const double moderate = t.value("input_bound.moderate_pct");
-  const double high = t.value("input_bound.high_pct");
+  const double moderate = t.value(threshold::input_bound::moderate_pct);
+  const double high = t.value(threshold::input_bound::high_pct);
   if (share < moderate) return std::nullopt;
   Finding f =
       make("input_bound", share >= high ? Severity::kHigh : Severity::kModerate, Suspect::kDataPipeline);
@@ -236,7 +237,7 @@ std::optional<Finding> input_bound(const Summary& s, const Thresholds& t) {
 
   const bool workers_saturated =
       s.loader_workers && s.logical_cores > 0 && *s.loader_workers >= s.logical_cores;
-  const double h2d_min = t.value("loader_settings.h2d_pct");
+  const double h2d_min = t.value(threshold::loader_settings::h2d_pct);
   const bool pin_helps = s.on_gpu && s.pin_memory && !*s.pin_memory && s.shares.host_to_device_pct >= h2d_min;
   if (s.loader_workers && s.logical_cores > 0) {
     f.evidence.push_back({"loader_workers", static_cast<double>(*s.loader_workers),
@@ -309,7 +310,7 @@ std::optional<Finding> low_device_utilisation(const Summary& s, const Thresholds
   std::string what;
   double threshold = 0;
   if (s.on_gpu) {
-    threshold = t.value("low_device_utilisation.util_p95_pct");
+    threshold = t.value(threshold::low_device_utilisation::util_p95_pct);
     std::string name;
     if (const Distribution* util = gpu_util(s, &name)) {
       if (util->p95 >= threshold) return std::nullopt;
@@ -317,7 +318,7 @@ std::optional<Finding> low_device_utilisation(const Summary& s, const Thresholds
       f.data_points = util->count;
       f.times_fired = samples_below_p95(util->count);
       what = format_text("device utilisation p95 is %.1f %% (under %.0f %%)", util->p95, threshold);
-      const double cv_max = t.value("low_device_utilisation.util_cv_pct");
+      const double cv_max = t.value(threshold::low_device_utilisation::util_cv_pct);
       if (util->mean > 0 && util->stddev / util->mean * 100.0 > cv_max) {
         const double cv = util->stddev / util->mean * 100.0;
         f.evidence.push_back({name + ".cv", cv, cv_max, "pct"});
@@ -334,7 +335,7 @@ std::optional<Finding> low_device_utilisation(const Summary& s, const Thresholds
     }
   } else {
     if (!s.device_busy_pct || !has_steps(s)) return std::nullopt;
-    threshold = t.value("low_device_utilisation.cpu_busy_pct");
+    threshold = t.value(threshold::low_device_utilisation::cpu_busy_pct);
     if (*s.device_busy_pct >= threshold) return std::nullopt;
     f.evidence.push_back({"device_busy_pct", *s.device_busy_pct, threshold, "pct"});
     f.times_fired = f.data_points = step_count(s);
@@ -359,7 +360,7 @@ std::optional<Finding> low_device_utilisation(const Summary& s, const Thresholds
   for (const Candidate& c : candidates) {
     if (c.share > largest->share) largest = &c;
   }
-  const double suspect_min = t.value("low_device_utilisation.suspect_min_pct");
+  const double suspect_min = t.value(threshold::low_device_utilisation::suspect_min_pct);
   if (has_steps(s) && largest->share >= suspect_min) {
     // A symptom: the saving and the change belong to the suspect's own finding (not ranked twice).
     f.suspect = largest->suspect;
@@ -385,8 +386,8 @@ std::optional<Finding> cpu_bottleneck(const Summary& s, const Thresholds& t) {
   std::string gpu_name;
   const Distribution* gpu = gpu_util(s, &gpu_name);
   if (!cpu || !gpu) return std::nullopt;
-  const double cpu_min = t.value("cpu_bottleneck.cpu_p50_pct");
-  const double gpu_max = t.value("cpu_bottleneck.gpu_util_p50_pct");
+  const double cpu_min = t.value(threshold::cpu_bottleneck::cpu_p50_pct);
+  const double gpu_max = t.value(threshold::cpu_bottleneck::gpu_util_p50_pct);
   if (!(cpu->p50 > cpu_min && gpu->p50 < gpu_max)) return std::nullopt;
   const bool data = s.shares.data_wait_pct >= s.shares.framework_pct;
   Finding f =
@@ -420,9 +421,9 @@ std::optional<Finding> cpu_bottleneck(const Summary& s, const Thresholds& t) {
 std::optional<Finding> io_bottleneck(const Summary& s, const Thresholds& t) {
   const Distribution* iowait = metric(s, "cpu.iowait_pct");
   if (!iowait || !has_steps(s)) return std::nullopt;
-  const double iowait_max = t.value("io_bottleneck.iowait_p95_pct");
-  const double moderate = t.value("input_bound.moderate_pct");
-  const double high = t.value("input_bound.high_pct");
+  const double iowait_max = t.value(threshold::io_bottleneck::iowait_p95_pct);
+  const double moderate = t.value(threshold::input_bound::moderate_pct);
+  const double high = t.value(threshold::input_bound::high_pct);
   const double share = s.shares.data_wait_pct;
   if (!(iowait->p95 > iowait_max && share >= moderate)) return std::nullopt;
   Finding f =
@@ -445,9 +446,9 @@ std::optional<Finding> io_bottleneck(const Summary& s, const Thresholds& t) {
 // 5. Loader settings that are wrong on their face: no workers while the loop waits on data, more
 // workers than cores, unpinned copies on a GPU that spend a notable share on host-to-device copies.
 std::optional<Finding> loader_settings(const Summary& s, const Thresholds& t) {
-  const double moderate = t.value("input_bound.moderate_pct");
-  const double high = t.value("input_bound.high_pct");
-  const double h2d_min = t.value("loader_settings.h2d_pct");
+  const double moderate = t.value(threshold::input_bound::moderate_pct);
+  const double high = t.value(threshold::input_bound::high_pct);
+  const double h2d_min = t.value(threshold::loader_settings::h2d_pct);
   const double wait = s.shares.data_wait_pct;
   Finding f = make("loader_settings", Severity::kInfo, Suspect::kDataPipeline);
   std::vector<std::string> parts;
@@ -504,15 +505,15 @@ std::optional<Finding> loader_settings(const Summary& s, const Thresholds& t) {
 // idle-GPU path, half the idle share).
 std::optional<Finding> batch_too_small(const Summary& s, const Thresholds& t) {
   if (!has_steps(s) || s.batch_size <= 0) return std::nullopt;
-  const double below = t.value("batch_too_small.batch_size_below");
+  const double below = t.value(threshold::batch_too_small::batch_size_below);
   if (static_cast<double>(s.batch_size) >= below) return std::nullopt;
-  const double fixed_min = t.value("batch_too_small.fixed_overhead_pct");
+  const double fixed_min = t.value(threshold::batch_too_small::fixed_overhead_pct);
   const double fixed = s.shares.framework_pct + s.shares.other_pct;
-  const double busy_min = t.value("low_device_utilisation.util_p95_pct");
+  const double busy_min = t.value(threshold::low_device_utilisation::util_p95_pct);
   const bool overhead = fixed >= fixed_min;
   const bool gpu_idle = s.on_gpu && s.device_busy_pct && *s.device_busy_pct < busy_min &&
-                        s.shares.data_wait_pct < t.value("input_bound.moderate_pct") &&
-                        s.shares.communication_pct <= t.value("exposed_communication.pct");
+                        s.shares.data_wait_pct < t.value(threshold::input_bound::moderate_pct) &&
+                        s.shares.communication_pct <= t.value(threshold::exposed_communication::pct);
   if (!overhead && !gpu_idle) return std::nullopt;
   Finding f = make("batch_too_small", Severity::kModerate, Suspect::kFrameworkOverhead);
   f.evidence.push_back({"batch_size", static_cast<double>(s.batch_size), below, "samples"});
@@ -549,7 +550,7 @@ std::optional<Finding> memory_growth(const Summary& s, const Thresholds& t) {
   const std::optional<double> growth =
       s.memory_growth_pct ? s.memory_growth_pct : series::moving_average_growth_pct(half);
   if (!growth) return std::nullopt;
-  const double growth_max = t.value("memory_growth.pct");
+  const double growth_max = t.value(threshold::memory_growth::pct);
   if (!(*growth > growth_max)) return std::nullopt;
   Finding f = make("memory_growth", Severity::kModerate, Suspect::kNone);
   f.evidence.push_back({"memory_growth_pct", *growth, growth_max, "pct"});
@@ -578,11 +579,11 @@ std::optional<Finding> memory_growth(const Summary& s, const Thresholds& t) {
 
 // 8. Single slow steps beyond mean + k sigma.
 std::optional<Finding> step_outliers(const Summary& s, const Thresholds& t) {
-  const double sigmas = t.value("step_outliers.sigmas");
+  const double sigmas = t.value(threshold::step_outliers::sigmas);
   const std::vector<size_t> outliers = series::outliers_above(s.step_ms, sigmas);
   if (outliers.empty()) return std::nullopt;
   const double median = series::median(s.step_ms);
-  const double limit = series::mean(s.step_ms) + sigmas * series::stddev(s.step_ms);
+  const double limit = series::mean(s.step_ms) + sigmas * stats::population_stddev(s.step_ms);
   double excess = 0, slowest = 0;
   for (size_t i : outliers) {
     excess += s.step_ms[i] - median;
@@ -592,7 +593,7 @@ std::optional<Finding> step_outliers(const Summary& s, const Thresholds& t) {
   const double saving = total > 0 ? excess / total * 100.0 : 0;
   Finding f =
       make("step_outliers",
-           saving >= t.value("slow_steps.moderate_excess_pct") ? Severity::kModerate : Severity::kInfo,
+           saving >= t.value(threshold::slow_steps::moderate_excess_pct) ? Severity::kModerate : Severity::kInfo,
            Suspect::kNone);
   f.evidence.push_back({"outlier_steps", static_cast<double>(outliers.size()), 0, "count"});
   f.evidence.push_back({"max_step_ms", slowest, limit, "ms"});
@@ -618,7 +619,7 @@ std::optional<Finding> step_outliers(const Summary& s, const Thresholds& t) {
 std::optional<Finding> periodic_slow_steps(const Summary& s, const Thresholds& t) {
   if (s.step_ms.empty()) return std::nullopt;
   const double median = series::median(s.step_ms);
-  const double slow_pct = t.value("periodic_slow_steps.slow_over_median_pct");
+  const double slow_pct = t.value(threshold::periodic_slow_steps::slow_over_median_pct);
   const double limit = median * (1.0 + slow_pct / 100.0);
   std::vector<size_t> slow;
   std::vector<int64_t> events;
@@ -627,12 +628,12 @@ std::optional<Finding> periodic_slow_steps(const Summary& s, const Thresholds& t
     if (slow.empty() || slow.back() + 1 != i) events.push_back(step_number(s, i));
     slow.push_back(i);
   }
-  const double min_events = t.value("periodic_slow_steps.min_slow_steps");
-  const double share_min = t.value("periodic_slow_steps.period_share_pct");
-  const int64_t min_period = static_cast<int64_t>(t.value("periodic_slow_steps.min_period_steps"));
+  const double min_events = t.value(threshold::periodic_slow_steps::min_slow_steps);
+  const double share_min = t.value(threshold::periodic_slow_steps::period_share_pct);
+  const int64_t min_period = static_cast<int64_t>(t.value(threshold::periodic_slow_steps::min_period_steps));
   std::optional<series::Period> period;
   if (static_cast<double>(events.size()) >= min_events) {
-    period = series::find_period(events, static_cast<int64_t>(t.value("periodic_slow_steps.jitter_steps")),
+    period = series::find_period(events, static_cast<int64_t>(t.value(threshold::periodic_slow_steps::jitter_steps)),
                                  min_period, share_min / 100.0);
   }
   int64_t period_steps = 0;
@@ -642,7 +643,7 @@ std::optional<Finding> periodic_slow_steps(const Summary& s, const Thresholds& t
     period_share = period->share();
   } else {
     const auto folded = series::fold_period(
-        s.step_ms, min_period, static_cast<size_t>(t.value("periodic_slow_steps.min_folded_steps")), slow_pct);
+        s.step_ms, min_period, static_cast<size_t>(t.value(threshold::periodic_slow_steps::min_folded_steps)), slow_pct);
     if (!folded) return std::nullopt;
     period_steps = folded->period;
     period_share = 1.0;  // every in-phase step is slow: that is what folding asks
@@ -661,7 +662,7 @@ std::optional<Finding> periodic_slow_steps(const Summary& s, const Thresholds& t
   const double per_period = excess / static_cast<double>(events.size());
   Finding f =
       make("periodic_slow_steps",
-           saving >= t.value("slow_steps.moderate_excess_pct") ? Severity::kModerate : Severity::kInfo,
+           saving >= t.value(threshold::slow_steps::moderate_excess_pct) ? Severity::kModerate : Severity::kInfo,
            Suspect::kNone);
   f.evidence.push_back({"period_steps", static_cast<double>(period_steps), static_cast<double>(min_period), "steps"});
   f.evidence.push_back({"period_share_pct", period_share * 100.0, share_min, "pct"});
@@ -683,23 +684,23 @@ std::optional<Finding> periodic_slow_steps(const Summary& s, const Thresholds& t
 std::optional<Finding> exposed_communication(const Summary& s, const Thresholds& t) {
   if (!has_steps(s)) return std::nullopt;
   const double exposed = s.shares.communication_pct;
-  const double min = t.value("exposed_communication.pct");
-  const double high = t.value("exposed_communication.high_pct");
+  const double min = t.value(threshold::exposed_communication::pct);
+  const double high = t.value(threshold::exposed_communication::high_pct);
   if (!(exposed > min)) return std::nullopt;
   Finding f = make("exposed_communication", exposed >= high ? Severity::kHigh : Severity::kModerate,
                    Suspect::kCommunication);
   f.evidence.push_back({"communication_pct", exposed, exposed >= high ? high : min, "pct"});
   f.title = format_text("exposed communication is %.1f %% of the step (above %.0f %%)", exposed, min);
-  const double unhidden_min = t.value("exposed_communication.unhidden_share_pct");
+  const double unhidden_min = t.value(threshold::exposed_communication::unhidden_share_pct);
   if (s.comm_total_pct && *s.comm_total_pct > 0) {
     f.evidence.push_back({"exposed_share_of_comm_pct", exposed / *s.comm_total_pct * 100.0, unhidden_min, "pct"});
   }
   if (s.comm_in_backward_pct) {
     f.evidence.push_back(
-        {"comm_launched_in_backward_pct", *s.comm_in_backward_pct, t.value("exposed_communication.in_backward_pct"), "pct"});
+        {"comm_launched_in_backward_pct", *s.comm_in_backward_pct, t.value(threshold::exposed_communication::in_backward_pct), "pct"});
   }
   const std::optional<double> calls = collective_calls(s);
-  const double many_calls = t.value("exposed_communication.many_calls_per_step");
+  const double many_calls = t.value(threshold::exposed_communication::many_calls_per_step);
   const bool many_small = calls && *calls >= many_calls;
   if (many_small) f.evidence.push_back({"collective_calls_per_step", *calls, many_calls, "count"});
   if (overlap_in_place(s, t)) {
@@ -756,7 +757,7 @@ std::optional<Finding> rank_imbalance(const Summary& s, const Thresholds& t) {
     if (!spread && fastest > 0) spread = (slowest - fastest) / fastest * 100.0;
   }
   if (!spread) return std::nullopt;
-  const double spread_max = t.value("rank_imbalance.spread_pct");
+  const double spread_max = t.value(threshold::rank_imbalance::spread_pct);
   // With the job's paired interval, the low end must pass the line (noise between ranks does not).
   const bool paired = s.rank_spread_low_pct && s.rank_spread_high_pct;
   if (!((paired ? *s.rank_spread_low_pct : *spread) > spread_max)) return std::nullopt;
@@ -790,11 +791,11 @@ std::optional<Finding> rank_imbalance(const Summary& s, const Thresholds& t) {
 std::optional<Finding> dispatch_overhead(const Summary& s, const Thresholds& t) {
   if (!has_steps(s)) return std::nullopt;
   const double fw = s.shares.framework_pct;
-  const double fw_min = t.value("dispatch_overhead.framework_pct");
+  const double fw_min = t.value(threshold::dispatch_overhead::framework_pct);
   const bool fw_high = fw >= fw_min;
   Finding f = make("dispatch_overhead", Severity::kModerate, Suspect::kFrameworkOverhead);
   if (s.on_gpu) {
-    const double short_min = t.value("dispatch_overhead.short_kernel_pct");
+    const double short_min = t.value(threshold::dispatch_overhead::short_kernel_pct);
     const bool short_high = s.short_kernel_pct && *s.short_kernel_pct >= short_min;
     if (!fw_high && !short_high) return std::nullopt;
     if (!fw_high)
@@ -805,8 +806,8 @@ std::optional<Finding> dispatch_overhead(const Summary& s, const Thresholds& t) 
               (s.short_kernel_pct ? format_text("; %.1f %% of kernels are short", *s.short_kernel_pct)
                                   : std::string());
   } else {
-    const double ops_min = t.value("dispatch_overhead.cpu_ops_per_step");
-    const double op_us_max = t.value("dispatch_overhead.cpu_op_p50_us");
+    const double ops_min = t.value(threshold::dispatch_overhead::cpu_ops_per_step);
+    const double op_us_max = t.value(threshold::dispatch_overhead::cpu_op_p50_us);
     const bool small_ops = s.ops_per_step && s.op_us && s.op_us->count > 0 && *s.ops_per_step >= ops_min &&
                            s.op_us->p50 < op_us_max;
     if (!fw_high && !small_ops) return std::nullopt;
@@ -864,7 +865,7 @@ std::optional<Finding> dispatch_overhead(const Summary& s, const Thresholds& t) 
 // 13. Host synchronisations beyond the one loss read per step.
 std::optional<Finding> host_syncs(const Summary& s, const Thresholds& t) {
   if (!s.host_syncs_per_step || !has_steps(s)) return std::nullopt;
-  const double max = t.value("host_syncs.per_step");
+  const double max = t.value(threshold::host_syncs::per_step);
   if (!(*s.host_syncs_per_step > max)) return std::nullopt;
   // On CPU a value read stalls no queue of device work: worth knowing, not a bottleneck.
   Finding f =
@@ -938,8 +939,8 @@ std::optional<Finding> oversubscription(const Summary& s, const Thresholds&) {
 std::optional<Finding> precision(const Summary& s, const Thresholds& t) {
   if (s.compute_dtype != "fp32" || !has_steps(s)) return std::nullopt;
   if (oversubscribed(s)) return std::nullopt;  // the compute share is threads waiting for cores, not GEMMs
-  const double compute_min = t.value("precision.compute_pct");
-  const double fp32_min = t.value("precision.fp32_share_pct");
+  const double compute_min = t.value(threshold::precision::compute_pct);
+  const double fp32_min = t.value(threshold::precision::fp32_share_pct);
   if (s.shares.compute_pct < compute_min) return std::nullopt;
   Evidence fp32;
   if (s.on_gpu) {
@@ -956,13 +957,13 @@ std::optional<Finding> precision(const Summary& s, const Thresholds& t) {
   if (fp32.value < fp32_min) return std::nullopt;
   // What bf16 buys: measured on this device when the run measured it (a CPU without AVX512-BF16 or
   // AMX runs bf16 GEMMs emulated, far slower: then nothing is left on the table), else the guide's.
-  const double speedup = s.bf16_gemm_speedup ? *s.bf16_gemm_speedup : t.value("precision.expected_speedup");
-  if (s.bf16_gemm_speedup && speedup < t.value("precision.min_measured_speedup")) return std::nullopt;
+  const double speedup = s.bf16_gemm_speedup ? *s.bf16_gemm_speedup : t.value(threshold::precision::expected_speedup);
+  if (s.bf16_gemm_speedup && speedup < t.value(threshold::precision::min_measured_speedup)) return std::nullopt;
   Finding f = make("precision", Severity::kModerate, Suspect::kModelCompute);
   f.evidence.push_back({"compute_pct", s.shares.compute_pct, compute_min, "pct"});
   f.evidence.push_back(fp32);
   if (s.bf16_gemm_speedup) {
-    f.evidence.push_back({"bf16_gemm_speedup", speedup, t.value("precision.min_measured_speedup"), "x"});
+    f.evidence.push_back({"bf16_gemm_speedup", speedup, t.value(threshold::precision::min_measured_speedup), "x"});
   }
   f.title = format_text("compute is %.1f %% of the step and runs in fp32: bf16 autocast left on the table",
                         s.shares.compute_pct);
@@ -986,7 +987,7 @@ std::optional<Finding> precision(const Summary& s, const Thresholds& t) {
 std::optional<Finding> gemm_alignment(const Summary& s, const Thresholds& t) {
   if (s.gemm_ops <= 0) return std::nullopt;
   const double share = static_cast<double>(s.gemm_unaligned_ops) / static_cast<double>(s.gemm_ops) * 100.0;
-  const double share_min = t.value("gemm_alignment.unaligned_share_pct");
+  const double share_min = t.value(threshold::gemm_alignment::unaligned_share_pct);
   if (share < share_min || s.gemm_unaligned_ops <= 0) return std::nullopt;
   const bool low_precision = s.compute_dtype == "bf16" || s.compute_dtype == "fp16";
   Finding f =
@@ -1010,7 +1011,7 @@ std::optional<Finding> gemm_alignment(const Summary& s, const Thresholds& t) {
 std::optional<Finding> initialisation_time(const Summary& s, const Thresholds& t) {
   if (!s.init_ms || !s.loop_ms || !(*s.loop_ms > 0)) return std::nullopt;
   const double pct = *s.init_ms / *s.loop_ms * 100.0;
-  const double pct_max = t.value("initialisation_time.pct_of_loop");
+  const double pct_max = t.value(threshold::initialisation_time::pct_of_loop);
   if (!(pct > pct_max)) return std::nullopt;
   Finding f = make("initialisation_time", Severity::kInfo, Suspect::kNone);
   f.evidence.push_back({"init_pct_of_loop", pct, pct_max, "pct"});
@@ -1055,8 +1056,8 @@ std::optional<Finding> gradient_norm(const Summary& s, const Thresholds& t) {
   }
   if (finite.size() < 3) return std::nullopt;
   const double median = series::median(finite);
-  const double factor = t.value("gradient_norm.explode_x_median");
-  const double vanish = t.value("gradient_norm.vanish_below");
+  const double factor = t.value(threshold::gradient_norm::explode_x_median);
+  const double vanish = t.value(threshold::gradient_norm::vanish_below);
   int64_t spikes = 0;
   double largest_ratio = 0;
   for (double g : s.grad_norms) {
@@ -1101,7 +1102,7 @@ std::optional<Finding> model_compute(const Summary& s, const Thresholds& t) {
   if (!has_steps(s)) return std::nullopt;
   const StepShares& sh = s.shares;
   const double compute = sh.compute_pct;
-  const double min = t.value("model_compute.pct");
+  const double min = t.value(threshold::model_compute::pct);
   for (double other :
        {sh.data_wait_pct, sh.host_to_device_pct, sh.communication_pct, sh.framework_pct, sh.other_pct}) {
     if (other >= compute) return std::nullopt;
@@ -1120,7 +1121,7 @@ std::optional<Finding> model_compute(const Summary& s, const Thresholds& t) {
     f.title += "; efficiency unknown (no achieved or peak FLOP/s)";
   }
   const bool partly_compiled =
-      s.compiled_share_pct && *s.compiled_share_pct < t.value("dispatch_overhead.compiled_share_pct");
+      s.compiled_share_pct && *s.compiled_share_pct < t.value(threshold::dispatch_overhead::compiled_share_pct);
   if (compiled_in_place(s)) {
     f.recommendation =
         "Faster steps now come from the model's own arithmetic; " +

@@ -16,18 +16,10 @@ double mean(const std::vector<double>& values) { return values.empty() ? 0 : sta
 
 double median(const std::vector<double>& values) { return values.empty() ? 0 : stats::median(values); }
 
-double stddev(const std::vector<double>& values) {
-  if (values.size() < 2) return 0;
-  const double m = mean(values);
-  double sum_sq = 0;
-  for (double v : values) sum_sq += (v - m) * (v - m);
-  return std::sqrt(sum_sq / static_cast<double>(values.size()));
-}
-
 std::vector<size_t> outliers_above(const std::vector<double>& values, double sigmas) {
   std::vector<size_t> out;
   if (values.size() < 3) return out;
-  const double sd = stddev(values);
+  const double sd = stats::population_stddev(values);
   if (!(sd > 0)) return out;
   const double limit = mean(values) + sigmas * sd;
   for (size_t i = 0; i < values.size(); ++i) {

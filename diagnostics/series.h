@@ -1,5 +1,5 @@
 // Helpers over per-step series (step times, memory, positions of slow steps) that the rules and the
-// verdict share: mean/median/stddev, outliers beyond mean + k sigma, moving-average growth, and
+// verdict share: mean/median, outliers beyond mean + k sigma, moving-average growth, and
 // detection of a fixed period in a list of step numbers. Pure functions. No LibTorch.
 #pragma once
 
@@ -14,10 +14,9 @@ namespace trainlab::series {
 double mean(const std::vector<double>& values);
 // Middle value (mean of the two middle ones for an even count); 0 for an empty series.
 double median(const std::vector<double>& values);
-// Population standard deviation (divides by n); 0 for fewer than two values.
-double stddev(const std::vector<double>& values);
+// (The standard deviations are stats::stddev and stats::population_stddev, core/statistics.h.)
 
-// Indices of the values strictly above mean + sigmas x stddev (population), in order. Empty when
+// Indices of the values strictly above mean + sigmas x stats::population_stddev, in order. Empty when
 // there are fewer than 3 values or they are all equal. With one outlier among n values its z-score
 // is at most (n-1)/sqrt(n), so 3 sigma needs n >= 11 before anything can be found.
 std::vector<size_t> outliers_above(const std::vector<double>& values, double sigmas);

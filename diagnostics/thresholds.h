@@ -5,6 +5,8 @@
 #include <map>
 #include <string>
 
+#include "trainlab/threshold_keys.h"
+
 namespace trainlab {
 
 struct Threshold {
@@ -23,9 +25,12 @@ class Thresholds {
   // silently ignored).
   Thresholds overriding(const Thresholds& base) const;
 
-  // Throws std::out_of_range naming the key when it is not defined.
+  // Throws std::out_of_range naming the key when it is not defined (a file given at run time may
+  // lack none the defaults hold: overriding keeps theirs).
   const Threshold& at(const std::string& key) const;
-  double value(const std::string& key) const { return at(key).value; }
+  // The code's reads: by a key constant generated from configs/thresholds.json, never by a string.
+  const Threshold& at(threshold::Key key) const { return at(std::string(key.name)); }
+  double value(threshold::Key key) const { return at(key).value; }
   const std::map<std::string, Threshold>& all() const { return by_key_; }
 
  private:

@@ -213,9 +213,9 @@ Verdict decide(const Summary& summary, const std::vector<Finding>& findings, con
   }
 
   PolicyInputs policy;
-  policy.busy_line_pct = summary.on_gpu ? thresholds.value("low_device_utilisation.util_p95_pct")
-                                        : thresholds.value("low_device_utilisation.cpu_busy_pct");
-  policy.suspect_min_pct = thresholds.value("low_device_utilisation.suspect_min_pct");
+  policy.busy_line_pct = summary.on_gpu ? thresholds.value(threshold::low_device_utilisation::util_p95_pct)
+                                        : thresholds.value(threshold::low_device_utilisation::cpu_busy_pct);
+  policy.suspect_min_pct = thresholds.value(threshold::low_device_utilisation::suspect_min_pct);
   const SuspectShare busy = share_with_interval(summary, Suspect::kModelCompute);
   v.busy_pct = busy.share_pct;
   v.busy_low_pct = busy.low_pct;
@@ -255,7 +255,7 @@ Verdict decide(const Summary& summary, const std::vector<Finding>& findings, con
   } else {
     v.policy = busy_text + ", under " + line_text + ": the device is under-fed and " +
                suspect_words(first.suspect) + " owns the largest share of the idle time";
-    const double too_close = thresholds.value("verdict.too_close_pct");
+    const double too_close = thresholds.value(threshold::verdict::too_close_pct);
     if (first.share_pct - second.share_pct < too_close) {
       v.inconclusive_reasons.push_back(suspect_words(first.suspect) + " (" + with_interval(first) + ") and " +
                                        suspect_words(second.suspect) + " (" + with_interval(second) +
@@ -290,7 +290,7 @@ Verdict decide(const Summary& summary, const std::vector<Finding>& findings, con
 
   // Confidence: from the evidence.
   Confidence confidence;
-  const auto min_steps = static_cast<size_t>(thresholds.value("verdict.min_steps"));
+  const auto min_steps = static_cast<size_t>(thresholds.value(threshold::verdict::min_steps));
   const std::string steps_word = summary.steps_from.empty() || summary.steps_from == "record" ||
                                          summary.steps_from == "ProfilerStep"
                                      ? "step"
@@ -305,7 +305,7 @@ Verdict decide(const Summary& summary, const std::vector<Finding>& findings, con
                             std::to_string(min_steps) + "): little evidence of consistency");
   }
   const SuspectShare& chosen = find_share(primary);
-  const double consistent = thresholds.value("verdict.consistent_steps_pct");
+  const double consistent = thresholds.value(threshold::verdict::consistent_steps_pct);
   if (steps >= 2 && !summary.step_shares.empty()) {
     const std::string led = format_text("%s leads in %.0f %% of the %ss", suspect_words(primary).c_str(),
                                         chosen.steps_led_pct, steps_word.c_str());
@@ -315,7 +315,7 @@ Verdict decide(const Summary& summary, const std::vector<Finding>& findings, con
       confidence.lower(2, led);
     }
   }
-  const double clear_margin = thresholds.value("verdict.clear_margin_pct");
+  const double clear_margin = thresholds.value(threshold::verdict::clear_margin_pct);
   if (primary == Suspect::kModelCompute && !under_fed) {
     if (busy.low_pct < policy.busy_line_pct) {
       confidence.lower(1, "at the line: " + busy_text + ", whose interval reaches under " + line_text);
@@ -337,7 +337,7 @@ Verdict decide(const Summary& summary, const std::vector<Finding>& findings, con
     }
   }
   const double noise_pct = robust_noise_pct(summary.step_ms);
-  const double max_noise_pct = thresholds.value("verdict.max_step_noise_pct");
+  const double max_noise_pct = thresholds.value(threshold::verdict::max_step_noise_pct);
   if (noise_pct > max_noise_pct) {
     // Steps that differ by more than twice the limit are barely the same loop: low.
     confidence.lower(noise_pct > 2 * max_noise_pct ? 1 : 2,

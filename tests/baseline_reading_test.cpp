@@ -48,9 +48,9 @@ bool mentions(const LabReading& r, const std::string& text) {
 
 TEST(ThresholdsTest, DefaultsCarryValuesAndSources) {
   const Thresholds& t = Thresholds::defaults();
-  EXPECT_EQ(t.value("lab.precision_gain_pct"), 20);
-  EXPECT_EQ(t.value("input_bound.high_pct"), 20);
-  EXPECT_EQ(t.value("input_bound.moderate_pct"), 5);
+  EXPECT_EQ(t.value(threshold::lab::precision_gain_pct), 20);
+  EXPECT_EQ(t.value(threshold::input_bound::high_pct), 20);
+  EXPECT_EQ(t.value(threshold::input_bound::moderate_pct), 5);
   for (const auto& [key, threshold] : t.all()) EXPECT_FALSE(threshold.source.empty()) << key;
   EXPECT_THROW(t.at("no.such"), std::out_of_range);
 }
@@ -66,9 +66,9 @@ TEST(ThresholdsTest, APartialFileOverridesOnlyItsKeys) {
   const Thresholds user = Thresholds::parse(
       R"({"schema_version": 1, "thresholds": {"input_bound.high_pct": {"value": 30, "source": "ours"}}})");
   const Thresholds merged = user.overriding(Thresholds::defaults());
-  EXPECT_EQ(merged.value("input_bound.high_pct"), 30);
+  EXPECT_EQ(merged.value(threshold::input_bound::high_pct), 30);
   EXPECT_EQ(merged.at("input_bound.high_pct").source, "ours");
-  EXPECT_EQ(merged.value("input_bound.moderate_pct"), 5);  // the default stays
+  EXPECT_EQ(merged.value(threshold::input_bound::moderate_pct), 5);  // the default stays
   EXPECT_EQ(merged.all().size(), Thresholds::defaults().all().size());
 }
 

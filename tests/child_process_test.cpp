@@ -1,7 +1,7 @@
 // Child process outcomes: normal exit, non-zero exit, signal, timeout. The child is this test
 // binary itself re-executed with a gtest filter that selects a helper "test" by environment.
-#include "harness/runner/child_process.h"
-#include "harness/runner/interrupt.h"
+#include "harness/process/child_process.h"
+#include "harness/process/interrupt.h"
 #include "sanitizer_build.h"
 
 #include <gtest/gtest.h>
@@ -90,7 +90,7 @@ TEST(ChildProcessTest, KillsOnTimeout) {
   EXPECT_NE(hang.describe().find("timed out"), std::string::npos);
 }
 
-// The first Ctrl-C / SIGTERM (harness/runner/interrupt.h) stops the running children: SIGTERM,
+// The first Ctrl-C / SIGTERM (harness/process/interrupt.h) stops the running children: SIGTERM,
 // then SIGKILL after 3 s for one that ignores it; each is marked interrupted.
 TEST(ChildProcessTest, AnInterruptStopsTheChildrenAndMarksThem) {
   for (const std::string mode : {"hang", "ignore-term"}) {

@@ -16,9 +16,9 @@
 #include "diagnostics/diagnosis.h"
 #include "cli_in_process.h"
 #include "core/run_record.h"
-#include "harness/runner/child_process.h"
+#include "harness/process/child_process.h"
 #include "harness/runner/cuda_check.h"
-#include "harness/runner/python_side.h"
+#include "harness/process/python_side.h"
 
 namespace trainlab {
 namespace {

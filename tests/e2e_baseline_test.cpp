@@ -270,7 +270,7 @@ TEST(BaselineLabE2E, TheBf16ProbeDecidesWhichVariantsRunAndTheRecordShowsWhy) {
   }
   // The lab ran what the rule says for the timings it recorded: this CPU's answer, either way.
   const Bf16Probe probe =
-      read_bf16_probe(fp32_ns, bf16_ns, "", Thresholds::defaults().value("lab.bf16_probe_skip_below_pct"));
+      read_bf16_probe(fp32_ns, bf16_ns, "", Thresholds::defaults().value(threshold::lab::bf16_probe_skip_below_pct));
   ASSERT_TRUE(probe.measured);
   const std::vector<std::string> expected = probe.bf16_left_out
                                                 ? std::vector<std::string>{"fp32", "fp32+compiled"}

@@ -16,7 +16,7 @@
 #include <functional>
 
 #include "core/atomic_file.h"
-#include "harness/runner/python_side.h"
+#include "harness/process/python_side.h"
 #include "harness/train/autocast_scope.h"
 #include "scenarios/registry.h"
 #include "scenarios/workload.h"

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "core/step_progress.h"
-#include "harness/runner/progress_ticker.h"
+#include "harness/process/progress_ticker.h"
 
 namespace trainlab {
 namespace {

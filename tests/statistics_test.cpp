@@ -9,12 +9,15 @@
 namespace trainlab::stats {
 namespace {
 
-TEST(StatisticsTest, MeanAndSampleStddev) {
+TEST(StatisticsTest, MeanAndBothStddevs) {
   const std::vector<double> xs = {2, 4, 4, 4, 5, 5, 7, 9};
   EXPECT_DOUBLE_EQ(mean(xs), 5.0);
   // sum of squared deviations = 32; / (n - 1 = 7)
   EXPECT_NEAR(stddev(xs), std::sqrt(32.0 / 7.0), 1e-12);
   EXPECT_DOUBLE_EQ(stddev({3.0}), 0.0);
+  // population: / n = 8
+  EXPECT_DOUBLE_EQ(population_stddev(xs), 2.0);
+  EXPECT_DOUBLE_EQ(population_stddev({3.0}), 0.0);
 }
 
 TEST(StatisticsTest, GeometricMeanOfRates) {

@@ -10,8 +10,8 @@
 #include "core/text.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/version.h"
-#include "harness/runner/interrupt.h"
-#include "harness/runner/python_side.h"
+#include "harness/process/interrupt.h"
+#include "harness/process/python_side.h"
 
 namespace trainlab {
 namespace {

@@ -58,7 +58,7 @@ Subcommand add_baseline_command(CLI::App& app) {
     if (!o->variant.was_given("max-loop-s")) lab.base.max_loop_s = 2;
     // ... and each repetition measures for lab.min_measured_s at least (fast steps run past --steps).
     if (!o->variant.was_given("steps") && !o->variant.was_given("min-loop-s"))
-      lab.base.min_loop_s = lab.thresholds->value("lab.min_measured_s");
+      lab.base.min_loop_s = lab.thresholds->value(threshold::lab::min_measured_s);
     if (o->emulated_bf16 != "skip" && o->emulated_bf16 != "run") {
       throw InputError("invalid --emulated-bf16 '" + o->emulated_bf16 + "' (skip or run)");
     }

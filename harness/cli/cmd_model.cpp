@@ -16,8 +16,8 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/option_bounds.h"
 #include "harness/cli/variant_options.h"
-#include "harness/runner/child_process.h"
-#include "harness/runner/python_side.h"
+#include "harness/process/child_process.h"
+#include "harness/process/python_side.h"
 #include "scenarios/model_bundle.h"
 
 namespace trainlab {

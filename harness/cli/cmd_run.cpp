@@ -44,7 +44,7 @@ Subcommand add_run_command(CLI::App& app) {
     // steps were chosen: fast steps run past the default 50.
     const bool repeated = cmd->count("--ab") > 0 || lab.repeat > 1;
     if (repeated && !o->variant.was_given("steps") && !o->variant.was_given("min-loop-s"))
-      lab.base.min_loop_s = lab.thresholds->value("lab.min_measured_s");
+      lab.base.min_loop_s = lab.thresholds->value(threshold::lab::min_measured_s);
     if (o->ab_changes.empty()) {
       if (cmd->count("--max-rounds") > 0) throw InputError("--max-rounds applies to --ab only");
       const LabOutcome outcome = run_single_variant(lab, std::cerr);

@@ -14,10 +14,10 @@
 #include "core/run_record.h"
 #include "core/json_text.h"
 #include "diagnostics/diagnosis.h"
-#include "harness/runner/child_process.h"
-#include "harness/runner/progress_ticker.h"
+#include "harness/process/child_process.h"
+#include "harness/process/progress_ticker.h"
 #include "harness/runner/compare.h"
-#include "harness/runner/interrupt.h"
+#include "harness/process/interrupt.h"
 #include "harness/runner/lab.h"
 #include "harness/runner/text_table.h"
 

@@ -22,9 +22,9 @@
 #include "diagnostics/baseline_reading.h"
 #include "harness/dist/dist_env.h"
 #include "harness/runner/compare.h"
-#include "harness/runner/child_process.h"
-#include "harness/runner/interrupt.h"
-#include "harness/runner/progress_ticker.h"
+#include "harness/process/child_process.h"
+#include "harness/process/interrupt.h"
+#include "harness/process/progress_ticker.h"
 #include "harness/runner/run_liveness.h"
 #include "harness/runner/text_table.h"
 #include "harness/runner/variant_runner.h"
@@ -216,7 +216,7 @@ std::optional<ThreadLowering> threads_beside_others(const VariantRecord& ran, co
                                                     const std::string& ran_name) {
   const int threads = ran.environment.intra_op_threads;
   if (threads <= 1) return std::nullopt;
-  const auto window_ms = static_cast<int>(1000 * thresholds.value("lab.others_load_sample_s"));
+  const auto window_ms = static_cast<int>(1000 * thresholds.value(threshold::lab::others_load_sample_s));
   const std::optional<OthersLoad> load = sample_others_load(window_ms);
   if (!load) return std::nullopt;
   const int left = threads_fitting_beside(*load);
@@ -236,7 +236,7 @@ std::optional<QuietWait> wait_for_others_to_go(const VariantRecord& ran, const T
                                                double* wait_left_s, const std::string& ran_name,
                                                std::ostream& progress) {
   const int threads = ran.environment.intra_op_threads;
-  const double window_s = thresholds.value("lab.others_load_sample_s");
+  const double window_s = thresholds.value(threshold::lab::others_load_sample_s);
   if (threads <= 1 || !(window_s > 0)) return std::nullopt;
   const auto window_ms = static_cast<int>(1000 * window_s);
   std::optional<OthersLoad> load = sample_others_load(window_ms);
@@ -361,17 +361,17 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
   std::vector<int> reruns(specs.size(), 0);
   const int max_reruns = options.launch || kind == "profile"
                              ? 0
-                             : static_cast<int>(options.thresholds->value("lab.disturbance_reruns_per_variant"));
+                             : static_cast<int>(options.thresholds->value(threshold::lab::disturbance_reruns_per_variant));
   bool bad_input = false;
   bool stopped = false;
   // The threads the variants run at: lowered (every variant measured again) when other processes
   // come to hold cores and the variants run at LibTorch's default (threads_beside_others).
   std::vector<VariantSpec> run_specs = specs;
   int lowerings_left = max_reruns > 0 && lab_may_lower_threads(specs)
-                           ? static_cast<int>(options.thresholds->value("lab.thread_lowerings_max"))
+                           ? static_cast<int>(options.thresholds->value(threshold::lab::thread_lowerings_max))
                            : 0;
   std::string threads_stem;  // ".threads1" once lowered to 1: the files of the runs before stay as they are
-  double quiet_wait_left_s = options.thresholds->value("lab.quiet_wait_s");
+  double quiet_wait_left_s = options.thresholds->value(threshold::lab::quiet_wait_s);
   bool clean_at_these_threads = false;  // a repetition ran undisturbed since the threads were last set
   // A round split by a wait for other processes runs again from its first variant; its files then
   // end in ".again<N>" (N counts such rounds), so the ones before the wait stay.
@@ -572,8 +572,8 @@ std::string under_load_caveat(const RunRecord& record) {
 std::optional<Bf16Probe> probe_bf16(const LabOptions& options, LabOutcome& outcome, std::ostream& progress) {
   const fs::path out = fs::path(outcome.run_dir) / "bf16_probe.json";
   const fs::path log = fs::path(outcome.run_dir) / "bf16_probe.log";
-  const double skip_below_pct = options.thresholds->value("lab.bf16_probe_skip_below_pct");
-  const double max_width_pct = options.thresholds->value("lab.bf16_probe_max_width_pct");
+  const double skip_below_pct = options.thresholds->value(threshold::lab::bf16_probe_skip_below_pct);
+  const double max_width_pct = options.thresholds->value(threshold::lab::bf16_probe_max_width_pct);
   constexpr int kProbeTries = 3;  // a probe whose interval another process widened is taken again
   std::optional<Bf16ProbeTimings> timings;
   std::optional<Bf16Probe> probe;
@@ -693,7 +693,7 @@ bool ab_undecided(const RunRecord& record, const Thresholds& thresholds) {
   } catch (const InputError&) {
     return false;  // no A or no B figures: nothing more rounds could read
   }
-  const double widest_pct = thresholds.value("lab.target_interval_width_pct");
+  const double widest_pct = thresholds.value(threshold::lab::target_interval_width_pct);
   for (const CompareRow& row : compared.rows) {
     if (row.metric != "samples/s" || !row.has_interval) continue;
     const stats::ChangeEstimate& c = row.change;
@@ -712,7 +712,7 @@ std::string ab_rounds_words(const RunRecord& record, const LabOptions& options) 
   if (rounds <= options.repeat) return "";
   return "A/B ran " + std::to_string(rounds) + " rounds: after " + std::to_string(options.repeat) +
          ", the samples/s change's interval was wider than " +
-         fmt("%.0f", options.thresholds->value("lab.target_interval_width_pct")) +
+         fmt("%.0f", options.thresholds->value(threshold::lab::target_interval_width_pct)) +
          " points (lab.target_interval_width_pct) or held compare's +-" + fmt("%.0f", CompareOptions{}.threshold_pct) +
          " % line, so it ran more, up to " + std::to_string(options.repeat + options.extra_rounds) +
          " rounds while their measured steps fit in " + fmt("%.0f", options.rounds_budget_s) + " s (--max-rounds).";
@@ -784,13 +784,13 @@ std::vector<VariantSpec> baseline_variants(const LabOptions& options) {
 
 std::optional<ThreadLowering> threads_left_at_start(const std::vector<VariantSpec>& specs,
                                                    const Thresholds& thresholds) {
-  if (!lab_may_lower_threads(specs) || thresholds.value("lab.disturbance_reruns_per_variant") <= 0) return std::nullopt;
-  const double window_s = thresholds.value("lab.start_load_sample_s");
+  if (!lab_may_lower_threads(specs) || thresholds.value(threshold::lab::disturbance_reruns_per_variant) <= 0) return std::nullopt;
+  const double window_s = thresholds.value(threshold::lab::start_load_sample_s);
   const int cores = usable_cores();
   // LibTorch's default: a thread per physical core. The choice only ever lowers it (with SMT, 3 of
   // 4 logical cores left must not raise 2 threads to 3).
   const int default_threads = std::min(cores, physical_cores_usable());
-  if (!(window_s > 0) || default_threads <= 1 || thresholds.value("lab.thread_lowerings_max") <= 0) return std::nullopt;
+  if (!(window_s > 0) || default_threads <= 1 || thresholds.value(threshold::lab::thread_lowerings_max) <= 0) return std::nullopt;
   const std::optional<OthersLoad> load = sample_others_load(static_cast<int>(1000 * window_s));
   if (!load) return std::nullopt;
   const int left = std::min(threads_left_beside(load->machine_cores, load->busy_cores), cores);
@@ -875,7 +875,7 @@ LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress) {
       if (!v.ok() && v.error_kind != "unavailable") return false;
     }
     const LabReading so_far = read_lab(record);
-    const double widest_pct = options.thresholds->value("lab.target_interval_width_pct");
+    const double widest_pct = options.thresholds->value(threshold::lab::target_interval_width_pct);
     for (const auto& gain : {so_far.precision_gain, so_far.compile_gain}) {
       if (gain && gain->against_line == "at the line") return true;
       if (gain && gain->has_interval && gain->high_pct - gain->low_pct > widest_pct) return true;
@@ -937,26 +937,26 @@ LabOutcome run_ab(const LabOptions& options, const std::vector<std::pair<std::st
 // share the cores, so each rank's run-queue wait and "other" CPU are mostly its peers' (mlp on 2
 // ranks of a 2-core machine: 27-28 % waited with nothing else running); its figures are recorded.
 std::string disturbance_past_limit(const VariantRecord& v, const Thresholds& thresholds) {
-  if (!v.ok() || ns_to_s(aggregate(v).measured_ns) < thresholds.value("lab.disturbance_min_measured_s")) return "";
+  if (!v.ok() || ns_to_s(aggregate(v).measured_ns) < thresholds.value(threshold::lab::disturbance_min_measured_s)) return "";
   if (v.world_size > 1 || v.spec.nproc > 1) return "";
   const Disturbance& d = v.disturbance;
-  if (d.steal_pct && *d.steal_pct > thresholds.value("lab.disturbed_steal_pct")) {
+  if (d.steal_pct && *d.steal_pct > thresholds.value(threshold::lab::disturbed_steal_pct)) {
     return fmt("the hypervisor stole %.0f %% of the CPU", *d.steal_pct);
   }
   const std::string taken =
       d.other_cpu_pct ? fmt("another process took %.0f %% of the CPU", *d.other_cpu_pct) : "";
   const bool others_took_little =
-      d.other_cpu_pct && *d.other_cpu_pct <= thresholds.value("lab.disturbed_other_cpu_pct");
+      d.other_cpu_pct && *d.other_cpu_pct <= thresholds.value(threshold::lab::disturbed_other_cpu_pct);
   if (d.runqueue_wait_pct) {
     // Its own threads past the cores (loader workers beside the step's) wait as well: with others
     // taking little, the wait is the run's own.
-    if (*d.runqueue_wait_pct <= thresholds.value("lab.disturbed_runqueue_wait_pct") || others_took_little)
+    if (*d.runqueue_wait_pct <= thresholds.value(threshold::lab::disturbed_runqueue_wait_pct) || others_took_little)
       return "";
     const std::string waited =
         fmt("its threads waited for a CPU %.0f %% of the time they wanted one", *d.runqueue_wait_pct);
     return taken.empty() ? waited : taken + " (" + waited + ")";
   }
-  if (d.other_cpu_pct && *d.other_cpu_pct > thresholds.value("lab.disturbed_other_cpu_pct")) return taken;
+  if (d.other_cpu_pct && *d.other_cpu_pct > thresholds.value(threshold::lab::disturbed_other_cpu_pct)) return taken;
   return "";
 }
 

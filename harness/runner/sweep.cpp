@@ -1,8 +1,8 @@
 // Sweep expansion and validation, the run loop with its live progress line (run.json rewritten
 // after every point), the recommendation, the table and the SVG chart.
-#include "harness/runner/interrupt.h"
+#include "harness/process/interrupt.h"
 #include "harness/runner/run_liveness.h"
-#include "harness/runner/progress_ticker.h"
+#include "harness/process/progress_ticker.h"
 #include "harness/runner/sweep.h"
 
 #include <algorithm>
@@ -469,7 +469,7 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   size_t done = 0;
   bool stopped = false;  // Ctrl-C / SIGTERM: the points measured so far are recorded and read
   const int max_reruns =
-      static_cast<int>(options.lab.thresholds->value("lab.disturbance_reruns_per_variant"));
+      static_cast<int>(options.lab.thresholds->value(threshold::lab::disturbance_reruns_per_variant));
   std::vector<int> reruns_of_point(points.size(), 0);
   int kept_under_load = 0;
   write_progress_record(0, 0);
@@ -562,7 +562,7 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
     figure_of_point[i] = static_cast<int>(figures.size());
     figures.push_back(median_of_rounds(rounds));
   }
-  const double data_bound_pct = options.lab.thresholds->value("input_bound.high_pct");
+  const double data_bound_pct = options.lab.thresholds->value(threshold::input_bound::high_pct);
   const auto rec = recommend_sweep_point(figures, options.tolerance_pct, data_bound_pct);
   if (rec) {
     size_t recommended_record = 0, best_record = 0;

@@ -12,10 +12,10 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/json_text.h"
-#include "harness/runner/progress_ticker.h"
+#include "harness/process/progress_ticker.h"
 #include "core/text.h"
 #include "diagnostics/diagnosis.h"
-#include "harness/runner/child_process.h"
+#include "harness/process/child_process.h"
 #include "harness/runner/lab.h"
 #include "harness/runner/text_table.h"
 #include "trainlab/default_seeded_cases.h"  // generated: kDefaultSeededCasesJson

@@ -17,9 +17,9 @@
 #include "core/json_text.h"
 #include "core/step_progress.h"
 #include "harness/dist/dist_env.h"
-#include "harness/runner/child_process.h"
+#include "harness/process/child_process.h"
 #include "harness/runner/cuda_check.h"
-#include "harness/runner/interrupt.h"
+#include "harness/process/interrupt.h"
 #include "harness/runner/launch_group.h"
 
 namespace trainlab {

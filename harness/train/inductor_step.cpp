@@ -18,8 +18,8 @@
 #include <unordered_set>
 
 #include "core/atomic_file.h"
-#include "harness/runner/child_process.h"
-#include "harness/runner/python_side.h"
+#include "harness/process/child_process.h"
+#include "harness/process/python_side.h"
 #include "scenarios/data/dataset_cache.h"
 #include "core/hash.h"
 #include "core/text.h"

@@ -3,7 +3,7 @@
 // timeout, after a peer failed and its grace ran out, or after an interrupt (SIGTERM first). Each
 // child leads its own process group; once it has ended, the rest of its group (what it forked and
 // left running) is killed, so nothing a child started outlives it.
-#include "harness/runner/child_process.h"
+#include "harness/process/child_process.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -20,8 +20,8 @@
 
 #include "core/errors.h"
 #include "core/step_progress.h"
-#include "harness/runner/interrupt.h"
-#include "harness/runner/progress_ticker.h"
+#include "harness/process/interrupt.h"
+#include "harness/process/progress_ticker.h"
 
 namespace trainlab {
 

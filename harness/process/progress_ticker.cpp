@@ -1,5 +1,5 @@
 // The live progress line: a thread that rewrites one terminal line every second.
-#include "harness/runner/progress_ticker.h"
+#include "harness/process/progress_ticker.h"
 
 #include <algorithm>
 #include <chrono>

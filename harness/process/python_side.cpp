@@ -1,5 +1,5 @@
 // The Python side: the interpreter and the export scripts, as this build was configured.
-#include "harness/runner/python_side.h"
+#include "harness/process/python_side.h"
 
 #include <unistd.h>
 
@@ -10,7 +10,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
-#include "harness/runner/child_process.h"
+#include "harness/process/child_process.h"
 
 namespace trainlab {
 namespace {

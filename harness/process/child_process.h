@@ -13,7 +13,7 @@ struct ChildOutcome {
   int signal = 0;         // non-zero when killed by a signal
   bool exited = false;
   bool timed_out = false;
-  bool interrupted = false;  // stopped by the parent after Ctrl-C / SIGTERM (harness/runner/interrupt.h)
+  bool interrupted = false;  // stopped by the parent after Ctrl-C / SIGTERM (harness/process/interrupt.h)
   bool outlived_peer = false;  // still running peers_grace_s after a peer failed, and killed
   double wall_s = 0;
 

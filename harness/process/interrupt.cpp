@@ -1,7 +1,7 @@
 // The stop handlers: a flag the child wait loop and the lab poll, and an immediate exit on the
 // second signal; SIGPIPE sets the flag only when stdout or stderr is the broken pipe
 // (async-signal-safe: an atomic exchange, poll(2), write(2), _exit(2)).
-#include "harness/runner/interrupt.h"
+#include "harness/process/interrupt.h"
 
 #include <poll.h>
 #include <signal.h>
