@@ -545,6 +545,25 @@ bool burn_from_child(const std::string& results, pid_t lab, const std::string& s
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+// A burst for the two burst tests: burners from the child whose files are `stem` until 2 s after
+// the lab (its stderr in results/lab.err) says it waits for them to go; burn_from_child's result.
+bool burst_until_the_lab_waits(const std::string& results, pid_t lab, const std::string& stem) {
+  std::optional<std::chrono::steady_clock::time_point> waiting_since;
+  return burn_from_child(results, lab, stem, [&] {
+    if (!waiting_since && e2e::slurp(results + "/lab.err").find("waits up to") != std::string::npos)
+      waiting_since = std::chrono::steady_clock::now();
+    return waiting_since && std::chrono::steady_clock::now() - *waiting_since > std::chrono::seconds(2);
+  });
+}
+
+// Why no burst can pass here (other processes already keep half a core busy: a load that stays
+// outlasts any wait, and the lab lowers instead, which the lowering test checks); empty otherwise.
+std::string others_already_busy() {
+  const std::optional<OthersLoad> before = sample_others_load(1000);
+  if (!before || before->busy_cores < 0.5) return "";
+  return "other processes keep " + std::to_string(before->busy_cores) + " cores busy: no burst can pass here";
+}
+
 // Issue 33: a lab at LibTorch's default threads (a thread per core) beside processes that come to
 // hold the cores: its threads wait for their slowest on every op, so the lab samples the load,
 // lowers its threads to the cores left, and measures every variant again at the new count. The
@@ -607,21 +626,11 @@ TEST(BaselineLabE2E, DefaultThreadsAreLoweredAndEveryVariantMeasuredAgainWhenOth
 TEST(BaselineLabE2E, APassingBurstIsWaitedOutAndMeasuredAgainAtTheSameThreads) {
   const int cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   if (cores < 2) GTEST_SKIP() << "one core: LibTorch's default is one thread, nothing to lower";
-  // A load that stays (another job keeping a core busy) would outlast any wait: then the lab lowers,
-  // which the test above checks.
-  const std::optional<OthersLoad> before = sample_others_load(1000);
-  if (before && before->busy_cores >= 0.5)
-    GTEST_SKIP() << "other processes keep " << before->busy_cores << " cores busy: no burst can pass here";
+  if (const std::string busy = others_already_busy(); !busy.empty()) GTEST_SKIP() << busy;
   const std::string results = e2e::fresh_results_dir("burst-waited-out");
   const std::string err = results + "/lab.err";
   const pid_t lab = spawn_default_threads_lab(results, 120);
-  // Burning from the second repetition until 2 s after the lab says it waits for the burners to go.
-  std::optional<std::chrono::steady_clock::time_point> waiting_since;
-  ASSERT_TRUE(burn_from_child(results, lab, "fp32.rep2", [&] {
-    if (!waiting_since && e2e::slurp(err).find("waits up to") != std::string::npos)
-      waiting_since = std::chrono::steady_clock::now();
-    return waiting_since && std::chrono::steady_clock::now() - *waiting_since > std::chrono::seconds(2);
-  })) << e2e::slurp(err);
+  ASSERT_TRUE(burst_until_the_lab_waits(results, lab, "fp32.rep2")) << e2e::slurp(err);  // the second repetition
 
   const RunRecord run = read_run_record(e2e::only_run_dir(results));
   EXPECT_TRUE(run.details.thread_lowerings.empty()) << e2e::slurp(err);
@@ -664,18 +673,11 @@ TEST(BaselineLabE2E, APassingBurstIsWaitedOutAndMeasuredAgainAtTheSameThreads) {
 TEST(BaselineLabE2E, ABurstWithinARoundHasTheWholeRoundMeasuredAgainAfterTheWait) {
   const int cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   if (cores < 2) GTEST_SKIP() << "one core: LibTorch's default is one thread, nothing to wait for";
-  const std::optional<OthersLoad> before = sample_others_load(1000);
-  if (before && before->busy_cores >= 0.5)
-    GTEST_SKIP() << "other processes keep " << before->busy_cores << " cores busy: no burst can pass here";
+  if (const std::string busy = others_already_busy(); !busy.empty()) GTEST_SKIP() << busy;
   const std::string results = e2e::fresh_results_dir("burst-round-again");
   const std::string err = results + "/lab.err";
   const pid_t lab = spawn_default_threads_lab(results, 120, {"--ab", "batch=16", "--max-rounds", "2"});
-  std::optional<std::chrono::steady_clock::time_point> waiting_since;
-  ASSERT_TRUE(burn_from_child(results, lab, "B.rep1", [&] {
-    if (!waiting_since && e2e::slurp(err).find("waits up to") != std::string::npos)
-      waiting_since = std::chrono::steady_clock::now();
-    return waiting_since && std::chrono::steady_clock::now() - *waiting_since > std::chrono::seconds(2);
-  })) << e2e::slurp(err);
+  ASSERT_TRUE(burst_until_the_lab_waits(results, lab, "B.rep1")) << e2e::slurp(err);
 
   const RunRecord run = read_run_record(e2e::only_run_dir(results));
   EXPECT_TRUE(run.details.thread_lowerings.empty()) << e2e::slurp(err);
