@@ -4,6 +4,10 @@
 // Real fields: JSON has no NaN or Inf, and a diverged run has them (its loss, its parameters'
 // sums): written as "NaN", "Infinity", "-Infinity" (real_json) or, by nlohmann, as null, and read
 // back as those values (real_of), so a run that diverged keeps its measured steps.
+// Fields of the side files trainlab writes and reads back (diagnosis.json, doctor.json, the
+// exporter's build.json): required_field for what the writer always writes, so a renamed or
+// missing key is an error that names it, never a silent default; optional_field only where the
+// writer or the user may leave a key out, with the fallback said at the call.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -11,6 +15,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "core/errors.h"
 
@@ -78,6 +83,48 @@ inline double real_or(const nlohmann::json& object, const char* key, double fall
   if (!object.is_object()) return object.value(key, fallback);  // nlohmann's type_error, as before
   const auto it = object.find(key);
   return it == object.end() ? fallback : real_of(*it);
+}
+
+// `value` as T: a real through real_of, an integer through integer_of, else nlohmann's get<T>;
+// a value of another type is bad input that names `key`.
+template <typename T>
+T field_as(const nlohmann::json& value, const char* key) {
+  try {
+    if constexpr (std::is_same_v<T, double>) {
+      return real_of(value);
+    } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      return integer_of<T>(value);
+    } else {
+      return value.get<T>();
+    }
+  } catch (const nlohmann::json::exception&) {
+    throw InputError(std::string("field \"") + key + "\" has the wrong type: " + value.dump().substr(0, 60));
+  } catch (const InputError& e) {
+    throw InputError(std::string("field \"") + key + "\": " + e.what());
+  }
+}
+
+// `object[key]`, which the writer always writes: absent (or `object` not an object), bad input
+// naming the key.
+inline const nlohmann::json& required_member(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) throw InputError(std::string("expected an object holding \"") + key + "\"");
+  const auto it = object.find(key);
+  if (it == object.end()) throw InputError(std::string("missing field \"") + key + "\"");
+  return *it;
+}
+
+// `object[key]` as T, a field the writer always writes.
+template <typename T>
+T required_field(const nlohmann::json& object, const char* key) {
+  return field_as<T>(required_member(object, key), key);
+}
+
+// `object[key]` as T, or `fallback` where the key is absent: only for keys a writer may leave out.
+template <typename T>
+T optional_field(const nlohmann::json& object, const char* key, T fallback) {
+  if (!object.is_object()) throw InputError(std::string("expected an object holding \"") + key + "\"");
+  const auto it = object.find(key);
+  return it == object.end() ? fallback : field_as<T>(*it, key);
 }
 
 }  // namespace trainlab

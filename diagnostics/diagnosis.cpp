@@ -6,6 +6,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/json_fields.h"
 #include "core/untrusted_input.h"
 #include "diagnostics/summarise.h"
 #include "diagnostics/text_format.h"
@@ -172,28 +173,33 @@ DiagnosisFile diagnosis_file_from_json(const nlohmann::json& j) {
   }
   file.schema_version = static_cast<int>(version);
   try {
-    file.input = j.value("input", "");
-    file.created_utc = j.value("created_utc", "");
-    file.gate_failed = j.value("gate_failed", false);
-    for (const nlohmann::json& d : j.at("diagnoses")) {
+    file.input = required_field<std::string>(j, "input");
+    file.created_utc = required_field<std::string>(j, "created_utc");
+    file.gate_failed = required_field<bool>(j, "gate_failed");
+    for (const nlohmann::json& d : required_member(j, "diagnoses")) {
       DiagnosisLine line;
-      line.label = d.value("label", "");
-      const nlohmann::json& v = d.at("verdict");
-      line.inconclusive = v.at("inconclusive").get<bool>();
-      if (v.contains("primary") && v["primary"].is_string()) line.primary = v["primary"].get<std::string>();
-      line.confidence = v.value("confidence", "");
-      line.headline = v.value("headline", "");
-      for (const nlohmann::json& a : v.value("actions", nlohmann::json::array())) {
-        line.actions.push_back({a.value("rule", ""), a.value("change", ""), a.value("action", ""),
-                                a.value("saving_pct", 0.0)});
+      line.label = required_field<std::string>(d, "label");
+      const nlohmann::json& v = required_member(d, "verdict");
+      line.inconclusive = required_field<bool>(v, "inconclusive");
+      // null where the verdict is inconclusive
+      if (const nlohmann::json& primary = required_member(v, "primary"); !primary.is_null()) {
+        line.primary = field_as<std::string>(primary, "primary");
       }
-      for (const nlohmann::json& f : d.at("findings")) {
-        line.findings.push_back({f.at("rule").get<std::string>(), f.value("title", ""), f.value("severity", ""),
-                                 f.value("change", "")});
+      line.confidence = required_field<std::string>(v, "confidence");
+      line.headline = required_field<std::string>(v, "headline");
+      for (const nlohmann::json& a : required_member(v, "actions")) {
+        line.actions.push_back({required_field<std::string>(a, "rule"), required_field<std::string>(a, "change"),
+                                required_field<std::string>(a, "action"), required_field<double>(a, "saving_pct")});
+      }
+      for (const nlohmann::json& f : required_member(d, "findings")) {
+        line.findings.push_back({required_field<std::string>(f, "rule"), required_field<std::string>(f, "title"),
+                                 required_field<std::string>(f, "severity"), required_field<std::string>(f, "change")});
       }
       file.diagnoses.push_back(std::move(line));
     }
   } catch (const nlohmann::json::exception& e) {
+    throw InputError(std::string("malformed diagnosis: ") + e.what());
+  } catch (const InputError& e) {
     throw InputError(std::string("malformed diagnosis: ") + e.what());
   }
   if (file.diagnoses.empty()) throw InputError("the diagnosis holds no diagnoses");

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "core/json_fields.h"
 #include "core/untrusted_input.h"
 #include "trainlab/default_thresholds.h"  // generated: kDefaultThresholdsJson
 
@@ -38,7 +39,7 @@ Thresholds Thresholds::parse(const std::string& json_text) {
     }
     if (entry.contains("unit") && !entry["unit"].is_string())
       throw std::invalid_argument("thresholds: entry '" + key + "': unit must be a string");
-    out.by_key_[key] = Threshold{entry["value"].get<double>(), entry.value("unit", ""),
+    out.by_key_[key] = Threshold{entry["value"].get<double>(), optional_field<std::string>(entry, "unit", ""),
                                  entry["source"].get<std::string>()};
   }
   return out;

@@ -377,5 +377,40 @@ TEST(DiagnosisFileTest, UnknownVersionsAndMalformedDocumentsAreInputErrors) {
   EXPECT_THROW(read_diagnosis_file("/nonexistent/diagnosis.json"), InputError);
 }
 
+// Every field the writer writes is read as required: a key renamed or gone (here each of a verdict's
+// and a finding's) is an error that names it, never the default it used to read as.
+TEST(DiagnosisFileTest, AFieldRenamedOrMissingIsAnErrorNamingIt) {
+  const Diagnosis d = diagnose_record(record_with(20, 40, 20, 30, 10));
+  ASSERT_FALSE(d.findings.empty());
+  ASSERT_FALSE(d.verdict.actions.empty());
+  const nlohmann::json doc = diagnosis_document({d}, "in", "t", {});
+  const auto error_without = [](nlohmann::json changed, const std::vector<std::string>& where, const std::string& key) {
+    nlohmann::json* object = &changed;
+    for (const std::string& step : where) object = step == "0" ? &(*object)[0] : &(*object)[step];
+    object->erase(key);
+    try {
+      diagnosis_file_from_json(changed);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  for (const std::string key : {"input", "created_utc", "gate_failed"}) {
+    EXPECT_NE(error_without(doc, {}, key).find("\"" + key + "\""), std::string::npos) << key;
+  }
+  for (const std::string key : {"confidence", "headline", "actions", "primary"}) {
+    EXPECT_NE(error_without(doc, {"diagnoses", "0", "verdict"}, key).find("\"" + key + "\""), std::string::npos) << key;
+  }
+  for (const std::string key : {"title", "severity", "change"}) {
+    EXPECT_NE(error_without(doc, {"diagnoses", "0", "findings", "0"}, key).find("\"" + key + "\""), std::string::npos)
+        << key;
+  }
+  EXPECT_NE(error_without(doc, {"diagnoses", "0", "verdict", "actions", "0"}, "saving_pct").find("\"saving_pct\""),
+            std::string::npos);
+  nlohmann::json wrong_type = doc;
+  wrong_type["diagnoses"][0]["verdict"]["headline"] = 7;
+  EXPECT_THROW(diagnosis_file_from_json(wrong_type), InputError);
+}
+
 }  // namespace
 }  // namespace trainlab

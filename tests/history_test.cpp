@@ -67,19 +67,23 @@ TEST(HistoryTest, OneLinePerFolderWithMediansAndDoctorAndDiagnosis) {
   fs::create_directories(root / "20261123-100300-mlp-doctor");
   write_file_atomically((root / "20261123-100300-mlp-doctor/doctor.json").string(),
                         R"({"schema_version": 1, "kind": "doctor", "created_utc": "2026-11-23T10:03:00Z",
-                            "configuration": ["--scenario", "mlp"], "repeat": 3,
-                            "diagnosis": {"headline": "data pipeline: 45.9 % of the step"},
+                            "configuration": ["--scenario", "mlp"], "repeat": 3, "interrupted": null,
+                            "diagnosis": {"headline": "data pipeline: 45.9 % of the step"}, "report": "p/report.html",
                             "trials": [{"change": "more_workers", "settings": "workers=1", "from_rule": "input_bound",
-                                        "gain_pct": 0.5, "interval": [-19.8, 20.8], "verdict": "unchanged"},
+                                        "gain_pct": 0.5, "interval": [-19.8, 20.8], "verdict": "unchanged",
+                                        "run_dir": "t1"},
                                        {"change": "decoded_cache", "settings": "cache=1", "from_rule": "input_bound",
-                                        "gain_pct": 98.3, "interval": [55.0, 141.5], "verdict": "improved"}],
-                            "best_settings": "cache=1", "best_gain_pct": 98.3})");
+                                        "gain_pct": 98.3, "interval": [55.0, 141.5], "verdict": "improved",
+                                        "run_dir": "t2"}],
+                            "best_settings": "cache=1", "best_gain_pct": 98.3, "unaddressed_findings": [],
+                            "after": {"headline": "model compute", "report": "a/report.html", "findings": []}})");
   fs::create_directories(root / "20261123-100400-trace-diagnose");
   write_file_atomically((root / "20261123-100400-trace-diagnose/diagnosis.json").string(),
                         R"({"schema_version": 2, "input": "rank0.json", "created_utc": "2026-11-23T10:04:00Z",
+                            "gate_failed": false,
                             "diagnoses": [{"label": "rank0", "findings": [],
-                                           "verdict": {"inconclusive": false, "primary": "data",
-                                                       "headline": "data pipeline: 40 %"}}]})");
+                                           "verdict": {"inconclusive": false, "primary": "data", "confidence": "high",
+                                                       "headline": "data pipeline: 40 %", "actions": []}}]})");
   fs::create_directories(root / "not-a-run");
 
   const std::string table = render_history(root.string());
@@ -141,6 +145,51 @@ TEST(HistoryTest, OneLinePerFolderWithMediansAndDoctorAndDiagnosis) {
   EXPECT_THROW(render_history((root / "missing").string()), InputError);
   std::error_code ec;
   fs::remove_all(root, ec);
+}
+
+// doctor.json is read field by field as written: each key gone is an error naming it (a renamed
+// key used to read as an empty default), and history lists the folder as unreadable, saying which.
+TEST(HistoryTest, ADoctorFileMissingAFieldIsAnErrorNamingIt) {
+  const nlohmann::json full = nlohmann::json::parse(R"({"schema_version": 1, "kind": "doctor",
+      "created_utc": "2026-11-23T10:03:00Z", "configuration": ["--scenario", "mlp"], "repeat": 3,
+      "interrupted": null, "diagnosis": {"headline": "data pipeline"}, "report": "p/report.html",
+      "trials": [{"change": "decoded_cache", "settings": "cache=1", "from_rule": "input_bound", "gain_pct": 98.3,
+                  "interval": [55.0, 141.5], "verdict": "improved", "run_dir": "t1"}],
+      "best_settings": "cache=1", "best_gain_pct": 98.3, "unaddressed_findings": [],
+      "after": {"headline": "model compute", "report": "a/report.html", "findings": []}})");
+  const fs::path root = fs::temp_directory_path() / ("trainlab-history-doctor-field-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  const fs::path dir = root / "20261123-100300-mlp-doctor";
+  fs::create_directories(dir);
+  const std::string path = (dir / "doctor.json").string();
+  write_file_atomically(path, full.dump());
+  EXPECT_EQ(read_doctor_file(path).trials.at(0).run_dir, "t1");
+  EXPECT_EQ(read_doctor_file(path).after_headline, "model compute");
+  const auto error_without = [&](const std::string& parent, const std::string& key) {
+    nlohmann::json changed = full;
+    (parent.empty() ? changed : parent == "trials" ? changed["trials"][0] : changed[parent]).erase(key);
+    write_file_atomically(path, changed.dump());
+    try {
+      read_doctor_file(path);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  for (const std::string key : {"created_utc", "interrupted", "report", "best_settings", "best_gain_pct",
+                                "unaddressed_findings", "after"}) {
+    EXPECT_NE(error_without("", key).find("\"" + key + "\""), std::string::npos) << key;
+  }
+  for (const std::string key : {"from_rule", "gain_pct", "run_dir"}) {
+    EXPECT_NE(error_without("trials", key).find("\"" + key + "\""), std::string::npos) << key;
+  }
+  EXPECT_NE(error_without("after", "headline").find("\"headline\""), std::string::npos);
+  EXPECT_NE(error_without("diagnosis", "headline").find("\"headline\""), std::string::npos);
+  const std::vector<HistoryEntry> entries = read_history(root.string());
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_NE(entries[0].problem.find("unreadable"), std::string::npos) << entries[0].problem;
+  EXPECT_NE(entries[0].problem.find("\"headline\""), std::string::npos) << entries[0].problem;
+  fs::remove_all(root);
 }
 
 // One doctor.json whose schema_version is a string, null or an array is one unreadable entry,

@@ -12,6 +12,7 @@
 #include "core/errors.h"
 #include "core/run_options.h"
 #include "core/run_record.h"
+#include "core/json_fields.h"
 #include "core/json_text.h"
 #include "diagnostics/diagnosis.h"
 #include "harness/process/child_process.h"
@@ -128,17 +129,16 @@ DoctorTrial measure(const std::string& change, const std::string& settings, cons
 
 DoctorTrial trial_from_json(const nlohmann::json& j) {
   DoctorTrial t;
-  t.change = j.at("change").get<std::string>();
-  t.settings = j.at("settings").get<std::string>();
-  t.from_rule = j.value("from_rule", "");
-  t.gain_pct = j.at("gain_pct").get<double>();
-  const auto interval = j.at("interval").get<std::vector<double>>();
-  if (interval.size() == 2) {
-    t.low_pct = interval[0];
-    t.high_pct = interval[1];
-  }
-  t.verdict = j.at("verdict").get<std::string>();
-  t.run_dir = j.value("run_dir", "");
+  t.change = required_field<std::string>(j, "change");
+  t.settings = required_field<std::string>(j, "settings");
+  t.from_rule = required_field<std::string>(j, "from_rule");
+  t.gain_pct = required_field<double>(j, "gain_pct");
+  const auto interval = required_field<std::vector<double>>(j, "interval");
+  if (interval.size() != 2) throw InputError("field \"interval\" must hold two numbers");
+  t.low_pct = interval[0];
+  t.high_pct = interval[1];
+  t.verdict = required_field<std::string>(j, "verdict");
+  t.run_dir = required_field<std::string>(j, "run_dir");
   return t;
 }
 
@@ -390,23 +390,26 @@ DoctorOutcome read_doctor_file(const std::string& path) {
   try {
     DoctorOutcome outcome;
     outcome.out_dir = std::filesystem::path(path).parent_path().string();
-    outcome.created_utc = j.value("created_utc", "");
-    if (j.contains("interrupted") && !j["interrupted"].is_null()) {
-      outcome.interrupted = j["interrupted"].get<std::string>();
+    outcome.created_utc = required_field<std::string>(j, "created_utc");
+    // null unless the doctor was interrupted
+    if (const nlohmann::json& interrupted = required_member(j, "interrupted"); !interrupted.is_null()) {
+      outcome.interrupted = field_as<std::string>(interrupted, "interrupted");
     }
-    outcome.configuration = j.at("configuration").get<std::vector<std::string>>();
-    outcome.diagnosis_headline = j.at("diagnosis").value("headline", "");
-    outcome.diagnosis_report = j.value("report", "");
-    for (const nlohmann::json& t : j.at("trials")) outcome.trials.push_back(trial_from_json(t));
-    outcome.best_settings = j.value("best_settings", "");
-    outcome.best_gain_pct = j.value("best_gain_pct", 0.0);
-    outcome.unaddressed_findings = j.value("unaddressed_findings", std::vector<std::string>{});
-    const nlohmann::json after = j.value("after", nlohmann::json::object());
-    outcome.after_headline = after.value("headline", "");
-    outcome.after_report = after.value("report", "");
-    outcome.after_findings = after.value("findings", std::vector<std::string>{});
+    outcome.configuration = required_field<std::vector<std::string>>(j, "configuration");
+    outcome.diagnosis_headline = required_field<std::string>(required_member(j, "diagnosis"), "headline");
+    outcome.diagnosis_report = required_field<std::string>(j, "report");
+    for (const nlohmann::json& t : required_member(j, "trials")) outcome.trials.push_back(trial_from_json(t));
+    outcome.best_settings = required_field<std::string>(j, "best_settings");
+    outcome.best_gain_pct = required_field<double>(j, "best_gain_pct");
+    outcome.unaddressed_findings = required_field<std::vector<std::string>>(j, "unaddressed_findings");
+    const nlohmann::json& after = required_member(j, "after");
+    outcome.after_headline = required_field<std::string>(after, "headline");
+    outcome.after_report = required_field<std::string>(after, "report");
+    outcome.after_findings = required_field<std::vector<std::string>>(after, "findings");
     return outcome;
   } catch (const nlohmann::json::exception& e) {
+    throw InputError(path + ": malformed doctor.json: " + e.what());
+  } catch (const InputError& e) {
     throw InputError(path + ": malformed doctor.json: " + e.what());
   }
 }

@@ -11,6 +11,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/json_fields.h"
 #include "core/json_text.h"
 #include "harness/process/progress_ticker.h"
 #include "core/text.h"
@@ -76,7 +77,7 @@ CaseResult run_case(const SeededCase& seeded, const std::string& cases_dir, cons
 std::vector<SeededCase> parse_seeded_cases(const std::string& json_text, const std::string& origin) {
   const nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) throw InputError(origin + ": not valid JSON");
-  if (j.value("schema_version", 0) != 1) throw InputError(origin + ": schema_version must be 1");
+  if (!j.contains("schema_version") || j["schema_version"] != 1) throw InputError(origin + ": schema_version must be 1");
   if (!j.contains("cases") || !j["cases"].is_array() || j["cases"].empty()) {
     throw InputError(origin + ": needs a non-empty \"cases\" array");
   }
@@ -88,10 +89,11 @@ std::vector<SeededCase> parse_seeded_cases(const std::string& json_text, const s
       s.name = c.at("name").get<std::string>();
       s.expect = c.at("expect").get<std::string>();
       s.args = c.at("args").get<std::vector<std::string>>();
-      s.expect_findings = c.value("expect_findings", std::vector<std::string>{});
-      s.expect_efficiency = c.value("expect_efficiency", false);
-      s.ci = c.value("ci", false);
-      s.why = c.value("why", "");
+      // The case file's optional keys, with what leaving them out means.
+      s.expect_findings = optional_field<std::vector<std::string>>(c, "expect_findings", {});
+      s.expect_efficiency = optional_field<bool>(c, "expect_efficiency", false);
+      s.ci = optional_field<bool>(c, "ci", false);
+      s.why = optional_field<std::string>(c, "why", "");
       if (std::find(kSuspects.begin(), kSuspects.end(), s.expect) == kSuspects.end()) {
         throw InputError("case '" + s.name +
                          "': expect must be one of data_pipeline, model_compute, "

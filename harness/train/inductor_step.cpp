@@ -22,6 +22,7 @@
 #include "harness/process/python_side.h"
 #include "scenarios/data/dataset_cache.h"
 #include "core/hash.h"
+#include "core/json_fields.h"
 #include "core/text.h"
 
 namespace trainlab {
@@ -82,7 +83,7 @@ std::optional<std::string> remembered_refusal(const RefusalRecord& refusal) {
     return std::nullopt;  // none kept
   }
   const nlohmann::json record = nlohmann::json::parse(text, nullptr, false);
-  if (record.is_discarded() || !record.is_object() || record.value("key", std::string()) != refusal.key ||
+  if (record.is_discarded() || !record.is_object() || !record.contains("key") || record.at("key") != refusal.key ||
       !record.contains("reason") || !record.at("reason").is_string()) {
     return std::nullopt;  // another model, precision, torch or exporter: try again
   }
@@ -188,14 +189,20 @@ InductorPackage prepare_inductor_package(const InductorPackageRequest& request) 
   if (build.is_discarded() || !build.contains("gradients")) {
     throw InductorUnavailable(prepared.dir + "/build.json: no gradient list from the exporter");
   }
-  package.export_s = build.value("export_s", 0.0);
-  package.compile_s = build.value("compile_s", 0.0);
-  package.fused_kernels = build.value("fused_kernels", int64_t{0});
-  package.gradients = build.at("gradients").get<std::vector<std::string>>();
-  package.buffers = build.value("buffers", std::vector<std::string>{});
-  package.random_ops = build.value("random_ops", std::vector<std::string>{});
-  package.no_gradient = build.value("no_gradient", std::vector<std::string>{});
-  package.compiler_workaround = build.value("compiler_workaround", std::string());
+  // The exporter (scenarios/export/aot_compile.py, whose hash keys the cache) writes these always,
+  // and gradient_check, compiler_workaround and parameter_strides where they apply.
+  try {
+    package.export_s = required_field<double>(build, "export_s");
+    package.compile_s = required_field<double>(build, "compile_s");
+    package.fused_kernels = required_field<int64_t>(build, "fused_kernels");
+    package.gradients = required_field<std::vector<std::string>>(build, "gradients");
+    package.buffers = required_field<std::vector<std::string>>(build, "buffers");
+    package.random_ops = required_field<std::vector<std::string>>(build, "random_ops");
+    package.no_gradient = required_field<std::vector<std::string>>(build, "no_gradient");
+  } catch (const InputError& e) {
+    throw InductorUnavailable(prepared.dir + "/build.json: " + e.what());
+  }
+  package.compiler_workaround = optional_field<std::string>(build, "compiler_workaround", "");
   if (build.contains("parameter_strides")) {
     for (const auto& [fqn, strides] : build.at("parameter_strides").items()) {
       package.parameter_strides.emplace_back(fqn, strides.get<std::vector<int64_t>>());
@@ -206,14 +213,14 @@ InductorPackage prepare_inductor_package(const InductorPackageRequest& request) 
     if (check.contains("skipped")) {
       package.gradient_check = "skipped: " + check.at("skipped").get<std::string>();
     } else {
-      const double worst = check.value("max_rel_err", 0.0);
-      const int64_t compared = check.value("compared", int64_t{0});
+      const double worst = required_field<double>(check, "max_rel_err");
+      const int64_t compared = required_field<int64_t>(check, "compared");
       char text[200];
       if (worst == 0) {
         std::snprintf(text, sizeof text, "all %lld gradients identical", static_cast<long long>(compared));
       } else {
         std::snprintf(text, sizeof text, "max relative error %.2g over %lld gradients (%s)", worst,
-                      static_cast<long long>(compared), check.value("worst", std::string()).c_str());
+                      static_cast<long long>(compared), required_field<std::string>(check, "worst").c_str());
       }
       package.gradient_check = text;
     }
