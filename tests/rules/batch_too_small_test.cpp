@@ -1,0 +1,50 @@
+// The rule batch_too_small (diagnostics/rules/batch_too_small.cpp) on hand-built Summaries: on both sides of its
+// thresholds (fires or not, severity, suspect, change, evidence equal to the inputs, saving), and silent
+// when its inputs are absent.
+#include "rule_test_support.h"
+
+#include <gtest/gtest.h>
+
+namespace trainlab::rule_test {
+namespace {
+
+TEST(RulesTest, SmallBatchWithPerStepOverhead) {
+  Summary s = quiet();
+  s.batch_size = 16;
+  s.shares = {0, 0, 70, 0, 20, 10};
+  auto f = find(s, "batch_too_small");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, Severity::kModerate);
+  EXPECT_EQ(f->suspect, Suspect::kFrameworkOverhead);
+  EXPECT_EQ(f->change, "larger_batch");
+  EXPECT_EQ(evidence(*f, "batch_size")->value, 16);
+  EXPECT_EQ(evidence(*f, "batch_size")->threshold, 32);
+  EXPECT_EQ(evidence(*f, "fixed_overhead_pct")->value, 30);
+  EXPECT_EQ(f->saving_pct, 15);
+
+  s.batch_size = 32;
+  EXPECT_FALSE(find(s, "batch_too_small"));
+  s.batch_size = 16;
+  s.shares.other_pct = 4;  // 24 % fixed overhead
+  EXPECT_FALSE(find(s, "batch_too_small"));
+  s.shares.other_pct = 10;
+  s.batch_size = 0;  // unknown (traces)
+  EXPECT_FALSE(find(s, "batch_too_small"));
+}
+
+TEST(RulesTest, SmallBatchLeavingTheGpuIdle) {
+  Summary s = quiet();
+  s.on_gpu = true;
+  s.batch_size = 8;
+  s.shares = {0, 0, 40, 0, 5, 5};
+  s.device_busy_pct = 40;
+  auto f = find(s, "batch_too_small");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(evidence(*f, "device_busy_pct")->value, 40);
+  EXPECT_EQ(f->saving_pct, 30);
+  s.shares.data_wait_pct = 20;  // the idle time is data wait's: not the batch
+  EXPECT_FALSE(find(s, "batch_too_small"));
+}
+
+}  // namespace
+}  // namespace trainlab::rule_test

@@ -1,0 +1,47 @@
+// The rule gradient_norm (diagnostics/rules/gradient_norm.cpp) on hand-built Summaries: on both sides of its
+// thresholds (fires or not, severity, suspect, change, evidence equal to the inputs, saving), and silent
+// when its inputs are absent.
+#include "rule_test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace trainlab::rule_test {
+namespace {
+
+TEST(RulesTest, GradientNormExplodes) {
+  Summary s = quiet(21);
+  s.grad_norms.assign(21, 1.0);
+  s.grad_norms[12] = 15;
+  auto f = find(s, "gradient_norm");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, Severity::kModerate);
+  EXPECT_EQ(evidence(*f, "max_grad_norm_x_median")->value, 15);
+  EXPECT_EQ(evidence(*f, "max_grad_norm_x_median")->threshold, 10);
+  EXPECT_EQ(f->times_fired, 1);
+  EXPECT_EQ(f->data_points, 21);
+  s.grad_norms[12] = 9;
+  EXPECT_FALSE(find(s, "gradient_norm"));
+  s.grad_norms[12] = std::nan("");  // a non-finite norm is a spike
+  f = find(s, "gradient_norm");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(evidence(*f, "non_finite_grad_norms")->value, 1);
+}
+
+TEST(RulesTest, GradientNormVanishes) {
+  Summary s = quiet(20);
+  s.grad_norms.assign(20, 1e-8);
+  auto f = find(s, "gradient_norm");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(evidence(*f, "median_grad_norm")->value, 1e-8);
+  EXPECT_EQ(evidence(*f, "median_grad_norm")->threshold, 1e-6);
+  EXPECT_EQ(f->times_fired, 20);
+  s.grad_norms.assign(20, 1e-5);
+  EXPECT_FALSE(find(s, "gradient_norm"));
+  s.grad_norms = {1e-9, 1e-9};  // too few
+  EXPECT_FALSE(find(s, "gradient_norm"));
+}
+
+}  // namespace
+}  // namespace trainlab::rule_test

@@ -1,0 +1,38 @@
+// The rule io_bottleneck (diagnostics/rules/io_bottleneck.cpp) on hand-built Summaries: on both sides of its
+// thresholds (fires or not, severity, suspect, change, evidence equal to the inputs, saving), and silent
+// when its inputs are absent.
+#include "rule_test_support.h"
+
+#include <gtest/gtest.h>
+
+namespace trainlab::rule_test {
+namespace {
+
+TEST(RulesTest, IoBottleneckNeedsIoWaitAndDataWait) {
+  Summary s = quiet();
+  s.shares.data_wait_pct = 10;
+  s.system["cpu.iowait_pct"] = dist(200, 4, 15);
+  auto f = find(s, "io_bottleneck");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->severity, Severity::kModerate);
+  EXPECT_EQ(f->suspect, Suspect::kDataPipeline);
+  EXPECT_EQ(evidence(*f, "cpu.iowait_pct.p95")->value, 15);
+  EXPECT_EQ(evidence(*f, "cpu.iowait_pct.p95")->threshold, 10);
+  EXPECT_EQ(evidence(*f, "data_wait_pct")->value, 10);
+  EXPECT_EQ(f->saving_pct, 10);
+  EXPECT_EQ(f->data_points, 200);
+  EXPECT_EQ(f->times_fired, 10);
+
+  s.shares.data_wait_pct = 25;
+  EXPECT_EQ(find(s, "io_bottleneck")->severity, Severity::kHigh);
+  s.shares.data_wait_pct = 4;
+  EXPECT_FALSE(find(s, "io_bottleneck"));
+  s.shares.data_wait_pct = 25;
+  s.system["cpu.iowait_pct"] = dist(200, 4, 10);
+  EXPECT_FALSE(find(s, "io_bottleneck"));
+  s.system.clear();
+  EXPECT_FALSE(find(s, "io_bottleneck"));
+}
+
+}  // namespace
+}  // namespace trainlab::rule_test
