@@ -30,7 +30,8 @@
 #include "core/variant.h"
 #include "harness/process/child_process.h"
 #include "harness/runner/lab.h"
-#include "harness/runner/text_table.h"
+#include "core/text.h"
+#include "harness/runner/output_format.h"
 #include "harness/runner/variant_runner.h"
 #include "harness/train/training_loop.h"
 #include "scenarios/registry.h"
@@ -57,7 +58,7 @@ double median_step_ms(const VariantRecord& record, int64_t first, int64_t last) 
   return ms.empty() ? std::nan("") : stats::median(ms);
 }
 
-std::string pct(double ratio) { return fmt("%+.2f %%", 100.0 * (ratio - 1.0)); }
+std::string pct(double ratio) { return format_text("%+.2f %%", 100.0 * (ratio - 1.0)); }
 
 int bench_main(int argc, char** argv) {
   set_trainer_executable("/proc/self/exe");  // this binary is its own training child (`__variant` below)
@@ -117,7 +118,7 @@ int bench_main(int argc, char** argv) {
         std::cerr << "trainlab_profiler_overhead: " << mode << " failed: " << record.error << "\n";
         return 1;
       }
-      std::cout << "  round " << round + 1 << " " << mode << ": " << fmt("%.1f", aggregate(record).samples_per_s)
+      std::cout << "  round " << round + 1 << " " << mode << ": " << format_text("%.1f", aggregate(record).samples_per_s)
                 << " samples/s\n"
                 << std::flush;
       records[mode].push_back(std::move(record));
@@ -150,7 +151,7 @@ int bench_main(int argc, char** argv) {
   auto row = [](const std::string& label, const std::vector<double>& ratios) {
     std::vector<std::string> cells = {label, pct(stats::median(ratios))};
     std::string rounds_text;
-    for (double x : ratios) rounds_text += (rounds_text.empty() ? "" : " ") + fmt("%+.1f", 100.0 * (x - 1.0));
+    for (double x : ratios) rounds_text += (rounds_text.empty() ? "" : " ") + format_text("%+.1f", 100.0 * (x - 1.0));
     cells.push_back(pct(stats::min(ratios)) + " .. " + pct(stats::max(ratios)));
     cells.push_back(rounds_text);
     return cells;
@@ -162,15 +163,17 @@ int bench_main(int argc, char** argv) {
       row("window steps' p50, none-2 vs none (A/A control)", window_step_ratio_control),
       row("window steps' p50, window run vs none", window_step_ratio),
       row("window steps vs outside them, same run (mean)", in_run_ratio)};
-  std::cout << "\n" << render_text_table({"cost (+ = slower), paired per round", "median", "range", "rounds (%)"}, rows, true);
+  std::cout << "\n"
+            << render_table_text(
+                   text_table({"cost (+ = slower), paired per round", "median", "range", "rounds (%)"}, rows, true));
 
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const double sampler_core_pct = stats::median(sampler_cost_pct);
-  std::cout << "\nSampler's own cost: " << fmt("%.3f", sampler_core_pct) << " % of one core = "
-            << fmt("%.3f", sampler_core_pct / cores) << " % of this " << cores << "-core machine (wall time per sample / interval)\n";
-  std::cout << "Window: " << fmt("%.0f", stats::median(events_per_step)) << " events per step, "
-            << fmt("%.1f", stats::median(trace_bytes_per_step) / 1024.0) << " KiB of gzipped trace per step, "
-            << fmt("%.0f", stats::median(record_cost_ns)) << " ns per recorded event\n";
+  std::cout << "\nSampler's own cost: " << format_text("%.3f", sampler_core_pct) << " % of one core = "
+            << format_text("%.3f", sampler_core_pct / cores) << " % of this " << cores << "-core machine (wall time per sample / interval)\n";
+  std::cout << "Window: " << format_text("%.0f", stats::median(events_per_step)) << " events per step, "
+            << format_text("%.1f", stats::median(trace_bytes_per_step) / 1024.0) << " KiB of gzipped trace per step, "
+            << format_text("%.0f", stats::median(record_cost_ns)) << " ns per recorded event\n";
   std::cout << "Targets: sampler alone < 1 % (median cost " << pct(stats::median(throughput_ratio["sampler"]))
             << ", A/A control " << pct(stats::median(throughput_ratio["none-2"]))
             << "); window capture < 10 % inside the window (median " << pct(stats::median(window_step_ratio)) << ")\n";

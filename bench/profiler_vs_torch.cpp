@@ -37,7 +37,8 @@
 #include "harness/process/child_process.h"
 #include "harness/runner/lab.h"
 #include "harness/process/python_side.h"
-#include "harness/runner/text_table.h"
+#include "core/text.h"
+#include "harness/runner/output_format.h"
 #include "profiler/chrome_trace.h"
 #include "profiler/event_recorder.h"
 #include "profiler/op_capture.h"
@@ -201,7 +202,7 @@ std::pair<double, double> trace_bytes_per_event(const Profile& step, const std::
 }
 
 std::string range_text(const std::vector<double>& xs, const char* format) {
-  return fmt(format, stats::median(xs)) + " (" + fmt(format, stats::min(xs)) + " .. " + fmt(format, stats::max(xs)) + ")";
+  return format_text(format, stats::median(xs)) + " (" + format_text(format, stats::min(xs)) + " .. " + format_text(format, stats::max(xs)) + ")";
 }
 
 int bench_main(int argc, char** argv) {
@@ -223,7 +224,7 @@ int bench_main(int argc, char** argv) {
   if (rounds < 1 || rounds > 100) throw InputError("invalid --rounds " + std::to_string(rounds) + " (1 to 100)");
   if (pairs < 3 || pairs > 10000) throw InputError("invalid --pairs " + std::to_string(pairs) + " (3 to 10000)");
   if (threads < 1 || threads > 1024) throw InputError("invalid --threads " + std::to_string(threads) + " (1 to 1024)");
-  if (!(sample > 0 && sample < 1)) throw InputError("invalid --sample " + fmt("%g", sample) + " (a fraction in (0, 1))");
+  if (!(sample > 0 && sample < 1)) throw InputError("invalid --sample " + format_text("%g", sample) + " (a fraction in (0, 1))");
 
   at::set_num_threads(threads);
   TinyOpsTrainer trainer;
@@ -234,7 +235,7 @@ int bench_main(int argc, char** argv) {
   const std::vector<std::string> cpp_modes = {"floor", "trainlab", sampled_name, "kineto-c++"};
   std::cout << "trainlab vs torch.profiler on tinyops (width " << trainer.width_ << ", depth " << trainer.depth_
             << ", batch " << trainer.batch_size_ << ", " << threads << " thread(s)): " << rounds << " rounds of "
-            << pairs << " plain+profiled step pairs per mode; " << sampled_name << " records " << fmt("%g", 100 * sample)
+            << pairs << " plain+profiled step pairs per mode; " << sampled_name << " records " << format_text("%g", 100 * sample)
             << " % of ops; results in " << run_dir << "\n";
 
   std::map<std::string, std::vector<ModeResult>> results;
@@ -257,7 +258,7 @@ int bench_main(int argc, char** argv) {
                                                          : kineto_profiler();
         results[mode].push_back(alternate(trainer, pairs, profiler));
       }
-      std::cout << "  round " << round + 1 << " " << mode << ": " << fmt("%+.1f", results[mode].back().overhead_pct())
+      std::cout << "  round " << round + 1 << " " << mode << ": " << format_text("%+.1f", results[mode].back().overhead_pct())
                 << " %\n"
                 << std::flush;
     }
@@ -288,8 +289,8 @@ int bench_main(int argc, char** argv) {
   for (const std::string& mode : {std::string("floor"), std::string("trainlab"), sampled_name, std::string("kineto-c++"),
                                   std::string("torch.profiler")}) {
     const bool peer = mode == "torch.profiler";
-    rows.push_back({mode, fmt("%.0f", stats::median(per_round(mode, [](const ModeResult& r) { return r.events_per_step; }))),
-                    fmt("%.2f", stats::median(per_round(mode, [](const ModeResult& r) { return r.plain_ms; }))),
+    rows.push_back({mode, format_text("%.0f", stats::median(per_round(mode, [](const ModeResult& r) { return r.events_per_step; }))),
+                    format_text("%.2f", stats::median(per_round(mode, [](const ModeResult& r) { return r.plain_ms; }))),
                     range_text(per_round(mode, overhead), "%+.1f"), range_text(per_round(mode, added), "%.2f"),
                     range_text(per_round(mode, per_event), "%.0f"),
                     peer ? "1" : range_text(ratio_to_torch(mode, per_event), "%.2f"),
@@ -297,9 +298,10 @@ int bench_main(int argc, char** argv) {
                     peer ? "1" : range_text(ratio_to_torch(mode, overhead), "%.2f")});
   }
   std::cout << "\n"
-            << render_text_table({"mode", "events/step", "plain step ms", "overhead % (range)", "added ms/step",
-                                  "ns per event", "x torch.profiler: per event", "added ms", "overhead %"},
-                                 rows, true);
+            << render_table_text(text_table({"mode", "events/step", "plain step ms", "overhead % (range)",
+                                             "added ms/step", "ns per event", "x torch.profiler: per event",
+                                             "added ms", "overhead %"},
+                                            rows, true));
   std::cout << "(ranges: the rounds' min .. max; ratios paired per round. torch.profiler's plain step is the Python "
                "loop's, slower than the C++ one by the interpreter, which makes its overhead % smaller for the same "
                "added time.)\n";
@@ -312,28 +314,28 @@ int bench_main(int argc, char** argv) {
   const auto [full_stated, full_gap] = agreement("trainlab");
   const auto [sampled_stated, sampled_gap] = agreement(sampled_name);
   std::cout << "\nThe record's per-event cost (calibration step) against the steps': trainlab "
-            << fmt("%.0f", full_stated) << " ns (" << fmt("%+.0f", full_gap) << " %), " << sampled_name << " "
-            << fmt("%.0f", sampled_stated) << " ns (" << fmt("%+.0f", sampled_gap) << " %)\n";
-  std::cout << "Trace bytes per event, one profiled step: trainlab " << fmt("%.0f", stats::median(json_bpe["trainlab"]))
-            << " B JSON / " << fmt("%.1f", stats::median(gz_bpe["trainlab"])) << " B gzipped; torch.profiler "
-            << fmt("%.0f", stats::median(json_bpe["torch.profiler"])) << " B / "
-            << fmt("%.1f", stats::median(gz_bpe["torch.profiler"])) << " B; ratio "
-            << fmt("%.2f", stats::median(json_bpe["trainlab"]) / stats::median(json_bpe["torch.profiler"])) << " / "
-            << fmt("%.2f", stats::median(gz_bpe["trainlab"]) / stats::median(gz_bpe["torch.profiler"])) << "\n";
+            << format_text("%.0f", full_stated) << " ns (" << format_text("%+.0f", full_gap) << " %), " << sampled_name << " "
+            << format_text("%.0f", sampled_stated) << " ns (" << format_text("%+.0f", sampled_gap) << " %)\n";
+  std::cout << "Trace bytes per event, one profiled step: trainlab " << format_text("%.0f", stats::median(json_bpe["trainlab"]))
+            << " B JSON / " << format_text("%.1f", stats::median(gz_bpe["trainlab"])) << " B gzipped; torch.profiler "
+            << format_text("%.0f", stats::median(json_bpe["torch.profiler"])) << " B / "
+            << format_text("%.1f", stats::median(gz_bpe["torch.profiler"])) << " B; ratio "
+            << format_text("%.2f", stats::median(json_bpe["trainlab"]) / stats::median(json_bpe["torch.profiler"])) << " / "
+            << format_text("%.2f", stats::median(gz_bpe["trainlab"]) / stats::median(gz_bpe["torch.profiler"])) << "\n";
   const double floor_share = stats::median(ratio_to_torch("floor", per_event));
-  std::cout << "An empty RecordFunction callback alone costs " << fmt("%.2f", floor_share)
+  std::cout << "An empty RecordFunction callback alone costs " << format_text("%.2f", floor_share)
             << " of torch.profiler's per-event cost: no capture of every op through RecordFunction can cost less "
                "(trainlab's own part above that floor: "
-            << fmt("%.0f", stats::median(per_round("trainlab", per_event)) - stats::median(per_round("floor", per_event)))
+            << format_text("%.0f", stats::median(per_round("trainlab", per_event)) - stats::median(per_round("floor", per_event)))
             << " ns per event; Kineto's: "
-            << fmt("%.0f", stats::median(per_round("kineto-c++", per_event)) - stats::median(per_round("floor", per_event)))
+            << format_text("%.0f", stats::median(per_round("kineto-c++", per_event)) - stats::median(per_round("floor", per_event)))
             << " ns).\n";
   for (const std::string& mode : {std::string("trainlab"), sampled_name}) {
     const double per_event_ratio = stats::median(ratio_to_torch(mode, per_event));
     const double added_ratio = stats::median(ratio_to_torch(mode, added));
     const double overhead_ratio = stats::median(ratio_to_torch(mode, overhead));
-    std::cout << "Goal (window cost at most 1/3 of torch.profiler's), " << mode << ": per event " << fmt("%.2f", per_event_ratio)
-              << ", added time per step " << fmt("%.2f", added_ratio) << ", overhead % " << fmt("%.2f", overhead_ratio)
+    std::cout << "Goal (window cost at most 1/3 of torch.profiler's), " << mode << ": per event " << format_text("%.2f", per_event_ratio)
+              << ", added time per step " << format_text("%.2f", added_ratio) << ", overhead % " << format_text("%.2f", overhead_ratio)
               << (std::max({per_event_ratio, added_ratio, overhead_ratio}) <= 1.0 / 3.0 ? ": met" : ": not met") << "\n";
   }
 

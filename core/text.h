@@ -1,12 +1,22 @@
-// Small string helpers shared across modules: C++17 has no std::string::ends_with, counts in
-// terminal output take the noun's singular or plural (count_noun), and an error message stays one
-// line whatever the user's values hold (one_line).
+// Small string helpers shared across modules: the one printf-style formatter (format_text), the
+// one HTML/XML escaper (escape_html), UTC timestamps, ends_with (C++17 has no std::string::ends_with),
+// counts in terminal output with the noun's singular or plural (count_noun), and an error message
+// that stays one line whatever the user's values hold (one_line).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 namespace trainlab {
+
+// printf into a std::string, never cut: format_text("%.1f %% of the step", 38.04) -> "38.0 % of the step".
+std::string format_text(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
+// Text made safe inside HTML/XML elements and attribute values (& < > " ').
+std::string escape_html(const std::string& text);
+
+// The current UTC time through a strftime format.
+std::string utc_now(const char* format);
 
 inline bool ends_with(const std::string& text, const std::string& suffix) {
   return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;

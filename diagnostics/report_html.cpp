@@ -18,6 +18,7 @@
 #include "diagnostics/series.h"
 #include "core/statistics.h"
 #include "diagnostics/thresholds.h"
+#include "core/text.h"
 #include "core/units.h"
 
 namespace trainlab {
@@ -33,88 +34,55 @@ const char* const kDash = "—";
 
 // --- text ------------------------------------------------------------------------------------------
 
-std::string escape_html(const std::string& text) {
-  std::string out;
-  out.reserve(text.size() + 16);
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-std::string format(const char* pattern, double value) {
-  char text[64];
-  std::snprintf(text, sizeof(text), pattern, value);
-  return text;
-}
-
 // Three significant figures or so, without exponent for everyday magnitudes.
 std::string format_number(double value) {
   if (!std::isfinite(value)) return std::isnan(value) ? "NaN" : (value > 0 ? "+Inf" : "-Inf");
   const double a = std::abs(value);
   if (a == 0) return "0";
-  if (a < 1e7 && value == std::round(value)) return format("%.0f", value);  // whole numbers as such
-  if (a >= 1e7) return format("%.3g", value);
-  if (a >= 100) return format("%.0f", value);
-  if (a >= 10) return format("%.1f", value);
-  if (a >= 1) return format("%.2f", value);
-  if (a >= 0.001) return format("%.3f", value);
-  return format("%.2g", value);
+  if (a < 1e7 && value == std::round(value)) return format_text("%.0f", value);  // whole numbers as such
+  if (a >= 1e7) return format_text("%.3g", value);
+  if (a >= 100) return format_text("%.0f", value);
+  if (a >= 10) return format_text("%.1f", value);
+  if (a >= 1) return format_text("%.2f", value);
+  if (a >= 0.001) return format_text("%.3f", value);
+  return format_text("%.2g", value);
 }
 
 std::string format_count(int64_t value) { return std::to_string(value); }
 
 std::string format_pct(double pct) {
-  return std::isfinite(pct) ? format("%.1f %%", pct) : format_number(pct);
+  return std::isfinite(pct) ? format_text("%.1f %%", pct) : format_number(pct);
 }
 
 std::string format_ms(double ms) {
   if (!std::isfinite(ms)) return format_number(ms);
   const double a = std::abs(ms);
-  if (a >= 60000) return format("%.1f min", ms / 60000.0);
-  if (a >= 10000) return format("%.1f s", ms / 1000.0);
-  if (a >= 100) return format("%.0f ms", ms);
-  if (a >= 10) return format("%.1f ms", ms);
-  if (a >= 1) return format("%.2f ms", ms);
-  return format("%.3f ms", ms);
+  if (a >= 60000) return format_text("%.1f min", ms / 60000.0);
+  if (a >= 10000) return format_text("%.1f s", ms / 1000.0);
+  if (a >= 100) return format_text("%.0f ms", ms);
+  if (a >= 10) return format_text("%.1f ms", ms);
+  if (a >= 1) return format_text("%.2f ms", ms);
+  return format_text("%.3f ms", ms);
 }
 
 std::string format_bytes(double bytes) {
   if (!std::isfinite(bytes)) return format_number(bytes);
-  if (std::abs(bytes) >= kGiB) return format("%.2f GiB", bytes / kGiB);
-  if (std::abs(bytes) >= kMiB || bytes == 0) return format("%.1f MiB", bytes / kMiB);
-  return format("%.1f KiB", bytes / kKiB);
+  if (std::abs(bytes) >= kGiB) return format_text("%.2f GiB", bytes / kGiB);
+  if (std::abs(bytes) >= kMiB || bytes == 0) return format_text("%.1f MiB", bytes / kMiB);
+  return format_text("%.1f KiB", bytes / kKiB);
 }
 
 std::string format_bytes_per_s(double bytes_per_s) {
   if (!std::isfinite(bytes_per_s)) return format_number(bytes_per_s);
-  if (std::abs(bytes_per_s) >= kGiB) return format("%.2f GiB/s", bytes_per_s / kGiB);
-  if (std::abs(bytes_per_s) >= kMiB || bytes_per_s == 0) return format("%.1f MiB/s", bytes_per_s / kMiB);
-  return format("%.1f KiB/s", bytes_per_s / kKiB);
+  if (std::abs(bytes_per_s) >= kGiB) return format_text("%.2f GiB/s", bytes_per_s / kGiB);
+  if (std::abs(bytes_per_s) >= kMiB || bytes_per_s == 0) return format_text("%.1f MiB/s", bytes_per_s / kMiB);
+  return format_text("%.1f KiB/s", bytes_per_s / kKiB);
 }
 
 std::string format_flops(double flops_per_s) {
-  if (flops_per_s >= 1e12) return format("%.2f TFLOP/s", flops_per_s / 1e12);
-  if (flops_per_s >= 1e9) return format("%.2f GFLOP/s", flops_per_s / 1e9);
-  return format("%.3g FLOP/s", flops_per_s);
+  if (flops_per_s >= 1e12) return format_text("%.2f TFLOP/s", flops_per_s / 1e12);
+  if (flops_per_s >= 1e9) return format_text("%.2f GFLOP/s", flops_per_s / 1e9);
+  return format_text("%.3g FLOP/s", flops_per_s);
 }
 
 bool ends_with(const std::string& text, const std::string& suffix) {
@@ -211,7 +179,7 @@ struct Scale {
   }
 };
 
-std::string px(double v) { return format("%.1f", v); }
+std::string px(double v) { return format_text("%.1f", v); }
 
 // 1, 2, 2.5 or 5 times a power of ten, about span / target.
 double nice_step(double span, int target) {
@@ -408,7 +376,7 @@ void empty_note(std::ostringstream& o, const std::string& text) {
 // A CSS bar (width in % of its cell) followed by a label.
 std::string inline_bar(double fraction, const char* colour) {
   const double pct = std::clamp(fraction, 0.0, 1.0) * 100.0;
-  return "<span class=\"ibar\"><span style=\"width:" + format("%.1f", pct) + "%;background:" + colour +
+  return "<span class=\"ibar\"><span style=\"width:" + format_text("%.1f", pct) + "%;background:" + colour +
          "\"></span></span>";
 }
 
@@ -539,7 +507,7 @@ void actions_section(std::ostringstream& o, const ReportInput& in) {
       << escape_html(a.rule_id) << "</code></td><td>"
       << (a.change.empty() ? kDash : "<code>" + escape_html(a.change) + "</code>")
       << "</td><td class=\"num\">" << format_pct(a.saving_pct) << "</td><td class=\"num\">"
-      << format("%.2f×", a.speedup) << "</td></tr>\n";
+      << format_text("%.2f×", a.speedup) << "</td></tr>\n";
   }
   o << "</tbody></table>\n</section>\n";
 }
@@ -1191,8 +1159,8 @@ void parallel_section(std::ostringstream& o, const ReportInput& in) {
   kv_row(o, "Exposed communication share", format_pct(s.shares.communication_pct));
   if (s.rank_spread_low_pct && s.rank_spread_high_pct && s.rank_spread_pct) {
     kv_row(o, "Rank spread (own work a step: the slowest rank against the others' median, step by step)",
-           format_pct(*s.rank_spread_pct) + format(" [%.1f, ", *s.rank_spread_low_pct) +
-               format("%.1f]", *s.rank_spread_high_pct));
+           format_pct(*s.rank_spread_pct) + format_text(" [%.1f, ", *s.rank_spread_low_pct) +
+               format_text("%.1f]", *s.rank_spread_high_pct));
   } else {
     kv_row(o, "Rank spread (own work a step: slowest vs fastest)", or_dash(s.rank_spread_pct, format_pct));
   }
@@ -1241,7 +1209,7 @@ void parallel_section(std::ostringstream& o, const ReportInput& in) {
       for (int k = 0; k < 4; ++k) o << "<td class=\"num\">" << kDash << "</td>";
     }
     o << "<td class=\"num\">"
-      << (fastest > 0 ? format("%+.1f %%", 100.0 * (p50s[i].second - fastest) / fastest) : std::string(kDash))
+      << (fastest > 0 ? format_text("%+.1f %%", 100.0 * (p50s[i].second - fastest) / fastest) : std::string(kDash))
       << "</td></tr>\n";
   }
   o << "</tbody></table>\n</section>\n";

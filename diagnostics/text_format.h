@@ -1,13 +1,12 @@
-// Text helpers of the diagnosis: printf into a std::string for its sentences (findings, verdict,
-// reading), and the name tests the trace reductions match event names with. No LibTorch.
+// Text helpers of the diagnosis: the name tests the trace reductions match event names with, and
+// (from core/text.h) format_text for its sentences (findings, verdict, reading). No LibTorch.
 #pragma once
 
 #include <string>
 
-namespace trainlab {
+#include "core/text.h"
 
-// e.g. format_text("%.1f %% of the step", 38.04) -> "38.0 % of the step" (at most 511 characters).
-std::string format_text(const char* format, ...) __attribute__((format(printf, 1, 2)));
+namespace trainlab {
 
 // ASCII lower case (event names are matched case-insensitively).
 std::string lower(std::string text);

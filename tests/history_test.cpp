@@ -16,7 +16,7 @@
 #include "core/run_record.h"
 #include "harness/runner/doctor.h"
 #include "harness/runner/run_liveness.h"
-#include "harness/runner/text_table.h"
+#include "core/text.h"
 #include "cli_in_process.h"
 
 namespace fs = std::filesystem;
@@ -270,10 +270,17 @@ TEST(HistoryTest, ARunningFolderReadsAsRunningAndAKilledOneAsEndedEarly) {
 }  // namespace
 }  // namespace trainlab
 
-// fmt formats into a small stack buffer; a longer result is never cut (the lab's banner was cut at
-// 63 characters: "... or its interval is wide," with its budget lost).
+// format_text formats into a stack buffer; a longer result is never cut (the lab's banner was cut at
+// 63 characters: "... or its interval is wide," with its budget lost; the diagnosis's sentences at 511).
 TEST(TextFormat, LongResultsAreNotCut) {
   const std::string long_format = std::string(100, 'x') + " %.0f s";
-  EXPECT_EQ(trainlab::fmt(long_format.c_str(), 120), std::string(100, 'x') + " 120 s");
-  EXPECT_EQ(trainlab::fmt("%+.1f %%", 6.75), "+6.8 %");
+  EXPECT_EQ(trainlab::format_text(long_format.c_str(), 120.0), std::string(100, 'x') + " 120 s");
+  EXPECT_EQ(trainlab::format_text("%+.1f %%", 6.75), "+6.8 %");
+  const std::string words(600, 'w');
+  EXPECT_EQ(trainlab::format_text("%s, %d steps", words.c_str(), 3), words + ", 3 steps");
+}
+
+// The one escaper: every character that can end an element or an attribute value.
+TEST(TextFormat, EscapeHtmlEscapesWhatEndsAnElementOrAnAttribute) {
+  EXPECT_EQ(trainlab::escape_html("a<b>&\"c\"'d'"), "a&lt;b&gt;&amp;&quot;c&quot;&#39;d&#39;");
 }

@@ -10,7 +10,7 @@
 #include "core/errors.h"
 #include "core/json_text.h"
 #include "diagnostics/text_format.h"
-#include "harness/runner/text_table.h"
+#include "core/text.h"
 #include "core/text.h"
 #include "core/units.h"
 
@@ -101,11 +101,11 @@ int report_run(const LabOutcome& outcome, OutputFormat format, const nlohmann::j
     }
     std::cout << "\nData parallel " << v.spec.name() << ": " << count_noun(v.world_size, "rank") << machines << " (" << d.backend << ", "
               << d.comm_mode << ", " << count_noun(d.buckets, "bucket") << ", "
-              << fmt("%.1f", bytes_to_mib(d.gradient_bytes)) << " MiB of gradients): all-reduce "
-              << fmt("%.1f", agg.comm_pct) << " % of the step, exposed (the step waiting on it) "
-              << fmt("%.1f", agg.phase_pct[static_cast<size_t>(Phase::kCommunication)]) << " %";
+              << format_text("%.1f", bytes_to_mib(d.gradient_bytes)) << " MiB of gradients): all-reduce "
+              << format_text("%.1f", agg.comm_pct) << " % of the step, exposed (the step waiting on it) "
+              << format_text("%.1f", agg.phase_pct[static_cast<size_t>(Phase::kCommunication)]) << " %";
     if (d.slowest_rank && d.busy_spread_pct) {
-      std::cout << "; ranks' own work differs by " << fmt("%.0f", *d.busy_spread_pct) << " % (slowest rank "
+      std::cout << "; ranks' own work differs by " << format_text("%.0f", *d.busy_spread_pct) << " % (slowest rank "
                 << *d.slowest_rank << ")";
     }
     std::cout << "\n";
@@ -117,7 +117,7 @@ int report_run(const LabOutcome& outcome, OutputFormat format, const nlohmann::j
     // "-" where the run was too short for a rate (utilisation needs two samples).
     auto stat = [&](const char* metric, double MetricSummary::*which, const char* format = "%.0f", double scale = 1.0) {
       const MetricSummary* m = v.system.find(metric);
-      return m != nullptr ? fmt(format, m->*which * scale) : std::string("-");
+      return m != nullptr ? format_text(format, m->*which * scale) : std::string("-");
     };
     const MetricSummary* rss = v.system.find("mem.rss_bytes");
     std::cout << (first_system_line ? "\n" : "") << "System " << v.spec.name() << ": process CPU p50 "
@@ -126,7 +126,7 @@ int report_run(const LabOutcome& outcome, OutputFormat format, const nlohmann::j
               << stat("cpu.iowait_pct", &MetricSummary::p95, "%.1f") << " %, RSS max "
               << stat("mem.rss_bytes", &MetricSummary::max, "%.0f", 1.0 / kBytesPerMiB) << " MiB ("
               << count_noun(rss != nullptr ? rss->samples : 0, "sample") << " every " << v.system.interval_ms << " ms, "
-              << v.system.missed_ticks << " missed; the sampler took " << fmt("%.2f", v.system.cost_pct_of_core)
+              << v.system.missed_ticks << " missed; the sampler took " << format_text("%.2f", v.system.cost_pct_of_core)
               << " % of a core)\n";
     first_system_line = false;
   }
@@ -147,12 +147,12 @@ int report_run(const LabOutcome& outcome, OutputFormat format, const nlohmann::j
     std::cout << "\n";
     // What an event cost: the calibration's figure, the run's own step times, the buffer write.
     std::cout << "  profiler cost per event ("
-              << (p.op_sample < 1 ? fmt("%g", 100 * p.op_sample) + " % of ops sampled, " : std::string())
-              << fmt("%.0f", p.events_per_step) << " events per step): " << fmt("%.0f", p.event_cost_ns) << " ns measured on a calibration step";
+              << (p.op_sample < 1 ? format_text("%g", 100 * p.op_sample) + " % of ops sampled, " : std::string())
+              << format_text("%.0f", p.events_per_step) << " events per step): " << format_text("%.0f", p.event_cost_ns) << " ns measured on a calibration step";
     if (p.event_cost_from_steps_ns) {
-      std::cout << ", " << fmt("%.0f", *p.event_cost_from_steps_ns) << " ns from the steps in vs outside the window";
+      std::cout << ", " << format_text("%.0f", *p.event_cost_from_steps_ns) << " ns from the steps in vs outside the window";
     }
-    std::cout << "; " << fmt("%.0f", p.record_cost_ns) << " ns of it writing the buffer\n";
+    std::cout << "; " << format_text("%.0f", p.record_cost_ns) << " ns of it writing the buffer\n";
     for (const std::string& note : p.notes) std::cout << "  " << note << "\n";
     const std::string trace = trace_path_in_run(outcome.run_dir, v);
     const std::string folder = trace.substr(0, trace.find_last_of('/'));

@@ -31,7 +31,8 @@
 
 #include "core/errors.h"
 #include "core/statistics.h"
-#include "harness/runner/text_table.h"
+#include "core/text.h"
+#include "harness/runner/output_format.h"
 #include "core/units.h"
 
 namespace trainlab {
@@ -103,7 +104,7 @@ std::string env_line(const Environment& e) {
          e.cpu_model + " x" + std::to_string(e.logical_cores);
 }
 
-std::string signed_pct(double value, bool points) { return fmt(points ? "%+.1f pt" : "%+.1f %%", value); }
+std::string signed_pct(double value, bool points) { return format_text(points ? "%+.1f pt" : "%+.1f %%", value); }
 
 }  // namespace
 
@@ -249,27 +250,28 @@ CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, c
 
 namespace {
 
-std::vector<std::vector<std::string>> cells(const CompareOutcome& outcome) {
+// The comparison's rows: variant and metric (words), before, after, change, interval, U p, verdict.
+Table compare_rows_table(const CompareOutcome& outcome) {
   std::vector<std::vector<std::string>> rows;
   for (const CompareRow& r : outcome.rows) {
     const char* value_format = r.metric == "samples/s" || r.metric == "peak memory MiB" ? "%.1f" : "%.2f";
-    rows.push_back({r.variant, r.metric, fmt(value_format, r.before), fmt(value_format, r.after),
+    rows.push_back({r.variant, r.metric, format_text(value_format, r.before), format_text(value_format, r.after),
                     signed_pct(r.change.change_pct, r.in_points),
                     r.has_interval ? "[" + signed_pct(r.change.low_pct, r.in_points) + ", " +
                                          signed_pct(r.change.high_pct, r.in_points) + "]"
                                    : "-",
-                    r.p_value ? fmt("%.3g", *r.p_value) : "-",
+                    r.p_value ? format_text("%.3g", *r.p_value) : "-",
                     r.verdict + (r.gated || r.verdict == "unchanged" ? "" : " (not gated)")});
   }
-  return rows;
+  Table table = text_table({"variant", "metric", "before", "after", "change", "95 % interval", "U p", "verdict"}, rows,
+                           /*left_align_last=*/true);
+  table.columns[1].left = true;
+  return table;
 }
 
-const std::vector<std::string> kHeader = {"variant", "metric",        "before", "after",
-                                          "change",  "95 % interval", "U p",    "verdict"};
-
 std::string footer(const CompareOutcome& outcome, const CompareOptions& options) {
-  std::string out = "threshold " + fmt("%.1f", options.threshold_pct) + " %, max regression " +
-                    fmt("%.1f", options.max_regression_pct) + " %: " +
+  std::string out = "threshold " + format_text("%.1f", options.threshold_pct) + " %, max regression " +
+                    format_text("%.1f", options.max_regression_pct) + " %: " +
                     (outcome.gate_failed ? "REGRESSION beyond the maximum" : "no gated regression beyond the maximum");
   if (!outcome.ungated_regressions.empty()) {
     std::string rows;
@@ -284,24 +286,14 @@ std::string footer(const CompareOutcome& outcome, const CompareOptions& options)
 
 std::string render_compare_table(const CompareOutcome& outcome, const CompareOptions& options) {
   std::string out = "compare " + outcome.before_label + " -> " + outcome.after_label + "\n\n";
-  out += render_text_table(kHeader, cells(outcome), true);
+  out += render_table_text(compare_rows_table(outcome));
   for (const std::string& w : outcome.warnings) out += "warning: " + w + "\n";
   return out + footer(outcome, options) + "\n";
 }
 
 std::string render_compare_markdown(const CompareOutcome& outcome, const CompareOptions& options) {
-  std::string out =
-      "**trainlab compare** `" + outcome.before_label + "` → `" + outcome.after_label + "`\n\n|";
-  for (const std::string& h : kHeader) out += " " + h + " |";
-  out += "\n|";
-  for (size_t i = 0; i < kHeader.size(); ++i) out += i < 2 || i == kHeader.size() - 1 ? " --- |" : " ---: |";
-  out += "\n";
-  for (const std::vector<std::string>& row : cells(outcome)) {
-    out += "|";
-    for (const std::string& c : row) out += " " + c + " |";
-    out += "\n";
-  }
-  out += "\n";
+  std::string out = "**trainlab compare** `" + outcome.before_label + "` → `" + outcome.after_label + "`\n\n" +
+                    render_table_markdown(compare_rows_table(outcome)) + "\n";
   for (const std::string& w : outcome.warnings) out += "> warning: " + w + "\n";
   return out + "\n" + footer(outcome, options) + "\n";
 }

@@ -18,7 +18,7 @@
 #include "core/errors.h"
 #include "core/text.h"
 #include "harness/runner/lab.h"
-#include "harness/runner/text_table.h"
+#include "core/text.h"
 #include "profiler/chrome_trace.h"
 #include "core/units.h"
 #include "core/json_text.h"
@@ -526,7 +526,7 @@ std::string render_diagnoses(const DiagnoseOutcome& outcome, OutputFormat format
     out += "### Diagnosis " + s.label +
            (s.world_size > 1 ? " (rank " + std::to_string(s.rank) + " of " + std::to_string(s.world_size) + ")" : "") +
            "\n\n" + std::to_string(s.step_ms.size()) + (s.step_ms.size() == 1 ? " step" : " steps") + ", step p50 " +
-           fmt("%.1f", s.step.p50) + " ms (p95 " + fmt("%.1f", s.step.p95) + " ms), " + s.device + "\n\n";
+           format_text("%.1f", s.step.p50) + " ms (p95 " + format_text("%.1f", s.step.p95) + " ms), " + s.device + "\n\n";
     if (d.verdict.inconclusive) {
       out += "**Verdict: inconclusive**\n\n";
       for (const std::string& reason : d.verdict.inconclusive_reasons) out += "- " + reason + "\n";

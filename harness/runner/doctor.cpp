@@ -20,7 +20,7 @@
 #include "harness/runner/compare.h"
 #include "harness/process/interrupt.h"
 #include "harness/runner/lab.h"
-#include "harness/runner/text_table.h"
+#include "core/text.h"
 
 namespace fs = std::filesystem;
 
@@ -48,7 +48,7 @@ ChildRun run_child(std::vector<std::string> args, const std::string& dir, const 
                    const ChildWatch& watch) {
   ensure_writable_dir(dir);
   args.insert(args.end(), {"--results", dir});
-  if (options.memory_limit_gb > 0) args.insert(args.end(), {"--memory-limit-gb", fmt("%.17g", options.memory_limit_gb)});
+  if (options.memory_limit_gb > 0) args.insert(args.end(), {"--memory-limit-gb", format_text("%.17g", options.memory_limit_gb)});
   const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - watch.start).count();
   const ChildOutcome outcome = run_self_as_watched_child(args, dir + "/trainlab.log", options.timeout_s, watch.ticker,
                                                          watch.step, 0, watch.label, dir + "/.progress", elapsed_s);
@@ -320,8 +320,8 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
                                      ChildWatch{ticker, static_cast<size_t>(step - 1), "A/B " + settings, start}));
     const DoctorTrial& t = outcome.trials.back();
     if (t.verdict == kInterruptedVerdict) outcome.interrupted = "during the A/B of " + settings;
-    progress << "    samples/s " << fmt("%+.1f %%", t.gain_pct) << " [" << fmt("%+.1f", t.low_pct) << ", "
-             << fmt("%+.1f", t.high_pct) << "]: " << t.verdict << std::endl;
+    progress << "    samples/s " << format_text("%+.1f %%", t.gain_pct) << " [" << format_text("%+.1f", t.low_pct) << ", "
+             << format_text("%+.1f", t.high_pct) << "]: " << t.verdict << std::endl;
     if (t.verdict == "improved") helpful.push_back(settings);
   }
   std::string combined;
@@ -424,7 +424,7 @@ Table doctor_trials_table(const DoctorOutcome& outcome) {
                    {"verdict", "verdict"}};
   for (const DoctorTrial& t : outcome.trials) {
     table.rows.push_back({text_cell(t.change), text_cell(t.settings), number_cell(t.gain_pct, "%+.1f %%"),
-                          {"[" + fmt("%+.1f", t.low_pct) + ", " + fmt("%+.1f", t.high_pct) + "]",
+                          {"[" + format_text("%+.1f", t.low_pct) + ", " + format_text("%+.1f", t.high_pct) + "]",
                            nlohmann::json::array({t.low_pct, t.high_pct})},
                           text_cell(t.verdict)});
   }
@@ -460,7 +460,7 @@ std::string render_doctor(const DoctorOutcome& outcome, OutputFormat format) {
   out += "\nBest measured configuration: " +
          (outcome.best_settings.empty()
               ? std::string("the one given (no change measurably helped)")
-              : outcome.best_settings + " (" + fmt("%.2fx", 1.0 + outcome.best_gain_pct / 100.0) +
+              : outcome.best_settings + " (" + format_text("%.2fx", 1.0 + outcome.best_gain_pct / 100.0) +
                     " samples/s)") +
          "\n";
   if (!outcome.after_headline.empty()) {
@@ -494,17 +494,17 @@ std::string gain_svg(const DoctorTrial& t, double scale_low, double scale_high) 
   const auto x_of = [&](double pct) { return width * (pct - scale_low) / (scale_high - scale_low); };
   const bool failed = !measured(t);
   const char* colour = t.verdict == "improved" ? "#2e7d32" : t.verdict == "regressed" ? "#c62828" : "#9e9e9e";
-  std::string svg = "<svg width=\"" + fmt("%.0f", width) + "\" height=\"" + fmt("%.0f", height) + "\">";
-  svg += "<line x1=\"" + fmt("%.1f", x_of(0)) + "\" y1=\"0\" x2=\"" + fmt("%.1f", x_of(0)) + "\" y2=\"" +
-         fmt("%.0f", height) + "\" stroke=\"#333\"/>";
+  std::string svg = "<svg width=\"" + format_text("%.0f", width) + "\" height=\"" + format_text("%.0f", height) + "\">";
+  svg += "<line x1=\"" + format_text("%.1f", x_of(0)) + "\" y1=\"0\" x2=\"" + format_text("%.1f", x_of(0)) + "\" y2=\"" +
+         format_text("%.0f", height) + "\" stroke=\"#333\"/>";
   if (!failed) {
     const double x0 = x_of(std::min(0.0, t.gain_pct)), x1 = x_of(std::max(0.0, t.gain_pct));
-    svg += "<rect x=\"" + fmt("%.1f", x0) + "\" y=\"6\" width=\"" + fmt("%.1f", std::max(1.0, x1 - x0)) +
+    svg += "<rect x=\"" + format_text("%.1f", x0) + "\" y=\"6\" width=\"" + format_text("%.1f", std::max(1.0, x1 - x0)) +
            "\" height=\"10\" fill=\"" + colour + "\"/>";
-    svg += "<line x1=\"" + fmt("%.1f", x_of(t.low_pct)) + "\" y1=\"11\" x2=\"" + fmt("%.1f", x_of(t.high_pct)) +
+    svg += "<line x1=\"" + format_text("%.1f", x_of(t.low_pct)) + "\" y1=\"11\" x2=\"" + format_text("%.1f", x_of(t.high_pct)) +
            "\" y2=\"11\" stroke=\"#000\" stroke-width=\"1.5\"/>";
     for (double end : {t.low_pct, t.high_pct}) {
-      svg += "<line x1=\"" + fmt("%.1f", x_of(end)) + "\" y1=\"5\" x2=\"" + fmt("%.1f", x_of(end)) +
+      svg += "<line x1=\"" + format_text("%.1f", x_of(end)) + "\" y1=\"5\" x2=\"" + format_text("%.1f", x_of(end)) +
              "\" y2=\"17\" stroke=\"#000\" stroke-width=\"1.5\"/>";
     }
   }
@@ -526,7 +526,7 @@ std::string render_doctor_html(const DoctorOutcome& outcome) {
   low -= pad;
   high += pad;
   const auto link = [&](const std::string& path, const std::string& text) {
-    return "<a href=\"" + xml_escape(relative_to(path, outcome.out_dir)) + "\">" + xml_escape(text) + "</a>";
+    return "<a href=\"" + escape_html(relative_to(path, outcome.out_dir)) + "\">" + escape_html(text) + "</a>";
   };
   std::string html =
       "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>trainlab doctor</title><style>"
@@ -535,12 +535,12 @@ std::string render_doctor_html(const DoctorOutcome& outcome) {
       "td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}.improved{color:#2e7d32;font-weight:bold}"
       ".regressed{color:#c62828;font-weight:bold}.box{background:#f5f5f5;padding:0.8em 1em;margin:1em 0}"
       "</style></head><body>\n";
-  html += "<h1>trainlab doctor</h1>\n<p>Configuration: <code>" + xml_escape(configuration) + "</code></p>\n";
+  html += "<h1>trainlab doctor</h1>\n<p>Configuration: <code>" + escape_html(configuration) + "</code></p>\n";
   if (!outcome.interrupted.empty()) {
-    html += "<div class=\"box\">Interrupted " + xml_escape(outcome.interrupted) +
+    html += "<div class=\"box\">Interrupted " + escape_html(outcome.interrupted) +
             ": what finished is kept, the rest did not run.</div>\n";
   }
-  html += "<h2>1. Diagnosis</h2>\n<div class=\"box\">" + xml_escape(outcome.diagnosis_headline) + "</div>\n";
+  html += "<h2>1. Diagnosis</h2>\n<div class=\"box\">" + escape_html(outcome.diagnosis_headline) + "</div>\n";
   if (!outcome.diagnosis_report.empty()) {
     html += "<p>" + link(outcome.diagnosis_report, "the profile's full report") + "</p>\n";
   }
@@ -550,16 +550,16 @@ std::string render_doctor_html(const DoctorOutcome& outcome) {
   } else {
     html += "<p>Samples/s of the changed configuration (B) against the one given (A), measured as interleaved "
             "A/B runs; the whisker is the 95 % interval, the scale runs from " +
-            fmt("%+.0f %%", low) + " to " + fmt("%+.0f %%", high) + ".</p>\n<table><tr><th>change</th>"
+            format_text("%+.0f %%", low) + " to " + format_text("%+.0f %%", high) + ".</p>\n<table><tr><th>change</th>"
             "<th>settings</th><th>from finding</th><th>samples/s</th><th>95 % interval</th><th></th>"
             "<th>verdict</th></tr>\n";
     for (const DoctorTrial& t : outcome.trials) {
       const bool failed = !measured(t);
-      html += "<tr><td>" + xml_escape(t.change) + "</td><td><code>" + xml_escape(t.settings) + "</code></td><td>" +
-              xml_escape(t.from_rule) + "</td><td class=\"num\">" + (failed ? "-" : fmt("%+.1f %%", t.gain_pct)) +
+      html += "<tr><td>" + escape_html(t.change) + "</td><td><code>" + escape_html(t.settings) + "</code></td><td>" +
+              escape_html(t.from_rule) + "</td><td class=\"num\">" + (failed ? "-" : format_text("%+.1f %%", t.gain_pct)) +
               "</td><td class=\"num\">" +
-              (failed ? "-" : "[" + fmt("%+.1f", t.low_pct) + ", " + fmt("%+.1f", t.high_pct) + "]") + "</td><td>" +
-              gain_svg(t, low, high) + "</td><td class=\"" + xml_escape(t.verdict) + "\">" + xml_escape(t.verdict) +
+              (failed ? "-" : "[" + format_text("%+.1f", t.low_pct) + ", " + format_text("%+.1f", t.high_pct) + "]") + "</td><td>" +
+              gain_svg(t, low, high) + "</td><td class=\"" + escape_html(t.verdict) + "\">" + escape_html(t.verdict) +
               (t.run_dir.empty() ? "" : " (" + link(t.run_dir + "/run.json", "run") + ")") + "</td></tr>\n";
     }
     html += "</table>\n";
@@ -567,19 +567,19 @@ std::string render_doctor_html(const DoctorOutcome& outcome) {
   html += "<h2>3. Best measured configuration</h2>\n<div class=\"box\">";
   html += outcome.best_settings.empty()
               ? std::string("The one given: no change measurably helped.")
-              : "<code>" + xml_escape(outcome.best_settings) + "</code>: " +
-                    fmt("%.2fx", 1.0 + outcome.best_gain_pct / 100.0) + " the samples/s of the configuration given";
+              : "<code>" + escape_html(outcome.best_settings) + "</code>: " +
+                    format_text("%.2fx", 1.0 + outcome.best_gain_pct / 100.0) + " the samples/s of the configuration given";
   html += "</div>\n";
   if (!outcome.after_headline.empty()) {
-    html += "<h2>4. What remains with it</h2>\n<div class=\"box\">" + xml_escape(outcome.after_headline) +
+    html += "<h2>4. What remains with it</h2>\n<div class=\"box\">" + escape_html(outcome.after_headline) +
             "</div>\n<ul>";
-    for (const std::string& f : outcome.after_findings) html += "<li>" + xml_escape(f) + "</li>";
+    for (const std::string& f : outcome.after_findings) html += "<li>" + escape_html(f) + "</li>";
     html += "</ul>\n";
     if (!outcome.after_report.empty()) html += "<p>" + link(outcome.after_report, "its profile's full report") + "</p>\n";
   }
   if (!outcome.unaddressed_findings.empty()) {
     html += "<h2>Findings no trial addressed</h2>\n<ul>";
-    for (const std::string& f : outcome.unaddressed_findings) html += "<li>" + xml_escape(f) + "</li>";
+    for (const std::string& f : outcome.unaddressed_findings) html += "<li>" + escape_html(f) + "</li>";
     html += "</ul>\n";
   }
   return html + "</body></html>\n";

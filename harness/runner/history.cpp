@@ -15,7 +15,7 @@
 #include "diagnostics/diagnosis.h"
 #include "harness/runner/doctor.h"
 #include "harness/runner/run_liveness.h"
-#include "harness/runner/text_table.h"
+#include "core/text.h"
 
 namespace fs = std::filesystem;
 
@@ -45,7 +45,7 @@ void read_run(const RunRecord& r, RunState state, HistoryEntry& e) {
     samples_per_s[key].push_back(aggregate(v).samples_per_s);
   }
   const auto median = [&](const std::string& key) { return stats::median(samples_per_s.at(key)); };
-  const auto figure = [&](const std::string& key) { return fmt("%.1f", median(key)); };
+  const auto figure = [&](const std::string& key) { return format_text("%.1f", median(key)); };
   for (const auto& [key, values] : samples_per_s) e.repetitions = std::max(e.repetitions, static_cast<int>(values.size()));
   const std::string of_repetitions =
       e.repetitions > 1 ? " (median of " + std::to_string(e.repetitions) + " repetitions)" : "";
@@ -120,7 +120,7 @@ void read_doctor(const fs::path& dir, HistoryEntry& e) {
   } else {
     e.best = d.best_settings;
     e.gain_x = 1.0 + d.best_gain_pct / 100.0;
-    e.headline = "best " + d.best_settings + ": " + fmt("%.2fx", *e.gain_x) + " samples/s";
+    e.headline = "best " + d.best_settings + ": " + format_text("%.2fx", *e.gain_x) + " samples/s";
   }
   if (d.interrupted.empty()) return;
   // Stopped: the stages it stopped or kept from starting count as interrupted.
@@ -216,11 +216,11 @@ Table history_table(const std::vector<HistoryEntry>& entries, size_t max_width_c
   table.columns.push_back({"verdict", "verdict"});
   for (const HistoryEntry& e : entries) {
     std::string best = e.best.empty() ? "-" : e.best;
-    std::string samples_per_s = e.samples_per_s ? fmt("%.1f", *e.samples_per_s) : "-";
-    if (e.gain_x) samples_per_s = fmt("%.2fx", *e.gain_x);
+    std::string samples_per_s = e.samples_per_s ? format_text("%.1f", *e.samples_per_s) : "-";
+    if (e.gain_x) samples_per_s = format_text("%.2fx", *e.gain_x);
     std::string verdict = e.verdict.empty() ? "-" : e.verdict;
     if (e.verdict.empty() && e.a_samples_per_s && e.samples_per_s && *e.a_samples_per_s > 0) {
-      verdict = "B/A " + fmt("%.2fx", *e.samples_per_s / *e.a_samples_per_s);
+      verdict = "B/A " + format_text("%.2fx", *e.samples_per_s / *e.a_samples_per_s);
     }
     if (!e.problem.empty()) verdict = e.problem;
     if (e.running) verdict = "running";

@@ -26,7 +26,7 @@
 #include "harness/process/interrupt.h"
 #include "harness/process/progress_ticker.h"
 #include "harness/runner/run_liveness.h"
-#include "harness/runner/text_table.h"
+#include "core/text.h"
 #include "harness/runner/variant_runner.h"
 #include "profiler/disturbance.h"
 #include "scenarios/registry.h"
@@ -76,20 +76,20 @@ LabVariantFigures figures_of(const RunRecord& record, const std::string& name) {
 void report_progress(std::ostream& progress, size_t k, size_t n, const VariantRecord& record, double wall_s) {
   progress << "[" << k << "/" << n << "] " << record.spec.name() << ": ";
   if (record.ok()) {
-    progress << fmt("%.1f samples/s", aggregate(record).samples_per_s);
+    progress << format_text("%.1f samples/s", aggregate(record).samples_per_s);
     if (record.steps_cut_by_budget > 0) {
       progress << " over " << aggregate(record).measured_steps << " measured steps"
-               << fmt(" (the %.0f s loop budget)", record.spec.max_loop_s);
+               << format_text(" (the %.0f s loop budget)", record.spec.max_loop_s);
     } else if (record.steps_added_for_min_loop > 0) {
       progress << " over " << aggregate(record).measured_steps << " measured steps"
-               << fmt(" (measured for %g s at least)", record.spec.min_loop_s);
+               << format_text(" (measured for %g s at least)", record.spec.min_loop_s);
     }
   } else if (record.error_kind == "unavailable") {
     progress << "not measured (" << record.error << ")";
   } else {
     progress << "FAILED (" << record.error << ")";
   }
-  progress << fmt(", %.1f s", wall_s) << std::endl;
+  progress << format_text(", %.1f s", wall_s) << std::endl;
 }
 
 // The pending text of a variant the run has not reached when its run.json is written.
@@ -244,8 +244,8 @@ std::optional<QuietWait> wait_for_others_to_go(const VariantRecord& ran, const T
   QuietWait wait{ran_name, load->machine_cores, load->busy_cores, 0.0, threads_fitting_beside(*load) >= threads};
   if (wait.went) return wait;
   if (*wait_left_s < window_s) return std::nullopt;
-  progress << ran_name << ": other processes keep " << fmt("%.1f", load->busy_cores) << " of the "
-           << count_noun(load->machine_cores, "core") << " busy; the lab waits up to " << fmt("%.0f", *wait_left_s)
+  progress << ran_name << ": other processes keep " << format_text("%.1f", load->busy_cores) << " of the "
+           << count_noun(load->machine_cores, "core") << " busy; the lab waits up to " << format_text("%.0f", *wait_left_s)
            << " s for them to go before it lowers its threads (lab.quiet_wait_s)" << std::endl;
   const auto start = std::chrono::steady_clock::now();
   while (!interrupted()) {
@@ -259,7 +259,7 @@ std::optional<QuietWait> wait_for_others_to_go(const VariantRecord& ran, const T
     if (wait.waited_s + window_s > *wait_left_s) break;
   }
   *wait_left_s = std::max(0.0, *wait_left_s - wait.waited_s);
-  progress << ran_name << ": " << (wait.went ? "they went after " : "they stayed ") << fmt("%.0f", wait.waited_s)
+  progress << ran_name << ": " << (wait.went ? "they went after " : "they stayed ") << format_text("%.0f", wait.waited_s)
            << " s" << (wait.went ? ", so it is measured again at " + count_noun(threads, "thread") : "") << std::endl;
   return wait;
 }
@@ -286,14 +286,14 @@ void choose_threads_at_start(std::vector<VariantSpec>& specs, const LabOptions& 
 // says what it does next. Counts the repetitions measured so far into `lowering`.
 void supersede_measured(RunRecord& record, ThreadLowering& lowering, std::ostream& progress) {
   const std::string why = "measured at " + count_noun(lowering.from_threads, "thread") + "; " +
-                          fmt("other processes then kept %.1f of the ", lowering.others_busy_cores) +
+                          format_text("other processes then kept %.1f of the ", lowering.others_busy_cores) +
                           count_noun(lowering.machine_cores, "core") + " busy, so the lab measured every variant again at " +
                           count_noun(lowering.to_threads, "thread");
   for (VariantRecord& v : record.variants) {
     if (v.ok() && v.superseded.empty()) ++lowering.repetitions_before;
     if (v.counts()) v.superseded = why;
   }
-  progress << lowering.after << ": other processes keep " << fmt("%.1f", lowering.others_busy_cores) << " of the "
+  progress << lowering.after << ": other processes keep " << format_text("%.1f", lowering.others_busy_cores) << " of the "
            << count_noun(lowering.machine_cores, "core") << " busy; " << lowering.from_threads
            << " threads beside them wait for their slowest on every op, so the lab lowers its threads to "
            << lowering.to_threads << " and measures every variant again (measured so far at " << lowering.from_threads
@@ -310,7 +310,7 @@ void supersede_measured(RunRecord& record, ThreadLowering& lowering, std::ostrea
 int supersede_round_before_wait(RunRecord& record, size_t round_first, const QuietWait& wait, size_t rep,
                                 size_t max_rounds, std::ostream& progress) {
   const std::string round = max_rounds > 1 ? "round " + std::to_string(rep + 1) : "the run";
-  const std::string why = "measured before a wait of " + fmt("%.0f", wait.waited_s) + " s for other processes to go (after " +
+  const std::string why = "measured before a wait of " + format_text("%.0f", wait.waited_s) + " s for other processes to go (after " +
                           wait.after + "); " + round + " was measured again after it, so that its pairs share the machine's state";
   int left = 0;
   for (size_t k = round_first; k < record.variants.size(); ++k) {
@@ -344,7 +344,7 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
            << (max_rounds > repeat
                    ? " (up to " + std::to_string(max_rounds) +
                          " while a gain holds its line or its interval is wide, within " +
-                         fmt("%.0f s)", options.rounds_budget_s)
+                         format_text("%.0f s)", options.rounds_budget_s)
                    : std::string())
            << ", results in " << outcome.run_dir << std::endl;
   warn_of_oversubscription(specs, progress);
@@ -597,8 +597,8 @@ std::optional<Bf16Probe> probe_bf16(const LabOptions& options, LabOutcome& outco
     }
     if (width_pct <= max_width_pct) break;
     if (attempt < kProbeTries) {
-      progress << "bf16 probe: taken again, its interval [" << fmt("%+.1f", read.gemm_gain.low_pct) << ", "
-               << fmt("%+.1f", read.gemm_gain.high_pct) << "] is wider than " << fmt("%.0f", max_width_pct)
+      progress << "bf16 probe: taken again, its interval [" << format_text("%+.1f", read.gemm_gain.low_pct) << ", "
+               << format_text("%+.1f", read.gemm_gain.high_pct) << "] is wider than " << format_text("%.0f", max_width_pct)
                << " points (another process on the CPU?)" << std::endl;
     }
   }
@@ -609,8 +609,8 @@ std::optional<Bf16Probe> probe_bf16(const LabOptions& options, LabOutcome& outco
   // "Emulated" only where the probe found no bf16 unit; with one, the words say what it measured.
   const std::string slow_words =
       probe_found_bf16_unit(*probe) ? "over 5x slower than fp32 here" : "emulated here";
-  progress << "bf16 probe: one Linear layer's forward+backward " << fmt("%+.1f %%", g.gain_pct)
-           << fmt(" [%+.1f,", g.low_pct) << fmt(" %+.1f]", g.high_pct) << " in bf16 against fp32 (" << isa
+  progress << "bf16 probe: one Linear layer's forward+backward " << format_text("%+.1f %%", g.gain_pct)
+           << format_text(" [%+.1f,", g.low_pct) << format_text(" %+.1f]", g.high_pct) << " in bf16 against fp32 (" << isa
            << ")"
            << (!probe->bf16_left_out       ? ": the lab runs its bf16 variants"
                : options.run_emulated_bf16 ? ": " + slow_words + ", run anyway (--emulated-bf16 run)"
@@ -712,10 +712,10 @@ std::string ab_rounds_words(const RunRecord& record, const LabOptions& options) 
   if (rounds <= options.repeat) return "";
   return "A/B ran " + std::to_string(rounds) + " rounds: after " + std::to_string(options.repeat) +
          ", the samples/s change's interval was wider than " +
-         fmt("%.0f", options.thresholds->value(threshold::lab::target_interval_width_pct)) +
-         " points (lab.target_interval_width_pct) or held compare's +-" + fmt("%.0f", CompareOptions{}.threshold_pct) +
+         format_text("%.0f", options.thresholds->value(threshold::lab::target_interval_width_pct)) +
+         " points (lab.target_interval_width_pct) or held compare's +-" + format_text("%.0f", CompareOptions{}.threshold_pct) +
          " % line, so it ran more, up to " + std::to_string(options.repeat + options.extra_rounds) +
-         " rounds while their measured steps fit in " + fmt("%.0f", options.rounds_budget_s) + " s (--max-rounds).";
+         " rounds while their measured steps fit in " + format_text("%.0f", options.rounds_budget_s) + " s (--max-rounds).";
 }
 
 const VariantRecord* find_variant(const RunRecord& record, const std::string& name) {
@@ -800,7 +800,7 @@ std::optional<ThreadLowering> threads_left_at_start(const std::vector<VariantSpe
 }
 
 std::string threads_at_start_words(const ThreadLowering& chosen, const std::string& what_runs) {
-  return "other processes keep " + fmt("%.1f", chosen.others_busy_cores) + " of the " +
+  return "other processes keep " + format_text("%.1f", chosen.others_busy_cores) + " of the " +
          count_noun(chosen.machine_cores, "core") + " busy at the start: " + what_runs + " runs at " +
          count_noun(chosen.to_threads, "thread") + " instead of LibTorch's default " +
          std::to_string(chosen.from_threads) + " (a thread per core), so that no thread waits for a core";
@@ -812,7 +812,7 @@ std::string thread_lowering_words(const RunRecord& record) {
   const ThreadLowering& last = record.details.thread_lowerings.back();
   if (last.after.empty()) {  // chosen before the first repetition (choose_threads_at_start)
     return "Measured at " + count_noun(last.to_threads, "thread") + " from the start: other processes kept " +
-           fmt("%.1f", last.others_busy_cores) + " of the machine's " + count_noun(last.machine_cores, "core") +
+           format_text("%.1f", last.others_busy_cores) + " of the machine's " + count_noun(last.machine_cores, "core") +
            " busy when the run began, so every variant ran at " + count_noun(last.to_threads, "thread") +
            " instead of LibTorch's default " + std::to_string(last.from_threads) + ". These figures are this machine's at " +
            count_noun(last.to_threads, "thread") + "; quiet, at its default threads, they can differ.";
@@ -820,7 +820,7 @@ std::string thread_lowering_words(const RunRecord& record) {
   int left_out = 0;
   for (const ThreadLowering& t : record.details.thread_lowerings) left_out += t.repetitions_before;
   return "Measured at " + count_noun(last.to_threads, "thread") + " from " + last.after + " on: other processes kept " +
-         fmt("%.1f", last.others_busy_cores) + " of the machine's " + count_noun(last.machine_cores, "core") +
+         format_text("%.1f", last.others_busy_cores) + " of the machine's " + count_noun(last.machine_cores, "core") +
          " busy, so the lab lowered its threads from " + std::to_string(record.details.thread_lowerings.front().from_threads) +
          " and measured every variant again. These figures are this machine's at " +
          count_noun(last.to_threads, "thread") + "; quiet, at its default threads, they can differ (measured before: " +
@@ -838,8 +838,8 @@ std::string quiet_wait_words(const RunRecord& record) {
   for (const QuietWait& w : record.details.quiet_waits) {
     if (!w.went) continue;  // a wait that ran out ends in a lowering, which thread_lowering_words tells
     out += (out.empty() ? "" : " ") + w.after + " was disturbed: other processes kept " +
-           fmt("%.1f", w.others_busy_cores) + " of the machine's " + count_noun(w.machine_cores, "core") +
-           " busy; the lab waited " + fmt("%.0f", w.waited_s) + " s for them to go and measured it again at the same threads" +
+           format_text("%.1f", w.others_busy_cores) + " of the machine's " + count_noun(w.machine_cores, "core") +
+           " busy; the lab waited " + format_text("%.0f", w.waited_s) + " s for them to go and measured it again at the same threads" +
            (w.repetitions_again > 0
                 ? ", with the " + count_noun(w.repetitions_again, "repetition") + " of its round that ran before the wait."
                 : ".");
@@ -941,10 +941,10 @@ std::string disturbance_past_limit(const VariantRecord& v, const Thresholds& thr
   if (v.world_size > 1 || v.spec.nproc > 1) return "";
   const Disturbance& d = v.disturbance;
   if (d.steal_pct && *d.steal_pct > thresholds.value(threshold::lab::disturbed_steal_pct)) {
-    return fmt("the hypervisor stole %.0f %% of the CPU", *d.steal_pct);
+    return format_text("the hypervisor stole %.0f %% of the CPU", *d.steal_pct);
   }
   const std::string taken =
-      d.other_cpu_pct ? fmt("another process took %.0f %% of the CPU", *d.other_cpu_pct) : "";
+      d.other_cpu_pct ? format_text("another process took %.0f %% of the CPU", *d.other_cpu_pct) : "";
   const bool others_took_little =
       d.other_cpu_pct && *d.other_cpu_pct <= thresholds.value(threshold::lab::disturbed_other_cpu_pct);
   if (d.runqueue_wait_pct) {
@@ -953,7 +953,7 @@ std::string disturbance_past_limit(const VariantRecord& v, const Thresholds& thr
     if (*d.runqueue_wait_pct <= thresholds.value(threshold::lab::disturbed_runqueue_wait_pct) || others_took_little)
       return "";
     const std::string waited =
-        fmt("its threads waited for a CPU %.0f %% of the time they wanted one", *d.runqueue_wait_pct);
+        format_text("its threads waited for a CPU %.0f %% of the time they wanted one", *d.runqueue_wait_pct);
     return taken.empty() ? waited : taken + " (" + waited + ")";
   }
   if (d.other_cpu_pct && *d.other_cpu_pct > thresholds.value(threshold::lab::disturbed_other_cpu_pct)) return taken;
@@ -1050,7 +1050,7 @@ Table variant_table(const RunRecord& record) {
     table.rows.push_back({text_cell(label), number_cell(agg.samples_per_s, "%.1f"),
                           number_cell(agg.step_ms_p50, "%.2f"), number_cell(agg.step_ms_p95, "%.2f"),
                           number_cell(bytes_to_mib(v.peak_memory_bytes), "%.0f"), number_cell(v.ops_per_step, "%.0f"),
-                          {fmt("%.1f %%", data_wait_pct), data_wait_pct},
+                          {format_text("%.1f %%", data_wait_pct), data_wait_pct},
                           fp32_sps > 0 ? number_cell(agg.samples_per_s / fp32_sps, "%.2fx") : missing_cell()});
     if (const std::string note = divergence_note(label, v, record); !note.empty()) table.notes.push_back(note);
     if (!v.superseded.empty()) {

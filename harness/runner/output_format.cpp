@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "core/errors.h"
-#include "harness/runner/text_table.h"
+#include "core/text.h"
 
 namespace trainlab {
 
@@ -19,9 +19,21 @@ TableCell text_cell(const std::string& text) {
   return {text, text.empty() || text == "-" ? nlohmann::json(nullptr) : nlohmann::json(text)};
 }
 
-TableCell number_cell(double value, const char* format) { return {fmt(format, value), value}; }
+TableCell number_cell(double value, const char* format) { return {format_text(format, value), value}; }
 
 TableCell missing_cell(const std::string& text) { return {text, nullptr}; }
+
+Table text_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
+                 bool left_align_last) {
+  Table table;
+  for (const std::string& title : header) table.columns.push_back({title, title});
+  for (const std::vector<std::string>& row : rows) {
+    table.rows.emplace_back();
+    for (const std::string& cell : row) table.rows.back().push_back({cell, cell});
+  }
+  table.left_align_last = left_align_last;
+  return table;
+}
 
 namespace {
 

@@ -26,7 +26,7 @@ struct TableCell {
 };
 
 TableCell text_cell(const std::string& text);                 // the same text in JSON ("" and "-" -> null)
-TableCell number_cell(double value, const char* format);      // fmt(format, value) and the number
+TableCell number_cell(double value, const char* format);      // format_text(format, value) and the number
 TableCell missing_cell(const std::string& text = "-");        // text on the terminal, null in JSON
 
 struct TableColumn {
@@ -42,8 +42,14 @@ struct Table {
   std::vector<std::string> notes;            // lines printed under the table (errors, remarks)
 };
 
-// The fixed-width table (as render_text_table, with the columns' own alignment), then the notes,
-// one a line.
+// A table of text cells under `header` (the titles are also the JSON keys): for tables that are
+// only ever text, e.g. the benches' reports.
+Table text_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
+                 bool left_align_last);
+
+// The one fixed-width text rendering of a table: the header, a dashed rule, the rows (each column
+// as wide as its widest cell; words left-aligned, numbers right-aligned; trailing spaces trimmed),
+// then the notes, one a line.
 std::string render_table_text(const Table& table);
 // A GitHub markdown table: header row, |---| row (numbers right-aligned), rows ('|' escaped), then
 // the notes as a list.

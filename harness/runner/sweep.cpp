@@ -24,7 +24,7 @@
 #include "core/comparison_stats.h"
 #include "core/errors.h"
 #include "core/statistics.h"
-#include "harness/runner/text_table.h"
+#include "core/text.h"
 #include "harness/runner/variant_runner.h"
 #include "scenarios/registry.h"
 #include "core/text.h"
@@ -112,14 +112,14 @@ std::string separation_from(const SweepFigures& best, const SweepFigures& runner
       theirs.push_back(runner_up.round_samples_per_s[k]);
     }
   }
-  const std::string other = figures_label(runner_up, with_batch) + ", " + fmt("%.1f samples/s", runner_up.samples_per_s);
+  const std::string other = figures_label(runner_up, with_batch) + ", " + format_text("%.1f samples/s", runner_up.samples_per_s);
   if (ours.size() < 2) {  // a caveat, not a tie: nothing measured the noise
     return "from one round, which cannot tell it from the runner-up (" + other +
            ") beyond noise: --repeat 3 measures whether they are separated";
   }
   const stats::ChangeEstimate gain = stats::paired_robust_change(theirs, ours);
-  const std::string figure = fmt("%+.1f %%", gain.change_pct) + " [" + fmt("%+.1f", gain.low_pct) + ", " +
-                             fmt("%+.1f", gain.high_pct) + "] over " + std::to_string(gain.pairs) + " paired rounds";
+  const std::string figure = format_text("%+.1f %%", gain.change_pct) + " [" + format_text("%+.1f", gain.low_pct) + ", " +
+                             format_text("%+.1f", gain.high_pct) + "] over " + std::to_string(gain.pairs) + " paired rounds";
   tied = !(gain.low_pct > 0);
   return tied ? "tied with the runner-up (" + other + "): " + figure + " holds no change"
               : "ahead of the runner-up (" + other + ") by " + figure;
@@ -233,9 +233,9 @@ std::optional<SweepRecommendation> recommend_sweep_point(const std::vector<Sweep
   SweepRecommendation rec;
   rec.index = pick;
   rec.best_index = *best;
-  std::string reason = figures_label(chosen, with_batch) + ": " + fmt("%.1f samples/s", chosen.samples_per_s);
+  std::string reason = figures_label(chosen, with_batch) + ": " + format_text("%.1f samples/s", chosen.samples_per_s);
   if (pick == *best) {
-    reason += ", the best measured, and no cheaper setting came within " + fmt("%.0f %%", tolerance_pct) + " of it";
+    reason += ", the best measured, and no cheaper setting came within " + format_text("%.0f %%", tolerance_pct) + " of it";
     std::optional<size_t> runner_up;
     for (size_t i = 0; i < figures.size(); ++i) {
       if (i != *best && figures[i].ok && (!runner_up || figures[i].samples_per_s > figures[*runner_up].samples_per_s))
@@ -243,11 +243,11 @@ std::optional<SweepRecommendation> recommend_sweep_point(const std::vector<Sweep
     }
     if (runner_up) reason += "; " + separation_from(top, figures[*runner_up], with_batch, rec.tied);
   } else {
-    reason += ", " + fmt("%.1f %%", 100.0 * chosen.samples_per_s / top.samples_per_s) + " of the best (" +
-              figures_label(top, with_batch) + ", " + fmt("%.1f samples/s", top.samples_per_s) +
-              "): costlier settings gain less than " + fmt("%.0f %%", tolerance_pct);
+    reason += ", " + format_text("%.1f %%", 100.0 * chosen.samples_per_s / top.samples_per_s) + " of the best (" +
+              figures_label(top, with_batch) + ", " + format_text("%.1f samples/s", top.samples_per_s) +
+              "): costlier settings gain less than " + format_text("%.0f %%", tolerance_pct);
   }
-  reason += "; data wait " + fmt("%.1f %%", chosen.data_wait_pct) + " of the step";
+  reason += "; data wait " + format_text("%.1f %%", chosen.data_wait_pct) + " of the step";
   if (chosen.data_wait_pct >= data_bound_pct) {
     // Did workers hide the wait elsewhere in the grid without buying throughput?
     const SweepFigures* hidden = nullptr;
@@ -258,9 +258,9 @@ std::optional<SweepRecommendation> recommend_sweep_point(const std::vector<Sweep
       }
     }
     if (hidden != nullptr) {
-      reason += " - workers hide the wait (" + fmt("%.1f %%", hidden->data_wait_pct) + " at " +
+      reason += " - workers hide the wait (" + format_text("%.1f %%", hidden->data_wait_pct) + " at " +
                 figures_label(*hidden, with_batch) + ") but buy no throughput: the CPU is saturated (" +
-                fmt("%.0f %%", hidden->cpu_util_pct) + " utilised) and the data work takes the step's cores; "
+                format_text("%.0f %%", hidden->cpu_util_pct) + " utilised) and the data work takes the step's cores; "
                 "give the step fewer threads (--threads) or make each sample cheaper (decoded cache, lighter "
                 "augmentation)";
     } else {
@@ -272,8 +272,8 @@ std::optional<SweepRecommendation> recommend_sweep_point(const std::vector<Sweep
   for (const SweepFigures& f : figures) {
     if (f.ok && f.workers == 0 && f.batch_size == chosen.batch_size && f.pin_memory == chosen.pin_memory &&
         chosen.workers > 0 && f.samples_per_s > 0) {
-      reason += "; " + fmt("%.2fx", chosen.samples_per_s / f.samples_per_s) + " the throughput of workers=0 (" +
-                fmt("data wait %.1f %%", f.data_wait_pct) + ")";
+      reason += "; " + format_text("%.2fx", chosen.samples_per_s / f.samples_per_s) + " the throughput of workers=0 (" +
+                format_text("data wait %.1f %%", f.data_wait_pct) + ")";
       break;
     }
   }
@@ -329,13 +329,13 @@ std::string render_sweep_svg(const std::string& title, const std::vector<SweepFi
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
       << "\" viewBox=\"0 0 " << width << " " << height << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg << "<text x=\"" << left << "\" y=\"28\" font-size=\"15\" font-weight=\"bold\">" << xml_escape(title) << "</text>\n";
+  svg << "<text x=\"" << left << "\" y=\"28\" font-size=\"15\" font-weight=\"bold\">" << escape_html(title) << "</text>\n";
   // Axes, grid and ticks.
   for (int i = 0; i <= 5; ++i) {
     const double v = y_max * i / 5, y = y_of(v);
     svg << "<line x1=\"" << left << "\" y1=\"" << y << "\" x2=\"" << left + plot_w << "\" y2=\"" << y
         << "\" stroke=\"#ddd\"/>\n<text x=\"" << left - 8 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">"
-        << fmt("%.0f", v) << "</text>\n";
+        << format_text("%.0f", v) << "</text>\n";
   }
   std::set<int> worker_ticks;
   for (const SweepFigures& f : figures) worker_ticks.insert(f.workers);
@@ -366,14 +366,14 @@ std::string render_sweep_svg(const std::string& title, const std::vector<SweepFi
             << "\" stroke-width=\"1\"/>\n";
       }
       svg << "<circle cx=\"" << x_of(f->workers) << "\" cy=\"" << y_of(f->samples_per_s) << "\" r=\"3.5\" fill=\"" << c
-          << "\"><title>" << xml_escape(figures_label(*f, with_batch)) << ": " << fmt("%.1f samples/s", f->samples_per_s)
+          << "\"><title>" << escape_html(figures_label(*f, with_batch)) << ": " << format_text("%.1f samples/s", f->samples_per_s)
           << "</title></circle>\n";
     }
     std::string name = "prefetch " + std::to_string(std::get<0>(key)) + ", pin " + (std::get<1>(key) ? "on" : "off");
     if (with_batch) name += ", batch " + std::to_string(std::get<2>(key));
     svg << "<line x1=\"" << left + plot_w + 20 << "\" y1=\"" << legend_y << "\" x2=\"" << left + plot_w + 40
         << "\" y2=\"" << legend_y << "\" stroke=\"" << c << "\" stroke-width=\"2\"/>\n<text x=\"" << left + plot_w + 46
-        << "\" y=\"" << legend_y + 4 << "\">" << xml_escape(name) << "</text>\n";
+        << "\" y=\"" << legend_y + 4 << "\">" << escape_html(name) << "</text>\n";
     legend_y += 18;
   }
   if (recommended && *recommended < figures.size() && figures[*recommended].ok) {
@@ -381,7 +381,7 @@ std::string render_sweep_svg(const std::string& title, const std::vector<SweepFi
     svg << "<circle cx=\"" << x_of(f.workers) << "\" cy=\"" << y_of(f.samples_per_s)
         << "\" r=\"9\" fill=\"none\" stroke=\"black\" stroke-width=\"2\"/>\n<text x=\"" << left + plot_w + 20 << "\" y=\""
         << legend_y + 10 << "\">&#9675; recommended:</text>\n<text x=\"" << left + plot_w + 20 << "\" y=\""
-        << legend_y + 26 << "\">" << xml_escape(figures_label(f, with_batch)) << "</text>\n";
+        << legend_y + 26 << "\">" << escape_html(figures_label(f, with_batch)) << "</text>\n";
   }
   svg << "</svg>\n";
   return svg.str();
@@ -525,8 +525,8 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
       const VariantRecord& v = record.variants.back();
       const double point_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - point_start).count();
       progress << "[" << done << "/" << total << "] " << label << ": "
-               << (v.ok() ? fmt("%.1f samples/s", aggregate(v).samples_per_s) : "FAILED (" + v.error + ")")
-               << fmt(", %.1f s", point_s) << std::endl;
+               << (v.ok() ? format_text("%.1f samples/s", aggregate(v).samples_per_s) : "FAILED (" + v.error + ")")
+               << format_text(", %.1f s", point_s) << std::endl;
       write_progress_record(rep, i + 1);
       if (v.error_kind == "input") {  // e.g. a corrupt data file: every other point would fail the same way
         outcome.bad_input = true;
@@ -686,13 +686,13 @@ Table sweep_table(const RunRecord& record, const std::vector<SweepTableRow>& lay
       else if (rec && static_cast<int64_t>(point.records.front()) == rec->best_index) mark = "best";
       row = {text_cell(point.point),
              number_cell(f.samples_per_s, "%.1f"),
-             {fmt("%.1f %%", f.data_wait_pct), f.data_wait_pct},
-             {fmt("%.0f %%", f.cpu_util_pct), f.cpu_util_pct},
+             {format_text("%.1f %%", f.data_wait_pct), f.data_wait_pct},
+             {format_text("%.0f %%", f.cpu_util_pct), f.cpu_util_pct},
              number_cell(bytes_to_mib(peak_bytes), "%.0f"),
              number_cell(stats::median(step_p50_ms), "%.2f"),
              text_cell(mark)};
       if (repeat > 1) {
-        row.insert(row.begin() + 2, {fmt("%.1f", f.samples_per_s_min) + " - " + fmt("%.1f", f.samples_per_s_max),
+        row.insert(row.begin() + 2, {format_text("%.1f", f.samples_per_s_min) + " - " + format_text("%.1f", f.samples_per_s_max),
                                      nlohmann::json::array({f.samples_per_s_min, f.samples_per_s_max})});
       }
     }

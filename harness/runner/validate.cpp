@@ -18,7 +18,7 @@
 #include "diagnostics/diagnosis.h"
 #include "harness/process/child_process.h"
 #include "harness/runner/lab.h"
-#include "harness/runner/text_table.h"
+#include "core/text.h"
 #include "trainlab/default_seeded_cases.h"  // generated: kDefaultSeededCasesJson
 
 namespace fs = std::filesystem;
@@ -144,7 +144,7 @@ ValidateOutcome run_validation(const ValidateOptions& options, std::ostream& pro
     outcome.cases.push_back(run_case(chosen[i], outcome.out_dir + "/cases", options, ticker, i + 1, chosen.size(), elapsed_s));
     const CaseResult& r = outcome.cases.back();
     if (ticker.live()) progress << line;
-    progress << " named " << r.named << (r.correct ? "" : "  <-- WRONG") << " (" << fmt("%.0f", r.wall_s)
+    progress << " named " << r.named << (r.correct ? "" : "  <-- WRONG") << " (" << format_text("%.0f", r.wall_s)
              << " s)" << std::endl;
   }
   outcome.all_correct =
