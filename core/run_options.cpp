@@ -45,25 +45,31 @@ RunOption optional_path(const std::string& name, const std::string& value_name, 
   return o;
 }
 
-// "(must be MIN to MAX)" for a range message.
-std::string range_text(const std::string& min, const std::string& max) { return " (must be " + min + " to " + max + ")"; }
+// "(must be MIN to MAX)" for a range message, with what a value means after "; " when given.
+std::string range_text(const std::string& min, const std::string& max, const std::string& note = "") {
+  return " (must be " + min + " to " + max + (note.empty() ? "" : "; " + note) + ")";
+}
 
 // A whole-number field from min to max (within the field's type), checked as it is set, so that
-// --set, --ab and --override name the range too; check_spec checks the same range on whole specs.
+// --set, --ab and --override name the range too, and on whole specs (check_range). `note` says what
+// a value means ("0 = never").
 template <typename T>
 RunOption whole_number(const std::string& name, const std::string& key, T VariantSpec::*field, bool required,
-                       int64_t min, int64_t max, std::string help) {
+                       int64_t min, int64_t max, std::string help, const std::string& note = "") {
+  static_assert(sizeof(T) <= sizeof(int64_t), "whole-number fields fit int64_t");
   RunOption o;
   o.name = name;
   o.value_name = "INT";
   o.help = std::move(help);
-  o.apply = [name, field, min, max](VariantSpec& spec, const std::string& text) {
-    static_assert(sizeof(T) <= sizeof(int64_t), "whole-number fields fit int64_t");
+  const std::string range = range_text(std::to_string(min), std::to_string(max), note);
+  o.apply = [name, field, min, max, range](VariantSpec& spec, const std::string& text) {
     const int64_t value = parse_int("--" + name, text);
-    if (value < min || value > max) {
-      throw InputError("invalid --" + name + " " + text + range_text(std::to_string(min), std::to_string(max)));
-    }
+    if (value < min || value > max) throw InputError("invalid --" + name + " " + text + range);
     spec.*field = static_cast<T>(value);
+  };
+  o.check_range = [name, field, min, max, range](const VariantSpec& spec) {
+    const int64_t value = static_cast<int64_t>(spec.*field);
+    if (value < min || value > max) throw InputError("invalid --" + name + " " + std::to_string(value) + range);
   };
   o.show = [field](const VariantSpec& spec) { return std::to_string(spec.*field); };
   o.write_json = [key, field](const VariantSpec& spec, nlohmann::json& j) { j[key] = spec.*field; };
@@ -73,21 +79,27 @@ RunOption whole_number(const std::string& name, const std::string& key, T Varian
   return o;
 }
 
-// A real-number field from min (above it, with min_exclusive) to max, checked as it is set.
+// A real-number field from min (above it, with min_exclusive) to max, checked as it is set and on
+// whole specs (check_range; NaN fails every comparison, so it is out of every range).
 RunOption real_number(const std::string& name, const std::string& key, double VariantSpec::*field, bool required,
                       double min, double max, bool min_exclusive, std::string help) {
   RunOption o;
   o.name = name;
   o.value_name = "FLOAT";
   o.help = std::move(help);
-  o.apply = [name, field, min, max, min_exclusive](VariantSpec& spec, const std::string& text) {
+  const std::string range = min_exclusive
+                                ? " (must be above " + show_number(min) + " and at most " + show_number(max) + ")"
+                                : range_text(show_number(min), show_number(max));
+  const auto in_range = [min, max, min_exclusive](double value) {
+    return value >= min && value <= max && !(min_exclusive && value == min);
+  };
+  o.apply = [name, field, range, in_range](VariantSpec& spec, const std::string& text) {
     const double value = parse_double("--" + name, text);
-    if (value < min || value > max || (min_exclusive && value == min)) {
-      throw InputError("invalid --" + name + " " + text +
-                       (min_exclusive ? " (must be above " + show_number(min) + " and at most " + show_number(max) + ")"
-                                      : range_text(show_number(min), show_number(max))));
-    }
+    if (!in_range(value)) throw InputError("invalid --" + name + " " + text + range);
     spec.*field = value;
+  };
+  o.check_range = [name, field, range, in_range](const VariantSpec& spec) {
+    if (!in_range(spec.*field)) throw InputError("invalid --" + name + " " + show_number(spec.*field) + range);
   };
   o.show = [field](const VariantSpec& spec) { return show_number(spec.*field); };
   o.write_json = [key, field](const VariantSpec& spec, nlohmann::json& j) { j[key] = spec.*field; };
@@ -242,7 +254,8 @@ std::vector<RunOption> make_table() {
   data_dir.read_json = [](const nlohmann::json& j, VariantSpec& spec) { spec.data_dir = j.value("data_dir", std::string()); };
   t.push_back(data_dir);
 
-  t.push_back(whole_number("threads", "threads", &VariantSpec::threads, true, 0, kMaxThreads, "intra-op threads (default: LibTorch's)"));
+  t.push_back(whole_number("threads", "threads", &VariantSpec::threads, true, 0, kMaxThreads, "intra-op threads (default: LibTorch's)",
+                           "0 = LibTorch's default"));
   t.push_back(whole_number("steps", "steps", &VariantSpec::steps, true, 1, kMaxSteps, "measured steps (default 50)"));
   t.push_back(whole_number("warmup", "warmup_steps", &VariantSpec::warmup_steps, true, 0, kMaxSteps,
                            "warm-up steps, never timed (default 5)"));
@@ -266,13 +279,13 @@ std::vector<RunOption> make_table() {
   t.push_back(whole_number("seed", "seed", &VariantSpec::seed, true, 0, std::numeric_limits<int64_t>::max(),
                            "seed for model init and the data slice (default 1234)"));
   t.push_back(whole_number("sync-every", "sync_every_steps", &VariantSpec::sync_every_steps, true, 0, kMaxSteps,
-                           "read the loss as a number every N steps (1 = each step, 0 = never; default 10)"));
+                           "read the loss as a number every N steps (1 = each step, 0 = never; default 10)", "0 = never"));
   t.push_back(whole_number("callback-every", "callback_every_steps", &VariantSpec::callback_every_steps, true, 0, kMaxSteps,
-                           "run a host-side callback every N steps (default 0 = never)"));
+                           "run a host-side callback every N steps (default 0 = never)", "0 = never"));
   t.push_back(real_number("callback-ms", "callback_ms", &VariantSpec::callback_ms, true, 0, kMaxCallbackMs, false, "cost of that callback in ms"));
   t.push_back(whole_number("grad-norm-every", "grad_norm_every_steps", &VariantSpec::grad_norm_every_steps, false, 0,
                            kMaxSteps,
-                           "measure the global gradient norm every N steps (0 = never; default 10)"));
+                           "measure the global gradient norm every N steps (0 = never; default 10)", "0 = never"));
   t.push_back(on_off_option("keep-loss-graphs", "keep_loss_graphs", &VariantSpec::keep_loss_graphs, false,
                             "on: keep every step's loss with its autograd graph (a seeded memory leak; default off)"));
   t.push_back(text_option("device", "device", &VariantSpec::device, true, parse_device, show_device, "auto, cpu or cuda"));

@@ -28,9 +28,13 @@ struct RunOption {
   unsigned commands = kOnAll;
   bool is_flag = false;      // a flag without a value (--profile): "on" when given
   bool doctor_chooses = false;  // doctor sets it itself for its children (the capture window)
-  // Parses `text` into the spec; throws InputError naming the option on bad text. Ranges are
-  // checked with the whole spec (check_spec).
+  // Parses `text` into the spec; throws InputError naming the option on bad text or a value out
+  // of its range.
   std::function<void(VariantSpec&, const std::string&)> apply;
+  // The option's range, the one place it is written: InputError "invalid --NAME VALUE (must be MIN
+  // to MAX)" when the spec's value lies outside it. apply checks it as it sets the value, and
+  // check_spec (core/variant.h) walks the table with it over whole specs. Empty: no range.
+  std::function<void(const VariantSpec&)> check_range;
   // The value as text apply() takes back (empty for an empty string value).
   std::function<std::string(const VariantSpec&)> show;
   // Its run.json key(s): written, and read with the field's default when absent (or required).

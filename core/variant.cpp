@@ -101,42 +101,13 @@ void require(bool ok, const std::string& message) {
   if (!ok) throw InputError(message);
 }
 
-// "invalid --NAME VALUE (must be MIN to MAX)": every range message names the option and its range.
-void require_in(int64_t value, int64_t min, int64_t max, const std::string& option, const std::string& note = "") {
-  require(value >= min && value <= max, "invalid --" + option + " " + std::to_string(value) + " (must be " +
-                                            std::to_string(min) + " to " + std::to_string(max) +
-                                            (note.empty() ? "" : "; " + note) + ")");
-}
-
-std::string show_real(double value) {
-  char text[40];
-  std::snprintf(text, sizeof text, "%.15g", value);
-  return text;
-}
-
-// The same for a real number (NaN fails every comparison, so it is out of every range).
-void require_between(double value, double min, double max, const std::string& option) {
-  require(value >= min && value <= max, "invalid --" + option + " " + show_real(value) + " (must be " +
-                                            show_real(min) + " to " + show_real(max) + ")");
-}
-
 }  // namespace
 
 void check_spec(VariantSpec& spec) {
-  require_in(spec.batch_size, 1, kMaxBatchSize - 1, "batch");
-  require_in(spec.steps, 1, kMaxSteps, "steps");
-  require_in(spec.warmup_steps, 0, kMaxSteps, "warmup");
-  require_in(spec.threads, 0, kMaxThreads, "threads", "0 = LibTorch's default");
-  require_in(spec.sync_every_steps, 0, kMaxSteps, "sync-every", "0 = never");
-  require_in(spec.callback_every_steps, 0, kMaxSteps, "callback-every", "0 = never");
-  require_in(spec.grad_norm_every_steps, 0, kMaxSteps, "grad-norm-every", "0 = never");
-  require_between(spec.callback_ms, 0, kMaxCallbackMs, "callback-ms");
-  require_between(spec.max_loop_s, 0, kMaxLoopBudgetS, "max-loop-s");
-  require_between(spec.min_loop_s, 0, kMaxLoopBudgetS, "min-loop-s");
-  require(spec.op_sample > 0 && spec.op_sample <= 1,
-          "invalid --op-sample " + show_real(spec.op_sample) + " (must be above 0 and at most 1)");
-  require_in(spec.workers, 0, kMaxLoaderWorkers, "workers");
-  require_in(spec.prefetch, 1, kMaxPrefetch, "prefetch");
+  for (const RunOption& option : run_options()) {  // each option's range, as the table holds it
+    if (option.check_range) option.check_range(spec);
+  }
+  // What no one option's range says: the capture window within the steps, the batch across the ranks.
   if (spec.profile) {
     // Default window: 10 steps after the first 5 measured ones, shrunk to fit short runs.
     if (spec.window_start < 0) spec.window_start = spec.steps > 10 ? std::min<int64_t>(5, spec.steps - 10) : 0;
@@ -145,15 +116,9 @@ void check_spec(VariantSpec& spec) {
             "impossible --window " + std::to_string(spec.window_start) + ":" + std::to_string(spec.window_steps) +
                 " (the window must lie within the " + count_noun(spec.steps, "measured step") + ")");
   }
-  require_in(spec.sample_interval_ms, kMinSampleIntervalMs, kMaxSampleIntervalMs, "interval-ms");
-  require_in(spec.nproc, 1, kMaxLocalRanks, "nproc");
   require(spec.batch_size % spec.nproc == 0,
           "impossible --nproc " + std::to_string(spec.nproc) + " with batch " + std::to_string(spec.batch_size) +
               " (the global batch must split evenly across the ranks)");
-  require(spec.bucket_mb > 0.0 && spec.bucket_mb <= kMaxBucketMb,
-          "invalid --bucket-mb " + show_real(spec.bucket_mb) + " (must be above 0 and at most " +
-              show_real(kMaxBucketMb) + ")");
-  require_between(spec.dist_timeout_s, 1, kMaxDistTimeoutS, "dist-timeout-s");
 }
 
 void parse_window(const std::string& text, int64_t* start, int64_t* count) {

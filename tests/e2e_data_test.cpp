@@ -120,9 +120,9 @@ TEST(DataE2E, SweepRejectsImpossibleLists) {
   expect_bad_sweep("--workers -1" + r, "--workers");
   expect_bad_sweep("--workers 0,,2" + r, "empty value in --workers");
   expect_bad_sweep("--workers 0,x" + r, "invalid value 'x'");
-  expect_bad_sweep("--prefetch 0" + r, "--prefetch value 0");
+  expect_bad_sweep("--prefetch 0" + r, "invalid --prefetch 0 (must be 1 to 64)");
   expect_bad_sweep("--prefetch -2" + r, "--prefetch");
-  expect_bad_sweep("--batch 0" + r, "--batch value 0");
+  expect_bad_sweep("--batch 0" + r, "invalid --batch 0 (must be 1 to");
   expect_bad_sweep("--batch ''" + r, "--batch: an empty value");
   expect_bad_sweep("--pin-memory maybe" + r, "expected on or off");
   expect_bad_sweep("--pin-memory on" + r, "impossible sweep");

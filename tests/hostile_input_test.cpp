@@ -289,7 +289,7 @@ TEST(HostileInputTest, RunOptionsAreCheckedTogetherBeforeAnyChildStarts) {
                   "vision: knob crop=128 must not exceed image_size=64");
   // Numbers that used to be accepted silently: NaN, and values past 32 bits that wrapped.
   expect_one_line(run({"run", "--callback-ms", "nan", "--results", r}), "--callback-ms");
-  expect_one_line(run({"run", "--set", "threads=4294967297", "--results", r}), "--threads 4294967297 (must be 0 to 4096)");
+  expect_one_line(run({"run", "--set", "threads=4294967297", "--results", r}), "--threads 4294967297 (must be 0 to 4096; 0 = LibTorch's default)");
   expect_one_line(run({"run", "--set", "nproc=4294967298", "--results", r}), "--nproc 4294967298 (must be 1 to 64)");
   expect_one_line(run({"run", "--memory-limit-gb", "-1", "--results", r}), "invalid --memory-limit-gb");
   expect_one_line(run({"run", "--memory-limit-gb", "nan", "--results", r}), "invalid --memory-limit-gb");

@@ -89,11 +89,11 @@ TEST(OptionBoundsTest, AbsurdAndNonFiniteRunOptionsAreRefusedWithTheirRange) {
           {{"run", "--warmup", "10000000"}, "invalid --warmup 10000000 (must be 0 to 1000000)"},
           {{"run", "--batch", "2147483648"}, "invalid --batch 2147483648 (must be 1 to 2147483647)"},
           {{"run", "--nproc", "100000"}, "invalid --nproc 100000 (must be 1 to 64)"},
-          {{"run", "--threads", "5000"}, "invalid --threads 5000 (must be 0 to 4096)"},
+          {{"run", "--threads", "5000"}, "invalid --threads 5000 (must be 0 to 4096; 0 = LibTorch's default)"},
           {{"run", "--workers", "257"}, "invalid --workers 257 (must be 0 to 256)"},
           {{"run", "--prefetch", "0"}, "invalid --prefetch 0 (must be 1 to 64)"},
           {{"run", "--interval-ms", "5"}, "invalid --interval-ms 5 (must be 10 to 60000)"},
-          {{"run", "--sync-every", "1000000000000"}, "invalid --sync-every 1000000000000 (must be 0 to 1000000)"},
+          {{"run", "--sync-every", "1000000000000"}, "invalid --sync-every 1000000000000 (must be 0 to 1000000; 0 = never)"},
           {{"run", "--callback-every", "1000000000000"}, "invalid --callback-every 1000000000000 (must be 0 to"},
           {{"run", "--grad-norm-every", "1000000000000"}, "invalid --grad-norm-every 1000000000000 (must be 0 to"},
           {{"run", "--callback-ms", "1e9"}, "invalid --callback-ms 1e9 (must be 0 to 60000)"},
@@ -106,7 +106,7 @@ TEST(OptionBoundsTest, AbsurdAndNonFiniteRunOptionsAreRefusedWithTheirRange) {
           {{"run", "--window", "5:0"}, "invalid --window '5:0' (START >= 0, COUNT >= 1)"},
           {{"run", "--window", "0:99999999"}, "the window must lie within the 50 measured steps"},
           {{"profile", "--window", "99999999999999999999:1"}, "--window start (expected a whole number)"},
-          {{"run", "--set", "threads=4294967297"}, "invalid --threads 4294967297 (must be 0 to 4096)"},
+          {{"run", "--set", "threads=4294967297"}, "invalid --threads 4294967297 (must be 0 to 4096; 0 = LibTorch's default)"},
           {{"run", "--set", "nproc=100000"}, "invalid --nproc 100000 (must be 1 to 64)"},
           {{"run", "--ab", "steps=-1"}, "invalid --steps -1 (must be 1 to 1000000)"},
           {{"run", "--ab", "workers=2,prefetch=0"}, "invalid --prefetch 0 (must be 1 to 64)"},
@@ -140,11 +140,11 @@ TEST(OptionBoundsTest, EachCommandsOwnNumbersAreRefusedWithTheirRange) {
   cases.push_back({{"doctor", "--timeout-s", "-1"}, "invalid --timeout-s -1 (must be above 0"});
   cases.push_back({{"doctor", "--memory-limit-gb", "-1"}, "invalid --memory-limit-gb -1 (must be 0 to 1000000"});
   // The sweep's lists, its tolerance and the size of its grid.
-  cases.push_back({{"sweep", "--workers", "0,-1"}, "invalid --workers value -1 (must be 0 to 256)"});
-  cases.push_back({{"sweep", "--workers", "257"}, "invalid --workers value 257 (must be 0 to 256)"});
-  cases.push_back({{"sweep", "--prefetch", "0"}, "invalid --prefetch value 0 (must be 1 to 64)"});
-  cases.push_back({{"sweep", "--prefetch", "65"}, "invalid --prefetch value 65 (must be 1 to 64)"});
-  cases.push_back({{"sweep", "--batch", "-8"}, "invalid --batch value -8 (must be 1 to 2147483647)"});
+  cases.push_back({{"sweep", "--workers", "0,-1"}, "invalid --workers -1 (must be 0 to 256)"});
+  cases.push_back({{"sweep", "--workers", "257"}, "invalid --workers 257 (must be 0 to 256)"});
+  cases.push_back({{"sweep", "--prefetch", "0"}, "invalid --prefetch 0 (must be 1 to 64)"});
+  cases.push_back({{"sweep", "--prefetch", "65"}, "invalid --prefetch 65 (must be 1 to 64)"});
+  cases.push_back({{"sweep", "--batch", "-8"}, "invalid --batch -8 (must be 1 to 2147483647)"});
   cases.push_back({{"sweep", "--tolerance-pct", "-1"}, "invalid --tolerance-pct (must be 0 to under 100)"});
   cases.push_back({{"sweep", "--tolerance-pct", "100"}, "invalid --tolerance-pct (must be 0 to under 100)"});
   cases.push_back({{"sweep", "--workers", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17", "--prefetch",

@@ -79,6 +79,41 @@ TEST(RunOptionsTest, SettingsAndTheirErrorsNameTheOption) {
   }
 }
 
+// Ranges live in the table only: check_spec walks it, so a spec that never went through apply (read
+// from run.json) is refused with the same line as the flag, and a default spec is inside every range.
+TEST(RunOptionsTest, CheckSpecRefusesWhatTheTableRefusesWhateverTheWayIn) {
+  VariantSpec defaults;
+  defaults.batch_size = 32;
+  size_t ranged = 0;
+  for (const RunOption& option : run_options()) {
+    if (!option.check_range) continue;
+    ++ranged;
+    EXPECT_NO_THROW(option.check_range(defaults)) << option.name;
+  }
+  EXPECT_GE(ranged, 15u);  // batch, workers, prefetch, threads, steps, warmup, the loop budgets, ...
+  for (const auto& [name, bad] : std::vector<std::pair<std::string, std::string>>{
+           {"prefetch", "0"}, {"workers", "257"}, {"threads", "5000"}, {"dist-timeout-s", "0.5"}, {"op-sample", "0"}}) {
+    std::string flag_error;
+    try {
+      find_run_option(name)->apply(defaults, bad);
+    } catch (const InputError& e) {
+      flag_error = e.what();
+    }
+    ASSERT_FALSE(flag_error.empty()) << name;
+    nlohmann::json j;
+    to_json(j, defaults);
+    j[name == "dist-timeout-s" ? "dist_timeout_s" : name == "op-sample" ? "op_sample" : name] = std::stod(bad);
+    VariantSpec read = j.get<VariantSpec>();
+    std::string spec_error;
+    try {
+      check_spec(read);
+    } catch (const InputError& e) {
+      spec_error = e.what();
+    }
+    EXPECT_EQ(spec_error, flag_error) << name;
+  }
+}
+
 TEST(RunOptionsTest, TheSpecJsonHoldsEveryOptionsKeysAndReadsBack) {
   VariantSpec spec;
   spec.scenario = "mlp";

@@ -30,8 +30,9 @@ Subcommand add_doctor_command(CLI::App& app) {
   CLI::App* cmd = doctor.app;
   add_variant_options(cmd, o->variant, CommandKind::kDoctor);
   whole_number_in(
-      cmd->add_option("--max-changes", o->max_changes, "the top findings whose changes are tried (1 to 8; default 3)"),
-      1, 8);
+      cmd->add_option("--max-changes", o->max_changes,
+                      "the top findings whose changes are tried (1 to " + std::to_string(kMaxDoctorChanges) + "; default 3)"),
+      1, kMaxDoctorChanges);
   cmd->add_option("--ab", o->ab)->group("");  // refused: doctor makes its own A/B runs
   add_format_option(cmd, o->format);
   doctor.run = [o, cmd] {
@@ -46,7 +47,6 @@ Subcommand add_doctor_command(CLI::App& app) {
     options.repeat = cmd->count("--repeat") > 0 ? o->variant.repeat : 3;
     options.max_changes = o->max_changes;
     options.results_dir = o->variant.results_dir;
-    check_command_bounds(o->variant);
     options.timeout_s = o->variant.timeout_s;
     options.memory_limit_gb = o->variant.memory_limit_gb;
     if (!o->variant.thresholds_path.empty()) {

@@ -39,16 +39,11 @@ Subcommand add_sweep_command(CLI::App& app) {
   sweep.run = [o, cmd] {
     const OutputFormat format = parse_output_format(o->format);
     SweepOptions options;
-    options.grid.workers.clear();
-    for (int64_t w : parse_int_list("--workers", o->workers, 0, kMaxLoaderWorkers)) {
-      options.grid.workers.push_back(static_cast<int>(w));
-    }
-    for (int64_t p : parse_int_list("--prefetch", o->prefetch, 1, kMaxPrefetch)) {
-      options.grid.prefetch.push_back(static_cast<int>(p));
-    }
-    options.grid.pin_memory = parse_on_off_list("--pin-memory", o->pin);
+    options.grid.workers = parse_setting_list("workers", o->workers, &VariantSpec::workers);
+    options.grid.prefetch = parse_setting_list("prefetch", o->prefetch, &VariantSpec::prefetch);
+    options.grid.pin_memory = parse_setting_list("pin-memory", o->pin, &VariantSpec::pin_memory);
     if (!o->batch.empty() || cmd->count("--batch") > 0) {
-      options.grid.batch_sizes = parse_int_list("--batch", o->batch, 1, kMaxBatchSize - 1);
+      options.grid.batch_sizes = parse_setting_list("batch", o->batch, &VariantSpec::batch_size);
     }
     if (!(o->tolerance_pct >= 0 && o->tolerance_pct < 100)) {
       throw InputError("invalid --tolerance-pct (must be 0 to under 100)");

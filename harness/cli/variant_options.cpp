@@ -1,6 +1,8 @@
 // The shared run options: flags (add_variant_options) and their conversion to a VariantSpec.
 #include "harness/cli/variant_options.h"
 
+#include "harness/runner/doctor.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -146,20 +148,6 @@ void check_device_usable(const VariantSpec& spec) {
   }
 }
 
-void check_command_bounds(const VariantOptions& o) {
-  if (!(o.timeout_s > 0 && o.timeout_s <= kMaxVariantTimeoutS)) {
-    throw InputError("invalid --timeout-s (must be above 0 and at most " + std::to_string(static_cast<int64_t>(kMaxVariantTimeoutS)) +
-                     ")");
-  }
-  if (!(o.memory_limit_gb >= 0 && o.memory_limit_gb <= kMaxMemoryLimitGb)) {
-    throw InputError("invalid --memory-limit-gb (must be 0 to " + std::to_string(static_cast<int64_t>(kMaxMemoryLimitGb)) +
-                     "; 0: the default)");
-  }
-  if (o.repeat < 1 || o.repeat > kMaxRepeat) {
-    throw InputError("invalid --repeat (must be 1 to " + std::to_string(kMaxRepeat) + ")");
-  }
-}
-
 Thresholds load_thresholds(const std::string& path) {
   try {
     return Thresholds::parse(read_file(path)).overriding(Thresholds::defaults());
@@ -180,7 +168,6 @@ LabOptions build_lab_options(const VariantOptions& o, Thresholds* thresholds_sto
   LabOptions lab;
   lab.base = build_spec(o);
   lab.results_dir = o.results_dir;
-  check_command_bounds(o);
   lab.variant_timeout_s = o.timeout_s;
   lab.memory_limit_bytes = static_cast<int64_t>(o.memory_limit_gb * 1073741824.0);
   lab.repeat = o.repeat;

@@ -16,11 +16,12 @@
 
 namespace trainlab {
 
-// Ranges of the commands' own numbers (the run options' are check_spec's, core/variant.h).
+// Ranges of the commands' own numbers, checked by their options' validators (option_bounds.h) as
+// the command line is read (the run options' ranges are the table's, core/run_options.h; doctor's
+// --repeat and --max-changes are harness/runner/doctor.h's).
 inline constexpr double kMaxVariantTimeoutS = 7 * 86400;  // --timeout-s: a week
 inline constexpr double kMaxMemoryLimitGb = 1'000'000;    // --memory-limit-gb: a petabyte
 inline constexpr int kMaxRepeat = 100;                    // --repeat
-inline constexpr int kMinDoctorRepeat = 2, kMaxDoctorRepeat = 20;  // doctor's --repeat (A/B a side)
 
 // Options shared by every command that runs variants: the run options (core/run_options.h) as
 // given, by name, and the command's own (scenario, preset, knobs, --set, results, timeout, repeat,
@@ -63,9 +64,6 @@ VariantSpec build_spec(const VariantOptions& o);
 // "running on CPU" and then fail).
 void check_device_usable(const VariantSpec& spec);
 
-// --timeout-s, --memory-limit-gb and --repeat within their ranges (CLI11 checks them as given;
-// this also holds for options filled in code); InputError naming the option otherwise.
-void check_command_bounds(const VariantOptions& o);
 
 // A thresholds file laid over the defaults; InputError naming the file when it is malformed.
 Thresholds load_thresholds(const std::string& path);

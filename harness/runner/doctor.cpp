@@ -241,8 +241,13 @@ void write_doctor_files(const DoctorOutcome& outcome, int repeat, const nlohmann
 }  // namespace
 
 DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
-  if (options.repeat < 2 || options.repeat > 20) throw InputError("invalid --repeat for doctor (2 to 20)");
-  if (options.max_changes < 1 || options.max_changes > 8) throw InputError("invalid --max-changes (1 to 8)");
+  if (options.repeat < kMinDoctorRepeat || options.repeat > kMaxDoctorRepeat) {
+    throw InputError("invalid --repeat for doctor (" + std::to_string(kMinDoctorRepeat) + " to " +
+                     std::to_string(kMaxDoctorRepeat) + ")");
+  }
+  if (options.max_changes < 1 || options.max_changes > kMaxDoctorChanges) {
+    throw InputError("invalid --max-changes (1 to " + std::to_string(kMaxDoctorChanges) + ")");
+  }
   DoctorOutcome outcome;
   ensure_writable_dir(options.results_dir);
   std::string run_id;

@@ -18,6 +18,11 @@
 
 namespace trainlab {
 
+// doctor's own ranges: its --repeat (A/B repetitions a side) and --max-changes, which the command
+// line and run_doctor check.
+inline constexpr int kMinDoctorRepeat = 2, kMaxDoctorRepeat = 20;
+inline constexpr int kMaxDoctorChanges = 8;
+
 struct DoctorOptions {
   VariantSpec spec;                       // the configuration, resolved and checked
   std::string thresholds_path;            // passed on to the children; empty: the defaults

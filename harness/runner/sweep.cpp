@@ -22,6 +22,7 @@
 
 #include "core/atomic_file.h"
 #include "core/comparison_stats.h"
+#include "core/run_options.h"
 #include "core/errors.h"
 #include "core/statistics.h"
 #include "core/text.h"
@@ -127,32 +128,24 @@ std::string separation_from(const SweepFigures& best, const SweepFigures& runner
 
 }  // namespace
 
-std::vector<int64_t> parse_int_list(const std::string& option, const std::string& text, int64_t min_value,
-                                    int64_t max_value) {
-  std::vector<int64_t> values;
-  if (text.empty()) throw InputError(option + " needs at least one value (e.g. 0,1,2,4)");
+template <typename T>
+std::vector<T> parse_setting_list(const std::string& name, const std::string& text, T VariantSpec::*field) {
+  const RunOption* option = find_run_option(name);
+  if (option == nullptr) throw std::logic_error("no run option " + name);
+  if (text.empty()) throw InputError("--" + name + " needs at least one value (comma-separated, each " + option->value_name + ")");
+  std::vector<T> values;
   for (const std::string& part : split_commas(text)) {
-    if (part.empty()) throw InputError("empty value in " + option + " '" + text + "'");
-    const int64_t value = parse_int(option, part);
-    if (value < min_value || value > max_value) {
-      throw InputError("invalid " + option + " value " + part + " (must be " + std::to_string(min_value) +
-                       " to " + std::to_string(max_value) + ")");
-    }
-    if (std::find(values.begin(), values.end(), value) == values.end()) values.push_back(value);
+    if (part.empty()) throw InputError("empty value in --" + name + " '" + text + "'");
+    VariantSpec spec;
+    option->apply(spec, part);
+    if (std::find(values.begin(), values.end(), spec.*field) == values.end()) values.push_back(spec.*field);
   }
   return values;
 }
 
-std::vector<bool> parse_on_off_list(const std::string& option, const std::string& text) {
-  std::vector<bool> values;
-  if (text.empty()) throw InputError(option + " needs at least one value (off, on or off,on)");
-  for (const std::string& part : split_commas(text)) {
-    if (part.empty()) throw InputError("empty value in " + option + " '" + text + "'");
-    const bool value = parse_on_off(option, part);
-    if (std::find(values.begin(), values.end(), value) == values.end()) values.push_back(value);
-  }
-  return values;
-}
+template std::vector<int> parse_setting_list(const std::string&, const std::string&, int VariantSpec::*);
+template std::vector<int64_t> parse_setting_list(const std::string&, const std::string&, int64_t VariantSpec::*);
+template std::vector<bool> parse_setting_list(const std::string&, const std::string&, bool VariantSpec::*);
 
 std::vector<SweepPoint> expand_sweep(const SweepOptions& options, std::vector<std::string>* notes) {
   const SweepGrid& grid = options.grid;

@@ -26,11 +26,12 @@ struct SweepGrid {
 // The most points a grid may have (each runs in its own child, --repeat times).
 inline constexpr size_t kMaxSweepPoints = 256;
 
-// Parses "0,1,2,4" style lists; throws InputError naming the option on an empty list, an empty
-// or negative element, or a value out of range.
-std::vector<int64_t> parse_int_list(const std::string& option, const std::string& text, int64_t min_value,
-                                    int64_t max_value);
-std::vector<bool> parse_on_off_list(const std::string& option, const std::string& text);
+// A sweep list ("0,1,2,4", "off,on") of the run option `name` (workers, prefetch, pin-memory,
+// batch): each value read by the run options table (its parser and its range, core/run_options.h),
+// so a bad one is the same line as on `run`; the spec field the option sets, read back, duplicates
+// once. InputError naming the option on an empty list or an empty value.
+template <typename T>
+std::vector<T> parse_setting_list(const std::string& name, const std::string& text, T VariantSpec::*field);
 
 struct SweepOptions {
   LabOptions lab;                 // base spec (resolved), results folder, timeout
