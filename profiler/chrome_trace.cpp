@@ -24,6 +24,7 @@
 #include "core/errors.h"
 #include "core/json_text.h"
 #include "core/text.h"
+#include "core/trace_metadata.h"
 #include "core/units.h"
 #include "core/untrusted_input.h"
 #include "profiler/trace_byte_stream.h"
@@ -124,7 +125,7 @@ int64_t training_track(const Profile& profile) {
 void add_pytorch_aliases(const Profile& profile, const std::vector<TraceEvent>& sorted, const std::vector<int64_t>& ids,
                          const nlohmann::json& metadata, int64_t host_pid,
                          const std::function<double(int64_t)>& ts_us, nlohmann::json& events) {
-  const std::string iterator = metadata.is_object() && metadata.value("loader_workers", 0) > 0
+  const std::string iterator = trace_metadata_of(metadata).loader_workers.value_or(0) > 0
                                    ? "_MultiProcessingDataLoaderIter"
                                    : "_SingleProcessDataLoaderIter";
   const std::string data_loader_span = "enumerate(DataLoader)#" + iterator + ".__next__";

@@ -21,6 +21,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/text.h"
+#include "core/trace_metadata.h"
 #include "core/hash.h"
 #include "core/json_text.h"
 #include "core/step_progress.h"
@@ -679,14 +680,20 @@ void write_capture_window(const VariantSpec& spec, const SessionOptions& profile
   std::map<std::string, int64_t> counters;
   for (const CounterTrack& track : profile.counters) counters[track.name] = static_cast<int64_t>(track.samples.size());
   const int64_t events = static_cast<int64_t>(profile.events.size());
-  nlohmann::json metadata = {{"scenario", spec.scenario}, {"variant", spec.name()},
-                             {"window_start", spec.window_start}, {"window_steps", spec.window_steps},
-                             // what reading the trace needs to take the profiler's own cost out (diagnostics)
-                             {"op_sample", spec.op_sample}, {"profiler_event_cost_ns", profiler.event_cost_ns()}};
+  TraceMetadata ours;
+  ours.scenario = spec.scenario;
+  ours.variant = spec.name();
+  ours.window_start = spec.window_start;
+  ours.window_steps = spec.window_steps;
+  // what reading the trace needs to take the profiler's own cost out (diagnostics)
+  ours.op_sample = spec.op_sample;
+  ours.profiler_event_cost_ns = static_cast<double>(profiler.event_cost_ns());
+  ours.loader_workers = spec.workers;
+  if (t.data_parallel) ours.host = record.distributed.host;  // which machine
+  nlohmann::json metadata = to_json(ours);
   // Kineto's field, so trace readers tell ranks apart.
   metadata["distributedInfo"] = {{"backend", t.data_parallel ? record.distributed.backend : "none"},
                                  {"rank", t.dist.rank}, {"world_size", t.dist.world_size}};
-  if (t.data_parallel && !record.distributed.host.empty()) metadata["host"] = record.distributed.host;  // which machine
   if (t.data_parallel) {
     // The process groups as torch.profiler describes them: trainlab's ranks use one, the default
     // group over every rank, with the backend it was made with.
@@ -701,7 +708,6 @@ void write_capture_window(const VariantSpec& spec, const SessionOptions& profile
           {"pg_size", t.dist.world_size},
           {"ranks", ranks}}});
   }
-  metadata["loader_workers"] = spec.workers;
   if (t.use_cuda) metadata["deviceProperties"] = device_properties(t.device.index());
   const int64_t trace_bytes =
       write_chrome_trace(trace_path, profile, metadata, static_cast<int64_t>(::getpid()), &t.trace_clock);
