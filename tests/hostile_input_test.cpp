@@ -47,6 +47,11 @@ fs::path fresh_dir(const std::string& name) {
   return dir;
 }
 
+// `trainlab diagnose INPUT --out DIR/out`, in-process: the command most of these cases feed.
+CliResult diagnose_into(const fs::path& input, const fs::path& dir) {
+  return run({"diagnose", input.string(), "--out", (dir / "out").string()});
+}
+
 void write(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
 std::string read_bytes(const fs::path& path) {
@@ -72,7 +77,7 @@ TEST(HostileInputTest, ADevicePropertiesNameOfAnyTypeIsNotAnInternalError) {
   const fs::path dir = fresh_dir("device_name");
   for (const std::string name : {"7", "null", R"({"a":1})", "[1,2]"}) {
     write(dir / "t.json", small_trace(name));
-    const CliResult r = run({"diagnose", (dir / "t.json").string(), "--out", (dir / "out").string()});
+    const CliResult r = diagnose_into(dir / "t.json", dir);
     EXPECT_EQ(r.status, 0) << name << "\n" << r.err;
     EXPECT_EQ(read_diagnosis_file((dir / "out" / "diagnosis.json").string()).diagnoses.size(), 1u);
   }
@@ -84,12 +89,11 @@ TEST(HostileInputTest, SymlinkLoopsAreSkippedInFoldersAndNamedWhenGivenDirectly)
   fs::create_symlink("b.json", dir / "traces" / "a.json");
   fs::create_symlink("a.json", dir / "traces" / "b.json");
   // Only loops: nothing to diagnose, said in one line.
-  expect_one_line(run({"diagnose", (dir / "traces").string(), "--out", (dir / "out").string()}),
-                  "neither a run folder");
+  expect_one_line(diagnose_into(dir / "traces", dir), "neither a run folder");
   expect_one_line(run({"diagnose", (dir / "traces" / "a.json").string()}), "symbolic links");
   // A loop beside a real trace: the trace is diagnosed.
   write(dir / "traces" / "real.json", small_trace("\"cpu\""));
-  const CliResult r = run({"diagnose", (dir / "traces").string(), "--out", (dir / "out").string()});
+  const CliResult r = diagnose_into(dir / "traces", dir);
   EXPECT_EQ(r.status, 0) << r.err;
 
   // history: a looping entry in the results folder does not stop the listing.
@@ -109,7 +113,7 @@ TEST(HostileInputTest, AFifoWithNoWriterIsAnEmptyInputNotAHang) {
   const fs::path dir = fresh_dir("fifo");
   const fs::path fifo = dir / "trace.json";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  expect_one_line(run({"diagnose", fifo.string(), "--out", (dir / "out").string()}), "nothing was written");
+  expect_one_line(diagnose_into(fifo, dir), "nothing was written");
   expect_one_line(run({"diagnose", (dir / "x.json").string(), "--thresholds", fifo.string()}), "empty");
 }
 
@@ -175,7 +179,7 @@ TEST(HostileInputTest, AFolderWithATruncatedRankDiagnosesTheOtherRanksAndNamesIt
   write(dir / "traces" / "rank1.pt.trace.json", rank_trace(1, 3));
   const std::string whole = rank_trace(2, 3);
   write(dir / "traces" / "rank2.pt.trace.json", whole.substr(0, whole.find("},{") + 2));  // cut after an event
-  const CliResult r = run({"diagnose", (dir / "traces").string(), "--out", (dir / "out").string()});
+  const CliResult r = diagnose_into(dir / "traces", dir);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("(rank 1 of 3)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\nNot diagnosed: rank2.pt.trace.json: truncated JSON"), std::string::npos) << r.out;
@@ -439,7 +443,7 @@ TEST(HostileInputTest, SideFilesAreReadUpToALimitThatTheEnvironmentRaises) {
   ScopedEnv one_mib("TRAINLAB_MAX_FILE_MB", "1");
   fs::create_directories(dir / "zero_run");
   fs::create_symlink("/dev/zero", dir / "zero_run" / "run.json");
-  const CliResult zero = run({"diagnose", (dir / "zero_run").string(), "--out", (dir / "out").string()});
+  const CliResult zero = diagnose_into(dir / "zero_run", dir);
   expect_one_line(zero, "larger than 1 MiB");
   // The path once, not "run.json: cannot read run.json: ...".
   const std::string run_json = (dir / "zero_run" / "run.json").string();
@@ -447,11 +451,9 @@ TEST(HostileInputTest, SideFilesAreReadUpToALimitThatTheEnvironmentRaises) {
   // A regular file is refused by its size, before it is read.
   fs::create_directories(dir / "big_run");
   write(dir / "big_run" / "run.json", "{" + std::string(size_t{1} << 20, ' ') + "}");
-  expect_one_line(run({"diagnose", (dir / "big_run").string(), "--out", (dir / "out").string()}),
-                  "larger than 1 MiB");
+  expect_one_line(diagnose_into(dir / "big_run", dir), "larger than 1 MiB");
   ScopedEnv junk("TRAINLAB_MAX_FILE_MB", "lots");
-  expect_one_line(run({"diagnose", (dir / "big_run").string(), "--out", (dir / "out").string()}),
-                  "TRAINLAB_MAX_FILE_MB=lots: not a positive number");
+  expect_one_line(diagnose_into(dir / "big_run", dir), "TRAINLAB_MAX_FILE_MB=lots: not a positive number");
 }
 
 // NUL bytes or UTF-16 read as "malformed JSON" or "truncated JSON at byte 1"; now they are named.
@@ -466,10 +468,10 @@ TEST(HostileInputTest, SideFilesThatAreNotUtf8JsonSaySoInOneLine) {
   std::string utf16 = "\xFF\xFE";
   for (const char c : std::string(R"({"schema_version": 4})")) utf16 += std::string(1, c) + '\0';
   write(dir / "run" / "run.json", utf16);
-  expect_one_line(run({"diagnose", (dir / "run").string(), "--out", (dir / "out").string()}),
+  expect_one_line(diagnose_into(dir / "run", dir),
                   "UTF-16 encoded (little-endian, with a byte-order mark); trainlab reads UTF-8 JSON");
   write(dir / "zeros_trace.json", std::string(64, '\0'));
-  expect_one_line(run({"diagnose", (dir / "zeros_trace.json").string(), "--out", (dir / "out").string()}),
+  expect_one_line(diagnose_into(dir / "zeros_trace.json", dir),
                   "not JSON text: the file starts with NUL bytes");
 }
 
@@ -490,20 +492,19 @@ TEST(HostileInputTest, TraceLimitsEndTheImportInOneLineNamingTheVariable) {
   {
     ScopedEnv one_mib("TRAINLAB_MAX_STRING_MB", "1");
     expect_one_line(
-        run({"diagnose", bomb.string(), "--out", (dir / "out").string()}),
+        diagnose_into(bomb, dir),
         "more than 1 MiB of whitespace in a row at byte 1048594 (decompressed): past the limit (set "
         "TRAINLAB_MAX_STRING_MB to raise it)");
   }
-  EXPECT_EQ(run({"diagnose", bomb.string(), "--out", (dir / "out").string()}).status, 0);  // 3 MiB: under 16
+  EXPECT_EQ(diagnose_into(bomb, dir).status, 0);  // 3 MiB: under 16
   write(dir / "t.json", small_trace("\"cpu\""));
   {
     ScopedEnv few("TRAINLAB_MAX_TRACE_EVENTS", "5");
-    expect_one_line(run({"diagnose", (dir / "t.json").string(), "--out", (dir / "out").string()}),
+    expect_one_line(diagnose_into(dir / "t.json", dir),
                     "more than 5 trace events: past the limit (set TRAINLAB_MAX_TRACE_EVENTS to raise it)");
   }
   ScopedEnv junk("TRAINLAB_MAX_TRACE_GB", "-1");
-  expect_one_line(run({"diagnose", (dir / "t.json").string(), "--out", (dir / "out").string()}),
-                  "TRAINLAB_MAX_TRACE_GB=-1: not a positive number");
+  expect_one_line(diagnose_into(dir / "t.json", dir), "TRAINLAB_MAX_TRACE_GB=-1: not a positive number");
 }
 
 // Two INT64_MAX counts of lost records summed to -2: the verdict named a suspect instead of

@@ -49,6 +49,24 @@ VariantRecord sample_variant() {
   return v;
 }
 
+// A record as run.json holds it: written as JSON text and read back.
+RunRecord through_text(const RunRecord& run) {
+  return run_record_from_json(nlohmann::json::parse(to_json(run).dump()));
+}
+
+VariantRecord through_text(const VariantRecord& variant) {
+  return variant_record_from_json(nlohmann::json::parse(to_json(variant).dump()));
+}
+
+// A run that names itself ("r", its kind and scenario) and holds nothing else yet.
+RunRecord bare_run(const std::string& kind, const std::string& scenario) {
+  RunRecord run;
+  run.run_id = "r";
+  run.kind = kind;
+  run.scenario = scenario;
+  return run;
+}
+
 TEST(RunRecordTest, AggregateSkipsWarmupAndUsesMeasuredTime) {
   const VariantAggregate agg = aggregate(sample_variant());
   EXPECT_EQ(agg.measured_steps, 3);
@@ -115,7 +133,7 @@ TEST(RunRecordTest, DisturbanceAndWarmupTakenRoundTripAndOlderRecordsLackThem) {
   // Kept though disturbed (the re-runs spent): it counts, and says so.
   VariantRecord kept = sample_variant();
   kept.disturbed_kept = "another process took 40 % of the CPU";
-  const VariantRecord kept_back = variant_record_from_json(nlohmann::json::parse(to_json(kept).dump()));
+  const VariantRecord kept_back = through_text(kept);
   EXPECT_EQ(kept_back.disturbed_kept, "another process took 40 % of the CPU");
   EXPECT_TRUE(kept_back.counts());
 
@@ -143,13 +161,10 @@ TEST(RunRecordTest, DisturbanceAndWarmupTakenRoundTripAndOlderRecordsLackThem) {
 
 // The lab's thread lowerings: every field back, none written where it never lowered.
 TEST(RunRecordTest, ThreadLoweringsRoundTripAndOlderRecordsLackThem) {
-  RunRecord run;
-  run.run_id = "r";
-  run.kind = "ab";
-  run.scenario = "tinyops";
+  RunRecord run = bare_run("ab", "tinyops");
   EXPECT_FALSE(to_json(run).at("details").contains("thread_lowerings"));
   run.details.thread_lowerings.push_back({2, 1, 2, 0.98, "A bf16 #1", 3});
-  const RunRecord back = run_record_from_json(nlohmann::json::parse(to_json(run).dump()));
+  const RunRecord back = through_text(run);
   ASSERT_EQ(back.details.thread_lowerings.size(), 1u);
   const ThreadLowering& t = back.details.thread_lowerings.front();
   EXPECT_EQ(t.from_threads, 2);
@@ -162,14 +177,11 @@ TEST(RunRecordTest, ThreadLoweringsRoundTripAndOlderRecordsLackThem) {
 
 // The lab's waits for other processes to go: every field back, none written where it never waited.
 TEST(RunRecordTest, QuietWaitsRoundTripAndOlderRecordsLackThem) {
-  RunRecord run;
-  run.run_id = "r";
-  run.kind = "baseline";
-  run.scenario = "mlp";
+  RunRecord run = bare_run("baseline", "mlp");
   EXPECT_FALSE(to_json(run).at("details").contains("quiet_waits"));
   run.details.quiet_waits.push_back({"bf16 #1", 2, 1.02, 23.5, true, 1});
   run.details.quiet_waits.push_back({"bf16 #2", 2, 0.97, 36.0, false});
-  const RunRecord back = run_record_from_json(nlohmann::json::parse(to_json(run).dump()));
+  const RunRecord back = through_text(run);
   ASSERT_EQ(back.details.quiet_waits.size(), 2u);
   const QuietWait& w = back.details.quiet_waits.front();
   EXPECT_EQ(w.after, "bf16 #1");

@@ -53,13 +53,8 @@ std::optional<Finding> periodic_slow_steps(const Summary& s, const Thresholds& t
   }
   double excess = 0;
   for (size_t i : slow) excess += s.step_ms[i] - baseline_ms;
-  const double total = sum(s.step_ms);
-  const double saving = total > 0 ? excess / total * 100.0 : 0;
   const double per_period = excess / static_cast<double>(events.size());
-  Finding f =
-      make("periodic_slow_steps",
-           saving >= t.value(threshold::slow_steps::moderate_excess_pct) ? Severity::kModerate : Severity::kInfo,
-           Suspect::kNone);
+  Finding f = slow_steps_finding("periodic_slow_steps", s, t, slow, excess);
   f.evidence.push_back({"period_steps", static_cast<double>(period_steps), static_cast<double>(min_period), "steps"});
   f.evidence.push_back({"period_share_pct", period_share * 100.0, share_min, "pct"});
   f.evidence.push_back({"extra_ms_per_period", per_period, baseline_ms * slow_pct / 100.0, "ms"});
@@ -70,9 +65,6 @@ std::optional<Finding> periodic_slow_steps(const Summary& s, const Thresholds& t
   f.recommendation =
       "Something runs every few steps on the training thread (checkpoint, logging, evaluation, a "
       "metric read that synchronises): move it to a background thread or run it less often.";
-  f.times_fired = static_cast<int64_t>(slow.size());
-  f.data_points = static_cast<int64_t>(s.step_ms.size());
-  f.saving_pct = saving;
   return f;
 }
 

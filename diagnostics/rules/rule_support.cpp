@@ -192,6 +192,20 @@ bool oversubscribed(const Summary& s) {
          ranks_here(s) * *s.intra_op_threads > s.logical_cores;
 }
 
+Finding slow_steps_finding(const char* rule_id, const Summary& s, const Thresholds& t,
+                           const std::vector<size_t>& slow_steps, double excess_ms) {
+  const double total = sum(s.step_ms);
+  const double saving = total > 0 ? excess_ms / total * 100.0 : 0;
+  Finding f = make(
+      rule_id,
+      saving >= t.value(threshold::slow_steps::moderate_excess_pct) ? Severity::kModerate : Severity::kInfo,
+      Suspect::kNone);
+  f.times_fired = static_cast<int64_t>(slow_steps.size());
+  f.data_points = static_cast<int64_t>(s.step_ms.size());
+  f.saving_pct = saving;
+  return f;
+}
+
 void fired_on_every_step(Finding& f, const Summary& s) { f.times_fired = f.data_points = step_count(s); }
 
 }  // namespace trainlab::rules

@@ -86,6 +86,12 @@ bool oversubscribed(const Summary& s);
 
 Finding make(const char* rule_id, Severity severity, Suspect suspect);
 
+// A finding about slow steps that took excess_ms beyond the usual step in all: the saving is that
+// excess's share of all the step time, moderate from slow_steps::moderate_excess_pct on, info below,
+// no suspect; fired on the slow steps out of every step in the series.
+Finding slow_steps_finding(const char* rule_id, const Summary& s, const Thresholds& t,
+                           const std::vector<size_t>& slow_steps, double excess_ms);
+
 // A condition read from the run's aggregates (a share, a per-step mean): it counts as holding on
 // every measured step, times_fired = data_points = the step count.
 void fired_on_every_step(Finding& f, const Summary& s);

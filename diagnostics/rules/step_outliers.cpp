@@ -21,12 +21,7 @@ std::optional<Finding> step_outliers(const Summary& s, const Thresholds& t) {
     excess += s.step_ms[i] - median;
     slowest = std::max(slowest, s.step_ms[i]);
   }
-  const double total = sum(s.step_ms);
-  const double saving = total > 0 ? excess / total * 100.0 : 0;
-  Finding f =
-      make("step_outliers",
-           saving >= t.value(threshold::slow_steps::moderate_excess_pct) ? Severity::kModerate : Severity::kInfo,
-           Suspect::kNone);
+  Finding f = slow_steps_finding("step_outliers", s, t, outliers, excess);
   f.evidence.push_back({"outlier_steps", static_cast<double>(outliers.size()), 0, "count"});
   f.evidence.push_back({"max_step_ms", slowest, limit, "ms"});
   f.title = format_text("%zu step%s beyond mean + %.0f sigma (%.1f ms): step%s ", outliers.size(),
@@ -36,9 +31,6 @@ std::optional<Finding> step_outliers(const Summary& s, const Thresholds& t) {
   f.recommendation =
       "Look at what those steps do differently (a checkpoint, evaluation, garbage collection, a "
       "slow batch, another process); run it off the training thread or less often.";
-  f.times_fired = static_cast<int64_t>(outliers.size());
-  f.data_points = static_cast<int64_t>(s.step_ms.size());
-  f.saving_pct = saving;
   return f;
 }
 

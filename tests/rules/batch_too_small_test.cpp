@@ -13,13 +13,9 @@ TEST(RulesTest, SmallBatchWithPerStepOverhead) {
   s.batch_size = 16;
   s.shares = {0, 0, 70, 0, 20, 10};
   auto f = find(s, "batch_too_small");
-  ASSERT_TRUE(f);
-  EXPECT_EQ(f->severity, Severity::kModerate);
-  EXPECT_EQ(f->suspect, Suspect::kFrameworkOverhead);
-  EXPECT_EQ(f->change, "larger_batch");
-  EXPECT_EQ(evidence(*f, "batch_size")->value, 16);
-  EXPECT_EQ(evidence(*f, "batch_size")->threshold, 32);
-  EXPECT_EQ(evidence(*f, "fixed_overhead_pct")->value, 30);
+  ASSERT_TRUE(fired_as(f, Severity::kModerate, Suspect::kFrameworkOverhead, "larger_batch"));
+  EXPECT_TRUE(has_evidence(*f, "batch_size", 16, 32));
+  EXPECT_TRUE(has_evidence(*f, "fixed_overhead_pct", 30));
   EXPECT_EQ(f->saving_pct, 15);
 
   s.batch_size = 32;
@@ -33,14 +29,13 @@ TEST(RulesTest, SmallBatchWithPerStepOverhead) {
 }
 
 TEST(RulesTest, SmallBatchLeavingTheGpuIdle) {
-  Summary s = quiet();
-  s.on_gpu = true;
+  Summary s = quiet_on_gpu();
   s.batch_size = 8;
   s.shares = {0, 0, 40, 0, 5, 5};
   s.device_busy_pct = 40;
   auto f = find(s, "batch_too_small");
   ASSERT_TRUE(f);
-  EXPECT_EQ(evidence(*f, "device_busy_pct")->value, 40);
+  EXPECT_TRUE(has_evidence(*f, "device_busy_pct", 40));
   EXPECT_EQ(f->saving_pct, 30);
   s.shares.data_wait_pct = 20;  // the idle time is data wait's: not the batch
   EXPECT_FALSE(find(s, "batch_too_small"));

@@ -9,16 +9,11 @@ namespace trainlab::rule_test {
 namespace {
 
 TEST(RulesTest, DispatchOverheadOnGpu) {
-  Summary s = quiet();
-  s.on_gpu = true;
+  Summary s = quiet_on_gpu();
   s.shares.framework_pct = 25;
   auto f = find(s, "dispatch_overhead");
-  ASSERT_TRUE(f);
-  EXPECT_EQ(f->severity, Severity::kModerate);
-  EXPECT_EQ(f->suspect, Suspect::kFrameworkOverhead);
-  EXPECT_EQ(f->change, "compiled");
-  EXPECT_EQ(evidence(*f, "framework_pct")->value, 25);
-  EXPECT_EQ(evidence(*f, "framework_pct")->threshold, 20);
+  ASSERT_TRUE(fired_as(f, Severity::kModerate, Suspect::kFrameworkOverhead, "compiled"));
+  EXPECT_TRUE(has_evidence(*f, "framework_pct", 25, 20));
   EXPECT_EQ(f->saving_pct, 25);
 
   s.shares.framework_pct = 5;
@@ -26,7 +21,7 @@ TEST(RulesTest, DispatchOverheadOnGpu) {
   f = find(s, "dispatch_overhead");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->severity, Severity::kInfo);
-  EXPECT_EQ(evidence(*f, "short_kernel_pct")->value, 60);
+  EXPECT_TRUE(has_evidence(*f, "short_kernel_pct", 60));
   s.short_kernel_pct = 40;
   EXPECT_FALSE(find(s, "dispatch_overhead"));
 }
@@ -42,10 +37,8 @@ TEST(RulesTest, DispatchOverheadOnCpu) {
   auto f = find(s, "dispatch_overhead");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->severity, Severity::kInfo);  // many small ops, but only 5 % of the step is their dispatch
-  EXPECT_EQ(evidence(*f, "ops_per_step")->value, 500);
-  EXPECT_EQ(evidence(*f, "ops_per_step")->threshold, 200);
-  EXPECT_EQ(evidence(*f, "op_us.p50")->value, 8);
-  EXPECT_EQ(evidence(*f, "op_us.p50")->threshold, 20);
+  EXPECT_TRUE(has_evidence(*f, "ops_per_step", 500, 200));
+  EXPECT_TRUE(has_evidence(*f, "op_us.p50", 8, 20));
 
   s.op_us->p50 = 25;  // ops do real work
   EXPECT_FALSE(find(s, "dispatch_overhead"));
@@ -61,8 +54,7 @@ TEST(RulesTest, DispatchOverheadOnCpu) {
 }
 
 TEST(RulesTest, DispatchOverheadNamesAllocatorChurnAndSyncsFromTheIdleCauses) {
-  Summary s = quiet();
-  s.on_gpu = true;
+  Summary s = quiet_on_gpu();
   s.source = "kineto";
   s.shares.framework_pct = 40;
   s.idle_cause_pct = {{"allocator", 25}, {"launch", 10}, {"sync", 5}};

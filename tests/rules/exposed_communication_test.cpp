@@ -15,12 +15,8 @@ TEST(RulesTest, ExposedCommunication) {
   EXPECT_FALSE(find(s, "exposed_communication"));
   s.shares.communication_pct = 12;
   auto f = find(s, "exposed_communication");
-  ASSERT_TRUE(f);
-  EXPECT_EQ(f->severity, Severity::kModerate);
-  EXPECT_EQ(f->suspect, Suspect::kCommunication);
-  EXPECT_EQ(f->change, "overlap_comm");
-  EXPECT_EQ(f->evidence[0].value, 12);
-  EXPECT_EQ(f->evidence[0].threshold, 10);
+  ASSERT_TRUE(fired_as(f, Severity::kModerate, Suspect::kCommunication, "overlap_comm"));
+  EXPECT_TRUE(first_evidence_is(*f, 12, 10));
   EXPECT_EQ(f->saving_pct, 12);
 
   s.comm_total_pct = 40;  // 30 % of the collective time is exposed: overlapped already

@@ -15,13 +15,10 @@ TEST(RulesTest, GemmAlignment) {
   s.gemm_unaligned_ops = 3;
   s.unaligned_gemm_examples = {"aten::addmm [4096,1000]x[1000,10]"};
   auto f = find(s, "gemm_alignment");
-  ASSERT_TRUE(f);
-  EXPECT_EQ(f->severity, Severity::kModerate);
-  EXPECT_EQ(f->suspect, Suspect::kModelCompute);
+  ASSERT_TRUE(fired_as(f, Severity::kModerate, Suspect::kModelCompute));
   EXPECT_DOUBLE_EQ(f->evidence[0].value, 30);
   EXPECT_EQ(f->evidence[0].threshold, 25);
-  EXPECT_EQ(f->times_fired, 3);
-  EXPECT_EQ(f->data_points, 10);
+  EXPECT_TRUE(counts_are(*f, 3, 10));
   EXPECT_TRUE(contains(f->title, "aten::addmm [4096,1000]x[1000,10]")) << f->title;
   s.compute_dtype = "fp32";
   EXPECT_EQ(find(s, "gemm_alignment")->severity, Severity::kInfo);

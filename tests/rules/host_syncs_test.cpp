@@ -9,22 +9,15 @@ namespace trainlab::rule_test {
 namespace {
 
 TEST(RulesTest, HostSyncs) {
-  Summary s = quiet();
-  s.on_gpu = true;
+  Summary s = quiet_on_gpu();
   s.host_syncs_per_step = 3;
   auto f = find(s, "host_syncs");
-  ASSERT_TRUE(f);
-  EXPECT_EQ(f->severity, Severity::kModerate);
-  EXPECT_EQ(f->suspect, Suspect::kFrameworkOverhead);
-  EXPECT_EQ(f->evidence[0].value, 3);
-  EXPECT_EQ(f->evidence[0].threshold, 1);
+  ASSERT_TRUE(fired_as(f, Severity::kModerate, Suspect::kFrameworkOverhead));
+  EXPECT_TRUE(first_evidence_is(*f, 3, 1));
   EXPECT_TRUE(contains(f->title, ".item()")) << f->title;
   s.on_gpu = false;
   EXPECT_EQ(find(s, "host_syncs")->severity, Severity::kInfo);
-  s.host_syncs_per_step = 1;
-  EXPECT_FALSE(find(s, "host_syncs"));
-  s.host_syncs_per_step.reset();
-  EXPECT_FALSE(find(s, "host_syncs"));
+  expect_silent_at_and_without(s, "host_syncs", &Summary::host_syncs_per_step, 1);
 }
 
 }  // namespace

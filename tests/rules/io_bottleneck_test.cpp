@@ -13,15 +13,11 @@ TEST(RulesTest, IoBottleneckNeedsIoWaitAndDataWait) {
   s.shares.data_wait_pct = 10;
   s.system["cpu.iowait_pct"] = dist(200, 4, 15);
   auto f = find(s, "io_bottleneck");
-  ASSERT_TRUE(f);
-  EXPECT_EQ(f->severity, Severity::kModerate);
-  EXPECT_EQ(f->suspect, Suspect::kDataPipeline);
-  EXPECT_EQ(evidence(*f, "cpu.iowait_pct.p95")->value, 15);
-  EXPECT_EQ(evidence(*f, "cpu.iowait_pct.p95")->threshold, 10);
-  EXPECT_EQ(evidence(*f, "data_wait_pct")->value, 10);
+  ASSERT_TRUE(fired_as(f, Severity::kModerate, Suspect::kDataPipeline));
+  EXPECT_TRUE(has_evidence(*f, "cpu.iowait_pct.p95", 15, 10));
+  EXPECT_TRUE(has_evidence(*f, "data_wait_pct", 10));
   EXPECT_EQ(f->saving_pct, 10);
-  EXPECT_EQ(f->data_points, 200);
-  EXPECT_EQ(f->times_fired, 10);
+  EXPECT_TRUE(counts_are(*f, 10, 200));
 
   s.shares.data_wait_pct = 25;
   EXPECT_EQ(find(s, "io_bottleneck")->severity, Severity::kHigh);

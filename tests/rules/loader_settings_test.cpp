@@ -13,11 +13,9 @@ TEST(RulesTest, LoaderWithoutWorkers) {
   s.loader_workers = 0;
   s.shares.data_wait_pct = 12;
   auto f = find(s, "loader_settings");
-  ASSERT_TRUE(f);
-  EXPECT_EQ(f->severity, Severity::kModerate);
-  EXPECT_EQ(f->change, "more_workers");
-  EXPECT_EQ(evidence(*f, "loader_workers")->value, 0);
-  EXPECT_EQ(evidence(*f, "data_wait_pct")->value, 12);
+  ASSERT_TRUE(fired_as(f, Severity::kModerate, Suspect::kDataPipeline, "more_workers"));
+  EXPECT_TRUE(has_evidence(*f, "loader_workers", 0));
+  EXPECT_TRUE(has_evidence(*f, "data_wait_pct", 12));
   EXPECT_TRUE(contains(f->title, "training thread")) << f->title;
   EXPECT_EQ(f->saving_pct, 12);
 
@@ -32,11 +30,8 @@ TEST(RulesTest, LoaderOversubscribed) {
   Summary s = quiet();
   s.loader_workers = 16;
   auto f = find(s, "loader_settings");
-  ASSERT_TRUE(f);
-  EXPECT_EQ(f->severity, Severity::kInfo);
-  EXPECT_EQ(f->change, "");
-  EXPECT_EQ(evidence(*f, "loader_workers")->value, 16);
-  EXPECT_EQ(evidence(*f, "loader_workers")->threshold, 8);
+  ASSERT_TRUE(fired_as(f, Severity::kInfo, Suspect::kDataPipeline, ""));
+  EXPECT_TRUE(has_evidence(*f, "loader_workers", 16, 8));
   EXPECT_TRUE(contains(f->title, "16 loader workers oversubscribe 8 logical cores")) << f->title;
   s.shares.data_wait_pct = 6;
   EXPECT_EQ(find(s, "loader_settings")->severity, Severity::kModerate);
@@ -48,15 +43,13 @@ TEST(RulesTest, LoaderOversubscribed) {
 }
 
 TEST(RulesTest, LoaderUnpinnedCopiesOnGpu) {
-  Summary s = quiet();
-  s.on_gpu = true;
+  Summary s = quiet_on_gpu();
   s.pin_memory = false;
   s.shares.host_to_device_pct = 6;
   auto f = find(s, "loader_settings");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->change, "pin_memory");
-  EXPECT_EQ(evidence(*f, "host_to_device_pct")->value, 6);
-  EXPECT_EQ(evidence(*f, "host_to_device_pct")->threshold, 5);
+  EXPECT_TRUE(has_evidence(*f, "host_to_device_pct", 6, 5));
   EXPECT_EQ(f->saving_pct, 6);
   s.shares.host_to_device_pct = 4;
   EXPECT_FALSE(find(s, "loader_settings"));

@@ -9,23 +9,18 @@ namespace trainlab::rule_test {
 namespace {
 
 TEST(RulesTest, LowGpuUtilisationNamesTheLargestShare) {
-  Summary s = quiet();
-  s.on_gpu = true;
+  Summary s = quiet_on_gpu();
   s.shares = {30, 0, 50, 5, 10, 5};
   s.system["gpu0.util_pct"] = dist(200, 40, 69.9, 40, 20);
   auto f = find(s, "low_device_utilisation");
-  ASSERT_TRUE(f);
-  EXPECT_EQ(f->severity, Severity::kModerate);
-  EXPECT_EQ(f->suspect, Suspect::kDataPipeline);
-  EXPECT_EQ(f->change, "");  // a symptom: input_bound carries the change and the saving
-  EXPECT_EQ(evidence(*f, "gpu0.util_pct.p95")->value, 69.9);
-  EXPECT_EQ(evidence(*f, "gpu0.util_pct.p95")->threshold, 70);
+  // A symptom: input_bound carries the change and the saving.
+  ASSERT_TRUE(fired_as(f, Severity::kModerate, Suspect::kDataPipeline, ""));
+  EXPECT_TRUE(has_evidence(*f, "gpu0.util_pct.p95", 69.9, 70));
   EXPECT_DOUBLE_EQ(evidence(*f, "gpu0.util_pct.cv")->value, 50);  // stddev 20 / mean 40
-  EXPECT_EQ(evidence(*f, "data_wait_pct")->value, 30);
+  EXPECT_TRUE(has_evidence(*f, "data_wait_pct", 30));
   EXPECT_TRUE(contains(f->title, "fluctuating")) << f->title;
   EXPECT_EQ(f->saving_pct, 0);
-  EXPECT_EQ(f->data_points, 200);
-  EXPECT_EQ(f->times_fired, 190);
+  EXPECT_TRUE(counts_are(*f, 190, 200));
 
   s.system["gpu0.util_pct"] = dist(200, 40, 69.9, 40, 10);  // cv 25 %: steady, no fluctuation evidence
   f = find(s, "low_device_utilisation");
@@ -36,13 +31,12 @@ TEST(RulesTest, LowGpuUtilisationNamesTheLargestShare) {
 }
 
 TEST(RulesTest, LowGpuUtilisationFromTraceBusyShare) {
-  Summary s = quiet();
-  s.on_gpu = true;
+  Summary s = quiet_on_gpu();
   s.shares.framework_pct = 35;
   s.device_busy_pct = 50;  // no sampled utilisation: the trace's kernel busy share
   auto f = find(s, "low_device_utilisation");
   ASSERT_TRUE(f);
-  EXPECT_EQ(evidence(*f, "device_busy_pct")->value, 50);
+  EXPECT_TRUE(has_evidence(*f, "device_busy_pct", 50));
   EXPECT_EQ(f->suspect, Suspect::kFrameworkOverhead);
   EXPECT_EQ(f->change, "");
   s.device_busy_pct.reset();
@@ -54,10 +48,7 @@ TEST(RulesTest, LowCpuUtilisationWithoutACulpritIsInfo) {
   s.shares = {2, 0, 60, 3, 4, 31};
   s.device_busy_pct = 60;
   auto f = find(s, "low_device_utilisation");
-  ASSERT_TRUE(f);
-  EXPECT_EQ(f->severity, Severity::kInfo);
-  EXPECT_EQ(f->suspect, Suspect::kNone);
-  EXPECT_EQ(f->change, "");
+  ASSERT_TRUE(fired_as(f, Severity::kInfo, Suspect::kNone, ""));
   EXPECT_EQ(f->saving_pct, 0);
   EXPECT_EQ(evidence(*f, "device_busy_pct")->threshold, 70);
 
@@ -66,10 +57,7 @@ TEST(RulesTest, LowCpuUtilisationWithoutACulpritIsInfo) {
   EXPECT_EQ(f->suspect, Suspect::kCommunication);
   EXPECT_EQ(f->saving_pct, 0);
 
-  s.device_busy_pct = 75;
-  EXPECT_FALSE(find(s, "low_device_utilisation"));
-  s.device_busy_pct.reset();
-  EXPECT_FALSE(find(s, "low_device_utilisation"));
+  expect_silent_at_and_without(s, "low_device_utilisation", &Summary::device_busy_pct, 75);
 }
 
 }  // namespace

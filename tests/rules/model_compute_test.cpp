@@ -12,11 +12,8 @@ TEST(RulesTest, ModelComputeWellFed) {
   Summary s = quiet();
   s.shares = {3, 0, 80, 0, 7, 10};
   auto f = find(s, "model_compute");
-  ASSERT_TRUE(f);
-  EXPECT_EQ(f->severity, Severity::kInfo);
-  EXPECT_EQ(f->suspect, Suspect::kModelCompute);
-  EXPECT_EQ(f->evidence[0].value, 80);
-  EXPECT_EQ(f->evidence[0].threshold, 60);
+  ASSERT_TRUE(fired_as(f, Severity::kInfo, Suspect::kModelCompute));
+  EXPECT_TRUE(first_evidence_is(*f, 80, 60));
   EXPECT_TRUE(contains(f->title, "efficiency unknown")) << f->title;
 
   s.achieved_flops_per_s = 3e12;

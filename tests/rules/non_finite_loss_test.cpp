@@ -19,9 +19,8 @@ TEST(RulesTest, NonFiniteLoss) {
   auto f = find(s, "non_finite_loss");
   ASSERT_TRUE(f);
   EXPECT_EQ(f->severity, Severity::kHigh);
-  EXPECT_EQ(f->times_fired, 2);
-  EXPECT_EQ(f->data_points, 10);
-  EXPECT_EQ(f->evidence[0].value, 2);
+  EXPECT_TRUE(counts_are(*f, 2, 10));
+  EXPECT_TRUE(first_evidence_is(*f, 2));
   EXPECT_TRUE(contains(f->title, "first at step 8")) << f->title;  // numbers start at 5
   s.losses[3] = s.losses[7] = 2.4;
   EXPECT_FALSE(find(s, "non_finite_loss"));

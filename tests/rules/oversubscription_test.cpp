@@ -11,20 +11,13 @@ namespace trainlab::rule_test {
 namespace {
 
 TEST(RulesTest, OversubscribedRanksAreNamedAndTakePrecisionsPlace) {
-  Summary s = quiet();
-  s.compute_dtype = "fp32";
-  s.shares = {0, 0, 90, 0, 5, 5};
-  s.fp32_op_share_pct = 95;
+  Summary s = fp32_run({0, 0, 90, 0, 5, 5});
   s.logical_cores = 2;
   s.world_size = 2;
   s.intra_op_threads = 2;  // 2 ranks x 2 threads on 2 cores
   auto f = find(s, "oversubscription");
-  ASSERT_TRUE(f);
-  EXPECT_EQ(f->severity, Severity::kHigh);
-  EXPECT_EQ(f->suspect, Suspect::kFrameworkOverhead);
-  EXPECT_EQ(f->change, "fewer_threads");
-  EXPECT_EQ(evidence(*f, "rank_threads")->value, 4);
-  EXPECT_EQ(evidence(*f, "rank_threads")->threshold, 2);
+  ASSERT_TRUE(fired_as(f, Severity::kHigh, Suspect::kFrameworkOverhead, "fewer_threads"));
+  EXPECT_TRUE(has_evidence(*f, "rank_threads", 4, 2));
   EXPECT_NE(f->title.find("2 ranks x 2 threads = 4 threads on 2 cores"), std::string::npos) << f->title;
   EXPECT_FALSE(find(s, "precision"));  // the compute share is threads waiting, not GEMMs bf16 would speed up
   EXPECT_NEAR(f->saving_pct, 45.0, 1e-9);  // 90 % compute, half of it waiting: 1 - 2 cores / 4 threads

@@ -99,8 +99,7 @@ TEST(RulesTest, RecommendationsSpeakTheUsersLanguage) {
 
 TEST(RulesTest, EveryThresholdTheRulesUseIsDefined) {
   // A Summary that reaches every rule's threshold look-ups: run_rules throws on a missing key.
-  Summary s = quiet();
-  s.on_gpu = true;
+  Summary s = quiet_on_gpu();
   s.shares = {30, 6, 50, 12, 25, 5};
   s.system["gpu0.util_pct"] = dist(10, 5, 20, 10, 8);
   s.system["cpu.total_pct"] = dist(10, 95, 99);
