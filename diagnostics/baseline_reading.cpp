@@ -259,6 +259,156 @@ std::string expected_conclusion(const Bf16Expectation& e, const GainEstimate& g,
   return out + ".";
 }
 
+// The fp32 -> bf16 reading and its line: the probe's GEMM gain where the probe left bf16 out;
+// otherwise the measured gain, read against half of what the hardware could give where the probe
+// says, the seeds' line otherwise.
+void read_precision(const LabVariantFigures& fp32, const LabVariantFigures& bf16, const Bf16Probe* probe,
+                    const std::optional<Bf16Expectation>& expected, double precision_min, LabReading& reading) {
+  if (probe && probe->bf16_left_out) {
+    reading.precision_gain = probe->gemm_gain;
+    reading.lines.push_back(probe_line(*probe));
+    return;
+  }
+  const bool bounded = expected && !expected->cannot_help();
+  reading.precision_gain = gain_of(fp32, bf16, bounded ? expected_line_pct(*expected) : precision_min);
+  // bf16 no faster on this CPU: the reading is decided whatever the interval holds.
+  if (reading.precision_gain && expected && expected->cannot_help() &&
+      reading.precision_gain->against_line == "at the line")
+    reading.precision_gain->against_line = "below";
+  reading.lines.push_back(reading.precision_gain
+                              ? precision_line(*reading.precision_gain, precision_min, expected, probe)
+                              : "fp32 -> bf16: no reading (a variant failed).");
+}
+
+// The "-> compiled" reading and its line, against the variant compiling started from (compile_base,
+// named compile_base_name); not read when the compiled run computed the wrong thing.
+void read_compile(const LabVariantFigures& compile_base, const std::string& compile_base_name,
+                  const LabVariantFigures& compiled, const std::string& bf16_compile_refused, double compile_min,
+                  const Thresholds& thresholds, LabReading& reading) {
+  if (!bf16_compile_refused.empty()) {
+    reading.lines.push_back("bf16 could not be compiled (" + bf16_compile_refused +
+                            "): the compiled run is fp32+compiled, read against fp32.");
+  }
+  const bool compiled_wrong = compiled.ok && compiled.loss_not_finite_from_start && compile_base.ok &&
+                              !compile_base.loss_not_finite_from_start;
+  if (!compiled_wrong) reading.compile_gain = gain_of(compile_base, compiled, compile_min);
+  if (compiled_wrong) {
+    reading.lines.push_back(compile_base_name + " -> compiled: not read: the compiled run's loss was NaN or Inf from "
+                            "its first step while " + compile_base_name + "'s stays finite, so its compiled code "
+                            "computes the wrong thing here and its speed says nothing of compiling this model.");
+  } else if (reading.compile_gain) {
+    reading.lines.push_back(compile_line(*reading.compile_gain, compile_base_name, compile_base, compiled,
+                                         compile_min, thresholds.value(threshold::lab::op_dispatch_us)));
+  } else if (!compiled.ok && !compiled.unavailable.empty()) {
+    reading.lines.push_back(compile_base_name + " -> compiled: compiling could not be measured: " +
+                            compiled.unavailable + ".");
+  } else {
+    reading.lines.push_back(compile_base_name + " -> compiled: no reading (a variant failed).");
+  }
+}
+
+// "Data wait is X % of the fp32 step (range), Y % of the bf16 step."; none without fp32's data wait.
+std::optional<std::string> data_wait_line(const LabVariantFigures& fp32, const LabVariantFigures& bf16,
+                                          double fp32_wait, double bf16_wait) {
+  if (!fp32.ok || fp32.data_wait_pct.empty()) return std::nullopt;
+  std::string line = "Data wait is " + plain_pct(fp32_wait) + " of the fp32 step";
+  if (fp32.data_wait_pct.size() >= 2) {
+    line += format_text(" (%.1f-%.1f %% over the repetitions)", stats::min(fp32.data_wait_pct),
+                        stats::max(fp32.data_wait_pct));
+  }
+  if (bf16.ok && !bf16.data_wait_pct.empty()) line += ", " + plain_pct(bf16_wait) + " of the bf16 step";
+  return line + ".";
+}
+
+// The figures and thresholds the one conclusion is drawn from.
+struct LabConclusionFigures {
+  std::optional<GainEstimate> precision_gain;  // fp32 -> bf16 (the probe's GEMMs where bf16 was left out)
+  std::optional<Bf16Expectation> expected;     // what bf16 could give, where the probe measured the CPU
+  const Bf16Probe* probe = nullptr;
+  bool bf16_left_out = false;
+  bool fp32_ok = false;
+  double fp32_ops_per_step = 0;
+  double compute_pct = -1;                      // the fp32 step's compute share; -1: not recorded
+  bool compute_bound = false;                   // compute_pct at or above the CPU's device-busy level
+  double fp32_wait_pct = 0, bf16_wait_pct = 0;  // data wait, share of each step
+  double precision_min_pct = 0, input_high_pct = 0, input_moderate_pct = 0;  // thresholds
+};
+
+// The data pipeline bounds the run: fp32 waits on data, or bf16's faster compute only left it waiting.
+std::string input_bound_conclusion(const LabConclusionFigures& f, bool precision_matters) {
+  std::string c = f.fp32_wait_pct >= f.input_high_pct
+                      ? "the data pipeline bounds this run: data wait is " + plain_pct(f.fp32_wait_pct) +
+                            " of the fp32 step"
+                      : "the data pipeline bounds this run: bf16's faster compute only left the step waiting on "
+                        "data (" + plain_pct(f.bf16_wait_pct) + " of the bf16 step)";
+  c += precision_matters ? "; compute is the other large part (bf16 gained " +
+                               signed_pct(f.precision_gain->gain_pct) + "). Fix the data pipeline first"
+                         : ". Fix it first";
+  c += " (`trainlab sweep` finds the loader setting; -k cache=1 measures decode-once).";
+  return c;
+}
+
+// No precision reading: bf16 (or, where the probe left it out, the probe's bf16 GEMMs) ran slower
+// than fp32.
+std::string slower_conclusion(const LabConclusionFigures& f) {
+  const bool unit = f.probe && probe_found_bf16_unit(*f.probe);
+  std::string c = f.bf16_left_out
+                      ? std::string(unit ? "no precision reading: bf16 runs slowly here despite the CPU's bf16 unit"
+                                         : "no precision reading: this CPU emulates bf16") +
+                            " (a Linear layer's GEMMs " + signed_pct(f.precision_gain->gain_pct) +
+                            " in bf16), so the lab cannot say whether compute bounds the step"
+                      : "no precision reading: bf16 ran " + signed_pct(f.precision_gain->gain_pct) +
+                            " against fp32 here, so the lab cannot say whether compute bounds the step";
+  if (f.fp32_wait_pct >= f.input_moderate_pct)
+    c += "; data wait is " + plain_pct(f.fp32_wait_pct) + " of the fp32 step";
+  c += "; `trainlab profile` names the bottleneck of the fp32 step.";
+  return c;
+}
+
+// The one conclusion, from all figures together (the words after "Reading: ").
+std::string lab_conclusion(const LabConclusionFigures& f) {
+  const std::string against = f.precision_gain ? f.precision_gain->against_line : "";
+  const bool slower = f.precision_gain && bf16_slower(*f.precision_gain);
+  const bool precision_matters = against == "above" || against == "above?";
+  const bool not_precision = !slower && (against == "below" || against == "below?");
+  const bool input_bound = f.fp32_ok && (f.fp32_wait_pct >= f.input_high_pct ||
+                                         (not_precision && f.bf16_wait_pct >= f.input_high_pct));
+  std::string c;
+  if (input_bound) {
+    c = input_bound_conclusion(f, precision_matters);
+  } else if (f.expected && f.precision_gain) {
+    c = expected_conclusion(*f.expected, *f.precision_gain, f.compute_bound, f.fp32_wait_pct, f.input_moderate_pct,
+                            f.fp32_ops_per_step);
+  } else if (precision_matters) {
+    c = "model compute bounds this run: bf16 gained " + signed_pct(f.precision_gain->gain_pct);
+    if (f.fp32_wait_pct >= f.input_moderate_pct)
+      c += "; data wait (" + plain_pct(f.fp32_wait_pct) + ") is a secondary cost";
+    c += ".";
+  } else if (not_precision && f.compute_bound) {
+    // No probe to say why, but compute fills the step: it does not wait on something else.
+    c = "model compute is " + plain_pct(f.compute_pct) + " of the fp32 step, yet bf16 gained " +
+        signed_pct(f.precision_gain->gain_pct) +
+        ": bf16 arithmetic is not much faster than fp32 here, or the compute is outside GEMMs; `trainlab profile` "
+        "splits compute by op.";
+  } else if (not_precision) {
+    c = "not precision: the step waits on something else";
+    c += f.fp32_wait_pct >= f.input_moderate_pct
+             ? "; data wait (" + plain_pct(f.fp32_wait_pct) + ") is part of it; `trainlab profile` splits the rest."
+             : "; `trainlab profile` names it (framework overhead, other host work).";
+  } else if (slower) {
+    c = slower_conclusion(f);
+  } else if (against == "at the line") {
+    c = "undecided: the precision gain's interval holds the +" + plain_pct(f.precision_min_pct) + " line";
+    if (f.fp32_wait_pct >= f.input_moderate_pct)
+      c += "; data wait is " + plain_pct(f.fp32_wait_pct) + " of the step";
+    c += "; run more repetitions or `trainlab profile`.";
+  } else {
+    c = "no reading: a variant failed.";
+  }
+  if (against == "above?" || against == "below?") c += " (tentative: one repetition)";
+  return c;
+}
+
 }  // namespace
 
 bool probe_found_bf16_unit(const Bf16Probe& probe) {
@@ -316,107 +466,29 @@ LabReading read_baseline_lab(const LabVariantFigures& fp32, const LabVariantFigu
   const bool compiled_in_fp32 = bf16_left_out || !bf16_compile_refused.empty();
   const LabVariantFigures& compile_base = compiled_in_fp32 ? fp32 : bf16;
   const std::string compile_base_name = compiled_in_fp32 ? "fp32" : "bf16";
-  if (bf16_left_out) {
-    reading.precision_gain = probe->gemm_gain;
-    reading.lines.push_back(probe_line(*probe));
-  } else {
-    // Read against half of what the hardware could give where the probe says; the seeds' line otherwise.
-    const bool bounded = expected && !expected->cannot_help();
-    reading.precision_gain = gain_of(fp32, bf16, bounded ? expected_line_pct(*expected) : precision_min);
-    // bf16 no faster on this CPU: the reading is decided whatever the interval holds.
-    if (reading.precision_gain && expected && expected->cannot_help() &&
-        reading.precision_gain->against_line == "at the line")
-      reading.precision_gain->against_line = "below";
-    reading.lines.push_back(reading.precision_gain
-                                ? precision_line(*reading.precision_gain, precision_min, expected, probe)
-                                : "fp32 -> bf16: no reading (a variant failed).");
-  }
-  if (!bf16_compile_refused.empty()) {
-    reading.lines.push_back("bf16 could not be compiled (" + bf16_compile_refused +
-                            "): the compiled run is fp32+compiled, read against fp32.");
-  }
-  const bool compiled_wrong = compiled.ok && compiled.loss_not_finite_from_start && compile_base.ok &&
-                              !compile_base.loss_not_finite_from_start;
-  if (!compiled_wrong) reading.compile_gain = gain_of(compile_base, compiled, compile_min);
-  if (compiled_wrong) {
-    reading.lines.push_back(compile_base_name + " -> compiled: not read: the compiled run's loss was NaN or Inf from "
-                            "its first step while " + compile_base_name + "'s stays finite, so its compiled code "
-                            "computes the wrong thing here and its speed says nothing of compiling this model.");
-  } else if (reading.compile_gain) {
-    reading.lines.push_back(compile_line(*reading.compile_gain, compile_base_name, compile_base, compiled,
-                                         compile_min, thresholds.value(threshold::lab::op_dispatch_us)));
-  } else if (!compiled.ok && !compiled.unavailable.empty()) {
-    reading.lines.push_back(compile_base_name + " -> compiled: compiling could not be measured: " +
-                            compiled.unavailable + ".");
-  } else {
-    reading.lines.push_back(compile_base_name + " -> compiled: no reading (a variant failed).");
-  }
+  read_precision(fp32, bf16, probe, expected, precision_min, reading);
+  read_compile(compile_base, compile_base_name, compiled, bf16_compile_refused, compile_min, thresholds, reading);
 
   const double fp32_wait = mean_of(fp32.data_wait_pct);
   const double bf16_wait = mean_of(bf16.data_wait_pct);
-  if (fp32.ok && !fp32.data_wait_pct.empty()) {
-    std::string line = "Data wait is " + plain_pct(fp32_wait) + " of the fp32 step";
-    if (fp32.data_wait_pct.size() >= 2) {
-      line += format_text(" (%.1f-%.1f %% over the repetitions)", stats::min(fp32.data_wait_pct),
-                          stats::max(fp32.data_wait_pct));
-    }
-    if (bf16.ok && !bf16.data_wait_pct.empty()) line += ", " + plain_pct(bf16_wait) + " of the bf16 step";
-    reading.lines.push_back(line + ".");
-  }
+  if (const std::optional<std::string> line = data_wait_line(fp32, bf16, fp32_wait, bf16_wait))
+    reading.lines.push_back(*line);
 
-  // The one conclusion, from all figures together.
-  const std::string against = reading.precision_gain ? reading.precision_gain->against_line : "";
-  const bool slower = reading.precision_gain && bf16_slower(*reading.precision_gain);
-  const bool precision_matters = against == "above" || against == "above?";
-  const bool not_precision = !slower && (against == "below" || against == "below?");
-  const bool input_bound = fp32.ok && (fp32_wait >= input_high || (not_precision && bf16_wait >= input_high));
-  std::string c;
-  if (input_bound) {
-    c = fp32_wait >= input_high
-            ? "the data pipeline bounds this run: data wait is " + plain_pct(fp32_wait) + " of the fp32 step"
-            : "the data pipeline bounds this run: bf16's faster compute only left the step waiting on data (" +
-                  plain_pct(bf16_wait) + " of the bf16 step)";
-    c += precision_matters ? "; compute is the other large part (bf16 gained " +
-                                 signed_pct(reading.precision_gain->gain_pct) + "). Fix the data pipeline first"
-                           : ". Fix it first";
-    c += " (`trainlab sweep` finds the loader setting; -k cache=1 measures decode-once).";
-  } else if (expected && reading.precision_gain) {
-    c = expected_conclusion(*expected, *reading.precision_gain, compute_bound, fp32_wait, input_moderate,
-                            fp32.ops_per_step);
-  } else if (precision_matters) {
-    c = "model compute bounds this run: bf16 gained " + signed_pct(reading.precision_gain->gain_pct);
-    if (fp32_wait >= input_moderate) c += "; data wait (" + plain_pct(fp32_wait) + ") is a secondary cost";
-    c += ".";
-  } else if (not_precision && compute_bound) {
-    // No probe to say why, but compute fills the step: it does not wait on something else.
-    c = "model compute is " + plain_pct(compute_pct) + " of the fp32 step, yet bf16 gained " +
-        signed_pct(reading.precision_gain->gain_pct) +
-        ": bf16 arithmetic is not much faster than fp32 here, or the compute is outside GEMMs; `trainlab profile` "
-        "splits compute by op.";
-  } else if (not_precision) {
-    c = "not precision: the step waits on something else";
-    c += fp32_wait >= input_moderate
-             ? "; data wait (" + plain_pct(fp32_wait) + ") is part of it; `trainlab profile` splits the rest."
-             : "; `trainlab profile` names it (framework overhead, other host work).";
-  } else if (slower) {
-    const bool unit = probe && probe_found_bf16_unit(*probe);
-    c = bf16_left_out ? std::string(unit ? "no precision reading: bf16 runs slowly here despite the CPU's bf16 unit"
-                                         : "no precision reading: this CPU emulates bf16") +
-                            " (a Linear layer's GEMMs " + signed_pct(reading.precision_gain->gain_pct) +
-                            " in bf16), so the lab cannot say whether compute bounds the step"
-                      : "no precision reading: bf16 ran " + signed_pct(reading.precision_gain->gain_pct) +
-                            " against fp32 here, so the lab cannot say whether compute bounds the step";
-    if (fp32_wait >= input_moderate) c += "; data wait is " + plain_pct(fp32_wait) + " of the fp32 step";
-    c += "; `trainlab profile` names the bottleneck of the fp32 step.";
-  } else if (against == "at the line") {
-    c = "undecided: the precision gain's interval holds the +" + plain_pct(precision_min) + " line";
-    if (fp32_wait >= input_moderate) c += "; data wait is " + plain_pct(fp32_wait) + " of the step";
-    c += "; run more repetitions or `trainlab profile`.";
-  } else {
-    c = "no reading: a variant failed.";
-  }
-  if (against == "above?" || against == "below?") c += " (tentative: one repetition)";
-  reading.conclusion = "Reading: " + c;
+  LabConclusionFigures figures;
+  figures.precision_gain = reading.precision_gain;
+  figures.expected = expected;
+  figures.probe = probe;
+  figures.bf16_left_out = bf16_left_out;
+  figures.fp32_ok = fp32.ok;
+  figures.fp32_ops_per_step = fp32.ops_per_step;
+  figures.compute_pct = compute_pct;
+  figures.compute_bound = compute_bound;
+  figures.fp32_wait_pct = fp32_wait;
+  figures.bf16_wait_pct = bf16_wait;
+  figures.precision_min_pct = precision_min;
+  figures.input_high_pct = input_high;
+  figures.input_moderate_pct = input_moderate;
+  reading.conclusion = "Reading: " + lab_conclusion(figures);
   reading.lines.push_back(reading.conclusion);
   return reading;
 }

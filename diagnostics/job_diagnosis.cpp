@@ -278,12 +278,9 @@ void decide_balanced(JobDiagnosis& job, const std::vector<Diagnosis>& ranks, dou
   if (job.collectives_matched > 0) job.headline += "; " + collectives_words(job);
 }
 
-}  // namespace
-
-std::optional<JobDiagnosis> diagnose_job(const std::vector<Diagnosis>& ranks, const Thresholds& thresholds) {
-  if (ranks.size() < 2) return std::nullopt;
-  JobDiagnosis job;
-  job.ranks = static_cast<int>(ranks.size());
+// Each rank's line: its step, exposed communication and own work, in rank order.
+std::vector<JobRank> rank_lines_by_rank(const std::vector<Diagnosis>& ranks) {
+  std::vector<JobRank> lines;
   for (const Diagnosis& d : ranks) {
     const Summary& s = d.summary;
     JobRank r;
@@ -295,29 +292,26 @@ std::optional<JobDiagnosis> diagnose_job(const std::vector<Diagnosis>& ranks, co
     r.own_work_ms = s.step.p50 - r.exposed_comm_ms;
     r.shares = s.shares;
     r.verdict = rank_verdict_words(d);
-    job.rank_lines.push_back(std::move(r));
+    lines.push_back(std::move(r));
   }
-  std::stable_sort(job.rank_lines.begin(), job.rank_lines.end(),
-                   [](const JobRank& a, const JobRank& b) { return a.rank < b.rank; });
-  // Traces that do not say which rank they are (or say the same one) are not one job's ranks.
-  for (size_t i = 1; i < job.rank_lines.size(); ++i) {
-    if (job.rank_lines[i].rank == job.rank_lines[i - 1].rank) return std::nullopt;
-  }
-  const auto by_own_work = [](const JobRank& a, const JobRank& b) { return a.own_work_ms < b.own_work_ms; };
-  const JobRank& straggler = *std::max_element(job.rank_lines.begin(), job.rank_lines.end(), by_own_work);
-  job.straggler_rank = straggler.rank;
-  // Without per-step figures, the medians alone (no interval: low = high = the point).
+  std::stable_sort(lines.begin(), lines.end(), [](const JobRank& a, const JobRank& b) { return a.rank < b.rank; });
+  return lines;
+}
+
+// The straggler's own work against the other ranks' median; returns that median. Without per-step
+// figures, the medians alone (no interval: low = high = the point).
+double spread_from_medians(JobDiagnosis& job, const JobRank& straggler) {
   std::vector<double> others_own_ms;
   for (const JobRank& r : job.rank_lines)
     if (r.rank != straggler.rank) others_own_ms.push_back(r.own_work_ms);
   const double others_own_median_ms = stats::median(others_own_ms);
   job.spread_pct = job.spread_low_pct = job.spread_high_pct =
       others_own_median_ms > 0 ? 100.0 * (straggler.own_work_ms / others_own_median_ms - 1.0) : 0;
-  pair_the_steps(job, ranks);
-  for (const JobRank& r : job.rank_lines) job.step_p50_ms = std::max(job.step_p50_ms, r.step_p50_ms);
+  return others_own_median_ms;
+}
 
-  // Waiting: what a rank exposes beyond the straggler's own exposure; the rest is the wire.
-  const double straggler_exposed_ms = straggler.exposed_comm_ms;
+// Waiting: what a rank exposes beyond the straggler's own exposure; the rest is the wire.
+void split_exposed_communication(JobDiagnosis& job, double straggler_exposed_ms) {
   double waiting_sum_pct = 0, wire_sum_pct = 0;
   for (JobRank& r : job.rank_lines) {
     r.waiting_ms = std::clamp(r.exposed_comm_ms - straggler_exposed_ms, 0.0, r.exposed_comm_ms);
@@ -328,8 +322,10 @@ std::optional<JobDiagnosis> diagnose_job(const std::vector<Diagnosis>& ranks, co
   }
   job.wire_pct = wire_sum_pct / job.ranks;
   job.waiting_pct = waiting_sum_pct / (job.ranks - 1);
+}
 
-  // What the straggler spends more time in than the other ranks' median.
+// What the straggler spends more time in than the other ranks' median.
+void find_straggler_cause(JobDiagnosis& job, const JobRank& straggler) {
   double best_excess_ms = 0;
   for (const StepPart& part : kStepParts) {
     std::vector<double> others_ms;
@@ -343,6 +339,27 @@ std::optional<JobDiagnosis> diagnose_job(const std::vector<Diagnosis>& ranks, co
       job.straggler_cause_excess_ms = excess_ms;
     }
   }
+}
+
+}  // namespace
+
+std::optional<JobDiagnosis> diagnose_job(const std::vector<Diagnosis>& ranks, const Thresholds& thresholds) {
+  if (ranks.size() < 2) return std::nullopt;
+  JobDiagnosis job;
+  job.ranks = static_cast<int>(ranks.size());
+  job.rank_lines = rank_lines_by_rank(ranks);
+  // Traces that do not say which rank they are (or say the same one) are not one job's ranks.
+  for (size_t i = 1; i < job.rank_lines.size(); ++i) {
+    if (job.rank_lines[i].rank == job.rank_lines[i - 1].rank) return std::nullopt;
+  }
+  const auto by_own_work = [](const JobRank& a, const JobRank& b) { return a.own_work_ms < b.own_work_ms; };
+  const JobRank& straggler = *std::max_element(job.rank_lines.begin(), job.rank_lines.end(), by_own_work);
+  job.straggler_rank = straggler.rank;
+  const double others_own_median_ms = spread_from_medians(job, straggler);
+  pair_the_steps(job, ranks);
+  for (const JobRank& r : job.rank_lines) job.step_p50_ms = std::max(job.step_p50_ms, r.step_p50_ms);
+  split_exposed_communication(job, straggler.exposed_comm_ms);
+  find_straggler_cause(job, straggler);
 
   const int world_size = ranks.front().summary.world_size;
   if (world_size > job.ranks) {

@@ -886,17 +886,15 @@ void phases_section(std::ostringstream& o, const ReportInput& in) {
 
 // --- 7: utilisation timeline -------------------------------------------------------------------------
 
-void timeline_section(std::ostringstream& o, const ReportInput& in) {
-  section_open(o, "timeline", "7 · Utilisation timeline");
-  std::vector<const ReportTimeline*> series;
-  for (const ReportTimeline& t : in.timelines) {
-    if (!t.points.empty()) series.push_back(&t);
-  }
-  if (series.empty() && in.step_marks.empty()) {
-    empty_note(o, "— (no system metrics over time were recorded)");
-    o << "</section>\n";
-    return;
-  }
+// The timeline's panels: where the plots lie across, and each panel's title, plot and gap heights.
+struct TimelineLayout {
+  double left = 78, right = kChartWidth - 16;
+  double title_h = 20, plot_h = 84, gap = 14;
+};
+
+// The time range the timeline spans: every finite sample and step mark, starting at 0 or before.
+std::pair<double, double> timeline_range(const std::vector<const ReportTimeline*>& series,
+                                         const std::vector<std::pair<double, double>>& step_marks) {
   double t_lo = 0, t_hi = 0;
   bool first = true;
   const auto widen = [&](double t) {
@@ -908,14 +906,79 @@ void timeline_section(std::ostringstream& o, const ReportInput& in) {
   for (const ReportTimeline* t : series) {
     for (const auto& p : t->points) widen(p.first);
   }
-  for (const auto& p : in.step_marks) widen(p.first);
+  for (const auto& p : step_marks) widen(p.first);
   t_lo = std::min(0.0, t_lo);
   if (!(t_hi > t_lo)) t_hi = t_lo + 1;
+  return {t_lo, t_hi};
+}
+
+// One system metric's panel, its top at y_top.
+void metric_panel(std::ostringstream& o, const ReportTimeline* t, const Scale& x, const TimelineLayout& layout,
+                  double y_top) {
+  const double left = layout.left, right = layout.right, title_h = layout.title_h, plot_h = layout.plot_h;
+  const Unit unit = unit_of(t->unit, t->name);
+  double v_max = 0;
+  for (const auto& p : t->points) {
+    if (std::isfinite(p.second)) v_max = std::max(v_max, p.second);
+  }
+  const AxisUnit au = axis_unit_for(unit, v_max);
+  double hi = v_max > 0 ? v_max : au.divisor;
+  if (unit == Unit::kPct) hi = std::max(hi, 100.0);
+  const Ticks yt = make_ticks(0, hi, 3, au.divisor, true);
+  const Scale y{0, yt.hi, y_top + title_h + plot_h, y_top + title_h};
+  svg_text(o, left, y_top + 13, t->name + (au.title_unit.empty() ? "" : " (" + au.title_unit + ")"),
+           "start", "panel-title");
+  y_axis(o, y, yt, au, left, right);
+  svg_line(o, left, y(0), right, y(0), "axis");
+  polyline(o, thin(t->points, kMaxLinePoints / 2), x, y, "line metric");
+}
+
+// The step durations' panel, its top at y_top: each step at its end time, the outliers marked.
+void step_duration_panel(std::ostringstream& o, const std::vector<std::pair<double, double>>& step_marks,
+                         const Scale& x, const TimelineLayout& layout, double y_top) {
+  const double left = layout.left, right = layout.right, title_h = layout.title_h, plot_h = layout.plot_h;
+  double ms_max = 0;
+  std::vector<double> ms;
+  for (const auto& p : step_marks) {
+    if (!std::isfinite(p.second)) continue;
+    ms_max = std::max(ms_max, p.second);
+    ms.push_back(p.second);
+  }
+  const double limit_ms = stats::population_stddev(ms) > 0 ? series::mean(ms) + outlier_sigmas() * stats::population_stddev(ms)
+                                            : std::numeric_limits<double>::infinity();
+  const Ticks yt = make_ticks(0, std::max(ms_max * 1.05, 1e-6), 3, 1, true);
+  const Scale y{0, yt.hi, y_top + title_h + plot_h, y_top + title_h};
+  svg_text(o, left, y_top + 13, "step duration (ms), each step at its end time", "start", "panel-title");
+  y_axis(o, y, yt, AxisUnit{}, left, right);
+  svg_line(o, left, y(0), right, y(0), "axis");
+  polyline(o, thin(step_marks, kMaxLinePoints / 2), x, y, "line steps");
+  for (const auto& [ts, v] : step_marks) {
+    if (!std::isfinite(ts) || !std::isfinite(v)) continue;
+    const bool outlier = v > limit_ms;
+    if (!outlier && step_marks.size() > 400) continue;
+    o << "<circle class=\"" << (outlier ? "dot outlier" : "dot") << "\" cx=\"" << px(x(ts)) << "\" cy=\""
+      << px(y(v)) << "\" r=\"" << (outlier ? "3.5" : "2") << "\"/>\n";
+  }
+}
+
+void timeline_section(std::ostringstream& o, const ReportInput& in) {
+  section_open(o, "timeline", "7 · Utilisation timeline");
+  std::vector<const ReportTimeline*> series;
+  for (const ReportTimeline& t : in.timelines) {
+    if (!t.points.empty()) series.push_back(&t);
+  }
+  if (series.empty() && in.step_marks.empty()) {
+    empty_note(o, "— (no system metrics over time were recorded)");
+    o << "</section>\n";
+    return;
+  }
+  const auto [t_lo, t_hi] = timeline_range(series, in.step_marks);
   const AxisUnit time_unit = (t_hi - t_lo) > 1200 ? AxisUnit{60, "", "min"} : AxisUnit{1, "", "s"};
   const Ticks xt = make_ticks(t_lo, t_hi, 10, time_unit.divisor, false);
 
-  const double left = 78, right = kChartWidth - 16;
-  const double title_h = 20, plot_h = 84, gap = 14;
+  const TimelineLayout layout;
+  const double left = layout.left, right = layout.right;
+  const double title_h = layout.title_h, plot_h = layout.plot_h, gap = layout.gap;
   const size_t panels = series.size() + (in.step_marks.empty() ? 0 : 1);
   const double bottom_axis = 38;
   const int height = static_cast<int>(panels * (title_h + plot_h + gap) - gap + bottom_axis);
@@ -926,47 +989,10 @@ void timeline_section(std::ostringstream& o, const ReportInput& in) {
 
   double y_top = 0;
   for (const ReportTimeline* t : series) {
-    const Unit unit = unit_of(t->unit, t->name);
-    double v_max = 0;
-    for (const auto& p : t->points) {
-      if (std::isfinite(p.second)) v_max = std::max(v_max, p.second);
-    }
-    const AxisUnit au = axis_unit_for(unit, v_max);
-    double hi = v_max > 0 ? v_max : au.divisor;
-    if (unit == Unit::kPct) hi = std::max(hi, 100.0);
-    const Ticks yt = make_ticks(0, hi, 3, au.divisor, true);
-    const Scale y{0, yt.hi, y_top + title_h + plot_h, y_top + title_h};
-    svg_text(o, left, y_top + 13, t->name + (au.title_unit.empty() ? "" : " (" + au.title_unit + ")"),
-             "start", "panel-title");
-    y_axis(o, y, yt, au, left, right);
-    svg_line(o, left, y(0), right, y(0), "axis");
-    polyline(o, thin(t->points, kMaxLinePoints / 2), x, y, "line metric");
+    metric_panel(o, t, x, layout, y_top);
     y_top += title_h + plot_h + gap;
   }
-  if (!in.step_marks.empty()) {
-    double ms_max = 0;
-    std::vector<double> ms;
-    for (const auto& p : in.step_marks) {
-      if (!std::isfinite(p.second)) continue;
-      ms_max = std::max(ms_max, p.second);
-      ms.push_back(p.second);
-    }
-    const double limit_ms = stats::population_stddev(ms) > 0 ? series::mean(ms) + outlier_sigmas() * stats::population_stddev(ms)
-                                              : std::numeric_limits<double>::infinity();
-    const Ticks yt = make_ticks(0, std::max(ms_max * 1.05, 1e-6), 3, 1, true);
-    const Scale y{0, yt.hi, y_top + title_h + plot_h, y_top + title_h};
-    svg_text(o, left, y_top + 13, "step duration (ms), each step at its end time", "start", "panel-title");
-    y_axis(o, y, yt, AxisUnit{}, left, right);
-    svg_line(o, left, y(0), right, y(0), "axis");
-    polyline(o, thin(in.step_marks, kMaxLinePoints / 2), x, y, "line steps");
-    for (const auto& [ts, v] : in.step_marks) {
-      if (!std::isfinite(ts) || !std::isfinite(v)) continue;
-      const bool outlier = v > limit_ms;
-      if (!outlier && in.step_marks.size() > 400) continue;
-      o << "<circle class=\"" << (outlier ? "dot outlier" : "dot") << "\" cx=\"" << px(x(ts)) << "\" cy=\""
-        << px(y(v)) << "\" r=\"" << (outlier ? "3.5" : "2") << "\"/>\n";
-    }
-  }
+  if (!in.step_marks.empty()) step_duration_panel(o, in.step_marks, x, layout, y_top);
   x_axis(o, x, xt, time_unit, plots_bottom, std::nullopt);
   svg_text(o, 0.5 * (left + right), height - 4, "time from run start (" + time_unit.title_unit + ")",
            "middle", "axis-title");

@@ -96,54 +96,59 @@ std::vector<NamedTime> top_by_time(const std::map<std::string, NamedTime>& by_na
   return out;
 }
 
-// What a profile says beyond phase times: per-step op/kernel counts, durations, top ops by self
-// time, host syncs, shapes, precision, device activity. Fills the Summary's profile fields.
-// op_sample: the share of ops the window recorded (trainlab's --op-sample); the op counts and times
-// are scaled up by its inverse, and a note says they are estimates.
-void add_profile_details(const Profile& profile, const std::vector<Step>& steps, Summary& s, double op_sample = 1.0) {
-  if (steps.empty()) return;
-  const int64_t from = steps.front().start_ns, to = steps.back().end_ns;
-  const double n_steps = static_cast<double>(steps.size());
-  std::map<int64_t, std::vector<const TraceEvent*>> host_ops;  // track -> ops in the steps
+// What one pass over a profile's events inside the steps gathers (add_profile_details).
+struct StepEventTally {
+  std::map<int64_t, std::vector<const TraceEvent*>> host_ops;    // track -> ops in the steps
   std::map<int64_t, std::vector<const TraceEvent*>> host_syncs;  // track -> syncs in the steps
-  std::vector<double> kernel_us, op_us;
+  std::vector<double> kernel_us;
   std::map<std::string, NamedTime> kernels_by_name;
   int64_t syncs = 0, kernels = 0, short_kernels = 0, fp32_ops = 0, typed_ops = 0;
   std::map<std::string, int64_t> gemm_types;
+};
+
+// A host op: its input type (precision, the GEMMs' dtype) and a GEMM's alignment.
+void tally_cpu_op(const TraceEvent& e, StepEventTally& tally, Summary& s) {
+  tally.host_ops[e.track].push_back(&e);
+  if (e.args.is_object() && e.args.contains("Input type") && e.args["Input type"].is_array() &&
+      !e.args["Input type"].empty() && e.args["Input type"][0].is_string()) {
+    const std::string type = e.args["Input type"][0].get<std::string>();
+    if (!type.empty()) {
+      ++tally.typed_ops;
+      if (type == "float") ++tally.fp32_ops;
+      if (is_gemm(e.name)) ++tally.gemm_types[type];
+    }
+  }
+  if (is_gemm(e.name) && e.args.is_object() && e.args.contains("Input Dims")) {
+    ++s.gemm_ops;
+    if (!gemm_aligned(e.args["Input Dims"])) {
+      ++s.gemm_unaligned_ops;
+      const std::string example = e.name + " " + shapes_text(e.args["Input Dims"]);
+      if (s.unaligned_gemm_examples.size() < 5 &&
+          std::find(s.unaligned_gemm_examples.begin(), s.unaligned_gemm_examples.end(), example) ==
+              s.unaligned_gemm_examples.end()) {
+        s.unaligned_gemm_examples.push_back(example);
+      }
+    }
+  }
+}
+
+// The events that start in [from_ns, to_ns): host ops and syncs by thread, kernels (counts,
+// durations, precision) and the device's activity by kind.
+StepEventTally tally_step_events(const Profile& profile, int64_t from_ns, int64_t to_ns, Summary& s) {
+  StepEventTally tally;
   const double short_kernel_us = 10;  // HTA / NVIDIA: kernels under 10 us are launch-bound
   for (const TraceEvent& e : profile.events) {
-    if (e.start_ns < from || e.start_ns >= to) continue;
-    if (is_host_sync_event(e) && !e.on_device) host_syncs[e.track].push_back(&e);
-    else if (is_host_sync_event(e)) ++syncs;  // a device-side sync record
+    if (e.start_ns < from_ns || e.start_ns >= to_ns) continue;
+    if (is_host_sync_event(e) && !e.on_device) tally.host_syncs[e.track].push_back(&e);
+    else if (is_host_sync_event(e)) ++tally.syncs;  // a device-side sync record
     if (e.kind == EventKind::kCpuOp) {
-      host_ops[e.track].push_back(&e);
-      if (e.args.is_object() && e.args.contains("Input type") && e.args["Input type"].is_array() &&
-          !e.args["Input type"].empty() && e.args["Input type"][0].is_string()) {
-        const std::string type = e.args["Input type"][0].get<std::string>();
-        if (!type.empty()) {
-          ++typed_ops;
-          if (type == "float") ++fp32_ops;
-          if (is_gemm(e.name)) ++gemm_types[type];
-        }
-      }
-      if (is_gemm(e.name) && e.args.is_object() && e.args.contains("Input Dims")) {
-        ++s.gemm_ops;
-        if (!gemm_aligned(e.args["Input Dims"])) {
-          ++s.gemm_unaligned_ops;
-          const std::string example = e.name + " " + shapes_text(e.args["Input Dims"]);
-          if (s.unaligned_gemm_examples.size() < 5 &&
-              std::find(s.unaligned_gemm_examples.begin(), s.unaligned_gemm_examples.end(), example) ==
-                  s.unaligned_gemm_examples.end()) {
-            s.unaligned_gemm_examples.push_back(example);
-          }
-        }
-      }
+      tally_cpu_op(e, tally, s);
     } else if (e.kind == EventKind::kKernel) {
-      ++kernels;
+      ++tally.kernels;
       const double us = ns_to_us(e.duration_ns());
-      kernel_us.push_back(us);
-      if (us < short_kernel_us) ++short_kernels;
-      NamedTime& t = kernels_by_name[e.name];
+      tally.kernel_us.push_back(us);
+      if (us < short_kernel_us) ++tally.short_kernels;
+      NamedTime& t = tally.kernels_by_name[e.name];
       t.name = e.name;
       ++t.count;
       t.total_ns += e.duration_ns();
@@ -157,8 +162,14 @@ void add_profile_details(const Profile& profile, const std::vector<Step>& steps,
       s.device_activity_ns["sync"] += e.duration_ns();
     }
   }
-  // One .item() is aten::item over aten::_local_scalar_dense (over cudaStreamSynchronize on a GPU):
-  // a sync inside another on the same thread is the same synchronisation, counted once.
+  return tally;
+}
+
+// The host synchronisations, each counted once: one .item() is aten::item over
+// aten::_local_scalar_dense (over cudaStreamSynchronize on a GPU): a sync inside another on the same
+// thread is the same synchronisation.
+int64_t outermost_sync_count(std::map<int64_t, std::vector<const TraceEvent*>>& host_syncs) {
+  int64_t syncs = 0;
   for (auto& [track, list] : host_syncs) {
     std::sort(list.begin(), list.end(), [](const TraceEvent* a, const TraceEvent* b) {
       return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->end_ns > b->end_ns;
@@ -170,9 +181,19 @@ void add_profile_details(const Profile& profile, const std::vector<Step>& steps,
       outer_end = e->end_ns;
     }
   }
-  // Host ops: self time (minus nested ops on the same thread); top-level op durations.
-  std::map<std::string, NamedTime> ops_by_name;
-  int64_t op_count = 0;
+  return syncs;
+}
+
+// Host ops by name with their self time, and the top-level ops' durations.
+struct HostOpTimes {
+  std::map<std::string, NamedTime> by_name;  // self time: minus nested ops on the same thread
+  std::vector<double> top_level_us;
+  int64_t count = 0;
+};
+
+HostOpTimes host_op_times(std::map<int64_t, std::vector<const TraceEvent*>>& host_ops) {
+  HostOpTimes times;
+  std::map<std::string, NamedTime>& ops_by_name = times.by_name;
   for (auto& [track, ops] : host_ops) {
     std::sort(ops.begin(), ops.end(), [](const TraceEvent* a, const TraceEvent* b) {
       return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->end_ns > b->end_ns;
@@ -186,7 +207,7 @@ void add_profile_details(const Profile& profile, const std::vector<Step>& steps,
         t.name = op->name;
         ++t.count;
         t.total_ns += std::max<int64_t>(0, op->duration_ns() - child_ns);
-        if (stack.empty()) op_us.push_back(ns_to_us(op->duration_ns()));
+        if (stack.empty()) times.top_level_us.push_back(ns_to_us(op->duration_ns()));
         if (!stack.empty()) stack.back().second += op->duration_ns();
       }
     };
@@ -195,42 +216,52 @@ void add_profile_details(const Profile& profile, const std::vector<Step>& steps,
       while (keep > 0 && stack[keep - 1].first->end_ns <= op->start_ns) --keep;
       close(keep);
       stack.push_back({op, 0});
-      ++op_count;
+      ++times.count;
     }
     close(0);
   }
-  if (op_count > 0) {
-    int64_t self_ns = 0, gemm_self_ns = 0;
-    for (const auto& [name, t] : ops_by_name) {
-      self_ns += t.total_ns;
-      if (is_gemm(name)) gemm_self_ns += t.total_ns;
-    }
-    if (self_ns > 0) s.gemm_time_pct = 100.0 * static_cast<double>(gemm_self_ns) / static_cast<double>(self_ns);
-    s.ops_per_step = static_cast<double>(op_count) / n_steps;
-    s.op_us = distribution_of(op_us);
-    s.top_ops = top_by_time(ops_by_name, 15);
-    if (typed_ops > 0)
-      s.fp32_op_share_pct = 100.0 * static_cast<double>(fp32_ops) / static_cast<double>(typed_ops);
+  return times;
+}
+
+// The host ops' figures per step: count, durations, the GEMMs' share of self time, top ops, fp32 share.
+void fill_op_figures(const HostOpTimes& ops, const StepEventTally& tally, double n_steps, Summary& s) {
+  int64_t self_ns = 0, gemm_self_ns = 0;
+  for (const auto& [name, t] : ops.by_name) {
+    self_ns += t.total_ns;
+    if (is_gemm(name)) gemm_self_ns += t.total_ns;
   }
-  if (kernels > 0) {
-    s.kernels_per_step = static_cast<double>(kernels) / n_steps;
-    s.kernel_us = distribution_of(kernel_us);
-    s.short_kernel_pct = 100.0 * static_cast<double>(short_kernels) / static_cast<double>(kernels);
-    s.top_kernels = top_by_time(kernels_by_name, 15);
+  if (self_ns > 0) s.gemm_time_pct = 100.0 * static_cast<double>(gemm_self_ns) / static_cast<double>(self_ns);
+  s.ops_per_step = static_cast<double>(ops.count) / n_steps;
+  s.op_us = distribution_of(ops.top_level_us);
+  s.top_ops = top_by_time(ops.by_name, 15);
+  if (tally.typed_ops > 0)
+    s.fp32_op_share_pct = 100.0 * static_cast<double>(tally.fp32_ops) / static_cast<double>(tally.typed_ops);
+}
+
+// The kernels' figures per step: count, durations, the short ones' share, top kernels.
+void fill_kernel_figures(const StepEventTally& tally, double n_steps, Summary& s) {
+  s.kernels_per_step = static_cast<double>(tally.kernels) / n_steps;
+  s.kernel_us = distribution_of(tally.kernel_us);
+  s.short_kernel_pct = 100.0 * static_cast<double>(tally.short_kernels) / static_cast<double>(tally.kernels);
+  s.top_kernels = top_by_time(tally.kernels_by_name, 15);
+}
+
+// Sampled ops (op_sample under 1): the op counts and times scaled up by its inverse, with a note.
+void scale_to_op_sample(double op_sample, Summary& s) {
+  const double scale = 1.0 / op_sample;
+  if (s.ops_per_step) *s.ops_per_step *= scale;
+  if (s.host_syncs_per_step) *s.host_syncs_per_step *= scale;
+  for (NamedTime& t : s.top_ops) {
+    t.count = std::llround(static_cast<double>(t.count) * scale);
+    t.total_ns = std::llround(static_cast<double>(t.total_ns) * scale);
   }
-  if (op_count > 0 || kernels > 0) s.host_syncs_per_step = static_cast<double>(syncs) / n_steps;
-  if (op_sample > 0 && op_sample < 1 && op_count > 0) {
-    const double scale = 1.0 / op_sample;
-    if (s.ops_per_step) *s.ops_per_step *= scale;
-    if (s.host_syncs_per_step) *s.host_syncs_per_step *= scale;
-    for (NamedTime& t : s.top_ops) {
-      t.count = std::llround(static_cast<double>(t.count) * scale);
-      t.total_ns = std::llround(static_cast<double>(t.total_ns) * scale);
-    }
-    s.notes.push_back(format_text("ops sampled at %g %%: op counts and times are the sample's scaled by %g (estimates; "
-                                  "an op's self time includes its unsampled children)",
-                                  100 * op_sample, scale));
-  }
+  s.notes.push_back(format_text("ops sampled at %g %%: op counts and times are the sample's scaled by %g (estimates; "
+                                "an op's self time includes its unsampled children)",
+                                100 * op_sample, scale));
+}
+
+// The compute dtype, where nothing set it: the input type most GEMMs ran in.
+void fill_compute_dtype(const std::map<std::string, int64_t>& gemm_types, Summary& s) {
   if (s.compute_dtype.empty() && !gemm_types.empty()) {
     const auto top = std::max_element(gemm_types.begin(), gemm_types.end(),
                                       [](const auto& a, const auto& b) { return a.second < b.second; });
@@ -239,6 +270,23 @@ void add_profile_details(const Profile& profile, const std::vector<Step>& steps,
                       : top->first == "c10::Half"     ? "fp16"
                                                       : top->first;
   }
+}
+
+// What a profile says beyond phase times: per-step op/kernel counts, durations, top ops by self
+// time, host syncs, shapes, precision, device activity. Fills the Summary's profile fields.
+// op_sample: the share of ops the window recorded (trainlab's --op-sample); the op counts and times
+// are scaled up by its inverse, and a note says they are estimates.
+void add_profile_details(const Profile& profile, const std::vector<Step>& steps, Summary& s, double op_sample = 1.0) {
+  if (steps.empty()) return;
+  const double n_steps = static_cast<double>(steps.size());
+  StepEventTally tally = tally_step_events(profile, steps.front().start_ns, steps.back().end_ns, s);
+  tally.syncs += outermost_sync_count(tally.host_syncs);
+  const HostOpTimes ops = host_op_times(tally.host_ops);
+  if (ops.count > 0) fill_op_figures(ops, tally, n_steps, s);
+  if (tally.kernels > 0) fill_kernel_figures(tally, n_steps, s);
+  if (ops.count > 0 || tally.kernels > 0) s.host_syncs_per_step = static_cast<double>(tally.syncs) / n_steps;
+  if (op_sample > 0 && op_sample < 1 && ops.count > 0) scale_to_op_sample(op_sample, s);
+  fill_compute_dtype(tally.gemm_types, s);
 }
 
 void fill_system(const Profile& profile, Summary& s) {
@@ -509,6 +557,130 @@ std::map<std::string, double> collective_family_shares(const TraceTimeline& tl, 
   return out;
 }
 
+// A trainlab window states what one of its events cost: that time comes out of the phases the
+// events lie in (and out of the step) before the shares. The cost by step number; none where the
+// window states no cost, or where its calibration was disturbed (a note says so).
+std::map<int64_t, StepProfilerCost> profiler_cost_by_step(const Profile& profile, const nlohmann::json& metadata,
+                                                          const std::vector<Step>& steps, const TraceTimeline& tl,
+                                                          Summary& s) {
+  std::map<int64_t, StepProfilerCost> profiler_cost;
+  if (const auto event_cost_ns = trainlab_number(metadata, "profiler_event_cost_ns"); tl.has_phases && event_cost_ns) {
+    const std::vector<StepProfilerCost> costs = locate_profiler_cost(profile, *event_cost_ns);
+    // A calibration that was disturbed (another process on the core, a rank's peers) can claim more
+    // than the steps themselves took: then nothing is taken out, and the note says so.
+    double cost_ns = 0, steps_ns = 0;
+    for (const StepProfilerCost& c : costs) cost_ns += c.total_ns;
+    for (const Step& st : steps) steps_ns += static_cast<double>(st.end_ns - st.start_ns);
+    if (!costs.empty() && cost_ns > 0.5 * steps_ns) {
+      char note[200];
+      std::snprintf(note, sizeof note,
+                    "profiled window: the profiler's measured cost per event (%.0f ns) would be %.0f %% of the steps; "
+                    "not taken out (its calibration was disturbed)",
+                    *event_cost_ns, 100.0 * cost_ns / steps_ns);
+      s.notes.push_back(note);
+    } else {
+      for (const StepProfilerCost& c : costs) profiler_cost[c.number] = c;
+      if (!costs.empty()) s.notes.push_back(profiler_cost_note(costs, *event_cost_ns));
+    }
+  }
+  return profiler_cost;
+}
+
+// One step's times and length less what the profiler's events cost in it.
+void take_out_profiler_cost(const StepProfilerCost& cost, StepTimes& t, double& step_ns) {
+  const auto in = [&](const char* phase) {
+    const auto it = cost.phase_ns.find(phase);
+    return it == cost.phase_ns.end() ? 0.0 : it->second;
+  };
+  t.data = std::max(0.0, t.data - in("data_wait"));
+  t.h2d = std::max(0.0, t.h2d - in("host_to_device"));
+  t.compute = std::max(0.0, t.compute - in("forward") - in("backward") - in("optimizer"));
+  t.comm = std::max(0.0, t.comm - in("communication"));
+  t.comm_all = t.comm;
+  step_ns = std::max(1.0, step_ns - cost.total_ns);
+}
+
+// The steps' times added up.
+struct TraceStepTotals {
+  double total_ns = 0;
+  StepTimes sum;
+  std::vector<double> busy_pct;  // per step; none on trainlab's own traces (their phases)
+};
+
+// Each step's length and shares (s.step_ms, s.step_numbers, s.step_shares), and their totals.
+TraceStepTotals add_step_shares(const std::vector<Step>& steps, const TraceTimeline& tl, bool attribute_idle,
+                                const std::optional<IdleAttributor>& attributor,
+                                const std::map<int64_t, StepProfilerCost>& profiler_cost, Summary& s) {
+  TraceStepTotals totals;
+  for (const Step& st : steps) {
+    double step_ns = static_cast<double>(st.end_ns - st.start_ns);
+    if (step_ns <= 0) continue;
+    StepTimes t = tl.has_phases    ? phase_step_times(tl, st)
+                  : attribute_idle ? gpu_step_times(tl, *attributor, st)
+                                   : cpu_step_times(tl, st);
+    if (const auto cost = profiler_cost.find(st.number); cost != profiler_cost.end()) {
+      take_out_profiler_cost(cost->second, t, step_ns);
+    }
+    s.step_ms.push_back(ns_to_ms(step_ns));
+    s.step_numbers.push_back(st.number);
+    s.step_shares.push_back(shares_of(t, step_ns));
+    if (!tl.has_phases) totals.busy_pct.push_back(t.busy_pct);
+    totals.sum += t;
+    totals.total_ns += step_ns;
+  }
+  return totals;
+}
+
+// The whole of the steps: the step distribution, the shares, the device's busy share, DataLoader
+// time, the idle time's causes, communication and its collective families.
+void fill_trace_shares(const TraceTimeline& tl, const std::vector<Step>& steps, const TraceStepTotals& totals,
+                       bool attribute_idle, Summary& s) {
+  const double total_ns = totals.total_ns;
+  const StepTimes& sum = totals.sum;
+  s.step = distribution_of(s.step_ms);
+  if (total_ns > 0) {
+    s.shares = shares_of(sum, total_ns);
+    s.loop_ms = ns_to_ms(total_ns);
+    if (!totals.busy_pct.empty()) s.device_busy_pct = distribution_of(totals.busy_pct).mean;
+    if (!tl.dataloader.empty())
+      s.dataloader_next_ms =
+          ns_to_ms(length(tl.dataloader)) / static_cast<double>(s.step_ms.size());
+    if (attribute_idle) {
+      for (size_t i = 0; i < kIdleCauseCount; ++i)
+        s.idle_cause_pct[idle_cause_key(static_cast<IdleCause>(i))] =
+            100.0 * static_cast<double>(sum.idle[i]) / total_ns;
+    }
+    if (sum.comm_all > 0) {
+      s.comm_total_pct = 100.0 * sum.comm_all / total_ns;
+      // Only a device timeline shows collectives running under compute; a CPU trace's collective
+      // spans and trainlab's communication phase are all counted as exposed, so no split is claimed.
+      if (attribute_idle) s.comm_overlapped_pct = 100.0 * std::max(0.0, sum.comm_all - sum.comm) / total_ns;
+    }
+    if (!tl.has_phases) s.comm_family_pct = collective_family_shares(tl, steps, total_ns);
+  }
+}
+
+// What the trace shows beyond the shares: collectives, the profile's details, the host, the Python
+// frames behind data wait and host work, what is already in place, and the records lost.
+void add_trace_details(const Profile& profile, const nlohmann::json& metadata, const std::vector<Step>& steps,
+                       int64_t main_track, Summary& s) {
+  std::vector<std::pair<int64_t, int64_t>> step_spans_ns;
+  for (const Step& st : steps) step_spans_ns.push_back({st.start_ns, st.end_ns});
+  s.collectives = collective_calls(profile, step_spans_ns);
+  s.collective_runs_ns = collective_runs_ns(profile, step_spans_ns);
+  add_profile_details(profile, steps, s, trainlab_number(metadata, "op_sample").value_or(1.0));
+  if (const nlohmann::json* host = trainlab_field(metadata, "host"); host != nullptr && host->is_string())
+    s.host = host->get<std::string>();
+  std::vector<Interval> step_spans;
+  for (const Step& st : steps) step_spans.push_back({st.start_ns, st.end_ns});
+  s.data_wait_python_frames = data_wait_python_frames(profile, step_spans);
+  if (!s.data_wait_python_frames.empty()) s.notes.push_back(python_frames_note(s.data_wait_python_frames));
+  s.host_python_frames = host_python_frames(profile, step_spans);
+  add_in_place(profile, step_spans, main_track, s);
+  if (!s.host_python_frames.empty()) s.notes.push_back(host_python_frames_note(s.host_python_frames));
+  s.dropped_events = dropped_total(profile, /*with_missed_ticks=*/true);
+}
+
 }  // namespace
 
 Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, const std::string& label) {
@@ -532,92 +704,10 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
   std::optional<IdleAttributor> attributor;
   if (attribute_idle) attributor.emplace(profile, found.main_track);
 
-  // A trainlab window states what one of its events cost: that time comes out of the phases the
-  // events lie in (and out of the step) before the shares.
-  std::map<int64_t, StepProfilerCost> profiler_cost;
-  if (const auto event_cost_ns = trainlab_number(metadata, "profiler_event_cost_ns"); tl.has_phases && event_cost_ns) {
-    const std::vector<StepProfilerCost> costs = locate_profiler_cost(profile, *event_cost_ns);
-    // A calibration that was disturbed (another process on the core, a rank's peers) can claim more
-    // than the steps themselves took: then nothing is taken out, and the note says so.
-    double cost_ns = 0, steps_ns = 0;
-    for (const StepProfilerCost& c : costs) cost_ns += c.total_ns;
-    for (const Step& st : steps) steps_ns += static_cast<double>(st.end_ns - st.start_ns);
-    if (!costs.empty() && cost_ns > 0.5 * steps_ns) {
-      char note[200];
-      std::snprintf(note, sizeof note,
-                    "profiled window: the profiler's measured cost per event (%.0f ns) would be %.0f %% of the steps; "
-                    "not taken out (its calibration was disturbed)",
-                    *event_cost_ns, 100.0 * cost_ns / steps_ns);
-      s.notes.push_back(note);
-    } else {
-      for (const StepProfilerCost& c : costs) profiler_cost[c.number] = c;
-      if (!costs.empty()) s.notes.push_back(profiler_cost_note(costs, *event_cost_ns));
-    }
-  }
-  double total_ns = 0;
-  StepTimes sum;
-  std::vector<double> busy_pct;
-  for (const Step& st : steps) {
-    double step_ns = static_cast<double>(st.end_ns - st.start_ns);
-    if (step_ns <= 0) continue;
-    StepTimes t = tl.has_phases    ? phase_step_times(tl, st)
-                  : attribute_idle ? gpu_step_times(tl, *attributor, st)
-                                   : cpu_step_times(tl, st);
-    if (const auto cost = profiler_cost.find(st.number); cost != profiler_cost.end()) {
-      const auto in = [&](const char* phase) {
-        const auto it = cost->second.phase_ns.find(phase);
-        return it == cost->second.phase_ns.end() ? 0.0 : it->second;
-      };
-      t.data = std::max(0.0, t.data - in("data_wait"));
-      t.h2d = std::max(0.0, t.h2d - in("host_to_device"));
-      t.compute = std::max(0.0, t.compute - in("forward") - in("backward") - in("optimizer"));
-      t.comm = std::max(0.0, t.comm - in("communication"));
-      t.comm_all = t.comm;
-      step_ns = std::max(1.0, step_ns - cost->second.total_ns);
-    }
-    s.step_ms.push_back(ns_to_ms(step_ns));
-    s.step_numbers.push_back(st.number);
-    s.step_shares.push_back(shares_of(t, step_ns));
-    if (!tl.has_phases) busy_pct.push_back(t.busy_pct);
-    sum += t;
-    total_ns += step_ns;
-  }
-  s.step = distribution_of(s.step_ms);
-  if (total_ns > 0) {
-    s.shares = shares_of(sum, total_ns);
-    s.loop_ms = ns_to_ms(total_ns);
-    if (!busy_pct.empty()) s.device_busy_pct = distribution_of(busy_pct).mean;
-    if (!tl.dataloader.empty())
-      s.dataloader_next_ms =
-          ns_to_ms(length(tl.dataloader)) / static_cast<double>(s.step_ms.size());
-    if (attribute_idle) {
-      for (size_t i = 0; i < kIdleCauseCount; ++i)
-        s.idle_cause_pct[idle_cause_key(static_cast<IdleCause>(i))] =
-            100.0 * static_cast<double>(sum.idle[i]) / total_ns;
-    }
-    if (sum.comm_all > 0) {
-      s.comm_total_pct = 100.0 * sum.comm_all / total_ns;
-      // Only a device timeline shows collectives running under compute; a CPU trace's collective
-      // spans and trainlab's communication phase are all counted as exposed, so no split is claimed.
-      if (attribute_idle) s.comm_overlapped_pct = 100.0 * std::max(0.0, sum.comm_all - sum.comm) / total_ns;
-    }
-    if (!tl.has_phases) s.comm_family_pct = collective_family_shares(tl, steps, total_ns);
-  }
-  std::vector<std::pair<int64_t, int64_t>> step_spans_ns;
-  for (const Step& st : steps) step_spans_ns.push_back({st.start_ns, st.end_ns});
-  s.collectives = collective_calls(profile, step_spans_ns);
-  s.collective_runs_ns = collective_runs_ns(profile, step_spans_ns);
-  add_profile_details(profile, steps, s, trainlab_number(metadata, "op_sample").value_or(1.0));
-  if (const nlohmann::json* host = trainlab_field(metadata, "host"); host != nullptr && host->is_string())
-    s.host = host->get<std::string>();
-  std::vector<Interval> step_spans;
-  for (const Step& st : steps) step_spans.push_back({st.start_ns, st.end_ns});
-  s.data_wait_python_frames = data_wait_python_frames(profile, step_spans);
-  if (!s.data_wait_python_frames.empty()) s.notes.push_back(python_frames_note(s.data_wait_python_frames));
-  s.host_python_frames = host_python_frames(profile, step_spans);
-  add_in_place(profile, step_spans, found.main_track, s);
-  if (!s.host_python_frames.empty()) s.notes.push_back(host_python_frames_note(s.host_python_frames));
-  s.dropped_events = dropped_total(profile, /*with_missed_ticks=*/true);
+  const std::map<int64_t, StepProfilerCost> profiler_cost = profiler_cost_by_step(profile, metadata, steps, tl, s);
+  const TraceStepTotals totals = add_step_shares(steps, tl, attribute_idle, attributor, profiler_cost, s);
+  fill_trace_shares(tl, steps, totals, attribute_idle, s);
+  add_trace_details(profile, metadata, steps, found.main_track, s);
   return s;
 }
 

@@ -162,6 +162,276 @@ class Confidence {
   std::vector<std::string> reasons_;
 };
 
+// The state the stages after the attribution share: the policy's inputs, the busy share, the
+// removable suspects and the policy's choice, with the words that explain it.
+struct PrimaryChoice {
+  PolicyInputs policy;
+  SuspectShare busy;                    // the model-compute share with its interval
+  bool under_fed = false;               // the busy share is under the low-utilisation line
+  std::vector<SuspectShare> removable;  // largest share first
+  std::string busy_text;                // "the device is busy with kernels 63.2 % [..] of the step"
+  std::string line_text;                // "the 70 % low-utilisation line"
+  Suspect primary = Suspect::kModelCompute;
+  const SuspectShare& first() const { return removable[0]; }
+  const SuspectShare& second() const { return removable[1]; }
+};
+
+// The attribution: the four suspects' shares with their intervals, largest first, then "other".
+std::vector<SuspectShare> attribution_by_share(const Summary& summary) {
+  std::vector<SuspectShare> attribution;
+  for (Suspect suspect : {Suspect::kDataPipeline, Suspect::kModelCompute, Suspect::kCommunication,
+                          Suspect::kFrameworkOverhead}) {
+    attribution.push_back(share_with_interval(summary, suspect));
+  }
+  std::stable_sort(attribution.begin(), attribution.end(),
+                   [](const SuspectShare& a, const SuspectShare& b) { return a.share_pct > b.share_pct; });
+  attribution.push_back(share_with_interval(summary, Suspect::kNone));
+  return attribution;
+}
+
+// The actions: every finding with a saving and a recommendation, largest saving first.
+std::vector<RankedAction> actions_by_saving(const std::vector<Finding>& findings) {
+  std::vector<RankedAction> actions;
+  for (const Finding& f : findings) {
+    if (f.saving_pct <= 0 || f.recommendation.empty()) continue;
+    actions.push_back(
+        {f.rule_id, f.recommendation, f.change, f.saving_pct, 100.0 / std::max(1e-9, 100.0 - f.saving_pct)});
+  }
+  std::stable_sort(actions.begin(), actions.end(),
+                   [](const RankedAction& a, const RankedAction& b) { return a.saving_pct > b.saving_pct; });
+  return actions;
+}
+
+// Can the data carry a verdict at all? Lost records or no steps: no (the reasons why not).
+std::vector<std::string> data_gaps(const Summary& summary) {
+  std::vector<std::string> reasons;
+  if (summary.step_ms.empty()) reasons.push_back("no measured steps");
+  if (summary.dropped_events > 0) {
+    reasons.push_back(std::to_string(summary.dropped_events) +
+                      " profiler records were lost: the shares may be wrong");
+  }
+  return reasons;
+}
+
+// The policy's inputs: the device's low-utilisation line and the share a suspect must own.
+PolicyInputs policy_inputs(const Summary& summary, const Thresholds& thresholds) {
+  PolicyInputs policy;
+  policy.busy_line_pct = summary.on_gpu ? thresholds.value(threshold::low_device_utilisation::util_p95_pct)
+                                        : thresholds.value(threshold::low_device_utilisation::cpu_busy_pct);
+  policy.suspect_min_pct = thresholds.value(threshold::low_device_utilisation::suspect_min_pct);
+  return policy;
+}
+
+// The consistency: how often each suspect is the policy's choice step by step.
+void count_steps_led(const Summary& summary, const PolicyInputs& policy, std::vector<SuspectShare>& attribution) {
+  for (SuspectShare& a : attribution) {
+    if (summary.step_shares.empty()) {
+      a.steps_led_pct = choose_for(summary.shares, policy) == a.suspect ? 100 : 0;
+      continue;
+    }
+    int led = 0;
+    for (const StepShares& step : summary.step_shares) led += choose_for(step, policy) == a.suspect ? 1 : 0;
+    a.steps_led_pct = 100.0 * led / static_cast<double>(summary.step_shares.size());
+  }
+}
+
+SuspectShare find_share(const std::vector<SuspectShare>& attribution, Suspect suspect) {
+  return *std::find_if(attribution.begin(), attribution.end(),
+                       [&](const SuspectShare& a) { return a.suspect == suspect; });
+}
+
+// The primary suspect: the policy's choice for the whole of the steps, with the busy share and the
+// removable suspects the stages after it explain it with.
+PrimaryChoice choose_primary(const Summary& summary, const PolicyInputs& policy, const SuspectShare& busy,
+                             const std::vector<SuspectShare>& attribution) {
+  PrimaryChoice choice;
+  choice.policy = policy;
+  choice.busy = busy;
+  choice.removable = removable_by_share(attribution);
+  choice.under_fed = busy.share_pct < policy.busy_line_pct;
+  choice.busy_text = (summary.on_gpu ? "the device is busy with kernels " : "compute is ") + with_interval(busy) +
+                     " of the step";
+  choice.line_text = format_text("the %.0f %% low-utilisation line", policy.busy_line_pct);
+  // The same choice the steps' consistency is counted with; the stages after it only explain it.
+  choice.primary = choose_for(summary.shares, policy);
+  return choice;
+}
+
+// The policy sentence that explains the choice, and "too close to call" when the two largest
+// removable suspects of an under-fed device are within verdict.too_close_pct points.
+void explain_policy(const Summary& summary, const Thresholds& thresholds, const PrimaryChoice& choice, Verdict& v) {
+  const SuspectShare& first = choice.first();
+  const SuspectShare& second = choice.second();
+  if (!choice.under_fed) {
+    v.policy = choice.busy_text + ", at or above " + choice.line_text +
+               ": model compute is primary, removable suspects are secondary";
+  } else if (choice.primary == Suspect::kModelCompute) {
+    v.policy = choice.busy_text + ", under " + choice.line_text + ", but no removable suspect owns " +
+               format_pct(choice.policy.suspect_min_pct) +
+               " of the step: the idle time is untraced host work (other " + format_pct(summary.shares.other_pct) +
+               ")";
+  } else {
+    v.policy = choice.busy_text + ", under " + choice.line_text + ": the device is under-fed and " +
+               suspect_words(first.suspect) + " owns the largest share of the idle time";
+    const double too_close = thresholds.value(threshold::verdict::too_close_pct);
+    if (first.share_pct - second.share_pct < too_close) {
+      v.inconclusive_reasons.push_back(suspect_words(first.suspect) + " (" + with_interval(first) + ") and " +
+                                       suspect_words(second.suspect) + " (" + with_interval(second) +
+                                       ") are too close to call");
+    }
+  }
+}
+
+// Oversubscribed ranks: what reads as compute is threads waiting for cores, which is how the run
+// is set up (framework overhead), not the model's arithmetic. False (and nothing set) without the
+// oversubscription finding.
+bool decide_oversubscribed(const std::vector<Finding>& findings, const PrimaryChoice& choice, Verdict& v) {
+  const auto oversubscribed = std::find_if(findings.begin(), findings.end(),
+                                           [](const Finding& f) { return f.rule_id == "oversubscription"; });
+  if (oversubscribed == findings.end()) return false;
+  v.primary = Suspect::kFrameworkOverhead;
+  v.confidence = "high";
+  v.policy = choice.busy_text + ", but " + oversubscribed->title + ": the threads' waiting is set-up overhead";
+  v.headline = suspect_words(Suspect::kFrameworkOverhead) + ": " + oversubscribed->title +
+               format_text("; up to %.1f %% of the step (%s) waits for cores", oversubscribed->saving_pct,
+                           format_speedup(oversubscribed->saving_pct).c_str());
+  for (const SuspectShare& r : choice.removable) {
+    if (r.suspect == Suspect::kFrameworkOverhead || r.share_pct < choice.policy.suspect_min_pct) continue;
+    v.secondary.push_back(suspect_words(r.suspect) + " " + with_interval(r) + " of the step (up to " +
+                          format_speedup(r.share_pct) + " if removed)");
+  }
+  return true;
+}
+
+// "step", or "iteration" where the steps were recovered from the trace's repeating pattern.
+std::string steps_word_of(const Summary& summary) {
+  return summary.steps_from.empty() || summary.steps_from == "record" || summary.steps_from == "ProfilerStep"
+             ? "step"
+             : "iteration";
+}
+
+// The confidence from the number of steps: one step is low, under verdict.min_steps medium.
+void lower_for_few_steps(const Summary& summary, const Thresholds& thresholds, Confidence& confidence) {
+  const size_t steps = summary.step_ms.size();
+  const auto min_steps = static_cast<size_t>(thresholds.value(threshold::verdict::min_steps));
+  const std::string steps_word = steps_word_of(summary);
+  if (steps == 1) {
+    confidence.lower(1, "one " + steps_word + " only (" +
+                            (summary.steps_from == "whole trace" ? "no repeating iteration found in the trace"
+                                                                 : "the trace holds one") +
+                            "): the shares could not be checked for consistency");
+  } else if (steps < min_steps) {
+    confidence.lower(2, std::to_string(steps) + " " + steps_word + "s only (under " +
+                            std::to_string(min_steps) + "): little evidence of consistency");
+  }
+}
+
+// The confidence from the consistency: how often the primary leads step by step.
+void lower_for_inconsistency(const Summary& summary, const Thresholds& thresholds, Suspect primary,
+                             const SuspectShare& chosen, Confidence& confidence) {
+  const double consistent = thresholds.value(threshold::verdict::consistent_steps_pct);
+  if (summary.step_ms.size() >= 2 && !summary.step_shares.empty()) {
+    const std::string led = format_text("%s leads in %.0f %% of the %ss", suspect_words(primary).c_str(),
+                                        chosen.steps_led_pct, steps_word_of(summary).c_str());
+    if (chosen.steps_led_pct < 60) {
+      confidence.lower(1, led);
+    } else if (chosen.steps_led_pct < consistent) {
+      confidence.lower(2, led);
+    }
+  }
+}
+
+// The confidence from the margin: a well-fed device's busy share against the line, or the primary
+// removable suspect against the busy share's line and the runner-up.
+void lower_for_margin(const Thresholds& thresholds, const PrimaryChoice& choice, Confidence& confidence) {
+  const SuspectShare& busy = choice.busy;
+  const SuspectShare& first = choice.first();
+  const SuspectShare& second = choice.second();
+  const double clear_margin = thresholds.value(threshold::verdict::clear_margin_pct);
+  if (choice.primary == Suspect::kModelCompute && !choice.under_fed) {
+    if (busy.low_pct < choice.policy.busy_line_pct) {
+      confidence.lower(1, "at the line: " + choice.busy_text + ", whose interval reaches under " + choice.line_text);
+    } else if (busy.share_pct - choice.policy.busy_line_pct < 0.5 * clear_margin) {
+      confidence.lower(2, format_text("the busy share is within %.0f points of the line", 0.5 * clear_margin));
+    }
+  } else if (choice.primary == Suspect::kModelCompute) {
+    confidence.lower(2, "the device is under-fed but no measured suspect explains the idle time");
+  } else {
+    if (busy.high_pct >= choice.policy.busy_line_pct) {
+      confidence.lower(1, "at the line: " + choice.busy_text + ", whose interval reaches " + choice.line_text);
+    }
+    const std::string versus = suspect_words(first.suspect) + " " + with_interval(first) + " vs " +
+                               suspect_words(second.suspect) + " " + with_interval(second);
+    if (overlap(first, second)) {
+      confidence.lower(1, "the intervals overlap: " + versus);
+    } else if (first.share_pct - second.share_pct < clear_margin) {
+      confidence.lower(2, format_text("a margin under %.0f points: ", clear_margin) + versus);
+    }
+  }
+}
+
+// The confidence from noisy steps: over verdict.max_step_noise_pct medium, over twice that low.
+void lower_for_noise(const Summary& summary, const Thresholds& thresholds, Confidence& confidence) {
+  const double noise_pct = robust_noise_pct(summary.step_ms);
+  const double max_noise_pct = thresholds.value(threshold::verdict::max_step_noise_pct);
+  if (noise_pct > max_noise_pct) {
+    // Steps that differ by more than twice the limit are barely the same loop: low.
+    confidence.lower(noise_pct > 2 * max_noise_pct ? 1 : 2,
+                     "noisy steps: median absolute deviation " + format_pct(noise_pct) + " of the median (over " +
+                         format_pct(max_noise_pct) + "); the intervals carry it");
+  }
+}
+
+// The confidence and its reasons: from the evidence, each piece of which can only lower it.
+Confidence judge_confidence(const Summary& summary, const Thresholds& thresholds, const PrimaryChoice& choice,
+                            const SuspectShare& chosen) {
+  Confidence confidence;
+  lower_for_few_steps(summary, thresholds, confidence);
+  lower_for_inconsistency(summary, thresholds, choice.primary, chosen, confidence);
+  lower_for_margin(thresholds, choice, confidence);
+  lower_for_noise(summary, thresholds, confidence);
+  return confidence;
+}
+
+// The secondary suspects: removable suspects that cost time but are not primary.
+std::vector<std::string> secondary_suspects(const Summary& summary, const PrimaryChoice& choice) {
+  std::vector<std::string> secondary;
+  for (const SuspectShare& r : choice.removable) {
+    if (r.suspect == choice.primary || r.share_pct < choice.policy.suspect_min_pct) continue;
+    std::string text = suspect_words(r.suspect) + " " + with_interval(r) + " of the step (up to " +
+                       format_speedup(r.share_pct) + " if removed)";
+    const std::string causes = idle_causes_text(summary, r.suspect);
+    if (!causes.empty()) text += ": device idle " + causes;
+    secondary.push_back(text);
+  }
+  return secondary;
+}
+
+// The headline: the primary suspect, its share and possible saving, and what the device was doing.
+std::string headline_of(const Summary& summary, const std::vector<Finding>& findings, const PrimaryChoice& choice,
+                        const SuspectShare& chosen, const std::string& policy_text) {
+  const Suspect primary = choice.primary;
+  if (primary == Suspect::kModelCompute) {
+    return choice.under_fed ? "model compute: " + policy_text : compute_headline(summary, choice.busy);
+  }
+  std::string headline = suspect_words(primary) + ": " + with_interval(chosen) + " of the step; up to " +
+                         format_speedup(chosen.share_pct) + " if removed";
+  const std::string causes = idle_causes_text(summary, primary);
+  if (!causes.empty()) headline += " (device idle " + causes + ")";
+  headline += "; " + choice.busy_text;
+  // Communication that is really waiting for a slower rank is rank imbalance: name the straggler.
+  const bool imbalanced = std::any_of(findings.begin(), findings.end(),
+                                      [](const Finding& f) { return f.rule_id == "rank_imbalance"; });
+  if (primary == Suspect::kCommunication && imbalanced && summary.straggler_rank) {
+    const bool is_straggler = *summary.straggler_rank == summary.rank;
+    headline += is_straggler ? "; this is the slowest rank: the others wait for it (rank imbalance)"
+                             : format_text("; much of it is waiting for the slowest rank, rank %d: rank imbalance, "
+                                           "not the interconnect",
+                                           *summary.straggler_rank);
+  }
+  return headline;
+}
+
 }  // namespace
 
 double share_of(const StepShares& shares, Suspect suspect) {
@@ -188,195 +458,35 @@ std::string suspect_words(Suspect suspect) {
 
 Verdict decide(const Summary& summary, const std::vector<Finding>& findings, const Thresholds& thresholds) {
   Verdict v;
-  for (Suspect suspect : {Suspect::kDataPipeline, Suspect::kModelCompute, Suspect::kCommunication,
-                          Suspect::kFrameworkOverhead}) {
-    v.attribution.push_back(share_with_interval(summary, suspect));
-  }
-  std::stable_sort(v.attribution.begin(), v.attribution.end(),
-                   [](const SuspectShare& a, const SuspectShare& b) { return a.share_pct > b.share_pct; });
-  v.attribution.push_back(share_with_interval(summary, Suspect::kNone));
+  v.attribution = attribution_by_share(summary);
+  v.actions = actions_by_saving(findings);
+  v.inconclusive_reasons = data_gaps(summary);
 
-  for (const Finding& f : findings) {
-    if (f.saving_pct <= 0 || f.recommendation.empty()) continue;
-    v.actions.push_back(
-        {f.rule_id, f.recommendation, f.change, f.saving_pct, 100.0 / std::max(1e-9, 100.0 - f.saving_pct)});
-  }
-  std::stable_sort(v.actions.begin(), v.actions.end(),
-                   [](const RankedAction& a, const RankedAction& b) { return a.saving_pct > b.saving_pct; });
-
-  // Can the data carry a verdict at all? Lost records or no steps: no.
-  const size_t steps = summary.step_ms.size();
-  if (steps == 0) v.inconclusive_reasons.push_back("no measured steps");
-  if (summary.dropped_events > 0) {
-    v.inconclusive_reasons.push_back(std::to_string(summary.dropped_events) +
-                                     " profiler records were lost: the shares may be wrong");
-  }
-
-  PolicyInputs policy;
-  policy.busy_line_pct = summary.on_gpu ? thresholds.value(threshold::low_device_utilisation::util_p95_pct)
-                                        : thresholds.value(threshold::low_device_utilisation::cpu_busy_pct);
-  policy.suspect_min_pct = thresholds.value(threshold::low_device_utilisation::suspect_min_pct);
+  const PolicyInputs policy = policy_inputs(summary, thresholds);
   const SuspectShare busy = share_with_interval(summary, Suspect::kModelCompute);
   v.busy_pct = busy.share_pct;
   v.busy_low_pct = busy.low_pct;
   v.busy_high_pct = busy.high_pct;
   v.busy_line_pct = policy.busy_line_pct;
+  count_steps_led(summary, policy, v.attribution);
 
-  // How often each suspect is the policy's choice step by step (consistency).
-  for (SuspectShare& a : v.attribution) {
-    if (summary.step_shares.empty()) {
-      a.steps_led_pct = choose_for(summary.shares, policy) == a.suspect ? 100 : 0;
-      continue;
-    }
-    int led = 0;
-    for (const StepShares& step : summary.step_shares) led += choose_for(step, policy) == a.suspect ? 1 : 0;
-    a.steps_led_pct = 100.0 * led / static_cast<double>(summary.step_shares.size());
-  }
-  const auto find_share = [&](Suspect suspect) {
-    return *std::find_if(v.attribution.begin(), v.attribution.end(),
-                         [&](const SuspectShare& a) { return a.suspect == suspect; });
-  };
-
-  const std::vector<SuspectShare> removable = removable_by_share(v.attribution);
-  const SuspectShare& first = removable[0];
-  const SuspectShare& second = removable[1];
-  const bool under_fed = busy.share_pct < policy.busy_line_pct;
-  const std::string busy_text = (summary.on_gpu ? "the device is busy with kernels " : "compute is ") +
-                                with_interval(busy) + " of the step";
-  const std::string line_text = format_text("the %.0f %% low-utilisation line", policy.busy_line_pct);
-  // The same choice the steps' consistency is counted with; the branches below only explain it.
-  const Suspect primary = choose_for(summary.shares, policy);
-  if (!under_fed) {
-    v.policy = busy_text + ", at or above " + line_text + ": model compute is primary, removable suspects are secondary";
-  } else if (primary == Suspect::kModelCompute) {
-    v.policy = busy_text + ", under " + line_text + ", but no removable suspect owns " +
-               format_pct(policy.suspect_min_pct) + " of the step: the idle time is untraced host work (other " +
-               format_pct(summary.shares.other_pct) + ")";
-  } else {
-    v.policy = busy_text + ", under " + line_text + ": the device is under-fed and " +
-               suspect_words(first.suspect) + " owns the largest share of the idle time";
-    const double too_close = thresholds.value(threshold::verdict::too_close_pct);
-    if (first.share_pct - second.share_pct < too_close) {
-      v.inconclusive_reasons.push_back(suspect_words(first.suspect) + " (" + with_interval(first) + ") and " +
-                                       suspect_words(second.suspect) + " (" + with_interval(second) +
-                                       ") are too close to call");
-    }
-  }
+  const PrimaryChoice choice = choose_primary(summary, policy, busy, v.attribution);
+  explain_policy(summary, thresholds, choice, v);
   if (!v.inconclusive_reasons.empty()) {
     v.inconclusive = true;
     v.confidence = "none";
     v.headline = "inconclusive: " + v.inconclusive_reasons.front();
     return v;
   }
-  // Oversubscribed ranks: what reads as compute is threads waiting for cores, which is how the run
-  // is set up (framework overhead), not the model's arithmetic.
-  const auto oversubscribed = std::find_if(findings.begin(), findings.end(),
-                                           [](const Finding& f) { return f.rule_id == "oversubscription"; });
-  if (oversubscribed != findings.end()) {
-    v.primary = Suspect::kFrameworkOverhead;
-    v.confidence = "high";
-    v.policy = busy_text + ", but " + oversubscribed->title + ": the threads' waiting is set-up overhead";
-    v.headline = suspect_words(Suspect::kFrameworkOverhead) + ": " + oversubscribed->title +
-                 format_text("; up to %.1f %% of the step (%s) waits for cores", oversubscribed->saving_pct,
-                             format_speedup(oversubscribed->saving_pct).c_str());
-    for (const SuspectShare& r : removable) {
-      if (r.suspect == Suspect::kFrameworkOverhead || r.share_pct < policy.suspect_min_pct) continue;
-      v.secondary.push_back(suspect_words(r.suspect) + " " + with_interval(r) + " of the step (up to " +
-                            format_speedup(r.share_pct) + " if removed)");
-    }
-    return v;
-  }
-  v.primary = primary;
+  if (decide_oversubscribed(findings, choice, v)) return v;
+  v.primary = choice.primary;
 
-  // Confidence: from the evidence.
-  Confidence confidence;
-  const auto min_steps = static_cast<size_t>(thresholds.value(threshold::verdict::min_steps));
-  const std::string steps_word = summary.steps_from.empty() || summary.steps_from == "record" ||
-                                         summary.steps_from == "ProfilerStep"
-                                     ? "step"
-                                     : "iteration";
-  if (steps == 1) {
-    confidence.lower(1, "one " + steps_word + " only (" +
-                            (summary.steps_from == "whole trace" ? "no repeating iteration found in the trace"
-                                                                 : "the trace holds one") +
-                            "): the shares could not be checked for consistency");
-  } else if (steps < min_steps) {
-    confidence.lower(2, std::to_string(steps) + " " + steps_word + "s only (under " +
-                            std::to_string(min_steps) + "): little evidence of consistency");
-  }
-  const SuspectShare& chosen = find_share(primary);
-  const double consistent = thresholds.value(threshold::verdict::consistent_steps_pct);
-  if (steps >= 2 && !summary.step_shares.empty()) {
-    const std::string led = format_text("%s leads in %.0f %% of the %ss", suspect_words(primary).c_str(),
-                                        chosen.steps_led_pct, steps_word.c_str());
-    if (chosen.steps_led_pct < 60) {
-      confidence.lower(1, led);
-    } else if (chosen.steps_led_pct < consistent) {
-      confidence.lower(2, led);
-    }
-  }
-  const double clear_margin = thresholds.value(threshold::verdict::clear_margin_pct);
-  if (primary == Suspect::kModelCompute && !under_fed) {
-    if (busy.low_pct < policy.busy_line_pct) {
-      confidence.lower(1, "at the line: " + busy_text + ", whose interval reaches under " + line_text);
-    } else if (busy.share_pct - policy.busy_line_pct < 0.5 * clear_margin) {
-      confidence.lower(2, format_text("the busy share is within %.0f points of the line", 0.5 * clear_margin));
-    }
-  } else if (primary == Suspect::kModelCompute) {
-    confidence.lower(2, "the device is under-fed but no measured suspect explains the idle time");
-  } else {
-    if (busy.high_pct >= policy.busy_line_pct) {
-      confidence.lower(1, "at the line: " + busy_text + ", whose interval reaches " + line_text);
-    }
-    const std::string versus = suspect_words(first.suspect) + " " + with_interval(first) + " vs " +
-                               suspect_words(second.suspect) + " " + with_interval(second);
-    if (overlap(first, second)) {
-      confidence.lower(1, "the intervals overlap: " + versus);
-    } else if (first.share_pct - second.share_pct < clear_margin) {
-      confidence.lower(2, format_text("a margin under %.0f points: ", clear_margin) + versus);
-    }
-  }
-  const double noise_pct = robust_noise_pct(summary.step_ms);
-  const double max_noise_pct = thresholds.value(threshold::verdict::max_step_noise_pct);
-  if (noise_pct > max_noise_pct) {
-    // Steps that differ by more than twice the limit are barely the same loop: low.
-    confidence.lower(noise_pct > 2 * max_noise_pct ? 1 : 2,
-                     "noisy steps: median absolute deviation " + format_pct(noise_pct) + " of the median (over " +
-                         format_pct(max_noise_pct) + "); the intervals carry it");
-  }
+  const SuspectShare chosen = find_share(v.attribution, choice.primary);
+  const Confidence confidence = judge_confidence(summary, thresholds, choice, chosen);
   v.confidence = confidence.name();
   v.confidence_reasons = confidence.reasons();
-
-  // Secondary: removable suspects that cost time but are not primary.
-  for (const SuspectShare& r : removable) {
-    if (r.suspect == primary || r.share_pct < policy.suspect_min_pct) continue;
-    std::string text = suspect_words(r.suspect) + " " + with_interval(r) + " of the step (up to " +
-                       format_speedup(r.share_pct) + " if removed)";
-    const std::string causes = idle_causes_text(summary, r.suspect);
-    if (!causes.empty()) text += ": device idle " + causes;
-    v.secondary.push_back(text);
-  }
-
-  if (primary == Suspect::kModelCompute) {
-    v.headline = under_fed ? "model compute: " + v.policy : compute_headline(summary, busy);
-  } else {
-    v.headline = suspect_words(primary) + ": " + with_interval(chosen) + " of the step; up to " +
-                 format_speedup(chosen.share_pct) + " if removed";
-    const std::string causes = idle_causes_text(summary, primary);
-    if (!causes.empty()) v.headline += " (device idle " + causes + ")";
-    v.headline += "; " + busy_text;
-    // Communication that is really waiting for a slower rank is rank imbalance: name the straggler.
-    const bool imbalanced = std::any_of(findings.begin(), findings.end(),
-                                        [](const Finding& f) { return f.rule_id == "rank_imbalance"; });
-    if (primary == Suspect::kCommunication && imbalanced && summary.straggler_rank) {
-      const bool is_straggler = *summary.straggler_rank == summary.rank;
-      v.headline += is_straggler
-                        ? "; this is the slowest rank: the others wait for it (rank imbalance)"
-                        : format_text("; much of it is waiting for the slowest rank, rank %d: rank imbalance, "
-                                      "not the interconnect",
-                                      *summary.straggler_rank);
-    }
-  }
+  v.secondary = secondary_suspects(summary, choice);
+  v.headline = headline_of(summary, findings, choice, chosen, v.policy);
   return v;
 }
 
