@@ -25,6 +25,7 @@
 #include "diagnostics/trace_steps.h"
 #include "diagnostics/text_format.h"
 #include "core/statistics.h"
+#include "core/trace_metadata.h"
 #include "core/units.h"
 
 namespace trainlab {
@@ -510,17 +511,10 @@ StepTimes cpu_step_times(const TraceTimeline& tl, const Step& st) {
   return t;
 }
 
-// A field trainlab wrote into its own trace's metadata ("trainlab": {...}); null in others'.
-const nlohmann::json* trainlab_field(const nlohmann::json& metadata, const char* key) {
-  if (!metadata.contains("trainlab") || !metadata["trainlab"].is_object()) return nullptr;
-  const nlohmann::json& ours = metadata["trainlab"];
-  return ours.contains(key) ? &ours[key] : nullptr;
-}
-
-std::optional<double> trainlab_number(const nlohmann::json& metadata, const char* key) {
-  const nlohmann::json* field = trainlab_field(metadata, key);
-  if (field == nullptr || !field->is_number()) return std::nullopt;
-  return field->get<double>();
+// What trainlab wrote into its own trace's metadata ("trainlab": {...}); empty in others'.
+TraceMetadata trainlab_block(const nlohmann::json& metadata) {
+  if (!metadata.is_object() || !metadata.contains("trainlab")) return TraceMetadata{};
+  return trace_metadata_of(metadata.at("trainlab"));
 }
 
 void fill_trace_device(const Profile& profile, const nlohmann::json& metadata, Summary& s) {
@@ -560,11 +554,11 @@ std::map<std::string, double> collective_family_shares(const TraceTimeline& tl, 
 // A trainlab window states what one of its events cost: that time comes out of the phases the
 // events lie in (and out of the step) before the shares. The cost by step number; none where the
 // window states no cost, or where its calibration was disturbed (a note says so).
-std::map<int64_t, StepProfilerCost> profiler_cost_by_step(const Profile& profile, const nlohmann::json& metadata,
+std::map<int64_t, StepProfilerCost> profiler_cost_by_step(const Profile& profile, const TraceMetadata& ours,
                                                           const std::vector<Step>& steps, const TraceTimeline& tl,
                                                           Summary& s) {
   std::map<int64_t, StepProfilerCost> profiler_cost;
-  if (const auto event_cost_ns = trainlab_number(metadata, "profiler_event_cost_ns"); tl.has_phases && event_cost_ns) {
+  if (const std::optional<double>& event_cost_ns = ours.profiler_event_cost_ns; tl.has_phases && event_cost_ns) {
     const std::vector<StepProfilerCost> costs = locate_profiler_cost(profile, *event_cost_ns);
     // A calibration that was disturbed (another process on the core, a rank's peers) can claim more
     // than the steps themselves took: then nothing is taken out, and the note says so.
@@ -662,15 +656,14 @@ void fill_trace_shares(const TraceTimeline& tl, const std::vector<Step>& steps, 
 
 // What the trace shows beyond the shares: collectives, the profile's details, the host, the Python
 // frames behind data wait and host work, what is already in place, and the records lost.
-void add_trace_details(const Profile& profile, const nlohmann::json& metadata, const std::vector<Step>& steps,
+void add_trace_details(const Profile& profile, const TraceMetadata& ours, const std::vector<Step>& steps,
                        int64_t main_track, Summary& s) {
   std::vector<std::pair<int64_t, int64_t>> step_spans_ns;
   for (const Step& st : steps) step_spans_ns.push_back({st.start_ns, st.end_ns});
   s.collectives = collective_calls(profile, step_spans_ns);
   s.collective_runs_ns = collective_runs_ns(profile, step_spans_ns);
-  add_profile_details(profile, steps, s, trainlab_number(metadata, "op_sample").value_or(1.0));
-  if (const nlohmann::json* host = trainlab_field(metadata, "host"); host != nullptr && host->is_string())
-    s.host = host->get<std::string>();
+  add_profile_details(profile, steps, s, ours.op_sample.value_or(1.0));
+  if (!ours.host.empty()) s.host = ours.host;
   std::vector<Interval> step_spans;
   for (const Step& st : steps) step_spans.push_back({st.start_ns, st.end_ns});
   s.data_wait_python_frames = data_wait_python_frames(profile, step_spans);
@@ -704,10 +697,11 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
   std::optional<IdleAttributor> attributor;
   if (attribute_idle) attributor.emplace(profile, found.main_track);
 
-  const std::map<int64_t, StepProfilerCost> profiler_cost = profiler_cost_by_step(profile, metadata, steps, tl, s);
+  const TraceMetadata ours = trainlab_block(metadata);
+  const std::map<int64_t, StepProfilerCost> profiler_cost = profiler_cost_by_step(profile, ours, steps, tl, s);
   const TraceStepTotals totals = add_step_shares(steps, tl, attribute_idle, attributor, profiler_cost, s);
   fill_trace_shares(tl, steps, totals, attribute_idle, s);
-  add_trace_details(profile, metadata, steps, found.main_track, s);
+  add_trace_details(profile, ours, steps, found.main_track, s);
   return s;
 }
 

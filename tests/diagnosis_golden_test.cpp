@@ -10,6 +10,7 @@
 
 #include "diagnostics/rules.h"
 #include "core/errors.h"
+#include "core/trace_metadata.h"
 #include "diagnostics/diagnosis.h"
 #include "diagnostics/summarise.h"
 #include "harness/runner/record_summary.h"
@@ -125,6 +126,26 @@ TEST(DiagnosisGolden, AProfiledWindowsOwnCostIsTakenOutOfItsStepsBeforeTheShares
   EXPECT_NEAR(*sampled.ops_per_step, 2 * *trace_raw.ops_per_step, 1e-9);
   EXPECT_TRUE(std::any_of(sampled.notes.begin(), sampled.notes.end(),
                           [](const std::string& n) { return n.rfind("ops sampled at 50 %", 0) == 0; }));
+
+  // The block is read typed (core/trace_metadata.h): what the training child writes reads back, and
+  // a field of the wrong type is bad input naming it (it used to be skipped as if absent).
+  TraceMetadata written;
+  written.op_sample = 0.5;
+  written.profiler_event_cost_ns = 1000;
+  written.host = "node-b";
+  written.loader_workers = 2;
+  const TraceMetadata read = trace_metadata_of(to_json(written));
+  EXPECT_EQ(read.op_sample, 0.5);
+  EXPECT_EQ(read.profiler_event_cost_ns, 1000.0);
+  EXPECT_EQ(read.host, "node-b");
+  EXPECT_EQ(read.loader_workers, 2);
+  EXPECT_EQ(summarise_trace(window, {{"trainlab", to_json(written)}}, "typed").host, "node-b");
+  try {
+    summarise_trace(window, {{"trainlab", {{"op_sample", "half"}}}}, "wrong type");
+    ADD_FAILURE() << "a string op_sample was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"op_sample\""), std::string::npos) << e.what();
+  }
 }
 
 bool fired(const Diagnosis& d, const std::string& rule) {
