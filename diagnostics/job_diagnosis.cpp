@@ -341,9 +341,9 @@ void find_straggler_cause(JobDiagnosis& job, const JobRank& straggler) {
   }
 }
 
-}  // namespace
-
-std::optional<JobDiagnosis> diagnose_job(const std::vector<Diagnosis>& ranks, const Thresholds& thresholds) {
+// The rank lines, the straggler (the most own work per step) and the spread, medians first, then
+// paired step by step; `others_own_median_ms` the other ranks' median own work.
+std::optional<JobDiagnosis> job_spread(const std::vector<Diagnosis>& ranks, double* others_own_median_ms) {
   if (ranks.size() < 2) return std::nullopt;
   JobDiagnosis job;
   job.ranks = static_cast<int>(ranks.size());
@@ -355,8 +355,25 @@ std::optional<JobDiagnosis> diagnose_job(const std::vector<Diagnosis>& ranks, co
   const auto by_own_work = [](const JobRank& a, const JobRank& b) { return a.own_work_ms < b.own_work_ms; };
   const JobRank& straggler = *std::max_element(job.rank_lines.begin(), job.rank_lines.end(), by_own_work);
   job.straggler_rank = straggler.rank;
-  const double others_own_median_ms = spread_from_medians(job, straggler);
+  *others_own_median_ms = spread_from_medians(job, straggler);
   pair_the_steps(job, ranks);
+  return job;
+}
+
+}  // namespace
+
+std::optional<JobDiagnosis> job_spread(const std::vector<Diagnosis>& ranks) {
+  double others_own_median_ms = 0;
+  return job_spread(ranks, &others_own_median_ms);
+}
+
+std::optional<JobDiagnosis> diagnose_job(const std::vector<Diagnosis>& ranks, const Thresholds& thresholds) {
+  double others_own_median_ms = 0;
+  std::optional<JobDiagnosis> spread = job_spread(ranks, &others_own_median_ms);
+  if (!spread) return std::nullopt;
+  JobDiagnosis& job = *spread;
+  const JobRank& straggler = *std::find_if(job.rank_lines.begin(), job.rank_lines.end(),
+                                           [&](const JobRank& r) { return r.rank == job.straggler_rank; });
   for (const JobRank& r : job.rank_lines) job.step_p50_ms = std::max(job.step_p50_ms, r.step_p50_ms);
   split_exposed_communication(job, straggler.exposed_comm_ms);
   find_straggler_cause(job, straggler);

@@ -69,6 +69,12 @@ struct JobDiagnosis {
   std::string collectives_note;
 };
 
+// The job's straggler and the spread of its own work against the other ranks' (straggler_rank,
+// spread_*, steps_paired; the rest unset), from the ranks' Summaries alone: what each rank's own
+// rules read (Summary::straggler_rank, rank_spread_*) before the ranks are diagnosed. std::nullopt
+// for fewer than two ranks or ranks that do not say which they are.
+std::optional<JobDiagnosis> job_spread(const std::vector<Diagnosis>& ranks);
+
 // The job of the per-rank diagnoses (at least two, each with its rank set). std::nullopt for fewer.
 std::optional<JobDiagnosis> diagnose_job(const std::vector<Diagnosis>& ranks, const Thresholds& thresholds);
 

@@ -317,25 +317,23 @@ std::vector<fs::path> rank_traces_beside(const std::string& first_rank_trace) {
   return out.size() >= 2 ? out : std::vector<fs::path>{};
 }
 
-// Ranks of one job, diagnosed each on its own: in rank order, each told the straggler and the
-// spread, diagnosed again with them, then the job's one verdict.
+// Ranks of one job: in rank order, each told the job's straggler and paired spread (so a rank's own
+// verdict calls imbalance exactly when the job does), diagnosed once, then the job's one verdict
+// from the ranks' verdicts.
 std::optional<JobDiagnosis> diagnose_ranks_as_job(std::vector<Diagnosis>& ranks, const Thresholds& thresholds) {
   std::stable_sort(ranks.begin(), ranks.end(),
                    [](const Diagnosis& a, const Diagnosis& b) { return a.summary.rank < b.summary.rank; });
   if (ranks.size() < 2) return std::nullopt;
   add_rank_spread(ranks);
-  for (Diagnosis& d : ranks) d = diagnose_summary(std::move(d.summary), thresholds);
-  const std::optional<JobDiagnosis> first = diagnose_job(ranks, thresholds);
-  if (!first || first->steps_paired == 0) return first;
-  // Each rank's own rules read the job's straggler and paired spread, so a rank's verdict calls
-  // imbalance exactly when the job does; the job then counts the ranks' verdicts again.
-  for (Diagnosis& d : ranks) {
-    d.summary.straggler_rank = first->straggler_rank;
-    d.summary.rank_spread_pct = first->spread_pct;
-    d.summary.rank_spread_low_pct = first->spread_low_pct;
-    d.summary.rank_spread_high_pct = first->spread_high_pct;
-    d = diagnose_summary(std::move(d.summary), thresholds);
+  if (const std::optional<JobDiagnosis> spread = job_spread(ranks); spread && spread->steps_paired > 0) {
+    for (Diagnosis& d : ranks) {
+      d.summary.straggler_rank = spread->straggler_rank;
+      d.summary.rank_spread_pct = spread->spread_pct;
+      d.summary.rank_spread_low_pct = spread->spread_low_pct;
+      d.summary.rank_spread_high_pct = spread->spread_high_pct;
+    }
   }
+  for (Diagnosis& d : ranks) d = diagnose_summary(std::move(d.summary), thresholds);
   return diagnose_job(ranks, thresholds);
 }
 
