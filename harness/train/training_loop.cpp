@@ -671,15 +671,10 @@ nlohmann::json device_properties(c10::DeviceIndex index) {
                                  {"sharedMemPerBlockOptin", p->sharedMemPerBlockOptin}}});
 }
 
-// --profile: the window's Chrome trace, and in the record its events, drops, annotations and the
-// window's measured overhead.
-void write_capture_window(const VariantSpec& spec, const SessionOptions& profiler_options, const Profile& profile,
-                          const Session& profiler, const TrainingSetup& t, const std::string& trace_path,
-                          VariantRecord& record) {
-  // Counter tracks and their sample counts, for the record.
-  std::map<std::string, int64_t> counters;
-  for (const CounterTrack& track : profile.counters) counters[track.name] = static_cast<int64_t>(track.samples.size());
-  const int64_t events = static_cast<int64_t>(profile.events.size());
+// The trace's metadata: trainlab's own block (core/trace_metadata.h) and Kineto's fields beside it
+// (distributedInfo, so trace readers tell ranks apart; deviceProperties on a GPU).
+nlohmann::json capture_trace_metadata(const VariantSpec& spec, const Session& profiler, const TrainingSetup& t,
+                                      const VariantRecord& record) {
   TraceMetadata ours;
   ours.scenario = spec.scenario;
   ours.variant = spec.name();
@@ -691,7 +686,6 @@ void write_capture_window(const VariantSpec& spec, const SessionOptions& profile
   ours.loader_workers = spec.workers;
   if (t.data_parallel) ours.host = record.distributed.host;  // which machine
   nlohmann::json metadata = to_json(ours);
-  // Kineto's field, so trace readers tell ranks apart.
   metadata["distributedInfo"] = {{"backend", t.data_parallel ? record.distributed.backend : "none"},
                                  {"rank", t.dist.rank}, {"world_size", t.dist.world_size}};
   if (t.data_parallel) {
@@ -709,6 +703,19 @@ void write_capture_window(const VariantSpec& spec, const SessionOptions& profile
           {"ranks", ranks}}});
   }
   if (t.use_cuda) metadata["deviceProperties"] = device_properties(t.device.index());
+  return metadata;
+}
+
+// --profile: the window's Chrome trace, and in the record its events, drops, annotations and the
+// window's measured overhead.
+void write_capture_window(const VariantSpec& spec, const SessionOptions& profiler_options, const Profile& profile,
+                          const Session& profiler, const TrainingSetup& t, const std::string& trace_path,
+                          VariantRecord& record) {
+  // Counter tracks and their sample counts, for the record.
+  std::map<std::string, int64_t> counters;
+  for (const CounterTrack& track : profile.counters) counters[track.name] = static_cast<int64_t>(track.samples.size());
+  const int64_t events = static_cast<int64_t>(profile.events.size());
+  const nlohmann::json metadata = capture_trace_metadata(spec, profiler, t, record);
   const int64_t trace_bytes =
       write_chrome_trace(trace_path, profile, metadata, static_cast<int64_t>(::getpid()), &t.trace_clock);
   // Overhead: the mean measured step inside the window against the measured steps outside it.
