@@ -240,7 +240,132 @@ void write_doctor_files(const DoctorOutcome& outcome, int repeat, const nlohmann
 
 }  // namespace
 
-DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
+namespace {
+
+// What the doctor's stages share: where they report, the live line, the clock and the step number.
+struct DoctorStages {
+  const DoctorOptions& options;
+  std::ostream& progress;
+  ProgressTicker& ticker;
+  std::chrono::steady_clock::time_point start;
+  int step = 2;  // [1] is the profile
+  ChildWatch watch(const std::string& label) const { return ChildWatch{ticker, static_cast<size_t>(step - 1), label, start}; }
+};
+
+// The changes the findings stand for (change, rule), by the time they could save, at most
+// --max-changes; the data pipeline's findings also try the decoded cache where the scenario has
+// one. The findings no change addresses go to outcome.unaddressed_findings.
+std::vector<std::pair<std::string, std::string>> changes_to_try(const DiagnosisLine& d, const VariantSpec& spec,
+                                                                bool on_gpu, int max_changes, DoctorOutcome& outcome) {
+  std::vector<std::pair<std::string, std::string>> changes;
+  std::set<std::string> seen;
+  for (const ActionLine& action : d.actions) {
+    const std::string& change = action.change;
+    const std::string& rule = action.rule;
+    std::vector<std::string> candidates = {change};
+    if (change == "more_workers" || change == "more_prefetch") candidates.push_back("decoded_cache");
+    for (const std::string& c : candidates) {
+      if (c.empty() || !seen.insert(c).second || settings_for_change(c, spec, on_gpu).empty()) continue;
+      if (static_cast<int>(changes.size()) < max_changes) changes.push_back({c, rule});
+    }
+  }
+  // A finding is addressed when a trial tried its change (several rules can suggest the same one).
+  std::set<std::string> tried_changes, tried_rules;
+  for (const auto& [change, rule] : changes) tried_changes.insert(change);
+  for (const FindingLine& f : d.findings) {
+    if (tried_changes.count(f.change) > 0) tried_rules.insert(f.rule);
+  }
+  for (const auto& [change, rule] : changes) tried_rules.insert(rule);
+  for (const FindingLine& f : d.findings) {
+    if (tried_rules.count(f.rule) == 0) outcome.unaddressed_findings.push_back(f.title);
+  }
+  return changes;
+}
+
+// One A/B trial per change (those after an interrupt recorded as not run); returns the settings of
+// the ones that improved.
+std::vector<std::string> run_trials(const std::vector<std::pair<std::string, std::string>>& changes,
+                                    const VariantSpec& spec, bool on_gpu, const std::vector<std::string>& variant_args,
+                                    DoctorStages& stages, DoctorOutcome& outcome) {
+  std::vector<std::string> helpful;
+  for (const auto& [change, rule] : changes) {
+    const std::string settings = settings_for_change(change, spec, on_gpu);
+    if (interrupted()) {  // the trials after the interrupted one are recorded as not run
+      if (outcome.interrupted.empty()) outcome.interrupted = "before the A/B of " + settings;
+      outcome.trials.push_back({change, settings, rule, 0, 0, 0, kNotRunVerdict, ""});
+      continue;
+    }
+    stages.progress << "[" << stages.step++ << "] A/B: " << settings << " (" << change << ", from " << rule << "), "
+                    << stages.options.repeat << " repetitions a side, more while its interval is wide" << std::endl;
+    outcome.trials.push_back(measure(change, settings, rule, variant_args, outcome.out_dir + "/trial-" + change,
+                                     stages.options, stages.watch("A/B " + settings)));
+    const DoctorTrial& t = outcome.trials.back();
+    if (t.verdict == kInterruptedVerdict) outcome.interrupted = "during the A/B of " + settings;
+    stages.progress << "    samples/s " << format_text("%+.1f %%", t.gain_pct) << " [" << format_text("%+.1f", t.low_pct)
+                    << ", " << format_text("%+.1f", t.high_pct) << "]: " << t.verdict << std::endl;
+    if (t.verdict == "improved") helpful.push_back(settings);
+  }
+  return helpful;
+}
+
+// The helpful changes together, when two or more helped; then the best measured trial.
+void run_combined_trial(const std::vector<std::string>& helpful, const std::vector<std::string>& variant_args,
+                        DoctorStages& stages, DoctorOutcome& outcome) {
+  std::string combined;
+  for (const std::string& s : helpful) combined += (combined.empty() ? "" : ",") + s;
+  if (helpful.size() >= 2 && interrupted()) {
+    if (outcome.interrupted.empty()) outcome.interrupted = "before the A/B of " + combined;
+    outcome.trials.push_back({"combined", combined, "-", 0, 0, 0, kNotRunVerdict, ""});
+  } else if (helpful.size() >= 2) {
+    stages.progress << "[" << stages.step++ << "] A/B: the helpful changes together: " << combined << std::endl;
+    outcome.trials.push_back(measure("combined", combined, "-", variant_args, outcome.out_dir + "/trial-combined",
+                                     stages.options, stages.watch("A/B " + combined)));
+    if (outcome.trials.back().verdict == kInterruptedVerdict) {
+      outcome.interrupted = "during the A/B of " + combined;
+    }
+  }
+  for (const DoctorTrial& t : outcome.trials) {
+    if (t.verdict == "improved" && t.gain_pct > outcome.best_gain_pct) {
+      outcome.best_gain_pct = t.gain_pct;
+      outcome.best_settings = t.settings;
+    }
+  }
+}
+
+// What remains: the best measured configuration, profiled and diagnosed.
+void profile_the_best(const std::vector<std::string>& profile_args, DoctorStages& stages, DoctorOutcome& outcome) {
+  if (outcome.best_settings.empty()) return;
+  if (interrupted()) {
+    if (outcome.interrupted.empty()) outcome.interrupted = "before the profile of the best configuration";
+    outcome.after_headline = kNotRunVerdict;
+    return;
+  }
+  stages.progress << "[" << stages.step++ << "] profile the best configuration (" << outcome.best_settings
+                  << "): what remains" << std::endl;
+  std::vector<std::string> after_args = profile_args;
+  after_args.insert(after_args.end(), {"--set", outcome.best_settings});
+  try {
+    const ChildRun after_run =
+        run_child(after_args, outcome.out_dir + "/after", stages.options, stages.watch("profile " + outcome.best_settings));
+    if (after_run.stopped) {
+      outcome.interrupted = "during the profile of the best configuration";
+      throw std::runtime_error("the doctor was interrupted");
+    }
+    const std::string& after = after_run.folder;
+    const DiagnosisLine a = first_diagnosis(after);
+    outcome.after_headline = a.headline;
+    outcome.after_report = after + "/report.html";
+    for (const FindingLine& f : a.findings) outcome.after_findings.push_back(f.severity + ": " + f.title);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    outcome.after_headline =
+        outcome.interrupted.empty() ? std::string("failed: ") + e.what() : std::string(kInterruptedVerdict);
+  }
+  stages.progress << "    " << outcome.after_headline << std::endl;
+}
+
+void check_doctor_options(const DoctorOptions& options) {
   if (options.repeat < kMinDoctorRepeat || options.repeat > kMaxDoctorRepeat) {
     throw InputError("invalid --repeat for doctor (" + std::to_string(kMinDoctorRepeat) + " to " +
                      std::to_string(kMaxDoctorRepeat) + ")");
@@ -248,6 +373,12 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
   if (options.max_changes < 1 || options.max_changes > kMaxDoctorChanges) {
     throw InputError("invalid --max-changes (1 to " + std::to_string(kMaxDoctorChanges) + ")");
   }
+}
+
+}  // namespace
+
+DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
+  check_doctor_options(options);
   DoctorOutcome outcome;
   ensure_writable_dir(options.results_dir);
   std::string run_id;
@@ -255,19 +386,18 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
   // The children get the configuration as arguments rebuilt from the typed spec.
   std::vector<std::string> variant_args = spec_arguments(options.spec);
   if (!options.thresholds_path.empty()) variant_args.insert(variant_args.end(), {"--thresholds", options.thresholds_path});
-  const std::string created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
-  outcome.created_utc = created_utc;
+  outcome.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
   progress << "trainlab doctor: results in " << outcome.out_dir
            << "\n[1] profile and diagnose the configuration as given" << std::endl;
   ProgressTicker ticker(progress, options.live_progress);
-  const auto start = std::chrono::steady_clock::now();
+  DoctorStages stages{options, progress, ticker, std::chrono::steady_clock::now()};
 
   // 1. The diagnosis.
   std::vector<std::string> profile_args = {"profile"};
   profile_args.insert(profile_args.end(), variant_args.begin(), variant_args.end());
   outcome.configuration = variant_args;
   const ChildRun profile =
-      run_child(profile_args, outcome.out_dir + "/profile", options, ChildWatch{ticker, 1, "profile", start});
+      run_child(profile_args, outcome.out_dir + "/profile", options, ChildWatch{ticker, 1, "profile", stages.start});
   if (profile.stopped) {
     outcome.interrupted = "during the profile of the configuration as given";
     outcome.diagnosis_headline = "not diagnosed: the doctor was interrupted during the profile";
@@ -284,101 +414,11 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
   const bool on_gpu = base.variants.front().device.rfind("cuda", 0) == 0;
   progress << "    " << outcome.diagnosis_headline << std::endl;
 
-  // 2. The changes the findings stand for, by the time they could save; the data pipeline's
-  //    findings also try the decoded cache where the scenario has one.
-  std::vector<std::pair<std::string, std::string>> changes;  // change, rule
-  std::set<std::string> seen;
-  for (const ActionLine& action : d.actions) {
-    const std::string& change = action.change;
-    const std::string& rule = action.rule;
-    std::vector<std::string> candidates = {change};
-    if (change == "more_workers" || change == "more_prefetch") candidates.push_back("decoded_cache");
-    for (const std::string& c : candidates) {
-      if (c.empty() || !seen.insert(c).second || settings_for_change(c, spec, on_gpu).empty()) continue;
-      if (static_cast<int>(changes.size()) < options.max_changes) changes.push_back({c, rule});
-    }
-  }
-  // A finding is addressed when a trial tried its change (several rules can suggest the same one).
-  std::set<std::string> tried_changes, tried_rules;
-  for (const auto& [change, rule] : changes) tried_changes.insert(change);
-  for (const FindingLine& f : d.findings) {
-    if (tried_changes.count(f.change) > 0) tried_rules.insert(f.rule);
-  }
-  for (const auto& [change, rule] : changes) tried_rules.insert(rule);
-  for (const FindingLine& f : d.findings) {
-    if (tried_rules.count(f.rule) == 0) outcome.unaddressed_findings.push_back(f.title);
-  }
-
-  // 3. One A/B trial per change, then the helpful ones together.
-  int step = 2;
-  std::vector<std::string> helpful;
-  for (const auto& [change, rule] : changes) {
-    const std::string settings = settings_for_change(change, spec, on_gpu);
-    if (interrupted()) {  // the trials after the interrupted one are recorded as not run
-      if (outcome.interrupted.empty()) outcome.interrupted = "before the A/B of " + settings;
-      outcome.trials.push_back({change, settings, rule, 0, 0, 0, kNotRunVerdict, ""});
-      continue;
-    }
-    progress << "[" << step++ << "] A/B: " << settings << " (" << change << ", from " << rule << "), "
-             << options.repeat << " repetitions a side" << std::endl;
-    outcome.trials.push_back(measure(change, settings, rule, variant_args, outcome.out_dir + "/trial-" + change, options,
-                                     ChildWatch{ticker, static_cast<size_t>(step - 1), "A/B " + settings, start}));
-    const DoctorTrial& t = outcome.trials.back();
-    if (t.verdict == kInterruptedVerdict) outcome.interrupted = "during the A/B of " + settings;
-    progress << "    samples/s " << format_text("%+.1f %%", t.gain_pct) << " [" << format_text("%+.1f", t.low_pct) << ", "
-             << format_text("%+.1f", t.high_pct) << "]: " << t.verdict << std::endl;
-    if (t.verdict == "improved") helpful.push_back(settings);
-  }
-  std::string combined;
-  for (const std::string& s : helpful) combined += (combined.empty() ? "" : ",") + s;
-  if (helpful.size() >= 2 && interrupted()) {
-    if (outcome.interrupted.empty()) outcome.interrupted = "before the A/B of " + combined;
-    outcome.trials.push_back({"combined", combined, "-", 0, 0, 0, kNotRunVerdict, ""});
-  } else if (helpful.size() >= 2) {
-    progress << "[" << step++ << "] A/B: the helpful changes together: " << combined << std::endl;
-    outcome.trials.push_back(
-        measure("combined", combined, "-", variant_args, outcome.out_dir + "/trial-combined", options,
-                ChildWatch{ticker, static_cast<size_t>(step - 1), "A/B " + combined, start}));
-    if (outcome.trials.back().verdict == kInterruptedVerdict) {
-      outcome.interrupted = "during the A/B of " + combined;
-    }
-  }
-  for (const DoctorTrial& t : outcome.trials) {
-    if (t.verdict == "improved" && t.gain_pct > outcome.best_gain_pct) {
-      outcome.best_gain_pct = t.gain_pct;
-      outcome.best_settings = t.settings;
-    }
-  }
-
-  // 4. What remains: the best measured configuration, profiled and diagnosed.
-  if (!outcome.best_settings.empty() && interrupted()) {
-    if (outcome.interrupted.empty()) outcome.interrupted = "before the profile of the best configuration";
-    outcome.after_headline = kNotRunVerdict;
-  } else if (!outcome.best_settings.empty()) {
-    progress << "[" << step++ << "] profile the best configuration (" << outcome.best_settings << "): what remains"
-             << std::endl;
-    std::vector<std::string> after_args = profile_args;
-    after_args.insert(after_args.end(), {"--set", outcome.best_settings});
-    try {
-      const ChildRun after_run = run_child(after_args, outcome.out_dir + "/after", options,
-                                           ChildWatch{ticker, static_cast<size_t>(step - 1), "profile " + outcome.best_settings, start});
-      if (after_run.stopped) {
-        outcome.interrupted = "during the profile of the best configuration";
-        throw std::runtime_error("the doctor was interrupted");
-      }
-      const std::string& after = after_run.folder;
-      const DiagnosisLine a = first_diagnosis(after);
-      outcome.after_headline = a.headline;
-      outcome.after_report = after + "/report.html";
-      for (const FindingLine& f : a.findings) outcome.after_findings.push_back(f.severity + ": " + f.title);
-    } catch (const InputError&) {
-      throw;
-    } catch (const std::exception& e) {
-      outcome.after_headline =
-          outcome.interrupted.empty() ? std::string("failed: ") + e.what() : std::string(kInterruptedVerdict);
-    }
-    progress << "    " << outcome.after_headline << std::endl;
-  }
+  // 2.-4. The changes tried one by one, the helpful ones together, the best profiled again.
+  const auto changes = changes_to_try(d, spec, on_gpu, options.max_changes, outcome);
+  const std::vector<std::string> helpful = run_trials(changes, spec, on_gpu, variant_args, stages, outcome);
+  run_combined_trial(helpful, variant_args, stages, outcome);
+  profile_the_best(profile_args, stages, outcome);
 
   write_doctor_files(outcome, options.repeat, to_json(d));
   return outcome;
