@@ -380,202 +380,188 @@ std::string render_sweep_svg(const std::string& title, const std::vector<SweepFi
   return svg.str();
 }
 
-SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
-  std::vector<std::string> notes;
-  std::vector<SweepPoint> points = expand_sweep(options, &notes);
-  SweepOutcome outcome;
-  RunRecord& record = outcome.record;
-  record.kind = "sweep";
-  record.scenario = options.lab.base.scenario;
-  record.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
-  outcome.run_dir = make_run_dir(options.lab.results_dir, record.scenario, "sweep", &record.run_id);
-  const RunningMark running(outcome.run_dir);  // from the first run.json to the finished one
+namespace {
 
-  std::set<int64_t> batches;
-  for (const SweepPoint& p : points) batches.insert(p.spec.batch_size);
-  const bool with_batch = batches.size() > 1;
-  const size_t runnable = static_cast<size_t>(
-      std::count_if(points.begin(), points.end(), [](const SweepPoint& p) { return p.not_applicable.empty(); }));
-  progress << "trainlab sweep: scenario " << record.scenario << ", " << count_noun(runnable, "point") << " to run"
-           << (runnable < points.size() ? " (" + std::to_string(points.size() - runnable) + " not applicable)" : "")
-           << ", results in " << outcome.run_dir << std::endl;
-
-  // Where other processes already hold cores that the points' default threads (one per core) would
-  // need, every point runs at the cores left, as the lab does: a thread pool beside them waits for
-  // its slowest thread on every op, and the sweep would rank the points by that wait.
-  std::vector<VariantSpec> point_specs;
-  for (const SweepPoint& p : points) point_specs.push_back(p.spec);
-  if (const std::optional<ThreadLowering> chosen = threads_left_at_start(point_specs, *options.lab.thresholds)) {
-    for (SweepPoint& p : points) p.spec.threads = chosen->to_threads;
-    record.details.thread_lowerings.push_back(*chosen);
-    progress << threads_at_start_words(*chosen, "every point") << std::endl;
-  }
-
-  ProgressTicker ticker(progress, options.live_progress);
-  const auto sweep_start = std::chrono::steady_clock::now();
-  // With --repeat the grid runs in rounds (every point, then every point again), so drift on a
-  // shared machine hits each point alike; a point's figures are then the median of its rounds.
-  const size_t repeat = static_cast<size_t>(std::max(1, options.lab.repeat));
-  const size_t total = runnable * repeat;
-  std::vector<std::vector<size_t>> records_of_point(points.size());
-  SweepDetails details;
-  details.tolerance_pct = options.tolerance_pct;
-  details.repeat = repeat;
-  for (const SweepPoint& p : points) {
-    if (!p.not_applicable.empty()) details.not_applicable.push_back({point_label(p.spec, with_batch), p.not_applicable});
-  }
-  record.details.sweep = details;
-  // The runnable points not measured yet: the rest of round `rep` from point `next`, and the later
-  // rounds; each (point, record saying why it has no figures).
-  const auto not_run_points = [&](size_t rep, size_t next, const std::string& why) {
-    std::vector<std::pair<size_t, VariantRecord>> rest;
-    for (size_t r = rep; r < repeat; ++r) {
-      for (size_t i = (r == rep ? next : 0); i < points.size(); ++i) {
-        if (!points[i].not_applicable.empty()) continue;
-        VariantRecord v;
-        v.spec = points[i].spec;
-        v.repetition = static_cast<int>(r);
-        v.error = why;
-        v.error_kind = "interrupted";
-        rest.emplace_back(i, std::move(v));
-      }
-    }
-    return rest;
-  };
-  // run.json as it stands when the sweep starts and after each point (the points not run yet marked
-  // so), so a sweep that is killed, even by SIGKILL, leaves a record that history, compare and
-  // diagnose read, and one still running reads as such (its running mark, run_liveness.h).
-  const auto write_progress_record = [&](size_t rep, size_t next) {
-    RunRecord partial = record;
-    const char* why = "not run yet: the sweep had not reached this point (still running, or killed)";
-    for (auto& [point, v] : not_run_points(rep, next, why)) {
-      partial.variants.push_back(std::move(v));
-    }
-    for (const VariantRecord& v : partial.variants) {
-      if (v.ok()) {
-        partial.environment = v.environment;
-        break;
-      }
-    }
-    write_run_record((fs::path(outcome.run_dir) / "run.json").string(), partial);
-  };
+// What run_sweep's stages share: the grid, the record as it grows, the live line and the counts.
+struct SweepRun {
+  const SweepOptions& options;
+  std::ostream& progress;
+  SweepOutcome& outcome;
+  std::vector<SweepPoint> points;
+  bool with_batch = false;  // the grid sweeps the batch too: it is in the points' labels
+  size_t repeat = 1;        // rounds of the grid (--repeat)
+  size_t total = 0;         // point runs planned: the runnable points x the rounds
   size_t done = 0;
-  bool stopped = false;  // Ctrl-C / SIGTERM: the points measured so far are recorded and read
-  const int max_reruns =
-      static_cast<int>(options.lab.thresholds->value(threshold::lab::disturbance_reruns_per_variant));
-  std::vector<int> reruns_of_point(points.size(), 0);
+  std::vector<std::vector<size_t>> records_of_point;  // each point's records (indices into record.variants)
+  std::vector<int> reruns_of_point;
+  int max_reruns = 0;
   int kept_under_load = 0;
-  write_progress_record(0, 0);
-  for (size_t rep = 0; rep < repeat && !outcome.bad_input && !stopped; ++rep) {
-    size_t point_number = 0;
-    for (size_t i = 0; i < points.size(); ++i) {
-      if (!points[i].not_applicable.empty()) continue;
-      if (interrupted()) {  // what is left is recorded as not run
-        for (auto& [point, v] : not_run_points(rep, i, "not run: the sweep was interrupted")) {
-          record.variants.push_back(std::move(v));
-          records_of_point[point].push_back(record.variants.size() - 1);
-        }
-        stopped = true;
-        break;
-      }
-      ++point_number;
-      const std::string label =
-          point_label(points[i].spec, with_batch) + (repeat > 1 ? " #" + std::to_string(rep + 1) : "");
-      const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - sweep_start).count();
-      VariantRunOptions run_options;
-      if (ticker.live()) {
-        run_options.progress_file = (fs::path(outcome.run_dir) / ".progress").string();
-        ticker.start(done + 1, total, label, run_options.progress_file, elapsed_s,
-                     done == 0 ? -1.0 : elapsed_s / static_cast<double>(done));
-      }
-      run_options.run_dir = outcome.run_dir;
-      run_options.timeout_s = options.lab.variant_timeout_s;
-      run_options.memory_limit_bytes = options.lab.memory_limit_bytes;
-      run_options.file_stem =
-          "point-" + std::to_string(point_number) + (repeat > 1 ? ".rep" + std::to_string(rep + 1) : "");
-      const auto point_start = std::chrono::steady_clock::now();
-      // The lab's disturbance guard: a point slowed by another process is left out and run again,
-      // at most lab.disturbance_reruns_per_variant times per point, then kept and said so.
-      const std::string first_stem = run_options.file_stem;
-      for (int attempt = 0;; ++attempt) {
-        if (attempt > 0) run_options.file_stem = first_stem + ".rerun" + std::to_string(attempt);
-        record.variants.push_back(run_variant_isolated(points[i].spec, run_options));
-        VariantRecord& ran = record.variants.back();
-        ran.repetition = static_cast<int>(rep);
-        const DisturbanceCall call = judge_disturbance(ran, *options.lab.thresholds, interrupted() ? 0 : max_reruns,
-                                                       &reruns_of_point[i], label, progress);
-        if (call == DisturbanceCall::kRerun) continue;
-        if (call == DisturbanceCall::kKept) {
-          ++kept_under_load;
-          progress << label << " kept though disturbed (" << ran.disturbed_kept << "): its re-runs are spent"
-                   << std::endl;
-        }
-        break;
-      }
-      ticker.stop();
-      records_of_point[i].push_back(record.variants.size() - 1);
-      ++done;
-      const VariantRecord& v = record.variants.back();
-      const double point_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - point_start).count();
-      progress << "[" << done << "/" << total << "] " << label << ": "
-               << (v.ok() ? format_text("%.1f samples/s", aggregate(v).samples_per_s) : "FAILED (" + v.error + ")")
-               << format_text(", %.1f s", point_s) << std::endl;
-      write_progress_record(rep, i + 1);
-      if (v.error_kind == "input") {  // e.g. a corrupt data file: every other point would fail the same way
-        outcome.bad_input = true;
-        break;
-      }
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+};
+
+// The runnable points not measured yet: the rest of round `rep` from point `next`, and the later
+// rounds; each (point, record saying why it has no figures).
+std::vector<std::pair<size_t, VariantRecord>> not_run_points(const SweepRun& run, size_t rep, size_t next,
+                                                             const std::string& why) {
+  std::vector<std::pair<size_t, VariantRecord>> rest;
+  for (size_t r = rep; r < run.repeat; ++r) {
+    for (size_t i = (r == rep ? next : 0); i < run.points.size(); ++i) {
+      if (!run.points[i].not_applicable.empty()) continue;
+      VariantRecord v;
+      v.spec = run.points[i].spec;
+      v.repetition = static_cast<int>(r);
+      v.error = why;
+      v.error_kind = "interrupted";
+      rest.emplace_back(i, std::move(v));
     }
   }
-  for (const VariantRecord& v : record.variants) {
+  return rest;
+}
+
+// run.json as it stands when the sweep starts and after each point (the points not run yet marked
+// so), so a sweep that is killed, even by SIGKILL, leaves a record that history, compare and
+// diagnose read, and one still running reads as such (its running mark, run_liveness.h).
+void write_sweep_progress(const SweepRun& run, size_t rep, size_t next) {
+  RunRecord partial = run.outcome.record;
+  const char* why = "not run yet: the sweep had not reached this point (still running, or killed)";
+  for (auto& [point, v] : not_run_points(run, rep, next, why)) partial.variants.push_back(std::move(v));
+  for (const VariantRecord& v : partial.variants) {
     if (v.ok()) {
-      record.environment = v.environment;
+      partial.environment = v.environment;
       break;
     }
   }
-  if (kept_under_load > 0) {
-    notes.push_back(count_noun(static_cast<size_t>(kept_under_load), "point run") +
+  write_run_record((fs::path(run.outcome.run_dir) / "run.json").string(), partial);
+}
+
+// Point i in round `rep`: measured in its own child, with the lab's disturbance guard (a point
+// slowed by another process is left out and run again, at most lab.disturbance_reruns_per_variant
+// times per point, then kept and said so); its line, and run.json after it.
+void measure_point(SweepRun& run, ProgressTicker& ticker, size_t i, size_t rep, size_t point_number) {
+  RunRecord& record = run.outcome.record;
+  const std::string label =
+      point_label(run.points[i].spec, run.with_batch) + (run.repeat > 1 ? " #" + std::to_string(rep + 1) : "");
+  const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.start).count();
+  VariantRunOptions run_options;
+  if (ticker.live()) {
+    run_options.progress_file = (fs::path(run.outcome.run_dir) / ".progress").string();
+    ticker.start(run.done + 1, run.total, label, run_options.progress_file, elapsed_s,
+                 run.done == 0 ? -1.0 : elapsed_s / static_cast<double>(run.done));
+  }
+  run_options.run_dir = run.outcome.run_dir;
+  run_options.timeout_s = run.options.lab.variant_timeout_s;
+  run_options.memory_limit_bytes = run.options.lab.memory_limit_bytes;
+  run_options.file_stem =
+      "point-" + std::to_string(point_number) + (run.repeat > 1 ? ".rep" + std::to_string(rep + 1) : "");
+  const auto point_start = std::chrono::steady_clock::now();
+  const std::string first_stem = run_options.file_stem;
+  for (int attempt = 0;; ++attempt) {
+    if (attempt > 0) run_options.file_stem = first_stem + ".rerun" + std::to_string(attempt);
+    record.variants.push_back(run_variant_isolated(run.points[i].spec, run_options));
+    VariantRecord& ran = record.variants.back();
+    ran.repetition = static_cast<int>(rep);
+    const DisturbanceCall call = judge_disturbance(ran, *run.options.lab.thresholds, interrupted() ? 0 : run.max_reruns,
+                                                   &run.reruns_of_point[i], label, run.progress);
+    if (call == DisturbanceCall::kRerun) continue;
+    if (call == DisturbanceCall::kKept) {
+      ++run.kept_under_load;
+      run.progress << label << " kept though disturbed (" << ran.disturbed_kept << "): its re-runs are spent"
+                   << std::endl;
+    }
+    break;
+  }
+  ticker.stop();
+  run.records_of_point[i].push_back(record.variants.size() - 1);
+  ++run.done;
+  const VariantRecord& v = record.variants.back();
+  const double point_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - point_start).count();
+  run.progress << "[" << run.done << "/" << run.total << "] " << label << ": "
+               << (v.ok() ? format_text("%.1f samples/s", aggregate(v).samples_per_s) : "FAILED (" + v.error + ")")
+               << format_text(", %.1f s", point_s) << std::endl;
+  write_sweep_progress(run, rep, i + 1);
+}
+
+// Every round of the grid, point by point (with --repeat the grid runs in rounds, so drift on a
+// shared machine hits each point alike); an interrupt records what is left as not run. True when
+// the sweep was interrupted.
+bool measure_the_grid(SweepRun& run, ProgressTicker& ticker) {
+  RunRecord& record = run.outcome.record;
+  for (size_t rep = 0; rep < run.repeat && !run.outcome.bad_input; ++rep) {
+    size_t point_number = 0;
+    for (size_t i = 0; i < run.points.size(); ++i) {
+      if (!run.points[i].not_applicable.empty()) continue;
+      if (interrupted()) {  // what is left is recorded as not run
+        for (auto& [point, v] : not_run_points(run, rep, i, "not run: the sweep was interrupted")) {
+          record.variants.push_back(std::move(v));
+          run.records_of_point[point].push_back(record.variants.size() - 1);
+        }
+        return true;
+      }
+      measure_point(run, ticker, i, rep, ++point_number);
+      if (record.variants.back().error_kind == "input") {  // e.g. a corrupt data file: every other point would fail the same way
+        run.outcome.bad_input = true;
+        break;
+      }
+    }
+  }
+  return false;
+}
+
+// The recommendation over the measured points (a point's rounds folded into one figure each) into
+// the reading and the details; returns the figures and, when there is one, the recommended index.
+std::vector<SweepFigures> recommend_from_points(const SweepRun& run, SweepDetails& details,
+                                                std::optional<size_t>* recommended) {
+  RunRecord& record = run.outcome.record;
+  std::vector<SweepFigures> figures;
+  std::vector<int> figure_of_point(run.points.size(), -1);
+  for (size_t i = 0; i < run.points.size(); ++i) {
+    if (run.records_of_point[i].empty()) continue;
+    std::vector<SweepFigures> rounds;
+    for (size_t index : run.records_of_point[i]) rounds.push_back(figures_of(record.variants[index]));
+    figure_of_point[i] = static_cast<int>(figures.size());
+    figures.push_back(median_of_rounds(rounds));
+  }
+  const double data_bound_pct = run.options.lab.thresholds->value(threshold::input_bound::high_pct);
+  const auto rec = recommend_sweep_point(figures, run.options.tolerance_pct, data_bound_pct);
+  if (!rec) {
+    record.reading.push_back("No recommendation: no point completed.");
+    return figures;
+  }
+  *recommended = rec->index;
+  size_t recommended_record = 0, best_record = 0;
+  for (size_t i = 0; i < run.points.size(); ++i) {
+    if (figure_of_point[i] == static_cast<int>(rec->index)) recommended_record = run.records_of_point[i].front();
+    if (figure_of_point[i] == static_cast<int>(rec->best_index)) best_record = run.records_of_point[i].front();
+  }
+  if (rec->tied) {
+    // The top points are not separated: no recommendation, and the reading says why.
+    record.reading.push_back("No recommendation, the top points are tied: " + rec->reason + ".");
+  } else {
+    details.recommendation = RecommendedPoint{static_cast<int64_t>(recommended_record), static_cast<int64_t>(best_record),
+                                              figures_label(figures[rec->index], run.with_batch), rec->reason};
+    record.reading.push_back("Recommended: " + rec->reason + ".");
+  }
+  return figures;
+}
+
+// The notes under the sweep: points kept under load, an interrupt, and on a CPU device the loader's
+// workers and the step's intra-op threads sharing the cores.
+void add_sweep_notes(const SweepRun& run, bool stopped, std::vector<std::string>& notes) {
+  const RunRecord& record = run.outcome.record;
+  if (run.kept_under_load > 0) {
+    notes.push_back(count_noun(static_cast<size_t>(run.kept_under_load), "point run") +
                     " measured under another process's load, kept once its re-runs were spent: the chart and "
                     "recommendation include them");
   }
   if (stopped) {
     const size_t not_run = static_cast<size_t>(std::count_if(
         record.variants.begin(), record.variants.end(), [](const VariantRecord& v) { return v.error_kind == "interrupted"; }));
-    notes.push_back("the sweep was interrupted with " + count_noun(not_run, repeat > 1 ? "point round" : "point") +
-                    " of " + std::to_string(total) + " not run; the recommendation weighs the measured ones only");
+    notes.push_back("the sweep was interrupted with " + count_noun(not_run, run.repeat > 1 ? "point round" : "point") +
+                    " of " + std::to_string(run.total) + " not run; the recommendation weighs the measured ones only");
   }
+}
 
-  // Recommendation and chart over the measured points (a point's rounds folded into one).
-  std::vector<SweepFigures> figures;
-  std::vector<int> figure_of_point(points.size(), -1);
-  for (size_t i = 0; i < points.size(); ++i) {
-    if (records_of_point[i].empty()) continue;
-    std::vector<SweepFigures> rounds;
-    for (size_t index : records_of_point[i]) rounds.push_back(figures_of(record.variants[index]));
-    figure_of_point[i] = static_cast<int>(figures.size());
-    figures.push_back(median_of_rounds(rounds));
-  }
-  const double data_bound_pct = options.lab.thresholds->value(threshold::input_bound::high_pct);
-  const auto rec = recommend_sweep_point(figures, options.tolerance_pct, data_bound_pct);
-  if (rec) {
-    size_t recommended_record = 0, best_record = 0;
-    for (size_t i = 0; i < points.size(); ++i) {
-      if (figure_of_point[i] == static_cast<int>(rec->index)) recommended_record = records_of_point[i].front();
-      if (figure_of_point[i] == static_cast<int>(rec->best_index)) best_record = records_of_point[i].front();
-    }
-    if (rec->tied) {
-      // The top points are not separated: no recommendation, and the reading says why.
-      record.reading.push_back("No recommendation, the top points are tied: " + rec->reason + ".");
-    } else {
-      details.recommendation = RecommendedPoint{static_cast<int64_t>(recommended_record),
-                                                static_cast<int64_t>(best_record),
-                                                figures_label(figures[rec->index], with_batch), rec->reason};
-      record.reading.push_back("Recommended: " + rec->reason + ".");
-    }
-  } else {
-    record.reading.push_back("No recommendation: no point completed.");
-  }
-  // On a CPU device the step's intra-op threads and the loader's workers share the same cores.
+void add_cpu_sharing_note(const RunRecord& record, std::vector<std::string>& notes) {
   for (const VariantRecord& v : record.variants) {
     const int cores = v.environment.logical_cores, threads = v.environment.intra_op_threads;
     if (v.ok() && v.device == "cpu" && cores > 0 && v.spec.workers + threads > cores) {
@@ -585,13 +571,78 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
       break;
     }
   }
+}
+
+// Where other processes already hold cores that the points' default threads (one per core) would
+// need, every point runs at the cores left, as the lab does: a thread pool beside them waits for
+// its slowest thread on every op, and the sweep would rank the points by that wait.
+void choose_threads_at_start(SweepRun& run) {
+  std::vector<VariantSpec> point_specs;
+  for (const SweepPoint& p : run.points) point_specs.push_back(p.spec);
+  if (const std::optional<ThreadLowering> chosen = threads_left_at_start(point_specs, *run.options.lab.thresholds)) {
+    for (SweepPoint& p : run.points) p.spec.threads = chosen->to_threads;
+    run.outcome.record.details.thread_lowerings.push_back(*chosen);
+    run.progress << threads_at_start_words(*chosen, "every point") << std::endl;
+  }
+}
+
+}  // namespace
+
+SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
+  std::vector<std::string> notes;
+  SweepOutcome outcome;
+  SweepRun run{options, progress, outcome, expand_sweep(options, &notes)};
+  RunRecord& record = outcome.record;
+  record.kind = "sweep";
+  record.scenario = options.lab.base.scenario;
+  record.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  outcome.run_dir = make_run_dir(options.lab.results_dir, record.scenario, "sweep", &record.run_id);
+  const RunningMark running(outcome.run_dir);  // from the first run.json to the finished one
+
+  std::set<int64_t> batches;
+  for (const SweepPoint& p : run.points) batches.insert(p.spec.batch_size);
+  run.with_batch = batches.size() > 1;
+  const size_t runnable = static_cast<size_t>(std::count_if(
+      run.points.begin(), run.points.end(), [](const SweepPoint& p) { return p.not_applicable.empty(); }));
+  progress << "trainlab sweep: scenario " << record.scenario << ", " << count_noun(runnable, "point") << " to run"
+           << (runnable < run.points.size() ? " (" + std::to_string(run.points.size() - runnable) + " not applicable)" : "")
+           << ", results in " << outcome.run_dir << std::endl;
+  choose_threads_at_start(run);
+
+  ProgressTicker ticker(progress, options.live_progress);
+  run.start = std::chrono::steady_clock::now();
+  run.repeat = static_cast<size_t>(std::max(1, options.lab.repeat));
+  run.total = runnable * run.repeat;
+  run.records_of_point.resize(run.points.size());
+  run.reruns_of_point.assign(run.points.size(), 0);
+  run.max_reruns = static_cast<int>(options.lab.thresholds->value(threshold::lab::disturbance_reruns_per_variant));
+  SweepDetails details;
+  details.tolerance_pct = options.tolerance_pct;
+  details.repeat = run.repeat;
+  for (const SweepPoint& p : run.points) {
+    if (!p.not_applicable.empty()) details.not_applicable.push_back({point_label(p.spec, run.with_batch), p.not_applicable});
+  }
+  record.details.sweep = details;
+  write_sweep_progress(run, 0, 0);
+  const bool stopped = measure_the_grid(run, ticker);  // Ctrl-C / SIGTERM: the points measured so far are recorded
+  for (const VariantRecord& v : record.variants) {
+    if (v.ok()) {
+      record.environment = v.environment;
+      break;
+    }
+  }
+  add_sweep_notes(run, stopped, notes);
+
+  std::optional<size_t> recommended;
+  const std::vector<SweepFigures> figures = recommend_from_points(run, details, &recommended);
+  add_cpu_sharing_note(record, notes);
   for (const std::string& note : notes) record.reading.push_back("Note: " + note + ".");
   append_load_words(record);
   const std::string chart_name = "throughput_vs_workers.svg";
   if (std::any_of(figures.begin(), figures.end(), [](const SweepFigures& f) { return f.ok; })) {
     write_file_atomically((fs::path(outcome.run_dir) / chart_name).string(),
                           render_sweep_svg("trainlab sweep: " + record.scenario + " (" + record.run_id + ")", figures,
-                                           rec ? std::optional<size_t>(rec->index) : std::nullopt));
+                                           recommended));
     details.chart = chart_name;
   }
   details.notes = notes;
@@ -600,8 +651,9 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
 
   // The table: the grid's points in order, the not-applicable ones where they fall.
   std::vector<SweepTableRow> layout;
-  for (size_t i = 0; i < points.size(); ++i) {
-    layout.push_back({point_label(points[i].spec, with_batch), points[i].not_applicable, records_of_point[i]});
+  for (size_t i = 0; i < run.points.size(); ++i) {
+    layout.push_back({point_label(run.points[i].spec, run.with_batch), run.points[i].not_applicable,
+                      run.records_of_point[i]});
   }
   outcome.table = sweep_table(record, layout);
   return outcome;
