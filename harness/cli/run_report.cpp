@@ -57,48 +57,36 @@ std::string render_run_markdown(const LabOutcome& outcome) {
   return out + "\nRun record: " + outcome.run_dir + "/run.json\n";
 }
 
-int report_run(const LabOutcome& outcome, OutputFormat format, const nlohmann::json& extra) {
-  if (outcome.quiet) return run_status(outcome);  // a launch's peer rank: rank 0 reports the run
-  if (const VariantRecord* bad = bad_input_variant(outcome.record)) {
-    std::cerr << "trainlab: error: " << bad->error << "\n";
-    return kExitBadInput;
+namespace {
+
+// The machines the ranks ran on, where they were several: " on node-a (ranks 0-1), node-b (ranks 2-3)"
+// ("" on one machine).
+std::string machines_of(const DistributedRun& d) {
+  std::map<std::string, std::vector<int>> ranks_by_host;
+  for (const RankSummary& r : d.ranks) {
+    if (!r.host.empty()) ranks_by_host[r.host].push_back(r.rank);
   }
-  if (format == OutputFormat::kJson) {
-    nlohmann::json document = run_json(outcome);
-    document.update(extra);
-    std::cout << json_text(document, 2) << "\n";
-    return run_status(outcome);
+  std::string machines;
+  if (ranks_by_host.size() > 1) {
+    for (const auto& [host, ranks] : ranks_by_host) {
+      // Consecutive ranks as a range (torchrun's numbering), others one by one.
+      const bool consecutive = ranks.back() - ranks.front() + 1 == static_cast<int>(ranks.size());
+      std::string listed = std::to_string(ranks.front());
+      if (ranks.size() > 1 && consecutive) listed += "-" + std::to_string(ranks.back());
+      for (size_t i = 1; i < ranks.size() && !consecutive; ++i) listed += ", " + std::to_string(ranks[i]);
+      machines += (machines.empty() ? " on " : ", ") + host + " (rank" + (ranks.size() > 1 ? "s " : " ") + listed + ")";
+    }
   }
-  if (format == OutputFormat::kMarkdown) {
-    std::cout << render_run_markdown(outcome);
-    return run_status(outcome);
-  }
-  std::cout << "\n" << render_variant_table(outcome.record);
-  if (!outcome.record.reading.empty()) {
-    std::cout << "\nReading:\n";
-    for (const std::string& line : outcome.record.reading) std::cout << "  - " << line << "\n";
-  }
-  // Data parallel: the process group and how much of the step communication took.
-  for (const VariantRecord& v : outcome.record.variants) {
+  return machines;
+}
+
+// Data parallel: the process group and how much of the step communication took, one line per variant.
+void print_data_parallel(const RunRecord& record) {
+  for (const VariantRecord& v : record.variants) {
     if (v.world_size <= 1 || !v.ok() || v.distributed.backend.empty()) continue;
     const VariantAggregate agg = aggregate(v);
     const DistributedRun& d = v.distributed;
-    // The machines the ranks ran on, where they were several: "on node-a (ranks 0-1), node-b (ranks 2-3)".
-    std::map<std::string, std::vector<int>> ranks_by_host;
-    for (const RankSummary& r : d.ranks) {
-      if (!r.host.empty()) ranks_by_host[r.host].push_back(r.rank);
-    }
-    std::string machines;
-    if (ranks_by_host.size() > 1) {
-      for (const auto& [host, ranks] : ranks_by_host) {
-        // Consecutive ranks as a range (torchrun's numbering), others one by one.
-        const bool consecutive = ranks.back() - ranks.front() + 1 == static_cast<int>(ranks.size());
-        std::string listed = std::to_string(ranks.front());
-        if (ranks.size() > 1 && consecutive) listed += "-" + std::to_string(ranks.back());
-        for (size_t i = 1; i < ranks.size() && !consecutive; ++i) listed += ", " + std::to_string(ranks[i]);
-        machines += (machines.empty() ? " on " : ", ") + host + " (rank" + (ranks.size() > 1 ? "s " : " ") + listed + ")";
-      }
-    }
+    const std::string machines = machines_of(d);
     std::cout << "\nData parallel " << v.spec.name() << ": " << count_noun(v.world_size, "rank") << machines << " (" << d.backend << ", "
               << d.comm_mode << ", " << count_noun(d.buckets, "bucket") << ", "
               << format_text("%.1f", bytes_to_mib(d.gradient_bytes)) << " MiB of gradients): all-reduce "
@@ -110,9 +98,12 @@ int report_run(const LabOutcome& outcome, OutputFormat format, const nlohmann::j
     }
     std::cout << "\n";
   }
-  // The system sampler's summary, one line per variant.
+}
+
+// The system sampler's summary, one line per variant.
+void print_system_lines(const RunRecord& record) {
   bool first_system_line = true;
-  for (const VariantRecord& v : outcome.record.variants) {
+  for (const VariantRecord& v : record.variants) {
     if (v.system.empty()) continue;
     // "-" where the run was too short for a rate (utilisation needs two samples).
     auto stat = [&](const char* metric, double MetricSummary::*which, const char* format = "%.0f", double scale = 1.0) {
@@ -130,38 +121,77 @@ int report_run(const LabOutcome& outcome, OutputFormat format, const nlohmann::j
               << " % of a core)\n";
     first_system_line = false;
   }
+}
+
+// One variant's profiled window: its steps and trace, what an event cost, and where to open the trace.
+// std::fixed and the precision set for the window's overhead stay on std::cout afterwards, as before.
+void print_profile_window(const std::string& run_dir, const VariantRecord& v) {
+  const ProfileWindow& p = v.profile;
+  // Steps are numbered as the trace's ProfilerStep#N and the report number them: from 0, warm-up included.
+  const int64_t first_step = v.spec.warmup_steps + p.window_start;
+  std::cout << "\nProfile " << v.spec.name() << ": " << count_noun(p.events, "event") << " in steps " << first_step << ".."
+            << first_step + p.window_steps - 1 << " (ProfilerStep#" << first_step << "..#"
+            << first_step + p.window_steps - 1 << "; steps count from 0, the " << v.spec.warmup_steps
+            << " warm-up steps included), trace " << trace_path_in_run(run_dir, v) << " ("
+            << p.trace_bytes_per_step / 1024 << " KiB per step)";
+  if (p.window_overhead_pct) {
+    std::cout << ", window steps " << std::showpos << std::fixed << std::setprecision(1) << *p.window_overhead_pct
+              << std::noshowpos << " % vs outside";
+  }
+  std::cout << "\n";
+  // What an event cost: the calibration's figure, the run's own step times, the buffer write.
+  std::cout << "  profiler cost per event ("
+            << (p.op_sample < 1 ? format_text("%g", 100 * p.op_sample) + " % of ops sampled, " : std::string())
+            << format_text("%.0f", p.events_per_step) << " events per step): " << format_text("%.0f", p.event_cost_ns) << " ns measured on a calibration step";
+  if (p.event_cost_from_steps_ns) {
+    std::cout << ", " << format_text("%.0f", *p.event_cost_from_steps_ns) << " ns from the steps in vs outside the window";
+  }
+  std::cout << "; " << format_text("%.0f", p.record_cost_ns) << " ns of it writing the buffer\n";
+  for (const std::string& note : p.notes) std::cout << "  " << note << "\n";
+  const std::string trace = trace_path_in_run(run_dir, v);
+  const std::string folder = trace.substr(0, trace.find_last_of('/'));
+  std::cout << "  open it in Perfetto (ui.perfetto.dev) or chrome://tracing; the ranks' folder in Holistic Trace "
+               "Analysis (TraceAnalysis(trace_dir=\""
+            << folder << "\")) or TensorBoard (tensorboard --logdir " << folder.substr(0, folder.find_last_of('/'))
+            << ", with torch-tb-profiler)\n";
+}
+
+// The terminal report: the variants' table, the reading, data parallel, system and profile lines.
+void print_run_text(const LabOutcome& outcome) {
+  std::cout << "\n" << render_variant_table(outcome.record);
+  if (!outcome.record.reading.empty()) {
+    std::cout << "\nReading:\n";
+    for (const std::string& line : outcome.record.reading) std::cout << "  - " << line << "\n";
+  }
+  print_data_parallel(outcome.record);
+  print_system_lines(outcome.record);
   for (const VariantRecord& v : outcome.record.variants) {
-    const ProfileWindow& p = v.profile;
-    if (p.empty()) continue;
-    // Steps are numbered as the trace's ProfilerStep#N and the report number them: from 0, warm-up included.
-    const int64_t first_step = v.spec.warmup_steps + p.window_start;
-    std::cout << "\nProfile " << v.spec.name() << ": " << count_noun(p.events, "event") << " in steps " << first_step << ".."
-              << first_step + p.window_steps - 1 << " (ProfilerStep#" << first_step << "..#"
-              << first_step + p.window_steps - 1 << "; steps count from 0, the " << v.spec.warmup_steps
-              << " warm-up steps included), trace " << trace_path_in_run(outcome.run_dir, v) << " ("
-              << p.trace_bytes_per_step / 1024 << " KiB per step)";
-    if (p.window_overhead_pct) {
-      std::cout << ", window steps " << std::showpos << std::fixed << std::setprecision(1) << *p.window_overhead_pct
-                << std::noshowpos << " % vs outside";
-    }
-    std::cout << "\n";
-    // What an event cost: the calibration's figure, the run's own step times, the buffer write.
-    std::cout << "  profiler cost per event ("
-              << (p.op_sample < 1 ? format_text("%g", 100 * p.op_sample) + " % of ops sampled, " : std::string())
-              << format_text("%.0f", p.events_per_step) << " events per step): " << format_text("%.0f", p.event_cost_ns) << " ns measured on a calibration step";
-    if (p.event_cost_from_steps_ns) {
-      std::cout << ", " << format_text("%.0f", *p.event_cost_from_steps_ns) << " ns from the steps in vs outside the window";
-    }
-    std::cout << "; " << format_text("%.0f", p.record_cost_ns) << " ns of it writing the buffer\n";
-    for (const std::string& note : p.notes) std::cout << "  " << note << "\n";
-    const std::string trace = trace_path_in_run(outcome.run_dir, v);
-    const std::string folder = trace.substr(0, trace.find_last_of('/'));
-    std::cout << "  open it in Perfetto (ui.perfetto.dev) or chrome://tracing; the ranks' folder in Holistic Trace "
-                 "Analysis (TraceAnalysis(trace_dir=\""
-              << folder << "\")) or TensorBoard (tensorboard --logdir " << folder.substr(0, folder.find_last_of('/'))
-              << ", with torch-tb-profiler)\n";
+    if (v.profile.empty()) continue;
+    print_profile_window(outcome.run_dir, v);
   }
   std::cout << "\nRun record: " << outcome.run_dir << "/run.json\n";
+}
+
+}  // namespace
+
+// Prints the run in the format asked for (JSON with `extra` merged in) and returns its exit status.
+int report_run(const LabOutcome& outcome, OutputFormat format, const nlohmann::json& extra) {
+  if (outcome.quiet) return run_status(outcome);  // a launch's peer rank: rank 0 reports the run
+  if (const VariantRecord* bad = bad_input_variant(outcome.record)) {
+    std::cerr << "trainlab: error: " << bad->error << "\n";
+    return kExitBadInput;
+  }
+  if (format == OutputFormat::kJson) {
+    nlohmann::json document = run_json(outcome);
+    document.update(extra);
+    std::cout << json_text(document, 2) << "\n";
+    return run_status(outcome);
+  }
+  if (format == OutputFormat::kMarkdown) {
+    std::cout << render_run_markdown(outcome);
+    return run_status(outcome);
+  }
+  print_run_text(outcome);
   return run_status(outcome);
 }
 

@@ -140,8 +140,9 @@ CompareOutcome compare_ab(const RunRecord& run, const CompareOptions& options) {
 }
 
 namespace {
-CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, const CompareOptions& options,
-                              const std::function<std::string(const VariantRecord&)>& key) {
+
+// Runs of different schemas or scenarios do not compare: throws InputError.
+void check_comparable(const RunRecord& before, const RunRecord& after) {
   if (before.schema_version != after.schema_version) {
     throw InputError("cannot compare runs of different schemas (" + std::to_string(before.schema_version) +
                      " and " + std::to_string(after.schema_version) + ")");
@@ -150,16 +151,22 @@ CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, c
     throw InputError("cannot compare different scenarios ('" + before.scenario + "' and '" + after.scenario +
                      "')");
   }
-  CompareOutcome outcome;
-  outcome.before_label = before.run_id;
-  outcome.after_label = after.run_id;
-  if (env_line(before.environment) != env_line(after.environment)) {
-    outcome.warnings.push_back("the environments differ: before " + env_line(before.environment) +
-                               "; after " + env_line(after.environment));
-  }
-  // Variants by name, in the order of the first run (repetitions grouped).
+}
+
+// The counted variants of both runs grouped by key, the keys in the order of the first run.
+struct VariantGroups {
   std::vector<std::string> names;
   std::map<std::string, std::vector<const VariantRecord*>> by_name_before, by_name_after;
+};
+
+// Groups the variants by key (repetitions grouped); warns of the keys only in the second run.
+VariantGroups group_variants(const RunRecord& before, const RunRecord& after,
+                             const std::function<std::string(const VariantRecord&)>& key, CompareOutcome& outcome) {
+  // Variants by name, in the order of the first run (repetitions grouped).
+  VariantGroups groups;
+  std::vector<std::string>& names = groups.names;
+  auto& by_name_before = groups.by_name_before;
+  auto& by_name_after = groups.by_name_after;
   for (const VariantRecord& v : before.variants) {
     if (!v.counts()) continue;  // failed, or disturbed and run again
     if (by_name_before.count(key(v)) == 0) names.push_back(key(v));
@@ -172,76 +179,119 @@ CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, c
     if (by_name_before.count(name) == 0)
       outcome.warnings.push_back("variant '" + name + "' is only in the second run");
   }
+  return groups;
+}
+
+// What every row of one paired variant shares: its name, whether it is compared by repetition,
+// the U test's p over its steps, and the options and outcome the rows go to.
+struct VariantPairing {
+  const std::string& name;
+  bool by_repetition;
+  std::optional<double> u_p;
+  const CompareOptions& options;
+  CompareOutcome& outcome;
+};
+
+// One metric's row: before and after, the change with its interval, the verdict; added to the outcome.
+void add_row(const VariantPairing& pairing, const char* metric, bool higher_better, bool points,
+             const std::vector<double>& xa, const std::vector<double>& xb,
+             const std::function<double(const std::vector<double>&)>& stat, bool use_u) {
+  const CompareOptions& options = pairing.options;
+  const bool by_repetition = pairing.by_repetition;
+  CompareRow row;
+  row.variant = pairing.name;
+  row.metric = metric;
+  row.higher_is_better = higher_better;
+  row.in_points = points;
+  // A relative change needs positive values (a record without a peak-memory reading has 0).
+  const auto positive = [](const std::vector<double>& xs) {
+    return std::all_of(xs.begin(), xs.end(), [](double x) { return x > 0; });
+  };
+  if (!points && !(positive(xa) && positive(xb))) return;
+  row.before = stat(xa);
+  row.after = stat(xb);
+  row.has_interval = xa.size() >= 2 && xb.size() >= 2;
+  row.gated = by_repetition;
+  if (row.has_interval && by_repetition) {
+    // A few repetitions, paired by index: the robust paired interval (a bootstrap of 3 values
+    // runs narrow; Welch's interval on means and standard deviations explodes on one bad round).
+    row.change = stats::paired_robust_change(xa, xb, !points);
+  } else if (row.has_interval) {
+    const size_t block = static_cast<size_t>(std::lround(std::sqrt(std::min(xa.size(), xb.size()))));
+    row.change =
+        stats::bootstrap_relative_change(xa, xb, stat, options.iterations, 0.95, 12345, !points, block);
+  } else {
+    row.change.change_pct =
+        points ? row.after - row.before : 100.0 * (row.after - row.before) / row.before;
+    row.change.low_pct = row.change.high_pct = row.change.change_pct;
+  }
+  if (use_u) row.p_value = pairing.u_p;
+  decide(row, options, pairing.outcome);
+  pairing.outcome.rows.push_back(row);
+}
+
+// The Mann-Whitney U test's p over the two sides' steps; empty (with a warning) on too few steps.
+std::optional<double> u_test_p(const std::string& name, const Samples& a, const Samples& b,
+                               const CompareOptions& options, CompareOutcome& outcome) {
+  std::optional<double> u_p;
+  if (static_cast<int>(a.step_ms.size()) >= options.min_samples_for_u &&
+      static_cast<int>(b.step_ms.size()) >= options.min_samples_for_u) {
+    u_p = stats::mann_whitney_u(a.step_ms, b.step_ms).p_two_sided;
+  } else {
+    outcome.warnings.push_back(name + ": fewer than " + std::to_string(options.min_samples_for_u) +
+                               " measured steps a side, no Mann-Whitney U test");
+  }
+  return u_p;
+}
+
+// One paired variant's rows: over repetitions with 3 or more a side, over steps otherwise.
+void compare_variant(const std::string& name, const Samples& a, const Samples& b, const CompareOptions& options,
+                     CompareOutcome& outcome) {
+  const bool by_repetition = a.rep_samples_per_s.size() >= 3 && b.rep_samples_per_s.size() >= 3;
+  if (!by_repetition) {
+    outcome.warnings.push_back(name +
+                               ": fewer than 3 runs a side, so the intervals are over steps and leave out "
+                               "run-to-run drift, and no row gates (run each side with --repeat 3 or more, or "
+                               "an interleaved A/B with run --ab, for intervals over repetitions)");
+  }
+  const std::optional<double> u_p = u_test_p(name, a, b, options, outcome);
+  const VariantPairing pairing{name, by_repetition, u_p, options, outcome};
+  if (by_repetition) {
+    add_row(pairing, "samples/s", true, false, a.rep_samples_per_s, b.rep_samples_per_s, stats::median, false);
+    add_row(pairing, "step p50 ms", false, false, a.rep_p50_ms, b.rep_p50_ms, stats::median, false);
+    add_row(pairing, "step p95 ms", false, false, a.rep_p95_ms, b.rep_p95_ms, stats::median, false);
+    add_row(pairing, "data wait %", false, true, a.rep_data_wait_pct, b.rep_data_wait_pct, stats::median, false);
+  } else {
+    add_row(pairing, "samples/s", true, false, a.throughput, b.throughput, samples_per_s, true);
+    add_row(pairing, "step p50 ms", false, false, a.step_ms, b.step_ms, stats::median, true);
+    add_row(pairing, "step p95 ms", false, false, a.step_ms, b.step_ms, p95, true);
+    add_row(pairing, "data wait %", false, true, a.data_wait_pct, b.data_wait_pct, stats::mean, false);
+  }
+  add_row(pairing, "peak memory MiB", false, false, a.rep_peak_mib, b.rep_peak_mib, stats::geometric_mean, false);
+}
+
+// The two runs' variants paired by key, each pair's rows and verdicts; throws when none pairs.
+CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, const CompareOptions& options,
+                              const std::function<std::string(const VariantRecord&)>& key) {
+  check_comparable(before, after);
+  CompareOutcome outcome;
+  outcome.before_label = before.run_id;
+  outcome.after_label = after.run_id;
+  if (env_line(before.environment) != env_line(after.environment)) {
+    outcome.warnings.push_back("the environments differ: before " + env_line(before.environment) +
+                               "; after " + env_line(after.environment));
+  }
+  VariantGroups groups = group_variants(before, after, key, outcome);
   int paired = 0;
-  for (const std::string& name : names) {
-    if (by_name_after.count(name) == 0) {
+  for (const std::string& name : groups.names) {
+    if (groups.by_name_after.count(name) == 0) {
       outcome.warnings.push_back("variant '" + name + "' is only in the first run");
       continue;
     }
-    const Samples a = samples_of(by_name_before[name]), b = samples_of(by_name_after[name]);
+    const Samples a = samples_of(groups.by_name_before[name]), b = samples_of(groups.by_name_after[name]);
     if (a.step_ms.empty() || b.step_ms.empty()) continue;
     ++paired;
-    const bool by_repetition = a.rep_samples_per_s.size() >= 3 && b.rep_samples_per_s.size() >= 3;
-    if (!by_repetition) {
-      outcome.warnings.push_back(name +
-                                 ": fewer than 3 runs a side, so the intervals are over steps and leave out "
-                                 "run-to-run drift, and no row gates (run each side with --repeat 3 or more, or "
-                                 "an interleaved A/B with run --ab, for intervals over repetitions)");
-    }
-    std::optional<double> u_p;
-    if (static_cast<int>(a.step_ms.size()) >= options.min_samples_for_u &&
-        static_cast<int>(b.step_ms.size()) >= options.min_samples_for_u) {
-      u_p = stats::mann_whitney_u(a.step_ms, b.step_ms).p_two_sided;
-    } else {
-      outcome.warnings.push_back(name + ": fewer than " + std::to_string(options.min_samples_for_u) +
-                                 " measured steps a side, no Mann-Whitney U test");
-    }
-    const auto add = [&](const char* metric, bool higher_better, bool points, const std::vector<double>& xa,
-                         const std::vector<double>& xb,
-                         const std::function<double(const std::vector<double>&)>& stat, bool use_u) {
-      CompareRow row;
-      row.variant = name;
-      row.metric = metric;
-      row.higher_is_better = higher_better;
-      row.in_points = points;
-      // A relative change needs positive values (a record without a peak-memory reading has 0).
-      const auto positive = [](const std::vector<double>& xs) {
-        return std::all_of(xs.begin(), xs.end(), [](double x) { return x > 0; });
-      };
-      if (!points && !(positive(xa) && positive(xb))) return;
-      row.before = stat(xa);
-      row.after = stat(xb);
-      row.has_interval = xa.size() >= 2 && xb.size() >= 2;
-      row.gated = by_repetition;
-      if (row.has_interval && by_repetition) {
-        // A few repetitions, paired by index: the robust paired interval (a bootstrap of 3 values
-        // runs narrow; Welch's interval on means and standard deviations explodes on one bad round).
-        row.change = stats::paired_robust_change(xa, xb, !points);
-      } else if (row.has_interval) {
-        const size_t block = static_cast<size_t>(std::lround(std::sqrt(std::min(xa.size(), xb.size()))));
-        row.change =
-            stats::bootstrap_relative_change(xa, xb, stat, options.iterations, 0.95, 12345, !points, block);
-      } else {
-        row.change.change_pct =
-            points ? row.after - row.before : 100.0 * (row.after - row.before) / row.before;
-        row.change.low_pct = row.change.high_pct = row.change.change_pct;
-      }
-      if (use_u) row.p_value = u_p;
-      decide(row, options, outcome);
-      outcome.rows.push_back(row);
-    };
-    if (by_repetition) {
-      add("samples/s", true, false, a.rep_samples_per_s, b.rep_samples_per_s, stats::median, false);
-      add("step p50 ms", false, false, a.rep_p50_ms, b.rep_p50_ms, stats::median, false);
-      add("step p95 ms", false, false, a.rep_p95_ms, b.rep_p95_ms, stats::median, false);
-      add("data wait %", false, true, a.rep_data_wait_pct, b.rep_data_wait_pct, stats::median, false);
-    } else {
-      add("samples/s", true, false, a.throughput, b.throughput, samples_per_s, true);
-      add("step p50 ms", false, false, a.step_ms, b.step_ms, stats::median, true);
-      add("step p95 ms", false, false, a.step_ms, b.step_ms, p95, true);
-      add("data wait %", false, true, a.data_wait_pct, b.data_wait_pct, stats::mean, false);
-    }
-    add("peak memory MiB", false, false, a.rep_peak_mib, b.rep_peak_mib, stats::geometric_mean, false);
+    compare_variant(name, a, b, options, outcome);
   }
   if (paired == 0) throw InputError("no variant of the first run pairs with one of the second (by name)");
   return outcome;

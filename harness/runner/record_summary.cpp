@@ -60,16 +60,8 @@ VariantRecord without_profiler_cost(const VariantRecord& record, const Profile& 
   return out;
 }
 
-}  // namespace
-
-Summary summarise_variant(const VariantRecord& measured, const std::string& scenario, const Profile* profile) {
-  // A profiled window's steps carry the profiler's own cost: the shares are of the loop without it.
-  std::string profiler_note;
-  const VariantRecord record =
-      profile != nullptr && measured.profile.event_cost_ns > 0 ? without_profiler_cost(measured, *profile, &profiler_note)
-                                                                : measured;
-  Summary s;
-  if (!profiler_note.empty()) s.notes.push_back(profiler_note);
+// The run's identity and settings: label, device, batch, ranks, what was already in place.
+void describe_run(const VariantRecord& record, const std::string& scenario, Summary& s) {
   s.source = "trainlab";
   s.label = record.spec.name();
   s.scenario = scenario;
@@ -90,7 +82,11 @@ Summary summarise_variant(const VariantRecord& measured, const std::string& scen
   if (record.environment.intra_op_threads > 0) s.intra_op_threads = record.environment.intra_op_threads;
   s.compute_dtype = record.spec.precision == Precision::kBf16 ? "bf16" : "fp32";
   s.steps_from = "record";
+}
 
+// The measured (non-warm-up) steps: times, numbers, losses, gradient norms, memory and their
+// distribution; returns the measured steps' total time.
+int64_t add_measured_steps(const VariantRecord& record, Summary& s) {
   std::vector<double> memory_mib;
   int64_t measured_ns = 0;
   for (const StepRecord& step : record.steps) {
@@ -105,11 +101,12 @@ Summary summarise_variant(const VariantRecord& measured, const std::string& scen
   }
   s.memory_mib = memory_mib;
   s.step = distribution_of(s.step_ms);
-  if (s.step_ms.empty()) {
-    s.notes.push_back("no measured steps: " + (record.ok() ? std::string("none were run") : record.error));
-    return s;
-  }
-  const VariantAggregate agg = aggregate(record);
+  return measured_ns;
+}
+
+// The aggregate phase shares with the framework overhead split out of compute, and the step-by-step
+// shares.
+void add_phase_shares(const VariantRecord& record, const VariantAggregate& agg, int64_t measured_ns, Summary& s) {
   s.samples_per_s = agg.samples_per_s;
   const auto pct = [&](Phase p) { return agg.phase_pct[static_cast<size_t>(p)]; };
   s.shares.data_wait_pct = pct(Phase::kDataWait);
@@ -134,6 +131,10 @@ Summary summarise_variant(const VariantRecord& measured, const std::string& scen
   s.shares.compute_pct = compute_pct - s.shares.framework_pct;
   s.device_busy_pct = s.shares.compute_pct;
   add_step_shares(record, s.on_gpu ? 0.0 : record.ops_per_step * record.dispatch_ns_per_op, s);
+}
+
+// Init and loop time, the FLOPs achieved against the peak, and the fp32 share of the ops' inputs.
+void add_timing_and_flops(const VariantRecord& record, const VariantAggregate& agg, int64_t measured_ns, Summary& s) {
   s.init_ms = ns_to_ms(record.init_ns);
   s.flops_not_counted = record.flops_not_counted;
   if (!record.flops_not_counted.empty()) {
@@ -160,7 +161,10 @@ Summary summarise_variant(const VariantRecord& measured, const std::string& scen
     if (dtype == "Float") fp32 += count;
   }
   if (typed > 0) s.fp32_op_share_pct = 100.0 * static_cast<double>(fp32) / static_cast<double>(typed);
+}
 
+// The data pipeline's settings and busy time, and the system metrics over the variant.
+void add_pipeline_and_system(const VariantRecord& record, const VariantAggregate& agg, Summary& s) {
   // The data pipeline.
   if (record.loader) {
     s.loader_workers = record.loader->workers;
@@ -181,8 +185,10 @@ Summary summarise_variant(const VariantRecord& measured, const std::string& scen
     d.mean = m.mean;
     s.system[name] = d;
   }
+}
 
-  // Data parallel: comm share and the spread of the ranks' own work per step.
+// Data parallel: comm share and the spread of the ranks' own work per step.
+void add_data_parallel(const VariantRecord& record, const VariantAggregate& agg, Summary& s) {
   if (record.world_size > 1) {
     s.comm_total_pct = agg.comm_pct;
     double slowest_ms = -1;
@@ -196,6 +202,30 @@ Summary summarise_variant(const VariantRecord& measured, const std::string& scen
     }
     s.rank_spread_pct = record.distributed.busy_spread_pct;
   }
+}
+
+}  // namespace
+
+// The record's Summary: settings, measured steps, shares, efficiency, pipeline, ranks, captured window.
+Summary summarise_variant(const VariantRecord& measured, const std::string& scenario, const Profile* profile) {
+  // A profiled window's steps carry the profiler's own cost: the shares are of the loop without it.
+  std::string profiler_note;
+  const VariantRecord record =
+      profile != nullptr && measured.profile.event_cost_ns > 0 ? without_profiler_cost(measured, *profile, &profiler_note)
+                                                                : measured;
+  Summary s;
+  if (!profiler_note.empty()) s.notes.push_back(profiler_note);
+  describe_run(record, scenario, s);
+  const int64_t measured_ns = add_measured_steps(record, s);
+  if (s.step_ms.empty()) {
+    s.notes.push_back("no measured steps: " + (record.ok() ? std::string("none were run") : record.error));
+    return s;
+  }
+  const VariantAggregate agg = aggregate(record);
+  add_phase_shares(record, agg, measured_ns, s);
+  add_timing_and_flops(record, agg, measured_ns, s);
+  add_pipeline_and_system(record, agg, s);
+  add_data_parallel(record, agg, s);
   const bool gpu_busy_known = profile != nullptr && add_captured_window(*profile, s, record.profile.op_sample);
   if (s.on_gpu && !gpu_busy_known) {
     s.notes.push_back(
