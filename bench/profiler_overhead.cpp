@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/atomic_file.h"
+#include "bench_main.h"
 #include "core/errors.h"
 #include "core/run_record.h"
 #include "core/statistics.h"
@@ -191,19 +191,12 @@ int bench_main(int argc, char** argv) {
   for (const std::string& mode : kModes) {
     for (const VariantRecord& r : records[mode]) out["samples_per_s"][mode].push_back(aggregate(r).samples_per_s);
   }
-  write_file_atomically(run_dir + "/overhead.json", out.dump(2) + "\n");
-  std::cout << "\nWritten: " << run_dir << "/overhead.json\n";
-  return 0;
+  return write_bench_results(run_dir, "overhead.json", out);
 }
 
 }  // namespace
 }  // namespace trainlab
 
 int main(int argc, char** argv) {
-  try {
-    return trainlab::bench_main(argc, argv);
-  } catch (const trainlab::InputError& e) {
-    std::cerr << "trainlab_profiler_overhead: error: " << e.what() << "\n";
-    return trainlab::kExitBadInput;
-  }
+  return trainlab::run_bench_main(trainlab::bench_main, "trainlab_profiler_overhead: error: ", argc, argv);
 }

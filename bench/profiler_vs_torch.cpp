@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "core/atomic_file.h"
+#include "bench_main.h"
 #include "core/errors.h"
 #include "core/statistics.h"
 #include "core/units.h"
@@ -351,9 +351,7 @@ int bench_main(int argc, char** argv) {
   out["calibrated_event_cost_ns"] = calibrated_ns;
   out["trace_json_bytes_per_event"] = json_bpe;
   out["trace_gz_bytes_per_event"] = gz_bpe;
-  write_file_atomically(run_dir + "/vs_torch.json", out.dump(2) + "\n");
-  std::cout << "\nWritten: " << run_dir << "/vs_torch.json\n";
-  return 0;
+  return write_bench_results(run_dir, "vs_torch.json", out);
 }
 
 }  // namespace
@@ -361,10 +359,7 @@ int bench_main(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   try {
-    return trainlab::bench_main(argc, argv);
-  } catch (const trainlab::InputError& e) {
-    std::cerr << "trainlab_profiler_vs_torch: " << e.what() << "\n";
-    return 2;
+    return trainlab::run_bench_main(trainlab::bench_main, "trainlab_profiler_vs_torch: ", argc, argv);
   } catch (const std::exception& e) {
     std::cerr << "trainlab_profiler_vs_torch: " << e.what() << "\n";
     return 1;

@@ -191,6 +191,24 @@ void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream_id, uint8_t
   state.free_buffers.push_back(Buffer{buffer, size});
 }
 
+// A CUPTI record's start and end (nanoseconds on CUPTI's clock).
+template <class CuptiRecord, class Record>
+void copy_times(const CuptiRecord* from, Record& out) {
+  out.start_ns = static_cast<int64_t>(from->start);
+  out.end_ns = static_cast<int64_t>(from->end);
+}
+
+// The times and the place (device, context, stream) and correlation id that CUPTI's device-side records
+// (kernels, copies, memsets) share.
+template <class CuptiRecord, class Record>
+void copy_time_and_place(const CuptiRecord* from, Record& out) {
+  copy_times(from, out);
+  out.device = from->deviceId;
+  out.context = from->contextId;
+  out.stream = from->streamId;
+  out.correlation = from->correlationId;
+}
+
 // The fields every CUPTI copy record shares (plain and peer-to-peer copies are different structs).
 template <class CuptiMemcpy>
 MemcpyRecord memcpy_common(const CuptiMemcpy* copy) {
@@ -199,12 +217,7 @@ MemcpyRecord memcpy_common(const CuptiMemcpy* copy) {
   out.src_kind = to_memory_kind(copy->srcKind);
   out.dst_kind = to_memory_kind(copy->dstKind);
   out.bytes = static_cast<int64_t>(copy->bytes);
-  out.start_ns = static_cast<int64_t>(copy->start);
-  out.end_ns = static_cast<int64_t>(copy->end);
-  out.device = copy->deviceId;
-  out.context = copy->contextId;
-  out.stream = copy->streamId;
-  out.correlation = copy->correlationId;
+  copy_time_and_place(copy, out);
   return out;
 }
 
@@ -220,12 +233,7 @@ bool append_cupti_record(const void* cupti_activity, CuptiBatch& batch) {
       const auto* kernel = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
       KernelRecord out;
       out.name = kernel->name != nullptr ? kernel->name : "unknown_kernel";
-      out.start_ns = static_cast<int64_t>(kernel->start);
-      out.end_ns = static_cast<int64_t>(kernel->end);
-      out.device = kernel->deviceId;
-      out.context = kernel->contextId;
-      out.stream = kernel->streamId;
-      out.correlation = kernel->correlationId;
+      copy_time_and_place(kernel, out);
       out.grid = Dim3{kernel->gridX, kernel->gridY, kernel->gridZ};
       out.block = Dim3{kernel->blockX, kernel->blockY, kernel->blockZ};
       out.static_shared_mem_bytes = kernel->staticSharedMemory;
@@ -255,12 +263,7 @@ bool append_cupti_record(const void* cupti_activity, CuptiBatch& batch) {
       out.memory_kind = to_memory_kind(memset->memoryKind);
       out.value = memset->value;
       out.bytes = static_cast<int64_t>(memset->bytes);
-      out.start_ns = static_cast<int64_t>(memset->start);
-      out.end_ns = static_cast<int64_t>(memset->end);
-      out.device = memset->deviceId;
-      out.context = memset->contextId;
-      out.stream = memset->streamId;
-      out.correlation = memset->correlationId;
+      copy_time_and_place(memset, out);
       batch.memsets.push_back(out);
       return true;
     }
@@ -268,8 +271,7 @@ bool append_cupti_record(const void* cupti_activity, CuptiBatch& batch) {
       const auto* sync = reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
       SyncRecord out;
       out.type = to_sync_type(static_cast<uint32_t>(sync->type));
-      out.start_ns = static_cast<int64_t>(sync->start);
-      out.end_ns = static_cast<int64_t>(sync->end);
+      copy_times(sync, out);
       out.context = id_or_not_applicable(sync->contextId);
       out.stream = id_or_not_applicable(sync->streamId);
       out.event = id_or_not_applicable(sync->cudaEventId);
@@ -284,8 +286,7 @@ bool append_cupti_record(const void* cupti_activity, CuptiBatch& batch) {
       out.domain = record->kind == CUPTI_ACTIVITY_KIND_DRIVER ? ApiDomain::kDriver : ApiDomain::kRuntime;
       out.cbid = call->cbid;
       out.name = callback_name(out.domain, call->cbid);
-      out.start_ns = static_cast<int64_t>(call->start);
-      out.end_ns = static_cast<int64_t>(call->end);
+      copy_times(call, out);
       out.process_id = call->processId;
       out.thread_id = call->threadId;
       out.correlation = call->correlationId;

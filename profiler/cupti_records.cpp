@@ -84,55 +84,45 @@ const char* memcpy_direction_name(MemcpyDirection direction) {
   return "Unknown";
 }
 
-const char* memory_kind_name(MemoryKind kind) {
+namespace {
+
+// A kind's two spellings: as the trace's names show it (Kineto's) and as its args hold it.
+struct Spellings {
+  const char* name;
+  const char* arg;
+};
+
+Spellings memory_kind_spellings(MemoryKind kind) {
   switch (kind) {
-    case MemoryKind::kPageable: return "Pageable";
-    case MemoryKind::kPinned: return "Pinned";
-    case MemoryKind::kDevice: return "Device";
-    case MemoryKind::kArray: return "Array";
-    case MemoryKind::kManaged: return "Managed";
-    case MemoryKind::kDeviceStatic: return "Device Static";
-    case MemoryKind::kManagedStatic: return "Managed Static";
+    case MemoryKind::kPageable: return {"Pageable", "pageable"};
+    case MemoryKind::kPinned: return {"Pinned", "pinned"};
+    case MemoryKind::kDevice: return {"Device", "device"};
+    case MemoryKind::kArray: return {"Array", "array"};
+    case MemoryKind::kManaged: return {"Managed", "managed"};
+    case MemoryKind::kDeviceStatic: return {"Device Static", "device_static"};
+    case MemoryKind::kManagedStatic: return {"Managed Static", "managed_static"};
     case MemoryKind::kUnknown: break;
   }
-  return "Unknown";
+  return {"Unknown", "unknown"};
 }
 
-const char* memory_kind_arg(MemoryKind kind) {
-  switch (kind) {
-    case MemoryKind::kPageable: return "pageable";
-    case MemoryKind::kPinned: return "pinned";
-    case MemoryKind::kDevice: return "device";
-    case MemoryKind::kArray: return "array";
-    case MemoryKind::kManaged: return "managed";
-    case MemoryKind::kDeviceStatic: return "device_static";
-    case MemoryKind::kManagedStatic: return "managed_static";
-    case MemoryKind::kUnknown: break;
-  }
-  return "unknown";
-}
-
-const char* sync_type_name(SyncType type) {
+Spellings sync_type_spellings(SyncType type) {
   switch (type) {
-    case SyncType::kEventSynchronize: return "Event Sync";
-    case SyncType::kStreamWaitEvent: return "Stream Wait Event";
-    case SyncType::kStreamSynchronize: return "Stream Sync";
-    case SyncType::kContextSynchronize: return "Context Sync";
+    case SyncType::kEventSynchronize: return {"Event Sync", "event"};
+    case SyncType::kStreamWaitEvent: return {"Stream Wait Event", "stream_wait_event"};
+    case SyncType::kStreamSynchronize: return {"Stream Sync", "stream"};
+    case SyncType::kContextSynchronize: return {"Context Sync", "context"};
     case SyncType::kUnknown: break;
   }
-  return "Unknown Sync";
+  return {"Unknown Sync", "unknown"};
 }
 
-const char* sync_type_arg(SyncType type) {
-  switch (type) {
-    case SyncType::kEventSynchronize: return "event";
-    case SyncType::kStreamWaitEvent: return "stream_wait_event";
-    case SyncType::kStreamSynchronize: return "stream";
-    case SyncType::kContextSynchronize: return "context";
-    case SyncType::kUnknown: break;
-  }
-  return "unknown";
-}
+}  // namespace
+
+const char* memory_kind_name(MemoryKind kind) { return memory_kind_spellings(kind).name; }
+const char* memory_kind_arg(MemoryKind kind) { return memory_kind_spellings(kind).arg; }
+const char* sync_type_name(SyncType type) { return sync_type_spellings(type).name; }
+const char* sync_type_arg(SyncType type) { return sync_type_spellings(type).arg; }
 
 std::string api_display_name(const RuntimeApiRecord& call) {
   if (call.name.empty()) {

@@ -172,12 +172,18 @@ RankSummary ok_rank(int rank, double busy_ms_mean) {
   return r;
 }
 
-TEST(DiagnosisGolden, ExposedAllReduceIsCommunication) {
+// A two-rank step whose all-reduce is exposed (record_with(20, 2, 20, 30, 8, 40)): rank 0 busy 60 ms,
+// rank 1 `rank1_busy_ms`, their busy times `busy_spread_pct` apart.
+VariantRecord two_rank_record(double busy_spread_pct, double rank1_busy_ms) {
   VariantRecord r = record_with(20, 2, 20, 30, 8, 40);
   r.world_size = 2;
-  r.distributed.busy_spread_pct = 3.0;
-  r.distributed.ranks = {ok_rank(0, 60.0), ok_rank(1, 61.8)};
-  const Diagnosis d = diagnose_record(r);
+  r.distributed.busy_spread_pct = busy_spread_pct;
+  r.distributed.ranks = {ok_rank(0, 60.0), ok_rank(1, rank1_busy_ms)};
+  return r;
+}
+
+TEST(DiagnosisGolden, ExposedAllReduceIsCommunication) {
+  const Diagnosis d = diagnose_record(two_rank_record(3.0, 61.8));
   EXPECT_EQ(d.verdict.primary, Suspect::kCommunication);
   EXPECT_TRUE(fired(d, "exposed_communication"));
   EXPECT_FALSE(fired(d, "rank_imbalance"));  // 3 % spread
@@ -185,11 +191,7 @@ TEST(DiagnosisGolden, ExposedAllReduceIsCommunication) {
 }
 
 TEST(DiagnosisGolden, CommunicationThatWaitsForASlowerRankNamesTheStraggler) {
-  VariantRecord r = record_with(20, 2, 20, 30, 8, 40);
-  r.world_size = 2;
-  r.distributed.busy_spread_pct = 30.0;
-  r.distributed.ranks = {ok_rank(0, 60.0), ok_rank(1, 78.0)};
-  const Diagnosis d = diagnose_record(r);
+  const Diagnosis d = diagnose_record(two_rank_record(30.0, 78.0));
   EXPECT_EQ(d.verdict.primary, Suspect::kCommunication);
   EXPECT_TRUE(fired(d, "rank_imbalance"));
   ASSERT_TRUE(d.summary.straggler_rank);

@@ -44,18 +44,31 @@ std::string last_line(const std::string& text) {
   return nl == std::string::npos ? trimmed : trimmed.substr(nl + 1);
 }
 
-TEST(DataE2E, TruncatedJpegIsOneErrorNamingTheFileAndExitTwo) {
-  const std::string results = e2e::fresh_results_dir("jpeg");
-  const std::string args = std::string("run ") + kTinyVision + " --timeout-s 120 --results " + results +
-                           " --data-dir " + results + "/data";
-  const auto first = run_trainlab(args);
+// A tiny run (kTinyVision or kTinyRecsys) with its dataset under a fresh results folder named after
+// `name`, run once (it must succeed) so that the dataset is there.
+struct DatasetRun {
+  std::string args;     // the run's arguments
+  std::string dataset;  // the dataset's folder
+};
+void run_once_making_the_dataset(const char* tiny, const std::string& kind, const std::string& name,
+                                 DatasetRun* run) {
+  const std::string results = e2e::fresh_results_dir(name);
+  run->args = std::string("run ") + tiny + " --timeout-s 120 --results " + results + " --data-dir " +
+              results + "/data";
+  const auto first = run_trainlab(run->args);
   ASSERT_EQ(first.exit_status, 0) << first.err;
-  const std::string image = only_dataset_dir(results + "/data", "vision") + "/images/000013.jpg";
+  run->dataset = only_dataset_dir(results + "/data", kind);
+}
+
+TEST(DataE2E, TruncatedJpegIsOneErrorNamingTheFileAndExitTwo) {
+  DatasetRun run;
+  ASSERT_NO_FATAL_FAILURE(run_once_making_the_dataset(kTinyVision, "vision", "jpeg", &run));
+  const std::string image = run.dataset + "/images/000013.jpg";
   ASSERT_TRUE(fs::exists(image));
   fs::resize_file(image, fs::file_size(image) / 2);
 
   for (const char* workers : {"0", "2"}) {
-    const auto r = run_trainlab(args + " --workers " + workers);
+    const auto r = run_trainlab(run.args + " --workers " + workers);
     EXPECT_EQ(r.exit_status, 2) << r.err;
     EXPECT_NE(last_line(r.err).find("000013.jpg"), std::string::npos) << r.err;
     EXPECT_EQ(last_line(r.err).rfind("trainlab: error: ", 0), 0u) << r.err;
@@ -64,12 +77,9 @@ TEST(DataE2E, TruncatedJpegIsOneErrorNamingTheFileAndExitTwo) {
 }
 
 TEST(DataE2E, CorruptShardIsOneErrorNamingTheFileAndExitTwo) {
-  const std::string results = e2e::fresh_results_dir("shard");
-  const std::string args = std::string("run ") + kTinyRecsys + " --timeout-s 120 --results " + results +
-                           " --data-dir " + results + "/data";
-  const auto first = run_trainlab(args);
-  ASSERT_EQ(first.exit_status, 0) << first.err;
-  const std::string shard = only_dataset_dir(results + "/data", "recsys") + "/shard-00000.zst";
+  DatasetRun run;
+  ASSERT_NO_FATAL_FAILURE(run_once_making_the_dataset(kTinyRecsys, "recsys", "shard", &run));
+  const std::string shard = run.dataset + "/shard-00000.zst";
   ASSERT_TRUE(fs::exists(shard));
   {
     // Flip bytes across the whole shard so every block is damaged.
@@ -85,7 +95,7 @@ TEST(DataE2E, CorruptShardIsOneErrorNamingTheFileAndExitTwo) {
     }
   }
   for (const char* workers : {"0", "3"}) {
-    const auto r = run_trainlab(args + " --workers " + workers);
+    const auto r = run_trainlab(run.args + " --workers " + workers);
     EXPECT_EQ(r.exit_status, 2) << r.err;
     EXPECT_NE(last_line(r.err).find("shard-00000.zst"), std::string::npos) << r.err;
     EXPECT_LT(r.wall_s, 120);
@@ -96,17 +106,14 @@ TEST(DataE2E, StaleDatasetFolderIsRebuilt) {
   // A dataset folder whose manifest does not match (an interrupted or older generation) is
   // removed and generated again; the run succeeds. (Regression: the removal once went through
   // libtorch.so's std::filesystem::remove_all, which crashes on a non-empty folder.)
-  const std::string results = e2e::fresh_results_dir("stale");
-  const std::string args = std::string("run ") + kTinyRecsys + " --timeout-s 120 --results " + results +
-                           " --data-dir " + results + "/data";
-  ASSERT_EQ(run_trainlab(args).exit_status, 0);
-  const std::string dataset = only_dataset_dir(results + "/data", "recsys");
-  std::ofstream(dataset + "/manifest.json") << "{}";
-  std::ofstream(dataset + "/leftover.bin") << "stale";
-  const auto again = run_trainlab(args);
+  DatasetRun run;
+  ASSERT_NO_FATAL_FAILURE(run_once_making_the_dataset(kTinyRecsys, "recsys", "stale", &run));
+  std::ofstream(run.dataset + "/manifest.json") << "{}";
+  std::ofstream(run.dataset + "/leftover.bin") << "stale";
+  const auto again = run_trainlab(run.args);
   EXPECT_EQ(again.exit_status, 0) << again.err;
-  EXPECT_FALSE(fs::exists(dataset + "/leftover.bin"));
-  EXPECT_TRUE(fs::exists(dataset + "/index.bin"));
+  EXPECT_FALSE(fs::exists(run.dataset + "/leftover.bin"));
+  EXPECT_TRUE(fs::exists(run.dataset + "/index.bin"));
 }
 
 void expect_bad_sweep(const std::string& args, const std::string& message_part) {

@@ -257,28 +257,47 @@ TEST(DistE2E, ImpossibleSplitsAndMalformedVariablesAreBadInput) {
 }
 
 #ifdef TRAINLAB_TORCH_PYTHON
+// torchrun, beside the Python trainlab was built against.
+fs::path torchrun_path() { return fs::path(TRAINLAB_TORCH_PYTHON).parent_path() / "torchrun"; }
+
+struct TorchrunLaunch {
+  std::string results;  // the fresh results folder the launch wrote to
+  std::string out;      // what the launch printed (stdout and stderr), then "exit status N"
+  std::string run_dir;  // the one run folder in `results` ("" unless exactly one)
+};
+
+// torchrun starting one trainlab per rank, 2 ranks on this machine: `trainlab_args` with --results in
+// a fresh folder named after `name`.
+TorchrunLaunch torchrun_two_ranks(const std::string& name, const std::string& trainlab_args) {
+  TorchrunLaunch launch;
+  launch.results = e2e::fresh_results_dir(name);
+  launch.out = e2e::run_command(torchrun_path().string() + " --standalone --nproc_per_node 2 --no-python " +
+                                TRAINLAB_BINARY + " " + trainlab_args + " --results " + launch.results +
+                                " 2>&1; echo \"exit status $?\"");
+  launch.run_dir = e2e::only_run_dir(launch.results);
+  return launch;
+}
+
 // torchrun starts one trainlab per rank: the launch writes one merged run (as --nproc does), both
 // ranks' traces in it; rank 0 prints, rank 1 stays quiet.
 TEST(DistE2E, TorchrunRanksWriteOneMergedRunAndOnlyRankZeroPrints) {
-  const fs::path torchrun = fs::path(TRAINLAB_TORCH_PYTHON).parent_path() / "torchrun";
-  if (!fs::exists(torchrun)) GTEST_SKIP() << "no torchrun beside " << TRAINLAB_TORCH_PYTHON;
-  const std::string results = e2e::fresh_results_dir("torchrun");
-  const std::string out = e2e::run_command(torchrun.string() + " --standalone --nproc_per_node 2 --no-python " +
-                                           TRAINLAB_BINARY + " profile " + kSmallMlp +
-                                           " --steps 6 --window 1:3 --trace-format json --results " + results +
-                                           " 2>&1; echo \"exit status $?\"");
-  ASSERT_NE(out.find("exit status 0"), std::string::npos) << out;
-  const std::string run_dir = e2e::only_run_dir(results);
-  ASSERT_FALSE(run_dir.empty()) << "expected exactly one run folder in " << results << "\n" << out;
-  EXPECT_FALSE(fs::exists(results + "/.launches") && !fs::is_empty(results + "/.launches"));  // the pointer went
-  const VariantRecord merged = e2e::read_measured_run(run_dir).variants.at(0);
+  if (!fs::exists(torchrun_path())) GTEST_SKIP() << "no torchrun beside " << TRAINLAB_TORCH_PYTHON;
+  const TorchrunLaunch launch = torchrun_two_ranks(
+      "torchrun", std::string("profile ") + kSmallMlp + " --steps 6 --window 1:3 --trace-format json");
+  ASSERT_NE(launch.out.find("exit status 0"), std::string::npos) << launch.out;
+  ASSERT_FALSE(launch.run_dir.empty()) << "expected exactly one run folder in " << launch.results << "\n"
+                                       << launch.out;
+  EXPECT_FALSE(fs::exists(launch.results + "/.launches") &&
+               !fs::is_empty(launch.results + "/.launches"));  // the pointer went
+  const VariantRecord merged = e2e::read_measured_run(launch.run_dir).variants.at(0);
   EXPECT_EQ(merged.world_size, 2);
   ASSERT_EQ(merged.distributed.ranks.size(), 2u);
   EXPECT_TRUE(merged.distributed.ranks[0].ok);
   EXPECT_TRUE(merged.distributed.ranks[1].ok);
-  EXPECT_EQ(read_variant_record(run_dir + "/variants/fp32.rank1.json").rank, 1);
+  EXPECT_EQ(read_variant_record(launch.run_dir + "/variants/fp32.rank1.json").rank, 1);
   for (int rank : {0, 1}) {
-    EXPECT_TRUE(fs::exists(run_dir + "/traces/fp32/rank" + std::to_string(rank) + ".pt.trace.json")) << rank;
+    EXPECT_TRUE(fs::exists(launch.run_dir + "/traces/fp32/rank" + std::to_string(rank) + ".pt.trace.json"))
+        << rank;
     // Where each rank ran: one machine, the rank's place on it.
     EXPECT_FALSE(merged.distributed.ranks[rank].host.empty()) << rank;
     EXPECT_EQ(merged.distributed.ranks[rank].node_rank, 0) << rank;
@@ -287,30 +306,25 @@ TEST(DistE2E, TorchrunRanksWriteOneMergedRunAndOnlyRankZeroPrints) {
   EXPECT_EQ(merged.distributed.ranks[0].host, merged.distributed.ranks[1].host);
   const auto count = [&](const std::string& what) {
     size_t n = 0;
-    for (size_t at = out.find(what); at != std::string::npos; at = out.find(what, at + 1)) ++n;
+    for (size_t at = launch.out.find(what); at != std::string::npos; at = launch.out.find(what, at + 1)) ++n;
     return n;
   };
-  EXPECT_EQ(count("samples/s  step p50 ms"), 1u) << out;  // one variant table
-  EXPECT_EQ(count("Run record: "), 1u) << out;
-  EXPECT_EQ(count("results in "), 1u) << out;             // one banner
+  EXPECT_EQ(count("samples/s  step p50 ms"), 1u) << launch.out;  // one variant table
+  EXPECT_EQ(count("Run record: "), 1u) << launch.out;
+  EXPECT_EQ(count("results in "), 1u) << launch.out;  // one banner
 }
 
 // One launch, several children in a row (repetitions): torchrun's store outlives each child, so
 // every child's keys go under a prefix of its own. Without it the second child's ranks read the
 // first one's Gloo addresses and the rendezvous failed ("Connection refused").
 TEST(DistE2E, TorchrunRunsSeveralChildrenInARowOverTheLaunchersStore) {
-  const fs::path torchrun = fs::path(TRAINLAB_TORCH_PYTHON).parent_path() / "torchrun";
-  if (!fs::exists(torchrun)) GTEST_SKIP() << "no torchrun beside " << TRAINLAB_TORCH_PYTHON;
-  const std::string results = e2e::fresh_results_dir("torchrun-repeat");
-  const std::string out = e2e::run_command(torchrun.string() + " --standalone --nproc_per_node 2 --no-python " +
-                                           TRAINLAB_BINARY + " run " + kSmallMlp +
-                                           " --steps 4 --repeat 3 --dist-timeout-s 20 --results " + results +
-                                           " 2>&1; echo \"exit status $?\"");
-  ASSERT_NE(out.find("exit status 0"), std::string::npos) << out;
-  const std::string run_dir = e2e::only_run_dir(results);
-  ASSERT_FALSE(run_dir.empty()) << out;
-  const RunRecord record = e2e::read_measured_run(run_dir);
-  ASSERT_EQ(record.variants.size(), 3u) << out;
+  if (!fs::exists(torchrun_path())) GTEST_SKIP() << "no torchrun beside " << TRAINLAB_TORCH_PYTHON;
+  const TorchrunLaunch launch = torchrun_two_ranks(
+      "torchrun-repeat", std::string("run ") + kSmallMlp + " --steps 4 --repeat 3 --dist-timeout-s 20");
+  ASSERT_NE(launch.out.find("exit status 0"), std::string::npos) << launch.out;
+  ASSERT_FALSE(launch.run_dir.empty()) << launch.out;
+  const RunRecord record = e2e::read_measured_run(launch.run_dir);
+  ASSERT_EQ(record.variants.size(), 3u) << launch.out;
   for (const VariantRecord& v : record.variants) {
     EXPECT_TRUE(v.ok()) << v.error;
     EXPECT_EQ(v.world_size, 2);

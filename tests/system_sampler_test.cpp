@@ -371,12 +371,18 @@ TEST(SystemSamplerSchedule, SlowSamplesNeverBurst) {
 
 // ---- sampler ----
 
+// A sampler's options that read /proc from `proc_root` (a scratch or recorded copy), without the GPU.
+SystemSamplerOptions recorded_proc_options(const std::string& proc_root) {
+  SystemSamplerOptions options;
+  options.proc_root = proc_root;
+  options.include_gpu = false;
+  return options;
+}
+
 TEST(SystemSampler, FixtureSnapshotsGiveExactTracks) {
   ScratchProcRoot root;
   root.write_snapshot("a");
-  SystemSamplerOptions options;
-  options.proc_root = root.path().string();
-  options.include_gpu = false;
+  SystemSamplerOptions options = recorded_proc_options(root.path().string());
   SystemSampler sampler(options);
   const int64_t t0 = 5'000'000'000, t1 = t0 + 1'000'000'000;  // one second apart
   sampler.sample_once(t0);
@@ -438,9 +444,7 @@ TEST(SystemSampler, FixtureSnapshotsGiveExactTracks) {
 TEST(SystemSampler, PerCoreTracksCanBeLeftOut) {
   ScratchProcRoot root;
   root.write_snapshot("a");
-  SystemSamplerOptions options;
-  options.proc_root = root.path().string();
-  options.include_gpu = false;
+  SystemSamplerOptions options = recorded_proc_options(root.path().string());
   options.include_per_core = false;
   SystemSampler sampler(options);
   sampler.sample_once(0);
@@ -453,10 +457,8 @@ TEST(SystemSampler, PerCoreTracksCanBeLeftOut) {
 }
 
 TEST(SystemSampler, RunsAgainstARecordedProcRoot) {
-  SystemSamplerOptions options;
-  options.proc_root = (kFixtures / "a").string();
+  SystemSamplerOptions options = recorded_proc_options((kFixtures / "a").string());
   options.interval_ms = 10;
-  options.include_gpu = false;
   SystemSampler sampler(options);
   sampler.start();
   std::this_thread::sleep_for(std::chrono::milliseconds(80));
@@ -481,9 +483,7 @@ TEST(SystemSampler, MissingSourceIsNotedOnceAndTheRestCarriesOn) {
   root.write("stat", fixture("a", "stat"));
   root.write("meminfo", "MemTotal: 100 kB\n");  // no MemAvailable: malformed
   root.write("net/dev", fixture("a", "net/dev"));
-  SystemSamplerOptions options;
-  options.proc_root = root.path().string();
-  options.include_gpu = false;
+  SystemSamplerOptions options = recorded_proc_options(root.path().string());
   SystemSampler sampler(options);
   sampler.sample_once(0);
   sampler.sample_once(1'000'000'000);
@@ -542,10 +542,8 @@ TEST(SystemSampler, RealSamplesFollowTheIntervalAndStayInRange) {
 }
 
 TEST(SystemSampler, StopIsPromptWhateverTheInterval) {
-  SystemSamplerOptions options;
+  SystemSamplerOptions options = recorded_proc_options((kFixtures / "a").string());
   options.interval_ms = 60'000;
-  options.proc_root = (kFixtures / "a").string();
-  options.include_gpu = false;
   SystemSampler sampler(options);
   sampler.start();
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
@@ -560,9 +558,7 @@ TEST(SystemSampler, StopIsPromptWhateverTheInterval) {
 }
 
 TEST(SystemSampler, StartTwiceThrowsAndBadIntervalIsRejected) {
-  SystemSamplerOptions options;
-  options.proc_root = (kFixtures / "a").string();
-  options.include_gpu = false;
+  SystemSamplerOptions options = recorded_proc_options((kFixtures / "a").string());
   SystemSampler sampler(options);
   sampler.start();
   EXPECT_THROW(sampler.start(), std::logic_error);

@@ -52,6 +52,19 @@ void read_master(const std::string& context, std::string* addr, int* port) {
   *port = int_variable("MASTER_PORT", 1, 65535);
 }
 
+// A group of processes from its size and rank variables (size 1 to 4096, rank below the size) and,
+// with more than one member, its master: false, and nothing past the size read, where there is no
+// group to join (the size unset, or 1). `context` begins the error line of a missing address.
+bool read_group(const char* size_name, const char* rank_name, const std::string& context, int* size, int* rank,
+                std::string* addr, int* port) {
+  if (get(size_name) == nullptr) return false;
+  *size = int_variable(size_name, 1, 4096);
+  if (*size == 1) return false;
+  *rank = int_variable(rank_name, 0, *size - 1);
+  read_master(context, addr, port);
+  return true;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> DistEnv::variables() const {
@@ -64,11 +77,10 @@ std::vector<std::pair<std::string, std::string>> DistEnv::variables() const {
 
 DistEnv dist_env_from_environment() {
   DistEnv env;
-  if (get("WORLD_SIZE") == nullptr) return env;
-  env.world_size = int_variable("WORLD_SIZE", 1, 4096);
-  if (env.world_size == 1) return env;
-  env.rank = int_variable("RANK", 0, env.world_size - 1);
-  read_master("data parallel", &env.master_addr, &env.master_port);
+  if (!read_group("WORLD_SIZE", "RANK", "data parallel", &env.world_size, &env.rank, &env.master_addr,
+                  &env.master_port)) {
+    return env;
+  }
   env.local_world_size = get("LOCAL_WORLD_SIZE") != nullptr ? int_variable("LOCAL_WORLD_SIZE", 1, env.world_size)
                                                             : env.world_size;
   env.local_rank = get("LOCAL_RANK") != nullptr ? int_variable("LOCAL_RANK", 0, 4095) : env.rank % env.local_world_size;
@@ -87,11 +99,8 @@ DistEnv dist_env_from_environment() {
 
 NodesOfJob nodes_of_job_from_environment() {
   NodesOfJob nodes;
-  if (get("NNODES") == nullptr) return nodes;
-  nodes.nnodes = int_variable("NNODES", 1, 4096);
-  if (nodes.nnodes == 1) return nodes;
-  nodes.node_rank = int_variable("NODE_RANK", 0, nodes.nnodes - 1);
-  read_master("data parallel across machines (NNODES)", &nodes.master_addr, &nodes.master_port);
+  read_group("NNODES", "NODE_RANK", "data parallel across machines (NNODES)", &nodes.nnodes, &nodes.node_rank,
+             &nodes.master_addr, &nodes.master_port);
   return nodes;
 }
 

@@ -54,6 +54,21 @@ def mlp(width=256, depth=4):
     return nn.Sequential(*layers)
 
 
+def sgd_steps(model, x, warmup):
+    """The step function of a plain training loop (SGD, lr 0.01, on the mean square of model(x)),
+    run `warmup` times first (outside the trace)."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        model(x).square().mean().backward()
+        opt.step()
+
+    for _ in range(warmup):
+        step()
+    return step
+
+
 class Broken(nn.Module):
     """Two halves with a graph break between them (a print, as user code often has)."""
 
@@ -71,16 +86,7 @@ class Broken(nn.Module):
 def compiled():
     torch.manual_seed(0)
     model = torch.compile(Broken(), backend="aot_eager")
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(64, 256)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        model(x).square().mean().backward()
-        opt.step()
-
-    for _ in range(3):  # compile outside the trace
-        step()
+    step = sgd_steps(model, torch.randn(64, 256), warmup=3)  # compiles outside the trace
     run_steps(step, "compiled")
 
 
@@ -95,16 +101,7 @@ def ddp_rank(rank, world, port):
     # Many small layers and 1 KiB buckets: DDP launches an all-reduce per few layers, from its
     # gradient hooks while backward runs.
     model = DDP(mlp(width=32, depth=24), bucket_cap_mb=0.001)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(16, 32)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        model(x).square().mean().backward()
-        opt.step()
-
-    for _ in range(3):
-        step()
+    step = sgd_steps(model, torch.randn(16, 32), warmup=3)
     if rank == 0:
         run_steps(step, "ddp_overlap")
     else:
@@ -180,17 +177,7 @@ class Gated(nn.Module):
 def model_syncs():
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    model = Gated()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(32, 128)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        model(x).square().mean().backward()
-        opt.step()
-
-    for _ in range(2):
-        step()
+    step = sgd_steps(Gated(), torch.randn(32, 128), warmup=2)
     run_steps(step, "model_syncs", with_stack=True)
 
 
