@@ -383,14 +383,21 @@ struct ParsedBlock {
   }
 };
 
-// Parses the first `needed` users of a decompressed block (the columns are sized in the header, so
-// later users' bytes are skipped, not parsed). Throws CorruptBlock.
-void parse_block(const uint8_t* data, size_t size, const BlockEntry& entry, int64_t needed,
-                 const RecsysDataSpec& s, ParsedBlock& out) {
+// A decompressed block's header checked against the index, and where each column lies (the
+// columns are sized in the header). Throws CorruptBlock.
+struct BlockColumns {
+  uint64_t records = 0;
+  const uint8_t* starts[kColumns] = {};
+  uint64_t bytes[kColumns] = {};
+  ColumnReader column(int c) const { return ColumnReader(starts[c], starts[c] + bytes[c], kColumnNames[c]); }
+};
+
+BlockColumns block_columns(const uint8_t* data, size_t size, const BlockEntry& entry) {
+  BlockColumns out;
   ColumnReader header(data, data + size, "header");
-  const uint64_t count = header.next();
-  if (count != entry.records) {
-    throw CorruptBlock("record count " + std::to_string(count) + ", index says " +
+  out.records = header.next();
+  if (out.records != entry.records) {
+    throw CorruptBlock("record count " + std::to_string(out.records) + ", index says " +
                        std::to_string(entry.records));
   }
   const uint64_t first = header.next();
@@ -398,48 +405,25 @@ void parse_block(const uint8_t* data, size_t size, const BlockEntry& entry, int6
     throw CorruptBlock("first record " + std::to_string(first) + ", index says " +
                        std::to_string(entry.first_record));
   }
-  uint64_t column_bytes[kColumns];
-  for (uint64_t& b : column_bytes) b = header.next();
+  for (uint64_t& b : out.bytes) b = header.next();
   const uint8_t* column_begin = header.position();
   const auto payload_bytes = static_cast<uint64_t>(data + size - column_begin);
   uint64_t total_bytes = 0;
-  const uint8_t* starts[kColumns];
   for (int c = 0; c < kColumns; ++c) {
-    if (column_bytes[c] > payload_bytes - total_bytes) {
+    if (out.bytes[c] > payload_bytes - total_bytes) {
       throw CorruptBlock(std::string(kColumnNames[c]) + " column size exceeds the block");
     }
-    starts[c] = column_begin + total_bytes;
-    total_bytes += column_bytes[c];
+    out.starts[c] = column_begin + total_bytes;
+    total_bytes += out.bytes[c];
   }
   if (total_bytes != payload_bytes) throw CorruptBlock("column sizes do not add up to the block size");
-  auto column = [&](int c) { return ColumnReader(starts[c], starts[c] + column_bytes[c], kColumnNames[c]); };
+  return out;
+}
 
-  const auto n = static_cast<size_t>(needed);
-  const auto f = static_cast<size_t>(s.user_features);
-  out.records = needed;
-  out.event_start.resize(n + 1);
-  out.event_start[0] = 0;
-  ColumnReader lengths = column(0);
-  const int64_t min_length = 2;
-  for (size_t r = 0; r < n; ++r) {
-    const auto length = static_cast<int64_t>(lengths.next());
-    if (length < min_length || length > s.max_history) {
-      throw CorruptBlock("history length " + std::to_string(length) + " outside [2, " +
-                         std::to_string(s.max_history) + "]");
-    }
-    out.event_start[r + 1] = out.event_start[r] + length;
-  }
-  const auto events = static_cast<size_t>(out.event_start[n]);
-
-  ColumnReader features = column(1);
-  out.features.resize(n * f);
-  for (int32_t& v : out.features) {
-    v = static_cast<int32_t>(features.next_below(static_cast<uint64_t>(s.user_vocab), "user feature"));
-  }
-
-  ColumnReader items = column(2);
-  out.items.resize(events);
-  for (size_t r = 0; r < n; ++r) {
+// Each user's history of item ids, stored as deltas from the user's previous item (zigzagged).
+void decode_items(ColumnReader& items, const RecsysDataSpec& s, size_t users, ParsedBlock& out) {
+  out.items.resize(static_cast<size_t>(out.event_start[users]));
+  for (size_t r = 0; r < users; ++r) {
     int64_t previous = 0;
     for (auto e = static_cast<size_t>(out.event_start[r]); e < static_cast<size_t>(out.event_start[r + 1]);
          ++e) {
@@ -452,18 +436,48 @@ void parse_block(const uint8_t* data, size_t size, const BlockEntry& entry, int6
       out.items[e] = static_cast<int32_t>(previous);
     }
   }
+}
 
-  ColumnReader categories = column(3);
+// Parses the first `needed` users of a decompressed block (the columns are sized in the header, so
+// later users' bytes are skipped, not parsed). Throws CorruptBlock.
+void parse_block(const uint8_t* data, size_t size, const BlockEntry& entry, int64_t needed,
+                 const RecsysDataSpec& s, ParsedBlock& out) {
+  const BlockColumns block = block_columns(data, size, entry);
+  const auto n = static_cast<size_t>(needed);
+  const auto f = static_cast<size_t>(s.user_features);
+  out.records = needed;
+  out.event_start.resize(n + 1);
+  out.event_start[0] = 0;
+  ColumnReader lengths = block.column(0);
+  const int64_t min_length = 2;
+  for (size_t r = 0; r < n; ++r) {
+    const auto length = static_cast<int64_t>(lengths.next());
+    if (length < min_length || length > s.max_history) {
+      throw CorruptBlock("history length " + std::to_string(length) + " outside [2, " +
+                         std::to_string(s.max_history) + "]");
+    }
+    out.event_start[r + 1] = out.event_start[r] + length;
+  }
+  const auto events = static_cast<size_t>(out.event_start[n]);
+
+  ColumnReader features = block.column(1);
+  out.features.resize(n * f);
+  for (int32_t& v : out.features) {
+    v = static_cast<int32_t>(features.next_below(static_cast<uint64_t>(s.user_vocab), "user feature"));
+  }
+  ColumnReader items = block.column(2);
+  decode_items(items, s, n, out);
+  ColumnReader categories = block.column(3);
   out.categories.resize(events);
   for (int32_t& v : out.categories) {
     v = static_cast<int32_t>(categories.next_below(static_cast<uint64_t>(s.categories), "category"));
   }
-  ColumnReader actions = column(4);
+  ColumnReader actions = block.column(4);
   out.actions.resize(events);
   for (int32_t& v : out.actions) {
     v = static_cast<int32_t>(actions.next_below(static_cast<uint64_t>(s.actions), "action"));
   }
-  if (static_cast<uint64_t>(needed) == count) {  // the whole block: every column must be used up
+  if (static_cast<uint64_t>(needed) == block.records) {  // the whole block: every column must be used up
     for (const ColumnReader* reader : {&lengths, &features, &items, &categories, &actions}) {
       if (!reader->at_end())
         throw CorruptBlock(std::string("trailing bytes in ") + reader->name() + " column");
