@@ -12,7 +12,6 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e_support.h"
-#include "harness/runner/lab.h"
 
 namespace trainlab::e2e {
 namespace {
@@ -22,8 +21,8 @@ TEST(DoctorE2E, DiagnosesTriesTheTopChangeAndRecordsItsMeasuredGain) {
   // The data-bound preset: on a quiet machine its top findings' changes are more workers and the
   // decoded cache.
   const CliResult r = run_trainlab(
-      "doctor --scenario recsys --preset data-bound --steps 8 --warmup 2 --repeat 2 --max-changes 2 --results " +
-      results);
+      "doctor --scenario recsys --preset data-bound --steps 8 --warmup 2 --repeat 2 --max-rounds 6 --max-changes 2 "
+      "--results " + results);
   ASSERT_EQ(r.exit_status, 0) << r.err;
   EXPECT_NE(r.out.find("Best measured configuration"), std::string::npos) << r.out;
   const std::string dir = only_run_dir(results);
@@ -48,7 +47,7 @@ TEST(DoctorE2E, DiagnosesTriesTheTopChangeAndRecordsItsMeasuredGain) {
   EXPECT_LE(trial["interval"][0].get<double>(), trial["gain_pct"].get<double>());
   EXPECT_GE(trial["interval"][1].get<double>(), trial["gain_pct"].get<double>());
   // The A/B run behind it: A and B alternately, the two rounds of --repeat 2 and, while its
-  // interval is wide on a loaded machine, more rounds up to run --ab's default --max-rounds.
+  // interval is wide on a loaded machine, more rounds up to --max-rounds 6 (passed on to run --ab).
   nlohmann::json ab = nlohmann::json::parse(slurp(trial["run_dir"].get<std::string>() + "/run.json"));
   // Repetitions the lab left out as disturbed or superseded (the shared machine's load) aside.
   nlohmann::json& ab_variants = ab["variants"];
@@ -57,7 +56,7 @@ TEST(DoctorE2E, DiagnosesTriesTheTopChangeAndRecordsItsMeasuredGain) {
                     ab_variants.end());
   ASSERT_EQ(ab_variants.size() % 2, 0u);
   ASSERT_GE(ab_variants.size(), 4u);
-  EXPECT_LE(ab_variants.size(), 2u * static_cast<size_t>(kDefaultMaxRounds));
+  EXPECT_LE(ab_variants.size(), 2u * 6u);
   for (size_t i = 0; i < ab_variants.size(); ++i) EXPECT_EQ(ab_variants[i]["label"], i % 2 == 0 ? "A" : "B") << i;
   EXPECT_TRUE(std::filesystem::exists(doc["report"].get<std::string>()));
   // The folder's own HTML report: the trials with their settings, links to the profiles' reports.
@@ -172,6 +171,8 @@ TEST(DoctorE2E, SigtermDuringATrialKeepsTheDiagnosisAndMarksTheTrials) {
 TEST(DoctorE2E, BadInputIsOneLineAndExitTwo) {
   expect_bad_input("doctor --scenario nope", "nope");
   expect_bad_input("doctor --scenario mlp --repeat 1", "--repeat");
+  expect_bad_input("doctor --scenario mlp --repeat 4 --max-rounds 3 --results " + fresh_results_dir("doctor_bad_rounds"),
+                   "invalid --max-rounds 3 (must be at least --repeat 4)");
   expect_bad_input("doctor --scenario mlp --ab workers=1", "doctor chooses --ab itself");
   expect_bad_input("doctor --scenario mlp --steps -3 --results " + fresh_results_dir("doctor_bad"), "--steps");
   expect_bad_input("doctor --scenario mlp --set workers", "invalid --set 'workers' (expected NAME=VALUE)");

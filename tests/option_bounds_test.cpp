@@ -136,6 +136,7 @@ TEST(OptionBoundsTest, EachCommandsOwnNumbersAreRefusedWithTheirRange) {
   cases.push_back({{"doctor", "--repeat", "1"}, "invalid --repeat 1 (must be 2 to 20)"});
   cases.push_back({{"doctor", "--repeat", "21"}, "invalid --repeat 21 (must be 2 to 20)"});
   cases.push_back({{"doctor", "--max-changes", "0"}, "invalid --max-changes 0 (must be 1 to 8)"});
+  cases.push_back({{"doctor", "--max-rounds", "1"}, "invalid --max-rounds 1 (must be 2 to 100)"});
   cases.push_back({{"doctor", "--max-changes", "99999999999"}, "invalid --max-changes 99999999999 (must be 1 to 8)"});
   cases.push_back({{"doctor", "--timeout-s", "-1"}, "invalid --timeout-s -1 (must be above 0"});
   cases.push_back({{"doctor", "--memory-limit-gb", "-1"}, "invalid --memory-limit-gb -1 (must be 0 to 1000000"});

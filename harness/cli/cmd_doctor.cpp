@@ -20,6 +20,7 @@ Subcommand add_doctor_command(CLI::App& app) {
   struct Options {
     VariantOptions variant;
     int max_changes = 3;
+    int max_rounds = kDefaultMaxRounds;
     std::string ab, format = "table";
     Thresholds thresholds;
   };
@@ -33,6 +34,10 @@ Subcommand add_doctor_command(CLI::App& app) {
       cmd->add_option("--max-changes", o->max_changes,
                       "the top findings whose changes are tried (1 to " + std::to_string(kMaxDoctorChanges) + "; default 3)"),
       1, kMaxDoctorChanges);
+  whole_number_in(cmd->add_option("--max-rounds", o->max_rounds,
+                                  "rounds a trial's A/B runs in all while its interval is wide (run --ab's "
+                                  "--max-rounds; default 20; equal to --repeat: exactly --repeat)"),
+                  kMinDoctorRepeat, kMaxRepeat);
   cmd->add_option("--ab", o->ab)->group("");  // refused: doctor makes its own A/B runs
   add_format_option(cmd, o->format);
   doctor.run = [o, cmd] {
@@ -46,6 +51,7 @@ Subcommand add_doctor_command(CLI::App& app) {
     options.spec = build_spec(o->variant);  // bad input is one line before anything runs
     options.repeat = cmd->count("--repeat") > 0 ? o->variant.repeat : 3;
     options.max_changes = o->max_changes;
+    options.max_rounds = o->max_rounds;
     options.results_dir = o->variant.results_dir;
     options.timeout_s = o->variant.timeout_s;
     options.memory_limit_gb = o->variant.memory_limit_gb;

@@ -96,7 +96,8 @@ DoctorTrial measure(const std::string& change, const std::string& settings, cons
   DoctorTrial trial{change, settings, rule};
   std::vector<std::string> args = {"run"};
   args.insert(args.end(), variant_args.begin(), variant_args.end());
-  args.insert(args.end(), {"--ab", settings, "--repeat", std::to_string(options.repeat)});
+  args.insert(args.end(), {"--ab", settings, "--repeat", std::to_string(options.repeat), "--max-rounds",
+                           std::to_string(options.max_rounds)});
   try {
     const ChildRun child = run_child(args, dir, options, watch);
     trial.run_dir = child.folder;
@@ -372,6 +373,10 @@ void check_doctor_options(const DoctorOptions& options) {
   }
   if (options.max_changes < 1 || options.max_changes > kMaxDoctorChanges) {
     throw InputError("invalid --max-changes (1 to " + std::to_string(kMaxDoctorChanges) + ")");
+  }
+  if (options.max_rounds < options.repeat) {
+    throw InputError("invalid --max-rounds " + std::to_string(options.max_rounds) + " (must be at least --repeat " +
+                     std::to_string(options.repeat) + ")");
   }
 }
 

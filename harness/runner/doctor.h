@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/variant.h"
+#include "harness/runner/lab.h"
 #include "harness/runner/output_format.h"
 
 namespace trainlab {
@@ -27,6 +28,7 @@ struct DoctorOptions {
   VariantSpec spec;                       // the configuration, resolved and checked
   std::string thresholds_path;            // passed on to the children; empty: the defaults
   int repeat = 3;                         // A/B repetitions a side
+  int max_rounds = kDefaultMaxRounds;     // ... and the most rounds a trial runs while its interval is wide
   int max_changes = 3;                    // the top findings tried
   std::string results_dir = "results";
   double timeout_s = 1800;                // per child
