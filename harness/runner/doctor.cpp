@@ -440,9 +440,11 @@ DoctorOutcome read_doctor_file(const std::string& path) {
   try {
     DoctorOutcome outcome;
     outcome.out_dir = std::filesystem::path(path).parent_path().string();
-    outcome.created_utc = required_field<std::string>(j, "created_utc");
-    // null unless the doctor was interrupted
-    if (const nlohmann::json& interrupted = required_member(j, "interrupted"); !interrupted.is_null()) {
+    // The first doctor (2026-11-23) wrote no created_utc, unaddressed_findings or after, and
+    // interrupted (null unless the doctor was) came on 2026-11-26: optional, so those folders read.
+    outcome.created_utc = optional_field<std::string>(j, "created_utc", "");
+    if (const nlohmann::json interrupted = optional_field<nlohmann::json>(j, "interrupted", nullptr);
+        !interrupted.is_null()) {
       outcome.interrupted = field_as<std::string>(interrupted, "interrupted");
     }
     outcome.configuration = required_field<std::vector<std::string>>(j, "configuration");
@@ -451,11 +453,13 @@ DoctorOutcome read_doctor_file(const std::string& path) {
     for (const nlohmann::json& t : required_member(j, "trials")) outcome.trials.push_back(trial_from_json(t));
     outcome.best_settings = required_field<std::string>(j, "best_settings");
     outcome.best_gain_pct = required_field<double>(j, "best_gain_pct");
-    outcome.unaddressed_findings = required_field<std::vector<std::string>>(j, "unaddressed_findings");
-    const nlohmann::json& after = required_member(j, "after");
-    outcome.after_headline = required_field<std::string>(after, "headline");
-    outcome.after_report = required_field<std::string>(after, "report");
-    outcome.after_findings = required_field<std::vector<std::string>>(after, "findings");
+    outcome.unaddressed_findings = optional_field<std::vector<std::string>>(j, "unaddressed_findings", {});
+    if (j.contains("after")) {
+      const nlohmann::json& after = j.at("after");
+      outcome.after_headline = required_field<std::string>(after, "headline");
+      outcome.after_report = required_field<std::string>(after, "report");
+      outcome.after_findings = required_field<std::vector<std::string>>(after, "findings");
+    }
     return outcome;
   } catch (const nlohmann::json::exception& e) {
     throw InputError(path + ": malformed doctor.json: " + e.what());
