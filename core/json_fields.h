@@ -14,7 +14,9 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
+#include <utility>
 #include <type_traits>
 
 #include "core/errors.h"
@@ -119,12 +121,21 @@ T required_field(const nlohmann::json& object, const char* key) {
   return field_as<T>(required_member(object, key), key);
 }
 
-// `object[key]` as T, or `fallback` where the key is absent: only for keys a writer may leave out.
+// `object[key]` as T where present, std::nullopt where the key is absent: only for keys a writer
+// may leave out.
 template <typename T>
-T optional_field(const nlohmann::json& object, const char* key, T fallback) {
+std::optional<T> present_field(const nlohmann::json& object, const char* key) {
   if (!object.is_object()) throw InputError(std::string("expected an object holding \"") + key + "\"");
   const auto it = object.find(key);
-  return it == object.end() ? fallback : field_as<T>(*it, key);
+  if (it == object.end()) return std::nullopt;
+  return field_as<T>(*it, key);
+}
+
+// `object[key]` as T, or `fallback` where the key is absent.
+template <typename T>
+T optional_field(const nlohmann::json& object, const char* key, T fallback) {
+  std::optional<T> value = present_field<T>(object, key);
+  return value ? std::move(*value) : std::move(fallback);
 }
 
 }  // namespace trainlab

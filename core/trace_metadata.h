@@ -41,17 +41,13 @@ inline nlohmann::json to_json(const TraceMetadata& m) {
 inline TraceMetadata trace_metadata_of(const nlohmann::json& block) {
   TraceMetadata m;
   if (!block.is_object()) return m;
-  const auto optional_of = [&block](const char* key, auto fallback) -> std::optional<decltype(fallback)> {
-    if (!block.contains(key)) return std::nullopt;
-    return optional_field(block, key, fallback);
-  };
   m.scenario = optional_field<std::string>(block, "scenario", "");
   m.variant = optional_field<std::string>(block, "variant", "");
   m.window_start = optional_field<int64_t>(block, "window_start", -1);
   m.window_steps = optional_field<int64_t>(block, "window_steps", -1);
-  m.op_sample = optional_of("op_sample", 1.0);
-  m.profiler_event_cost_ns = optional_of("profiler_event_cost_ns", 0.0);
-  m.loader_workers = optional_of("loader_workers", int64_t{0});
+  m.op_sample = present_field<double>(block, "op_sample");
+  m.profiler_event_cost_ns = present_field<double>(block, "profiler_event_cost_ns");
+  m.loader_workers = present_field<int64_t>(block, "loader_workers");
   m.host = optional_field<std::string>(block, "host", "");
   return m;
 }

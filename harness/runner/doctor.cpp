@@ -249,7 +249,8 @@ struct DoctorStages {
   std::ostream& progress;
   ProgressTicker& ticker;
   std::chrono::steady_clock::time_point start;
-  int step = 2;  // [1] is the profile
+  int step = 2;  // the next stage's number: [1] is the profile
+  // The live line's watch of the stage just numbered (step - 1).
   ChildWatch watch(const std::string& label) const { return ChildWatch{ticker, static_cast<size_t>(step - 1), label, start}; }
 };
 
@@ -402,7 +403,7 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
   profile_args.insert(profile_args.end(), variant_args.begin(), variant_args.end());
   outcome.configuration = variant_args;
   const ChildRun profile =
-      run_child(profile_args, outcome.out_dir + "/profile", options, ChildWatch{ticker, 1, "profile", stages.start});
+      run_child(profile_args, outcome.out_dir + "/profile", options, stages.watch("profile"));
   if (profile.stopped) {
     outcome.interrupted = "during the profile of the configuration as given";
     outcome.diagnosis_headline = "not diagnosed: the doctor was interrupted during the profile";
@@ -443,9 +444,8 @@ DoctorOutcome read_doctor_file(const std::string& path) {
     // The first doctor (2026-11-23) wrote no created_utc, unaddressed_findings or after, and
     // interrupted (null unless the doctor was) came on 2026-11-26: optional, so those folders read.
     outcome.created_utc = optional_field<std::string>(j, "created_utc", "");
-    if (const nlohmann::json interrupted = optional_field<nlohmann::json>(j, "interrupted", nullptr);
-        !interrupted.is_null()) {
-      outcome.interrupted = field_as<std::string>(interrupted, "interrupted");
+    if (const auto interrupted = present_field<nlohmann::json>(j, "interrupted"); interrupted && !interrupted->is_null()) {
+      outcome.interrupted = field_as<std::string>(*interrupted, "interrupted");
     }
     outcome.configuration = required_field<std::vector<std::string>>(j, "configuration");
     outcome.diagnosis_headline = required_field<std::string>(required_member(j, "diagnosis"), "headline");
