@@ -31,7 +31,7 @@
 #include "harness/process/child_process.h"
 #include "harness/runner/lab.h"
 #include "core/text.h"
-#include "harness/runner/output_format.h"
+#include "core/output_format.h"
 #include "harness/runner/variant_runner.h"
 #include "harness/train/training_loop.h"
 #include "scenarios/registry.h"

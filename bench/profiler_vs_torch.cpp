@@ -38,7 +38,7 @@
 #include "harness/runner/lab.h"
 #include "harness/process/python_side.h"
 #include "core/text.h"
-#include "harness/runner/output_format.h"
+#include "core/output_format.h"
 #include "profiler/chrome_trace.h"
 #include "profiler/event_recorder.h"
 #include "profiler/op_capture.h"

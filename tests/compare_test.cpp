@@ -1,5 +1,6 @@
 // compare: pairing by variant name, refusals (schema, scenario, nothing paired), verdicts and the
 // gate on hand-built runs whose change is known.
+#include "harness/report/compare_report.h"
 #include "harness/runner/compare.h"
 
 #include <gtest/gtest.h>
@@ -89,7 +90,7 @@ TEST(CompareTest, OneRunASideReportsTheRegressionButDoesNotGate) {
   const std::string table = render_compare_table(o, CompareOptions{});
   EXPECT_NE(table.find("regressed (not gated)"), std::string::npos) << table;
   EXPECT_NE(table.find("not gated: fp32 samples/s"), std::string::npos) << table;
-  EXPECT_FALSE(to_json(o, CompareOptions{})["rows"][0]["gated"].get<bool>());
+  EXPECT_FALSE(compare_json(o, CompareOptions{})["rows"][0]["gated"].get<bool>());
   // Two repetitions a side are still too few to gate; three are enough.
   EXPECT_FALSE(compare_runs(run_of(100, 40, 2), run_of(150, 40, 2), CompareOptions{}).gate_failed);
   EXPECT_TRUE(compare_runs(run_of(100, 40, 3), run_of(150, 40, 3), CompareOptions{}).gate_failed);
@@ -180,7 +181,7 @@ TEST(CompareTest, WarnsWhenTheEnvironmentsDiffer) {
                           [](const std::string& w) { return w.find("environments differ") != std::string::npos; }));
   const std::string markdown = render_compare_markdown(o, CompareOptions{});
   EXPECT_NE(markdown.find("| fp32 | samples/s |"), std::string::npos) << markdown;
-  EXPECT_EQ(to_json(o, CompareOptions{})["rows"].size(), 5u);
+  EXPECT_EQ(compare_json(o, CompareOptions{})["rows"].size(), 5u);
 }
 
 TEST(CompareTest, AnABRunComparesItsAWithItsB) {

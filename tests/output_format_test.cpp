@@ -16,7 +16,7 @@
 #include "harness/cli/run_report.h"
 #include "harness/runner/doctor.h"
 #include "harness/runner/lab.h"
-#include "harness/runner/output_format.h"
+#include "core/output_format.h"
 #include "harness/runner/sweep.h"
 #include "harness/runner/validate.h"
 

@@ -9,6 +9,7 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/next_step.h"
 #include "harness/cli/option_bounds.h"
+#include "harness/report/compare_report.h"
 #include "harness/runner/compare.h"
 #include "harness/runner/run_liveness.h"
 
@@ -51,7 +52,7 @@ Subcommand add_compare_command(CLI::App& app) {
     const CompareOutcome outcome =
         o->after.empty() ? compare_ab(read_record(o->before), options)
                          : compare_runs(read_record(o->before), read_record(o->after), options);
-    const nlohmann::json result = to_json(outcome, options);
+    const nlohmann::json result = compare_json(outcome, options);
     if (!o->out.empty()) write_file_atomically(o->out, json_text(result, 2) + "\n");
     if (format == OutputFormat::kJson) {
       std::cout << json_text(result, 2) << "\n";

@@ -10,6 +10,7 @@
 #include "harness/cli/option_bounds.h"
 #include "harness/cli/run_report.h"
 #include "harness/cli/variant_options.h"
+#include "harness/report/compare_report.h"
 #include "harness/runner/compare.h"
 
 namespace trainlab {
@@ -75,7 +76,7 @@ Subcommand add_run_command(CLI::App& app) {
     int status = kExitOk;
     if (format == OutputFormat::kJson) {  // one document: the run and its comparison
       if (run_status(outcome) == kExitBadInput) return report_run(outcome, format);
-      status = report_run(outcome, format, {{"compare", to_json(compare_ab(outcome.record, options), options)}});
+      status = report_run(outcome, format, {{"compare", compare_json(compare_ab(outcome.record, options), options)}});
     } else {
       status = report_run(outcome, format);
       if (status == kExitBadInput) return status;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/runner/output_format.h"
+#include "core/output_format.h"
 
 namespace trainlab {
 

@@ -1,4 +1,4 @@
-// compare: pairing, the per-metric samples, intervals, verdicts and the three renderings.
+// compare: pairing, the per-metric samples, intervals and verdicts (the renderings: harness/report/compare_report.cpp).
 //
 // Samples. With several repetitions of a variant on both sides (runs made with --repeat, or the
 // same variant recorded more than once), the unit is the repetition: its samples/s, step p50/p95,
@@ -32,7 +32,6 @@
 #include "core/errors.h"
 #include "core/statistics.h"
 #include "core/text.h"
-#include "harness/runner/output_format.h"
 #include "core/units.h"
 
 namespace trainlab {
@@ -103,8 +102,6 @@ std::string env_line(const Environment& e) {
          e.libtorch_version + ", device " + (e.cuda_device.empty() ? "cpu" : e.cuda_device) + ", CPU " +
          e.cpu_model + " x" + std::to_string(e.logical_cores);
 }
-
-std::string signed_pct(double value, bool points) { return format_text(points ? "%+.1f pt" : "%+.1f %%", value); }
 
 }  // namespace
 
@@ -297,84 +294,5 @@ CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, c
   return outcome;
 }
 }  // namespace
-
-namespace {
-
-// The comparison's rows: variant and metric (words), before, after, change, interval, U p, verdict.
-Table compare_rows_table(const CompareOutcome& outcome) {
-  std::vector<std::vector<std::string>> rows;
-  for (const CompareRow& r : outcome.rows) {
-    const char* value_format = r.metric == "samples/s" || r.metric == "peak memory MiB" ? "%.1f" : "%.2f";
-    rows.push_back({r.variant, r.metric, format_text(value_format, r.before), format_text(value_format, r.after),
-                    signed_pct(r.change.change_pct, r.in_points),
-                    r.has_interval ? "[" + signed_pct(r.change.low_pct, r.in_points) + ", " +
-                                         signed_pct(r.change.high_pct, r.in_points) + "]"
-                                   : "-",
-                    r.p_value ? format_text("%.3g", *r.p_value) : "-",
-                    r.verdict + (r.gated || r.verdict == "unchanged" ? "" : " (not gated)")});
-  }
-  Table table = text_table({"variant", "metric", "before", "after", "change", "95 % interval", "U p", "verdict"}, rows,
-                           /*left_align_last=*/true);
-  table.columns[1].left = true;
-  return table;
-}
-
-std::string footer(const CompareOutcome& outcome, const CompareOptions& options) {
-  std::string out = "threshold " + format_text("%.1f", options.threshold_pct) + " %, max regression " +
-                    format_text("%.1f", options.max_regression_pct) + " %: " +
-                    (outcome.gate_failed ? "REGRESSION beyond the maximum" : "no gated regression beyond the maximum");
-  if (!outcome.ungated_regressions.empty()) {
-    std::string rows;
-    for (const std::string& r : outcome.ungated_regressions) rows += (rows.empty() ? "" : ", ") + r;
-    out += "\nnot gated: " + rows + " regressed beyond the maximum on fewer than 3 runs a side, which cannot tell "
-           "a change from run-to-run drift; repeat both runs (--repeat 3) or run an interleaved A/B (run --ab) to gate";
-  }
-  return out;
-}
-
-}  // namespace
-
-std::string render_compare_table(const CompareOutcome& outcome, const CompareOptions& options) {
-  std::string out = "compare " + outcome.before_label + " -> " + outcome.after_label + "\n\n";
-  out += render_table_text(compare_rows_table(outcome));
-  for (const std::string& w : outcome.warnings) out += "warning: " + w + "\n";
-  return out + footer(outcome, options) + "\n";
-}
-
-std::string render_compare_markdown(const CompareOutcome& outcome, const CompareOptions& options) {
-  std::string out = "**trainlab compare** `" + outcome.before_label + "` → `" + outcome.after_label + "`\n\n" +
-                    render_table_markdown(compare_rows_table(outcome)) + "\n";
-  for (const std::string& w : outcome.warnings) out += "> warning: " + w + "\n";
-  return out + "\n" + footer(outcome, options) + "\n";
-}
-
-nlohmann::json to_json(const CompareOutcome& outcome, const CompareOptions& options) {
-  nlohmann::json rows = nlohmann::json::array();
-  for (const CompareRow& r : outcome.rows) {
-    rows.push_back({{"variant", r.variant},
-                    {"metric", r.metric},
-                    {"higher_is_better", r.higher_is_better},
-                    {"unit_of_change", r.in_points ? "points" : "pct"},
-                    {"before", r.before},
-                    {"after", r.after},
-                    {"change", r.change.change_pct},
-                    {"interval", r.has_interval ? nlohmann::json::array({r.change.low_pct, r.change.high_pct})
-                                                : nlohmann::json(nullptr)},
-                    {"mann_whitney_p", r.p_value ? nlohmann::json(*r.p_value) : nlohmann::json(nullptr)},
-                    {"verdict", r.verdict},
-                    {"gated", r.gated}});
-  }
-  return {{"schema_version", 1},
-          {"tool", "trainlab"},
-          {"kind", "compare"},
-          {"before", outcome.before_label},
-          {"after", outcome.after_label},
-          {"threshold_pct", options.threshold_pct},
-          {"max_regression_pct", options.max_regression_pct},
-          {"rows", rows},
-          {"warnings", outcome.warnings},
-          {"gate_failed", outcome.gate_failed},
-          {"ungated_regressions", outcome.ungated_regressions}};
-}
 
 }  // namespace trainlab

@@ -15,7 +15,7 @@
 #include "diagnostics/diagnosis.h"
 #include "diagnostics/job_diagnosis.h"
 #include "diagnostics/thresholds.h"
-#include "harness/runner/output_format.h"
+#include "core/output_format.h"
 
 namespace trainlab {
 

@@ -15,7 +15,7 @@
 
 #include "core/variant.h"
 #include "harness/runner/lab.h"
-#include "harness/runner/output_format.h"
+#include "core/output_format.h"
 
 namespace trainlab {
 

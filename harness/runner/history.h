@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/runner/output_format.h"
+#include "core/output_format.h"
 
 namespace trainlab {
 

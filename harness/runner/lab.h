@@ -13,7 +13,7 @@
 #include "diagnostics/thresholds.h"
 #include "core/run_record.h"
 #include "harness/runner/launch_group.h"
-#include "harness/runner/output_format.h"
+#include "core/output_format.h"
 
 namespace trainlab {
 

@@ -1,5 +1,5 @@
 // --format's parser and the three renderings of a Table (see output_format.h).
-#include "harness/runner/output_format.h"
+#include "core/output_format.h"
 
 #include <algorithm>
 
