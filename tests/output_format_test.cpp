@@ -17,7 +17,7 @@
 #include "harness/runner/doctor.h"
 #include "harness/runner/lab.h"
 #include "core/output_format.h"
-#include "harness/runner/sweep.h"
+#include "harness/report/sweep_report.h"
 #include "harness/runner/validate.h"
 
 namespace trainlab {

@@ -5,7 +5,7 @@
 #include "core/run_record.h"
 #include "harness/runner/diagnose.h"
 #include "harness/runner/lab.h"
-#include "harness/runner/sweep.h"
+#include "harness/outcomes/sweep_outcome.h"
 
 namespace trainlab {
 

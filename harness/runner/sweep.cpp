@@ -1,5 +1,6 @@
 // Sweep expansion and validation, the run loop with its live progress line (run.json rewritten
-// after every point), the recommendation, the table and the SVG chart.
+// after every point) and the recommendation; the table and the SVG chart come from the report
+// (harness/report/sweep_report.h), which run_sweep calls to write them.
 #include "harness/process/interrupt.h"
 #include "harness/runner/run_liveness.h"
 #include "harness/process/progress_ticker.h"
@@ -8,12 +9,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -24,12 +23,12 @@
 #include "core/comparison_stats.h"
 #include "core/run_options.h"
 #include "core/errors.h"
-#include "core/statistics.h"
 #include "core/text.h"
+#include "harness/report/sweep_figures.h"
+#include "harness/report/sweep_report.h"
 #include "harness/runner/variant_runner.h"
 #include "scenarios/registry.h"
 #include "core/text.h"
-#include "core/units.h"
 
 namespace trainlab {
 namespace fs = std::filesystem;
@@ -44,62 +43,10 @@ std::vector<std::string> split_commas(const std::string& text) {
   return parts;
 }
 
-std::string point_label(const VariantSpec& spec, bool with_batch) {
-  return spec.loader_label() + (with_batch ? " batch=" + std::to_string(spec.batch_size) : "");
-}
-
-SweepFigures figures_of(const VariantRecord& record) {
-  SweepFigures f;
-  f.workers = record.spec.workers;
-  f.prefetch = record.spec.workers > 0 ? record.spec.prefetch : 0;
-  f.pin_memory = record.spec.pin_memory;
-  f.batch_size = record.spec.batch_size;
-  if (!record.ok()) return f;
-  const VariantAggregate agg = aggregate(record);
-  f.ok = agg.measured_steps > 0;
-  f.samples_per_s = agg.samples_per_s;
-  f.data_wait_pct = agg.phase_pct[static_cast<size_t>(Phase::kDataWait)];
-  f.cpu_util_pct = record.cpu_util_pct;
-  f.samples_per_s_min = f.samples_per_s_max = f.samples_per_s;
-  f.round_samples_per_s = {f.samples_per_s};
-  return f;
-}
-
-// A point's rounds as one: the median of each figure over the rounds that completed, and the
-// range of their throughput.
-SweepFigures median_of_rounds(const std::vector<SweepFigures>& rounds) {
-  SweepFigures f = rounds.front();
-  std::vector<double> samples_per_s, data_wait_pct, cpu_util_pct;
-  f.round_samples_per_s.clear();
-  for (const SweepFigures& r : rounds) {
-    f.round_samples_per_s.push_back(r.ok ? r.samples_per_s : 0.0);
-    if (!r.ok) continue;
-    samples_per_s.push_back(r.samples_per_s);
-    data_wait_pct.push_back(r.data_wait_pct);
-    cpu_util_pct.push_back(r.cpu_util_pct);
-  }
-  f.ok = !samples_per_s.empty();
-  if (!f.ok) return f;
-  f.samples_per_s = stats::median(samples_per_s);
-  f.data_wait_pct = stats::median(data_wait_pct);
-  f.cpu_util_pct = stats::median(cpu_util_pct);
-  f.samples_per_s_min = *std::min_element(samples_per_s.begin(), samples_per_s.end());
-  f.samples_per_s_max = *std::max_element(samples_per_s.begin(), samples_per_s.end());
-  return f;
-}
-
 // Cost order: worker threads first (CPU cores), then batches in flight (memory), then pinned
 // memory (page-locked RAM), then batch size (memory).
 std::tuple<int, int, int, int64_t> cost_of(const SweepFigures& f) {
   return {f.workers, f.workers * f.prefetch, f.pin_memory ? 1 : 0, f.batch_size};
-}
-
-std::string figures_label(const SweepFigures& f, bool with_batch) {
-  std::string label = "workers=" + std::to_string(f.workers);
-  if (f.workers > 0) label += " prefetch=" + std::to_string(f.prefetch);
-  label += std::string(" pin=") + (f.pin_memory ? "on" : "off");
-  if (with_batch) label += " batch=" + std::to_string(f.batch_size);
-  return label;
 }
 
 // Whether the best point beats the runner-up beyond the noise of the rounds: their rounds paired
@@ -113,7 +60,7 @@ std::string separation_from(const SweepFigures& best, const SweepFigures& runner
       theirs.push_back(runner_up.round_samples_per_s[k]);
     }
   }
-  const std::string other = figures_label(runner_up, with_batch) + ", " + format_text("%.1f samples/s", runner_up.samples_per_s);
+  const std::string other = sweep_figures_label(runner_up, with_batch) + ", " + format_text("%.1f samples/s", runner_up.samples_per_s);
   if (ours.size() < 2) {  // a caveat, not a tie: nothing measured the noise
     return "from one round, which cannot tell it from the runner-up (" + other +
            ") beyond noise: --repeat 3 measures whether they are separated";
@@ -226,7 +173,7 @@ std::optional<SweepRecommendation> recommend_sweep_point(const std::vector<Sweep
   SweepRecommendation rec;
   rec.index = pick;
   rec.best_index = *best;
-  std::string reason = figures_label(chosen, with_batch) + ": " + format_text("%.1f samples/s", chosen.samples_per_s);
+  std::string reason = sweep_figures_label(chosen, with_batch) + ": " + format_text("%.1f samples/s", chosen.samples_per_s);
   if (pick == *best) {
     reason += ", the best measured, and no cheaper setting came within " + format_text("%.0f %%", tolerance_pct) + " of it";
     std::optional<size_t> runner_up;
@@ -237,7 +184,7 @@ std::optional<SweepRecommendation> recommend_sweep_point(const std::vector<Sweep
     if (runner_up) reason += "; " + separation_from(top, figures[*runner_up], with_batch, rec.tied);
   } else {
     reason += ", " + format_text("%.1f %%", 100.0 * chosen.samples_per_s / top.samples_per_s) + " of the best (" +
-              figures_label(top, with_batch) + ", " + format_text("%.1f samples/s", top.samples_per_s) +
+              sweep_figures_label(top, with_batch) + ", " + format_text("%.1f samples/s", top.samples_per_s) +
               "): costlier settings gain less than " + format_text("%.0f %%", tolerance_pct);
   }
   reason += "; data wait " + format_text("%.1f %%", chosen.data_wait_pct) + " of the step";
@@ -252,7 +199,7 @@ std::optional<SweepRecommendation> recommend_sweep_point(const std::vector<Sweep
     }
     if (hidden != nullptr) {
       reason += " - workers hide the wait (" + format_text("%.1f %%", hidden->data_wait_pct) + " at " +
-                figures_label(*hidden, with_batch) + ") but buy no throughput: the CPU is saturated (" +
+                sweep_figures_label(*hidden, with_batch) + ") but buy no throughput: the CPU is saturated (" +
                 format_text("%.0f %%", hidden->cpu_util_pct) + " utilised) and the data work takes the step's cores; "
                 "give the step fewer threads (--threads) or make each sample cheaper (decoded cache, lighter "
                 "augmentation)";
@@ -272,163 +219,6 @@ std::optional<SweepRecommendation> recommend_sweep_point(const std::vector<Sweep
   }
   rec.reason = reason;
   return rec;
-}
-
-namespace {
-
-// The chart's geometry: the canvas, the plot area within its margins, and the axes' maxima.
-struct SvgFrame {
-  const double width = 760, height = 440, left = 70, right = 230, top = 50, bottom = 60;
-  const double plot_w = width - left - right, plot_h = height - top - bottom;
-  int max_workers = 1;
-  double y_max = 1;
-  bool with_batch = false;  // several batch sizes: the labels name the batch
-  double x_of(double workers) const { return left + plot_w * workers / max_workers; }
-  double y_of(double sps) const { return top + plot_h * (1.0 - sps / y_max); }
-};
-
-// The frame for these figures: the largest worker count and a round samples/s maximum above the largest value.
-SvgFrame svg_frame_of(const std::vector<SweepFigures>& figures) {
-  SvgFrame frame;
-  int max_workers = 1;
-  double max_sps = 1;
-  std::set<int64_t> batches;
-  for (const SweepFigures& f : figures) {
-    batches.insert(f.batch_size);
-    if (!f.ok) continue;
-    max_workers = std::max(max_workers, f.workers);
-    max_sps = std::max({max_sps, f.samples_per_s, f.samples_per_s_max});
-  }
-  frame.with_batch = batches.size() > 1;
-  // A "nice" axis maximum: a round multiple of a power of ten, just above the largest value.
-  const double magnitude = std::pow(10.0, std::floor(std::log10(max_sps)));
-  double y_max = magnitude;
-  for (double m : {1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0}) {
-    if (m * magnitude >= max_sps * 1.05) {
-      y_max = m * magnitude;
-      break;
-    }
-  }
-  frame.max_workers = max_workers;
-  frame.y_max = y_max;
-  return frame;
-}
-
-using SvgSeries = std::map<std::tuple<int, bool, int64_t>, std::vector<const SweepFigures*>>;
-
-// The successful points by series (prefetch, pin, batch).
-SvgSeries svg_series_of(const std::vector<SweepFigures>& figures) {
-  // Series: (prefetch, pin, batch); the workers=0 point belongs to every series with that pin/batch.
-  SvgSeries series;
-  for (const SweepFigures& f : figures) {
-    if (f.ok && f.workers > 0) series[{f.prefetch, f.pin_memory, f.batch_size}].push_back(&f);
-  }
-  for (const SweepFigures& f : figures) {
-    if (!f.ok || f.workers != 0) continue;
-    bool placed = false;
-    for (auto& [key, points] : series) {
-      if (std::get<1>(key) == f.pin_memory && std::get<2>(key) == f.batch_size) {
-        points.push_back(&f);
-        placed = true;
-      }
-    }
-    if (!placed) series[{0, f.pin_memory, f.batch_size}].push_back(&f);
-  }
-  return series;
-}
-
-// The opening tag, background and title, then the axes with their grid, ticks and labels.
-void write_svg_axes(std::ostringstream& svg, const SvgFrame& frame, const std::string& title,
-                    const std::vector<SweepFigures>& figures) {
-  const double width = frame.width, height = frame.height, left = frame.left, top = frame.top;
-  const double plot_w = frame.plot_w, plot_h = frame.plot_h, y_max = frame.y_max;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-      << "\" viewBox=\"0 0 " << width << " " << height << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
-  svg << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg << "<text x=\"" << left << "\" y=\"28\" font-size=\"15\" font-weight=\"bold\">" << escape_html(title) << "</text>\n";
-  // Axes, grid and ticks.
-  for (int i = 0; i <= 5; ++i) {
-    const double v = y_max * i / 5, y = frame.y_of(v);
-    svg << "<line x1=\"" << left << "\" y1=\"" << y << "\" x2=\"" << left + plot_w << "\" y2=\"" << y
-        << "\" stroke=\"#ddd\"/>\n<text x=\"" << left - 8 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">"
-        << format_text("%.0f", v) << "</text>\n";
-  }
-  std::set<int> worker_ticks;
-  for (const SweepFigures& f : figures) worker_ticks.insert(f.workers);
-  for (int w : worker_ticks) {
-    const double x = frame.x_of(w);
-    svg << "<line x1=\"" << x << "\" y1=\"" << top + plot_h << "\" x2=\"" << x << "\" y2=\"" << top + plot_h + 5
-        << "\" stroke=\"black\"/>\n<text x=\"" << x << "\" y=\"" << top + plot_h + 20 << "\" text-anchor=\"middle\">"
-        << w << "</text>\n";
-  }
-  svg << "<line x1=\"" << left << "\" y1=\"" << top + plot_h << "\" x2=\"" << left + plot_w << "\" y2=\""
-      << top + plot_h << "\" stroke=\"black\"/>\n<line x1=\"" << left << "\" y1=\"" << top << "\" x2=\"" << left
-      << "\" y2=\"" << top + plot_h << "\" stroke=\"black\"/>\n";
-  svg << "<text x=\"" << left + plot_w / 2 << "\" y=\"" << height - 18 << "\" text-anchor=\"middle\">loader workers</text>\n";
-  svg << "<text transform=\"translate(18," << top + plot_h / 2 << ") rotate(-90)\" text-anchor=\"middle\">samples/s</text>\n";
-}
-
-// Each series' line, its points (with their rounds' range) and its legend entry; returns the
-// legend's next free y.
-double write_svg_series(std::ostringstream& svg, const SvgFrame& frame, SvgSeries& series) {
-  static const char* colours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
-  const double top = frame.top, left = frame.left, plot_w = frame.plot_w;
-  const bool with_batch = frame.with_batch;
-  // Lines, points, legend.
-  size_t colour = 0;
-  double legend_y = top + 10;
-  for (auto& [key, points] : series) {
-    std::sort(points.begin(), points.end(), [](const SweepFigures* a, const SweepFigures* b) { return a->workers < b->workers; });
-    const char* c = colours[colour++ % (sizeof(colours) / sizeof(colours[0]))];
-    svg << "<polyline fill=\"none\" stroke=\"" << c << "\" stroke-width=\"2\" points=\"";
-    for (const SweepFigures* f : points) svg << frame.x_of(f->workers) << "," << frame.y_of(f->samples_per_s) << " ";
-    svg << "\"/>\n";
-    for (const SweepFigures* f : points) {
-      if (f->samples_per_s_max > f->samples_per_s_min) {  // the range of the point's rounds (--repeat)
-        svg << "<line x1=\"" << frame.x_of(f->workers) << "\" y1=\"" << frame.y_of(f->samples_per_s_min) << "\" x2=\""
-            << frame.x_of(f->workers) << "\" y2=\"" << frame.y_of(f->samples_per_s_max) << "\" stroke=\"" << c
-            << "\" stroke-width=\"1\"/>\n";
-      }
-      svg << "<circle cx=\"" << frame.x_of(f->workers) << "\" cy=\"" << frame.y_of(f->samples_per_s) << "\" r=\"3.5\" fill=\"" << c
-          << "\"><title>" << escape_html(figures_label(*f, with_batch)) << ": " << format_text("%.1f samples/s", f->samples_per_s)
-          << "</title></circle>\n";
-    }
-    std::string name = "prefetch " + std::to_string(std::get<0>(key)) + ", pin " + (std::get<1>(key) ? "on" : "off");
-    if (with_batch) name += ", batch " + std::to_string(std::get<2>(key));
-    svg << "<line x1=\"" << left + plot_w + 20 << "\" y1=\"" << legend_y << "\" x2=\"" << left + plot_w + 40
-        << "\" y2=\"" << legend_y << "\" stroke=\"" << c << "\" stroke-width=\"2\"/>\n<text x=\"" << left + plot_w + 46
-        << "\" y=\"" << legend_y + 4 << "\">" << escape_html(name) << "</text>\n";
-    legend_y += 18;
-  }
-  return legend_y;
-}
-
-// The recommended point ringed and named under the legend (nothing when there is none).
-void write_svg_recommended(std::ostringstream& svg, const SvgFrame& frame, const std::vector<SweepFigures>& figures,
-                           std::optional<size_t> recommended, double legend_y) {
-  const double left = frame.left, plot_w = frame.plot_w;
-  if (recommended && *recommended < figures.size() && figures[*recommended].ok) {
-    const SweepFigures& f = figures[*recommended];
-    svg << "<circle cx=\"" << frame.x_of(f.workers) << "\" cy=\"" << frame.y_of(f.samples_per_s)
-        << "\" r=\"9\" fill=\"none\" stroke=\"black\" stroke-width=\"2\"/>\n<text x=\"" << left + plot_w + 20 << "\" y=\""
-        << legend_y + 10 << "\">&#9675; recommended:</text>\n<text x=\"" << left + plot_w + 20 << "\" y=\""
-        << legend_y + 26 << "\">" << escape_html(figures_label(f, frame.with_batch)) << "</text>\n";
-  }
-}
-
-}  // namespace
-
-// The chart: frame, axes, the series with their legend, the recommended point.
-std::string render_sweep_svg(const std::string& title, const std::vector<SweepFigures>& figures,
-                             std::optional<size_t> recommended) {
-  const SvgFrame frame = svg_frame_of(figures);
-  SvgSeries series = svg_series_of(figures);
-  std::ostringstream svg;
-  write_svg_axes(svg, frame, title, figures);
-  const double legend_y = write_svg_series(svg, frame, series);
-  write_svg_recommended(svg, frame, figures, recommended, legend_y);
-  svg << "</svg>\n";
-  return svg.str();
 }
 
 namespace {
@@ -491,7 +281,7 @@ void write_sweep_progress(const SweepRun& run, size_t rep, size_t next) {
 void measure_point(SweepRun& run, ProgressTicker& ticker, size_t i, size_t rep, size_t point_number) {
   RunRecord& record = run.outcome.record;
   const std::string label =
-      point_label(run.points[i].spec, run.with_batch) + (run.repeat > 1 ? " #" + std::to_string(rep + 1) : "");
+      sweep_point_label(run.points[i].spec, run.with_batch) + (run.repeat > 1 ? " #" + std::to_string(rep + 1) : "");
   const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.start).count();
   VariantRunOptions run_options;
   if (ticker.live()) {
@@ -568,7 +358,7 @@ std::vector<SweepFigures> recommend_from_points(const SweepRun& run, SweepDetail
   for (size_t i = 0; i < run.points.size(); ++i) {
     if (run.records_of_point[i].empty()) continue;
     std::vector<SweepFigures> rounds;
-    for (size_t index : run.records_of_point[i]) rounds.push_back(figures_of(record.variants[index]));
+    for (size_t index : run.records_of_point[i]) rounds.push_back(sweep_figures_of(record.variants[index]));
     figure_of_point[i] = static_cast<int>(figures.size());
     figures.push_back(median_of_rounds(rounds));
   }
@@ -589,7 +379,7 @@ std::vector<SweepFigures> recommend_from_points(const SweepRun& run, SweepDetail
     record.reading.push_back("No recommendation, the top points are tied: " + rec->reason + ".");
   } else {
     details.recommendation = RecommendedPoint{static_cast<int64_t>(recommended_record), static_cast<int64_t>(best_record),
-                                              figures_label(figures[rec->index], run.with_batch), rec->reason};
+                                              sweep_figures_label(figures[rec->index], run.with_batch), rec->reason};
     record.reading.push_back("Recommended: " + rec->reason + ".");
   }
   return figures;
@@ -671,7 +461,7 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   details.tolerance_pct = options.tolerance_pct;
   details.repeat = run.repeat;
   for (const SweepPoint& p : run.points) {
-    if (!p.not_applicable.empty()) details.not_applicable.push_back({point_label(p.spec, run.with_batch), p.not_applicable});
+    if (!p.not_applicable.empty()) details.not_applicable.push_back({sweep_point_label(p.spec, run.with_batch), p.not_applicable});
   }
   record.details.sweep = details;
   write_sweep_progress(run, 0, 0);
@@ -703,147 +493,11 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   // The table: the grid's points in order, the not-applicable ones where they fall.
   std::vector<SweepTableRow> layout;
   for (size_t i = 0; i < run.points.size(); ++i) {
-    layout.push_back({point_label(run.points[i].spec, run.with_batch), run.points[i].not_applicable,
+    layout.push_back({sweep_point_label(run.points[i].spec, run.with_batch), run.points[i].not_applicable,
                       run.records_of_point[i]});
   }
   outcome.table = sweep_table(record, layout);
   return outcome;
-}
-
-std::vector<SweepTableRow> sweep_layout(const RunRecord& record) {
-  std::set<int64_t> batches;
-  for (const VariantRecord& v : record.variants) batches.insert(v.spec.batch_size);
-  const bool with_batch = batches.size() > 1;
-  std::vector<SweepTableRow> layout;
-  std::map<std::string, size_t> row_of_label;
-  for (size_t i = 0; i < record.variants.size(); ++i) {
-    if (!record.variants[i].disturbed.empty()) continue;  // left out as disturbed and run again
-    const std::string label = point_label(record.variants[i].spec, with_batch);
-    const auto [it, added] = row_of_label.emplace(label, layout.size());
-    if (added) layout.push_back({label, "", {}});
-    layout[it->second].records.push_back(i);
-  }
-  if (record.details.sweep) {
-    for (const SweepNotApplicable& entry : record.details.sweep->not_applicable) {
-      layout.push_back({entry.point, entry.why, {}});
-    }
-  }
-  return layout;
-}
-
-namespace {
-
-// The table's columns; with rounds, a samples/s range column after samples/s.
-void set_sweep_columns(Table& table, size_t repeat) {
-  table.left_align_last = true;
-  table.columns = {{"point", "point"},         {"samples/s", "samples_per_s"}, {"data wait", "data_wait_pct"},
-                   {"CPU util", "cpu_util_pct"}, {"peak MiB", "peak_mib"},       {"step p50 ms", "step_p50_ms"},
-                   {"", "remark"}};
-  if (repeat > 1) {
-    table.columns.insert(table.columns.begin() + 2,
-                         {"range (" + std::to_string(repeat) + " rounds)", "samples_per_s_range"});
-  }
-}
-
-// A measured point's row: its figures (the median of its rounds), peak memory, step p50 and its mark.
-std::vector<TableCell> measured_point_row(const RunRecord& record, const SweepTableRow& point, const SweepFigures& f,
-                                          size_t repeat, const std::optional<RecommendedPoint>& rec) {
-  std::vector<double> step_p50_ms;
-  double peak_bytes = 0;
-  for (size_t index : point.records) {
-    const VariantRecord& v = record.variants[index];
-    if (!v.ok()) continue;
-    step_p50_ms.push_back(aggregate(v).step_ms_p50);
-    peak_bytes = std::max(peak_bytes, static_cast<double>(v.peak_memory_bytes));
-  }
-  std::string mark;
-  if (rec && static_cast<int64_t>(point.records.front()) == rec->variant_index) mark = "<- recommended";
-  else if (rec && static_cast<int64_t>(point.records.front()) == rec->best_index) mark = "best";
-  std::vector<TableCell> row = {text_cell(point.point),
-                                number_cell(f.samples_per_s, "%.1f"),
-                                {format_text("%.1f %%", f.data_wait_pct), f.data_wait_pct},
-                                {format_text("%.0f %%", f.cpu_util_pct), f.cpu_util_pct},
-                                number_cell(bytes_to_mib(peak_bytes), "%.0f"),
-                                number_cell(stats::median(step_p50_ms), "%.2f"),
-                                text_cell(mark)};
-  if (repeat > 1) {
-    row.insert(row.begin() + 2, {format_text("%.1f", f.samples_per_s_min) + " - " + format_text("%.1f", f.samples_per_s_max),
-                                 nlohmann::json::array({f.samples_per_s_min, f.samples_per_s_max})});
-  }
-  return row;
-}
-
-// One layout row's cells: not applicable, not run, interrupted, failed or measured.
-std::vector<TableCell> sweep_point_row(const RunRecord& record, const SweepTableRow& point, size_t repeat,
-                                       const std::optional<RecommendedPoint>& rec) {
-  std::vector<TableCell> row;
-  const auto unmeasured = [&](const std::string& samples_per_s, const std::string& remark) {
-    return std::vector<TableCell>{text_cell(point.point), missing_cell(samples_per_s), missing_cell(), missing_cell(),
-                                  missing_cell(), missing_cell(), text_cell(remark)};
-  };
-  std::vector<SweepFigures> rounds;
-  for (size_t index : point.records) rounds.push_back(figures_of(record.variants.at(index)));
-  if (!point.not_applicable.empty()) {
-    row = unmeasured("n/a", "not applicable");
-  } else if (point.records.empty()) {
-    row = unmeasured("-", "not run");
-  } else if (std::all_of(point.records.begin(), point.records.end(), [&](size_t index) {
-               return record.variants.at(index).error_kind == "interrupted";
-             })) {
-    row = unmeasured("-", "not run (interrupted)");
-  } else if (const SweepFigures f = median_of_rounds(rounds); !f.ok) {
-    row = unmeasured("error", "");
-  } else {
-    row = measured_point_row(record, point, f, repeat, rec);
-  }
-  if (repeat > 1 && row.size() == 7) row.insert(row.begin() + 2, missing_cell());
-  return row;
-}
-
-// The notes under the table: failed rounds' errors, the count not run, the not-applicable reasons.
-void add_sweep_notes(const RunRecord& record, const std::vector<SweepTableRow>& layout, size_t repeat, Table& table) {
-  std::map<size_t, std::string> label_of_record;
-  for (const SweepTableRow& point : layout) {
-    for (size_t index : point.records) label_of_record[index] = point.point;
-  }
-  size_t not_run = 0;
-  for (size_t i = 0; i < record.variants.size(); ++i) {
-    const VariantRecord& v = record.variants[i];
-    if (v.error_kind == "interrupted") {
-      ++not_run;
-    } else if (!v.ok()) {
-      table.notes.push_back("error in " + label_of_record[i] +
-                            (repeat > 1 ? " #" + std::to_string(v.repetition + 1) : std::string()) + ": " + v.error);
-    }
-  }
-  if (not_run > 0) {
-    table.notes.push_back(count_noun(not_run, repeat > 1 ? "point round" : "point") +
-                          " not run: the sweep was interrupted or killed before them");
-  }
-  std::map<std::string, int> na_reasons;
-  if (record.details.sweep) {
-    for (const SweepNotApplicable& entry : record.details.sweep->not_applicable) ++na_reasons[entry.why];
-  }
-  for (const auto& [why, count] : na_reasons) {
-    table.notes.push_back("not applicable (" + std::to_string(count) + " point" + (count == 1 ? "" : "s") +
-                          "): " + why);
-  }
-}
-
-}  // namespace
-
-// The sweep's table: the columns, one row per layout row, then the notes.
-Table sweep_table(const RunRecord& record, const std::vector<SweepTableRow>& layout) {
-  const size_t repeat =
-      record.details.sweep ? static_cast<size_t>(std::max(1, record.details.sweep->repeat)) : size_t{1};
-  const std::optional<RecommendedPoint> rec =
-      record.details.sweep ? record.details.sweep->recommendation : std::nullopt;
-  // With rounds, each figure is the median of the point's rounds and samples/s shows their range.
-  Table table;
-  set_sweep_columns(table, repeat);
-  for (const SweepTableRow& point : layout) table.rows.push_back(sweep_point_row(record, point, repeat, rec));
-  add_sweep_notes(record, layout, repeat, table);
-  return table;
 }
 
 }  // namespace trainlab

@@ -1,6 +1,7 @@
 // The dataloader sweep: every point of workers x prefetch x pinned memory x batch size runs in its
-// own child process on the same data; then the table, an SVG chart of throughput against workers,
-// and the recommendation: the cheapest point within a tolerance (5 %) of the best throughput.
+// own child process on the same data; then the recommendation: the cheapest point within a
+// tolerance (5 %) of the best throughput. The table and the SVG chart of throughput against workers
+// are the report's (harness/report/sweep_report.h); run_sweep writes them through it.
 // Points that cannot apply here (pinned memory without a CUDA device; prefetch with 0 workers) are
 // reported as such, never silently dropped or run as something else.
 #pragma once
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/outcomes/sweep_outcome.h"
 #include "harness/runner/lab.h"
 
 namespace trainlab {
@@ -50,19 +52,6 @@ struct SweepPoint {
 // has more than kMaxSweepPoints points).
 std::vector<SweepPoint> expand_sweep(const SweepOptions& options, std::vector<std::string>* notes);
 
-// One measured point as the recommendation sees it.
-struct SweepFigures {
-  bool ok = false;
-  int workers = 0, prefetch = 0;
-  bool pin_memory = false;
-  int64_t batch_size = 0;
-  double samples_per_s = 0;
-  double data_wait_pct = 0;
-  double cpu_util_pct = 0;
-  double samples_per_s_min = 0, samples_per_s_max = 0;  // over the point's rounds (--repeat)
-  std::vector<double> round_samples_per_s;  // one per round, in round order; 0 for a round that failed
-};
-
 struct SweepRecommendation {
   size_t index = 0;               // into the figures
   size_t best_index = 0;
@@ -81,32 +70,6 @@ struct SweepRecommendation {
 std::optional<SweepRecommendation> recommend_sweep_point(const std::vector<SweepFigures>& figures,
                                                          double tolerance_pct, double data_bound_pct);
 
-// An SVG line chart: samples/s against workers, one line per (prefetch, pin, batch) series,
-// the recommended point ringed.
-std::string render_sweep_svg(const std::string& title, const std::vector<SweepFigures>& figures,
-                             std::optional<size_t> recommended);
-
-struct SweepOutcome {
-  RunRecord record;
-  std::string run_dir;
-  Table table;                    // the points, the not-applicable ones included; errors as notes
-  bool bad_input = false;         // a point failed on bad input (e.g. a corrupt data file)
-};
-
 SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress);
-
-// One row of the sweep's table: a grid point's label, why it cannot apply here ("" when it can),
-// and its records in the run's variants (one a round; none when it did not run).
-struct SweepTableRow {
-  std::string point;
-  std::string not_applicable;
-  std::vector<size_t> records;
-};
-// The table over a sweep's record: per row its figures (the median of its rounds, their range
-// with --repeat), the recommended and the best point marked, failed points' errors and the
-// not-applicable reasons as notes.
-Table sweep_table(const RunRecord& record, const std::vector<SweepTableRow>& layout);
-// The rows of a recorded sweep (run.json): its points in run order, then the not-applicable ones.
-std::vector<SweepTableRow> sweep_layout(const RunRecord& record);
 
 }  // namespace trainlab
