@@ -7,6 +7,7 @@
 #include "harness/cli/next_step.h"
 #include "harness/cli/run_report.h"
 #include "harness/cli/variant_options.h"
+#include "harness/runner/diagnose.h"
 
 namespace trainlab {
 

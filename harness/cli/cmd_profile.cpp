@@ -8,6 +8,8 @@
 #include "harness/cli/next_step.h"
 #include "harness/cli/run_report.h"
 #include "harness/cli/variant_options.h"
+#include "harness/report/diagnose_report.h"
+#include "harness/runner/diagnose.h"
 
 namespace trainlab {
 

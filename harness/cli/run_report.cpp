@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "core/json_text.h"
 #include "diagnostics/text_format.h"
+#include "harness/report/diagnose_report.h"
 #include "core/text.h"
 #include "core/text.h"
 #include "core/units.h"

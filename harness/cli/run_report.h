@@ -3,7 +3,7 @@
 #pragma once
 
 #include "core/run_record.h"
-#include "harness/runner/diagnose.h"
+#include "harness/outcomes/diagnose_outcome.h"
 #include "harness/runner/lab.h"
 #include "harness/outcomes/sweep_outcome.h"
 

@@ -1,5 +1,6 @@
 // `trainlab diagnose`: input detection (run folder / trace file / folder of rank traces), each
-// input to Summaries, the diagnosis (diagnostics/diagnosis.h), diagnosis.json and report.html.
+// input to Summaries, the diagnosis (diagnostics/diagnosis.h), diagnosis.json and report.html (the
+// renderings: harness/report/diagnose_report.cpp).
 #include "harness/runner/diagnose.h"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 
 #include "diagnostics/report_html.h"
 #include "diagnostics/summarise.h"
+#include "harness/report/diagnose_report.h"
 #include "harness/runner/record_summary.h"
 #include "harness/runner/run_liveness.h"
 #include "core/atomic_file.h"
@@ -80,10 +82,7 @@ void write_outputs(DiagnoseOutcome& outcome, const std::string& input, const nlo
                    std::vector<ReportTimeline> timelines, const VariantRecord* first_record,
                    const std::vector<std::string>& traces) {
   ensure_writable_dir(outcome.out_dir);
-  nlohmann::json document = diagnosis_document(outcome.diagnoses, input, utc_now("%Y-%m-%dT%H:%M:%SZ"),
-                                               outcome.gate_reasons, outcome.unreadable_traces);
-  if (outcome.job) document["job"] = to_json(*outcome.job);
-  write_file_atomically(outcome.out_dir + "/diagnosis.json", json_text(document, 2) + "\n");
+  write_file_atomically(outcome.out_dir + "/diagnosis.json", json_text(diagnosis_file_json(outcome), 2) + "\n");
   // The report shows the first diagnosis (the first variant, or rank 0) with every rank's summary.
   const Diagnosis& main = outcome.diagnoses.front();
   ReportInput report;
@@ -458,90 +457,6 @@ DiagnoseOutcome diagnose_path(const std::string& path, const DiagnoseOptions& op
       nlohmann::json::object({{"input", path}, {"device", outcome.diagnoses.front().summary.device}}),
       std::move(ranks.first_timelines), nullptr, trace_names);
   return outcome;
-}
-
-Table attribution_table(const Diagnosis& d) {
-  Table table;
-  table.columns = {{"suspect", "suspect"}, {"share %", "share_pct"}, {"low %", "low_pct"}, {"high %", "high_pct"}};
-  for (const SuspectShare& a : d.verdict.attribution) {
-    table.rows.push_back({{suspect_words(a.suspect), to_string(a.suspect)}, number_cell(a.share_pct, "%.1f"),
-                          number_cell(a.low_pct, "%.1f"), number_cell(a.high_pct, "%.1f")});
-  }
-  return table;
-}
-
-Table findings_table(const Diagnosis& d) {
-  Table table;
-  table.left_align_last = true;
-  table.columns = {{"severity", "severity"}, {"rule", "rule", /*left=*/true}, {"fired", "times_fired"},
-                   {"of", "data_points"},    {"finding", "title"}};
-  for (const Finding& f : d.findings) {
-    table.rows.push_back({text_cell(to_string(f.severity)), text_cell(f.rule_id),
-                          number_cell(static_cast<double>(f.times_fired), "%.0f"),
-                          number_cell(static_cast<double>(f.data_points), "%.0f"), text_cell(f.title)});
-  }
-  return table;
-}
-
-Table actions_table(const Diagnosis& d) {
-  Table table;
-  table.left_align_last = true;
-  table.columns = {{"#", "rank"}, {"saves %", "saving_pct"}, {"speed-up", "speedup_x"}, {"action", "action"}};
-  int n = 0;
-  for (const RankedAction& a : d.verdict.actions) {
-    ++n;
-    table.rows.push_back({number_cell(n, "%.0f"), number_cell(a.saving_pct, "%.1f"), number_cell(a.speedup, "%.1fx"),
-                          text_cell(a.action)});
-  }
-  return table;
-}
-
-nlohmann::json diagnoses_json(const DiagnoseOutcome& outcome) {
-  nlohmann::json document =
-      diagnosis_document(outcome.diagnoses, outcome.input, utc_now("%Y-%m-%dT%H:%M:%SZ"), outcome.gate_reasons,
-                         outcome.unreadable_traces);
-  if (outcome.job) document["job"] = to_json(*outcome.job);
-  document["diagnosis_json"] = outcome.out_dir + "/diagnosis.json";
-  document["report_html"] = outcome.out_dir + "/report.html";
-  return document;
-}
-
-std::string render_diagnoses(const DiagnoseOutcome& outcome, OutputFormat format) {
-  const std::string diagnosis_json = outcome.out_dir + "/diagnosis.json";
-  const std::string report_html = outcome.out_dir + "/report.html";
-  if (format == OutputFormat::kJson) return json_text(diagnoses_json(outcome), 2) + "\n";
-  std::string out;
-  if (outcome.job) {
-    out += format == OutputFormat::kTable ? render_job_text(*outcome.job) + "\n"
-                                          : "### Job\n\n```\n" + render_job_text(*outcome.job) + "```\n\n";
-  }
-  for (const Diagnosis& d : outcome.diagnoses) {
-    if (format == OutputFormat::kTable) {
-      out += render_diagnosis_text(d) + "\n";
-      continue;
-    }
-    const Summary& s = d.summary;
-    out += "### Diagnosis " + s.label +
-           (s.world_size > 1 ? " (rank " + std::to_string(s.rank) + " of " + std::to_string(s.world_size) + ")" : "") +
-           "\n\n" + std::to_string(s.step_ms.size()) + (s.step_ms.size() == 1 ? " step" : " steps") + ", step p50 " +
-           format_text("%.1f", s.step.p50) + " ms (p95 " + format_text("%.1f", s.step.p95) + " ms), " + s.device + "\n\n";
-    if (d.verdict.inconclusive) {
-      out += "**Verdict: inconclusive**\n\n";
-      for (const std::string& reason : d.verdict.inconclusive_reasons) out += "- " + reason + "\n";
-    } else {
-      out += "**Verdict: " + suspect_words(d.verdict.primary) + "** (confidence " + d.verdict.confidence + ") — " +
-             d.verdict.headline + "\n\n";
-      for (const std::string& reason : d.verdict.confidence_reasons) out += "- confidence: " + reason + "\n";
-      for (const std::string& secondary : d.verdict.secondary) out += "- secondary: " + secondary + "\n";
-    }
-    out += "\nStep time by suspect:\n\n" + render_table_markdown(attribution_table(d));
-    if (!d.findings.empty()) out += "\nFindings:\n\n" + render_table_markdown(findings_table(d));
-    if (!d.verdict.actions.empty()) out += "\nActions, by the time they could save:\n\n" + render_table_markdown(actions_table(d));
-    for (const std::string& note : s.notes) out += "\n> note: " + note + "\n";
-    out += "\n";
-  }
-  for (const UnreadableTrace& t : outcome.unreadable_traces) out += "Not diagnosed: " + t.file + ": " + t.reason + "\n";
-  return out + "Diagnosis: " + diagnosis_json + ", report " + report_html + "\n";
 }
 
 }  // namespace trainlab
