@@ -1,6 +1,7 @@
 // doctor without running anything: which settings a finding's change stands for, and the terminal
 // and HTML renderings of a hand-built outcome (trials, the best configuration, what remains).
 #include "harness/dist/dist_env.h"
+#include "harness/report/doctor_report.h"
 #include "harness/runner/doctor.h"
 
 #include <gtest/gtest.h>

@@ -14,7 +14,7 @@
 #include "core/errors.h"
 #include "core/run_record.h"
 #include "harness/cli/run_report.h"
-#include "harness/runner/doctor.h"
+#include "harness/report/doctor_report.h"
 #include "harness/runner/lab.h"
 #include "core/output_format.h"
 #include "harness/report/sweep_report.h"

@@ -12,6 +12,7 @@
 #include "harness/cli/next_step.h"
 #include "harness/cli/option_bounds.h"
 #include "harness/cli/variant_options.h"
+#include "harness/report/doctor_report.h"
 #include "harness/runner/doctor.h"
 
 namespace trainlab {
