@@ -14,6 +14,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/run_record.h"
+#include "harness/report/history_report.h"
 #include "harness/runner/doctor.h"
 #include "harness/runner/run_liveness.h"
 #include "core/text.h"
@@ -86,7 +87,8 @@ TEST(HistoryTest, OneLinePerFolderWithMediansAndDoctorAndDiagnosis) {
                                                        "headline": "data pipeline: 40 %", "actions": []}}]})");
   fs::create_directories(root / "not-a-run");
 
-  const std::string table = render_history(root.string());
+  const std::vector<HistoryEntry> entries = read_history(root.string());
+  const std::string table = render_history_text(root.string(), entries);
   std::vector<std::string> lines;
   std::istringstream in(table);
   for (std::string line; std::getline(in, line);) lines.push_back(line);
@@ -106,7 +108,6 @@ TEST(HistoryTest, OneLinePerFolderWithMediansAndDoctorAndDiagnosis) {
   EXPECT_NE(lines[6].find(" diagnose "), std::string::npos) << lines[6];
 
   // Every field, unshortened, in the JSON.
-  const std::vector<HistoryEntry> entries = read_history(root.string());
   const nlohmann::json j = history_json(root.string(), entries);
   ASSERT_EQ(j["runs"].size(), 5u);
   const nlohmann::json& run = j["runs"][0];
@@ -142,7 +143,7 @@ TEST(HistoryTest, OneLinePerFolderWithMediansAndDoctorAndDiagnosis) {
   EXPECT_EQ(j["runs"][0]["ranks"], 1);
   EXPECT_TRUE(j["runs"][0]["threads_per_rank"].is_null());
 
-  EXPECT_THROW(render_history((root / "missing").string()), InputError);
+  EXPECT_THROW(read_history((root / "missing").string()), InputError);
   std::error_code ec;
   fs::remove_all(root, ec);
 }
@@ -217,7 +218,7 @@ TEST(HistoryTest, ADoctorFileWithASchemaVersionOfTheWrongTypeIsOneUnreadableEntr
     EXPECT_NE(entries[1].problem.find("doctor.json"), std::string::npos) << entries[1].problem;
     EXPECT_NE(entries[1].problem.find("schema_version 1"), std::string::npos) << entries[1].problem;
     EXPECT_EQ(entries[2].samples_per_s.value_or(0), 320.0) << version;
-    const std::string table = render_history(root.string());
+    const std::string table = render_history_text(root.string(), entries);
     EXPECT_NE(table.find("20261123-100500-mlp-run"), std::string::npos) << table;
     EXPECT_NE(table.find("unreadable"), std::string::npos) << table;
     EXPECT_THROW(read_doctor_file((root / "20261123-100300-mlp-doctor/doctor.json").string()), InputError) << version;
@@ -246,7 +247,8 @@ TEST(HistoryTest, ARunningFolderReadsAsRunningAndAKilledOneAsEndedEarly) {
     EXPECT_TRUE(entries[0].running);
     EXPECT_EQ(entries[0].interrupted, 0);
     EXPECT_EQ(entries[0].headline, "still running: no variant finished yet");
-    EXPECT_NE(render_history(root.string()).find(" running"), std::string::npos) << render_history(root.string());
+    EXPECT_NE(render_history_text(root.string(), entries).find(" running"), std::string::npos)
+        << render_history_text(root.string(), entries);
     const test_cli::CliResult diagnosed = test_cli::run({"diagnose", dir.string()});
     test_cli::expect_one_error_line(diagnosed, "the run is still running: no variant finished yet");
     EXPECT_FALSE(fs::exists(dir / "diagnosis.json"));

@@ -23,6 +23,7 @@
 #include "core/errors.h"
 #include "core/run_record.h"
 #include "diagnostics/diagnosis.h"
+#include "harness/report/history_report.h"
 #include "harness/runner/history.h"
 #include "harness/runner/lab.h"
 #include "scenarios/model_bundle.h"
@@ -101,7 +102,7 @@ TEST(HostileInputTest, SymlinkLoopsAreSkippedInFoldersAndNamedWhenGivenDirectly)
   fs::copy(fs::path(TRAINLAB_FIXTURES_DIR) / "results_previous", results, fs::copy_options::recursive);
   fs::create_symlink("loop-b", results / "loop-a");
   fs::create_symlink("loop-a", results / "loop-b");
-  const std::string listed = render_history(results.string());
+  const std::string listed = render_history_text(results.string(), read_history(results.string()));
   EXPECT_NE(listed.find("20261124-014025-mlp-run"), std::string::npos) << listed;
   EXPECT_NE(listed.find("20261124-014018-vision-sweep"), std::string::npos) << listed;
   // compare: a looping folder is one line.

@@ -14,6 +14,7 @@
 #include "core/run_record.h"
 #include "diagnostics/diagnosis.h"
 #include "harness/runner/compare.h"
+#include "harness/report/history_report.h"
 #include "harness/runner/history.h"
 
 namespace trainlab {
@@ -92,7 +93,7 @@ TEST(PreviousResultsTest, CompareAndHistoryOpenThem) {
   EXPECT_EQ(entries[1].headline, "A 94934.0 -> B 57349.2 samples/s (median of 2 repetitions), B: workers=1");
   EXPECT_EQ(entries[2].headline, "workers=0 pin=off batch=64 422.4 samples/s");
   EXPECT_EQ(entries[3].headline, "fp32 16407.6 samples/s");
-  const std::string table = render_history(kPrevious.string());
+  const std::string table = render_history_text(kPrevious.string(), entries);
   // The ranks x intra-op threads column: the previous version's 2-rank run kept LibTorch's 2 threads
   // per rank on 2 cores (oversubscribed), which the table now shows.
   for (const char* line : {"20261124-014008-mlp-baseline  baseline  fp32+compiled            1x2    74277.7  model compute (low)",

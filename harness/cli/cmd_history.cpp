@@ -7,6 +7,7 @@
 #include "core/json_text.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/next_step.h"
+#include "harness/report/history_report.h"
 #include "harness/runner/history.h"
 
 namespace trainlab {
@@ -24,12 +25,10 @@ Subcommand add_history_command(CLI::App& app) {
     const std::vector<HistoryEntry> entries = read_history(o->results_dir);
     if (format == OutputFormat::kJson) {
       std::cout << json_text(history_json(o->results_dir, entries), 2) << "\n";
-    } else if (entries.empty()) {
-      std::cout << "no runs in " << o->results_dir << "\n";
-    } else if (format == OutputFormat::kMarkdown) {
+    } else if (format == OutputFormat::kMarkdown && !entries.empty()) {
       std::cout << render_table_markdown(history_table(entries, 0));
     } else {
-      std::cout << render_table_text(history_table(entries, kHistoryWidthChars));
+      std::cout << render_history_text(o->results_dir, entries);
     }
     print_next_step(std::cerr, next_after_history(entries));
     return kExitOk;
