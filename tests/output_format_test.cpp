@@ -18,6 +18,7 @@
 #include "harness/runner/lab.h"
 #include "core/output_format.h"
 #include "harness/report/sweep_report.h"
+#include "harness/report/validate_report.h"
 #include "harness/runner/validate.h"
 
 namespace trainlab {

@@ -10,6 +10,7 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/variant_options.h"
 #include "harness/cli/next_step.h"
+#include "harness/report/validate_report.h"
 #include "harness/runner/validate.h"
 
 namespace trainlab {

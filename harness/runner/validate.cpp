@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <map>
 #include <set>
 #include <sstream>
 
@@ -17,6 +16,7 @@
 #include "core/text.h"
 #include "diagnostics/diagnosis.h"
 #include "harness/process/child_process.h"
+#include "harness/report/validate_report.h"
 #include "harness/runner/lab.h"
 #include "core/text.h"
 #include "trainlab/default_seeded_cases.h"  // generated: kDefaultSeededCasesJson
@@ -25,10 +25,6 @@ namespace fs = std::filesystem;
 
 namespace trainlab {
 namespace {
-
-// The verdict's primary suspect as diagnosis.json spells it.
-const std::vector<std::string> kSuspects = {"data_pipeline", "model_compute", "communication",
-                                            "framework_overhead"};
 
 CaseResult run_case(const SeededCase& seeded, const std::string& cases_dir, const ValidateOptions& options,
                     ProgressTicker& ticker, size_t k, size_t n, double elapsed_s) {
@@ -94,7 +90,7 @@ std::vector<SeededCase> parse_seeded_cases(const std::string& json_text, const s
       s.expect_efficiency = optional_field<bool>(c, "expect_efficiency", false);
       s.ci = optional_field<bool>(c, "ci", false);
       s.why = optional_field<std::string>(c, "why", "");
-      if (std::find(kSuspects.begin(), kSuspects.end(), s.expect) == kSuspects.end()) {
+      if (std::find(kSeededCaseSuspects.begin(), kSeededCaseSuspects.end(), s.expect) == kSeededCaseSuspects.end()) {
         throw InputError("case '" + s.name +
                          "': expect must be one of data_pipeline, model_compute, "
                          "communication, framework_overhead");
@@ -152,89 +148,6 @@ ValidateOutcome run_validation(const ValidateOptions& options, std::ostream& pro
 
   write_file_atomically(outcome.out_dir + "/validate.json", json_text(validation_json(outcome), 2) + "\n");
   return outcome;
-}
-
-nlohmann::json validation_json(const ValidateOutcome& outcome) {
-  nlohmann::json cases = nlohmann::json::array();
-  for (const CaseResult& r : outcome.cases) {
-    cases.push_back({{"name", r.seeded.name},
-                     {"expect", r.seeded.expect},
-                     {"named", r.named},
-                     {"confidence", r.confidence},
-                     {"headline", r.headline},
-                     {"expect_findings", r.seeded.expect_findings},
-                     {"fired", r.fired},
-                     {"correct", r.correct},
-                     {"wall_s", r.wall_s},
-                     {"run_dir", r.run_dir},
-                     {"args", r.seeded.args}});
-  }
-  return {{"schema_version", 1},
-          {"tool", "trainlab"},
-          {"kind", "validate"},
-          {"all_correct", outcome.all_correct},
-          {"cases", cases}};
-}
-
-Table validation_cases_table(const ValidateOutcome& outcome) {
-  Table table;
-  table.left_align_last = true;
-  table.columns = {{"case", "case"},           {"expected", "expected"},
-                   {"named", "named"},         {"confidence", "confidence"},
-                   {"secondary findings", "secondary_findings"}, {"result", "result"}};
-  for (const CaseResult& r : outcome.cases) {
-    std::string secondary;
-    for (const std::string& id : r.seeded.expect_findings) {
-      const bool fired = std::find(r.fired.begin(), r.fired.end(), id) != r.fired.end();
-      secondary += (secondary.empty() ? "" : ", ") + id + (fired ? " fired" : " MISSING");
-    }
-    table.rows.push_back({text_cell(r.seeded.name), text_cell(r.seeded.expect), text_cell(r.named),
-                          text_cell(r.confidence), text_cell(secondary.empty() ? "-" : secondary),
-                          text_cell(r.correct ? "ok" : "WRONG")});
-  }
-  return table;
-}
-
-Table confusion_matrix_table(const ValidateOutcome& outcome) {
-  // Rows expected, columns named (the four suspects, inconclusive, error).
-  std::vector<std::string> columns = kSuspects;
-  columns.push_back("inconclusive");
-  columns.push_back("error");
-  std::map<std::string, std::map<std::string, int>> matrix;
-  for (const CaseResult& r : outcome.cases) {
-    const std::string named = r.named.rfind("error", 0) == 0 ? "error" : r.named;
-    ++matrix[r.seeded.expect][named];
-  }
-  Table table;
-  table.columns.push_back({"expected \\ named", "expected"});
-  for (const std::string& c : columns) table.columns.push_back({c, c});
-  for (const std::string& expected : kSuspects) {
-    if (matrix.count(expected) == 0) continue;
-    std::vector<TableCell> row = {text_cell(expected)};
-    for (const std::string& c : columns) row.push_back(number_cell(matrix[expected][c], "%.0f"));
-    table.rows.push_back(row);
-  }
-  return table;
-}
-
-std::string render_validation(const ValidateOutcome& outcome, OutputFormat format) {
-  if (format == OutputFormat::kJson) {
-    nlohmann::json document = validation_json(outcome);
-    document["results"] = outcome.out_dir + "/validate.json";
-    document["confusion_matrix"] = table_rows_json(confusion_matrix_table(outcome));
-    return json_text(document, 2) + "\n";
-  }
-  int correct = 0;
-  for (const CaseResult& r : outcome.cases) correct += r.correct ? 1 : 0;
-  const std::string closing = std::to_string(correct) + " of " + count_noun(outcome.cases.size(), "case") +
-                              " named correctly (with their expected secondary findings). Results: " +
-                              outcome.out_dir + "/validate.json\n";
-  if (format == OutputFormat::kMarkdown) {
-    return render_table_markdown(validation_cases_table(outcome)) + "\n**Confusion matrix (seeded cases)**\n\n" +
-           render_table_markdown(confusion_matrix_table(outcome)) + "\n" + closing;
-  }
-  return render_table_text(validation_cases_table(outcome)) + "\nConfusion matrix (seeded cases):\n" +
-         render_table_text(confusion_matrix_table(outcome)) + "\n" + closing;
 }
 
 }  // namespace trainlab
