@@ -15,6 +15,7 @@
 #include "core/run_record.h"
 #include "harness/cli/run_report.h"
 #include "harness/report/doctor_report.h"
+#include "harness/report/lab_report.h"
 #include "harness/runner/lab.h"
 #include "core/output_format.h"
 #include "harness/report/sweep_report.h"

@@ -14,6 +14,7 @@
 #include "core/text.h"
 #include "core/text.h"
 #include "core/units.h"
+#include "harness/report/lab_report.h"
 
 namespace trainlab {
 

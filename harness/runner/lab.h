@@ -130,9 +130,4 @@ void append_load_words(RunRecord& record);
 // rounds budget counts, so compiling and warming up never use it up.
 double measured_loop_s(const std::vector<VariantRecord>& variants, size_t first);
 
-// The variant table: variant, samples/s, step p50/p95, peak memory, ops/step, data wait, speed-up
-// (rows for failed variants, their errors as notes); render_variant_table is its terminal text.
-Table variant_table(const RunRecord& record);
-std::string render_variant_table(const RunRecord& record);
-
 }  // namespace trainlab
