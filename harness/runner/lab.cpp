@@ -172,10 +172,6 @@ std::vector<VariantRecord> not_run_variants(const std::vector<VariantSpec>& spec
   return rest;
 }
 
-// Runs the variants into a started run (start_run) and fills its record: options.repeat rounds,
-// then, with options.extra_rounds, more rounds while `undecided` says the record cannot be read yet
-// and the next round (as long as the longest so far) fits in options.rounds_budget_s.
-// labels: one per spec ("A", "B") or empty; a label also names the variant's files.
 // Ranks x --threads above this machine's cores: every rank's compute waits for the others' threads.
 void warn_of_oversubscription(const std::vector<VariantSpec>& specs, std::ostream& progress) {
   const int cores = usable_cores();
@@ -325,15 +321,12 @@ std::string repetition_name(const VariantRecord& v, const std::string& label, si
   return (label.empty() ? "" : label + " ") + v.spec.name() + (rounds > 1 ? " #" + std::to_string(v.repetition + 1) : "");
 }
 
-LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& specs, const LabOptions& options,
-                           std::ostream& shown_progress, const std::vector<std::string>& labels = {},
-                           const std::function<bool(const RunRecord&)>& undecided = nullptr) {
-  std::ostream& progress = outcome.quiet ? null_stream() : shown_progress;
-  RunRecord& record = outcome.record;
-  const std::string& kind = record.kind;
-  const size_t repeat = static_cast<size_t>(std::max(1, options.repeat));
-  const size_t max_rounds = repeat + static_cast<size_t>(undecided ? std::max(0, options.extra_rounds) : 0);
-  progress << "trainlab " << kind << ": scenario " << record.scenario << ", "
+// The banner of a run's variants (scenario, how many, the rounds, the folder) and the warning of
+// ranks x threads oversubscribing the machine.
+void announce_variants(const LabOutcome& outcome, const std::vector<VariantSpec>& specs, const LabOptions& options,
+                       size_t repeat, size_t max_rounds, std::ostream& progress) {
+  const RunRecord& record = outcome.record;
+  progress << "trainlab " << record.kind << ": scenario " << record.scenario << ", "
            << count_noun(specs.size(), "variant")
            << (repeat > 1 ? " x " + std::to_string(repeat) + " repetitions, interleaved" : std::string())
            << (max_rounds > repeat
@@ -343,9 +336,44 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
                    : std::string())
            << ", results in " << outcome.run_dir << std::endl;
   warn_of_oversubscription(specs, progress);
+}
+
+// What run_variants_in carries from round to round and repetition to repetition: the run, the
+// rounds planned, the live line, the measured time, the re-runs, thread lowerings and quiet wait
+// left, and whether the run stopped.
+struct VariantsLoop {
+  VariantsLoop(LabOutcome& outcome, const std::vector<VariantSpec>& specs, const LabOptions& options,
+               const std::vector<std::string>& labels, std::ostream& progress, size_t repeat, size_t max_rounds)
+      : outcome(outcome),
+        record(outcome.record),
+        specs(specs),
+        options(options),
+        labels(labels),
+        progress(progress),
+        repeat(repeat),
+        max_rounds(max_rounds),
+        lab_start(std::chrono::steady_clock::now()),
+        ticker(progress, options.live_progress && !outcome.quiet),
+        reruns(specs.size(), 0),
+        max_reruns(options.launch || record.kind == "profile"
+                       ? 0
+                       : static_cast<int>(options.thresholds->value(threshold::lab::disturbance_reruns_per_variant))),
+        run_specs(specs),
+        lowerings_left(max_reruns > 0 && lab_may_lower_threads(specs)
+                           ? static_cast<int>(options.thresholds->value(threshold::lab::thread_lowerings_max))
+                           : 0),
+        quiet_wait_left_s(options.thresholds->value(threshold::lab::quiet_wait_s)) {}
+
+  LabOutcome& outcome;
+  RunRecord& record;
+  const std::vector<VariantSpec>& specs;
+  const LabOptions& options;
+  const std::vector<std::string>& labels;
+  std::ostream& progress;
+  const size_t repeat, max_rounds;
   // Repetitions interleave the variants (A B A B ...), so drift on a shared machine hits each alike.
-  const auto lab_start = std::chrono::steady_clock::now();
-  ProgressTicker ticker(progress, options.live_progress && !outcome.quiet);
+  const std::chrono::steady_clock::time_point lab_start;
+  ProgressTicker ticker;
   double variants_s = 0;
   size_t variants_done = 0;
   double longest_round_s = 0;  // measured loop time of the longest round so far
@@ -353,152 +381,184 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
   // Re-runs of disturbed repetitions, per variant: not under a launcher (every rank must run the
   // same), and not for a profile (one run whose trace and diagnosis are the result; its record says
   // how disturbed it was).
-  std::vector<int> reruns(specs.size(), 0);
-  const int max_reruns = options.launch || kind == "profile"
-                             ? 0
-                             : static_cast<int>(options.thresholds->value(threshold::lab::disturbance_reruns_per_variant));
+  std::vector<int> reruns;
+  const int max_reruns;
   bool bad_input = false;
   bool stopped = false;
   // The threads the variants run at: lowered (every variant measured again) when other processes
   // come to hold cores and the variants run at LibTorch's default (threads_beside_others).
-  std::vector<VariantSpec> run_specs = specs;
-  int lowerings_left = max_reruns > 0 && lab_may_lower_threads(specs)
-                           ? static_cast<int>(options.thresholds->value(threshold::lab::thread_lowerings_max))
-                           : 0;
+  std::vector<VariantSpec> run_specs;
+  int lowerings_left;
   std::string threads_stem;  // ".threads1" once lowered to 1: the files of the runs before stay as they are
-  double quiet_wait_left_s = options.thresholds->value(threshold::lab::quiet_wait_s);
+  double quiet_wait_left_s;
   bool clean_at_these_threads = false;  // a repetition ran undisturbed since the threads were last set
   // A round split by a wait for other processes runs again from its first variant; its files then
   // end in ".again<N>" (N counts such rounds), so the ones before the wait stay.
   bool restarting = false;
   int rounds_again = 0;
-  write_progress_record(outcome, not_run_variants(specs, labels, 0, 0, repeat, kNotRunYet));
-  for (size_t rep = 0; rep < max_rounds && !bad_input && !stopped; ++rep) {
-    bool lowered = false, again = false;
-    if (rep >= repeat && !restarting) {
-      // The budget counts measured steps only: compile and warm-up time never use it up.
-      if (!undecided(record) || measured_s + longest_round_s > options.rounds_budget_s) break;
-    }
-    const std::string round_suffix = restarting ? ".again" + std::to_string(rounds_again) : "";
-    restarting = false;
-    const size_t round_first = record.variants.size();
-    const size_t total = specs.size() * std::max(repeat, rep + 1);
-    for (size_t i = 0; i < specs.size(); ++i) {
-      // A variant that could not be built (compiling without the Python side) is not retried.
-      const bool unavailable = std::any_of(record.variants.begin(), record.variants.end(), [&](const VariantRecord& v) {
-        return v.error_kind == "unavailable" && v.spec.name() == specs[i].name() &&
-               (labels.empty() || v.label == labels[i]);
-      });
-      if (unavailable) continue;
-      if (interrupted()) {  // Ctrl-C / SIGTERM: what is left is recorded as not run
-        for (VariantRecord& v : not_run_variants(specs, labels, rep, i, repeat, "not run: the run was interrupted")) {
-          record.variants.push_back(std::move(v));
-        }
-        stopped = true;
-        break;
-      }
-      for (int attempt = 0;; ++attempt) {
-        const auto start = std::chrono::steady_clock::now();
-        VariantRunOptions run_options;
-        run_options.run_dir = outcome.run_dir;
-        run_options.timeout_s = options.variant_timeout_s;
-        run_options.memory_limit_bytes = options.memory_limit_bytes;
-        run_options.launch = options.launch ? &*options.launch : nullptr;
-        const std::string stem = (labels.empty() ? specs[i].name() : labels[i]) + threads_stem;
-        if (max_rounds > 1 || !labels.empty()) run_options.file_stem = stem + ".rep" + std::to_string(rep + 1);
-        if (!round_suffix.empty()) run_options.file_stem = (run_options.file_stem.empty() ? stem : run_options.file_stem) + round_suffix;
-        if (attempt > 0) run_options.file_stem = (run_options.file_stem.empty() ? stem : run_options.file_stem) +
-                                                 ".rerun" + std::to_string(attempt);
-        if (ticker.live()) {
-          run_options.progress_file = (fs::path(outcome.run_dir) / ".progress").string();
-          ticker.start(rep * specs.size() + i + 1, total, (labels.empty() ? "" : labels[i] + " ") + specs[i].name(),
-                       run_options.progress_file,
-                       std::chrono::duration<double>(std::chrono::steady_clock::now() - lab_start).count(),
-                       variants_done > 0 ? variants_s / static_cast<double>(variants_done) : -1.0);
-        }
-        record.variants.push_back(run_variant_isolated(run_specs[i], run_options));
-        ticker.stop();
-        record.variants.back().repetition = static_cast<int>(rep);
-        if (!labels.empty()) record.variants.back().label = labels[i];
-        const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        variants_s += wall_s;
-        ++variants_done;
-        report_progress(progress, rep * specs.size() + i + 1, total, record.variants.back(), wall_s);
-        VariantRecord& ran = record.variants.back();
-        const std::string ran_name = repetition_name(ran, labels.empty() ? "" : labels[i], max_rounds);
-        const DisturbanceCall call = judge_disturbance(ran, *options.thresholds, interrupted() ? 0 : max_reruns,
-                                                       &reruns[i], ran_name, progress);
-        if (call == DisturbanceCall::kClean) clean_at_these_threads = true;
-        if (call != DisturbanceCall::kClean && lowerings_left > 0 && !interrupted()) {
-          // Waited for only once a repetition ran clean at these threads: the load came after the
-          // lab began, a burst that may pass. A load there from the first repetition is lowered at once.
-          // Only a repetition to be measured again is waited for: a kept one (its re-runs spent) gains nothing.
-          const std::optional<QuietWait> wait =
-              clean_at_these_threads && call == DisturbanceCall::kRerun
-                  ? wait_for_others_to_go(ran, *options.thresholds, &quiet_wait_left_s, ran_name, progress)
-                  : std::nullopt;
-          if (wait && wait->waited_s > 0) record.details.quiet_waits.push_back(*wait);
-          const bool others_went = wait && wait->went;  // the same threads again: nothing to lower
-          if (std::optional<ThreadLowering> lowering =
-                  others_went ? std::nullopt : threads_beside_others(ran, *options.thresholds, ran_name)) {
-            --lowerings_left;
-            supersede_measured(record, *lowering, progress);
-            for (VariantSpec& spec : run_specs) spec.threads = lowering->to_threads;
-            threads_stem = ".threads" + std::to_string(lowering->to_threads);
-            clean_at_these_threads = false;
-            std::fill(reruns.begin(), reruns.end(), 0);
-            measured_s = longest_round_s = 0;
-            record.details.thread_lowerings.push_back(*lowering);
-            lowered = true;
-            break;
-          }
-          if (others_went && wait->waited_s > 0 && i > 0) {
-            record.details.quiet_waits.back().repetitions_again =
-                supersede_round_before_wait(record, round_first, *wait, rep, max_rounds, progress);
-            again = true;
-            break;
-          }
-        }
-        if (call == DisturbanceCall::kRerun) {
-          write_progress_record(outcome, not_run_variants(specs, labels, rep, i, repeat, kNotRunYet));
-          continue;
-        }
-        if (call == DisturbanceCall::kKept && max_reruns == 0) {
-          progress << ran_name << " disturbed: " << ran.disturbed_kept << " while it was measured (kept: "
-                   << (kind == "profile" ? "a profile is not re-run"
-                       : options.launch  ? "launched ranks are not re-run"
-                                         : "re-runs are off, lab.disturbance_reruns_per_variant")
-                   << ")" << std::endl;
-        } else if (call == DisturbanceCall::kKept) {
-          progress << ran_name << " kept though disturbed (" << ran.disturbed_kept << "): the lab's "
-                   << count_noun(max_reruns, "re-run") << " of " << specs[i].name() << " are spent" << std::endl;
-        }
-        break;
-      }
-      if (lowered || again) break;
-      write_progress_record(outcome, not_run_variants(specs, labels, rep, i + 1, repeat, kNotRunYet));
-      if (record.variants.back().error_kind == "input") {  // e.g. a corrupt data file: the rest would fail alike
-        bad_input = true;
-        break;
-      }
-    }
-    if (lowered) {  // every variant again from the first round, at the new thread count
-      write_progress_record(outcome, not_run_variants(specs, labels, 0, 0, repeat, kNotRunYet));
-      rep = static_cast<size_t>(-1);
-      continue;
-    }
-    if (again) {  // this round again from its first variant (unsigned: --rep then ++rep is rep)
-      write_progress_record(outcome, not_run_variants(specs, labels, rep, 0, repeat, kNotRunYet));
-      ++rounds_again;
-      restarting = true;
-      --rep;
-      continue;
-    }
-    const double round_measured_s = measured_loop_s(record.variants, round_first);
-    measured_s += round_measured_s;
-    longest_round_s = std::max(longest_round_s, round_measured_s);
+};
+
+// How a round ended early: a thread lowering (every variant again from the first round) or a wait
+// for other processes that went (this round again from its first variant).
+enum class RoundBreak { kNone, kLowered, kAgain };
+
+// Where variant i's repetition `rep` (its attempt-th re-run) writes: the run folder, and the files'
+// stem (.rep<N> where there are rounds or labels, then .again<N>, .rerun<N>).
+VariantRunOptions repetition_run_options(const VariantsLoop& loop, size_t i, size_t rep,
+                                         const std::string& round_suffix, int attempt) {
+  VariantRunOptions run_options;
+  run_options.run_dir = loop.outcome.run_dir;
+  run_options.timeout_s = loop.options.variant_timeout_s;
+  run_options.memory_limit_bytes = loop.options.memory_limit_bytes;
+  run_options.launch = loop.options.launch ? &*loop.options.launch : nullptr;
+  const std::string stem = (loop.labels.empty() ? loop.specs[i].name() : loop.labels[i]) + loop.threads_stem;
+  if (loop.max_rounds > 1 || !loop.labels.empty()) run_options.file_stem = stem + ".rep" + std::to_string(rep + 1);
+  if (!round_suffix.empty()) {
+    run_options.file_stem = (run_options.file_stem.empty() ? stem : run_options.file_stem) + round_suffix;
   }
-  // The run's environment: that of the figures (a repetition that counts), else the first that ran.
+  if (attempt > 0) {
+    run_options.file_stem =
+        (run_options.file_stem.empty() ? stem : run_options.file_stem) + ".rerun" + std::to_string(attempt);
+  }
+  return run_options;
+}
+
+// Runs variant i's repetition `rep` in its child (the live line while it runs), appends its record
+// and prints its line; returns the record.
+VariantRecord& run_repetition(VariantsLoop& loop, size_t i, size_t rep, size_t total, const std::string& round_suffix,
+                              int attempt) {
+  const auto start = std::chrono::steady_clock::now();
+  VariantRunOptions run_options = repetition_run_options(loop, i, rep, round_suffix, attempt);
+  if (loop.ticker.live()) {
+    run_options.progress_file = (fs::path(loop.outcome.run_dir) / ".progress").string();
+    loop.ticker.start(rep * loop.specs.size() + i + 1, total,
+                      (loop.labels.empty() ? "" : loop.labels[i] + " ") + loop.specs[i].name(),
+                      run_options.progress_file,
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - loop.lab_start).count(),
+                      loop.variants_done > 0 ? loop.variants_s / static_cast<double>(loop.variants_done) : -1.0);
+  }
+  RunRecord& record = loop.record;
+  record.variants.push_back(run_variant_isolated(loop.run_specs[i], run_options));
+  loop.ticker.stop();
+  record.variants.back().repetition = static_cast<int>(rep);
+  if (!loop.labels.empty()) record.variants.back().label = loop.labels[i];
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  loop.variants_s += wall_s;
+  ++loop.variants_done;
+  report_progress(loop.progress, rep * loop.specs.size() + i + 1, total, record.variants.back(), wall_s);
+  return record.variants.back();
+}
+
+// A repetition `ran` disturbed at threads the lab may lower: waits for other processes to go where
+// it ran clean at these threads before, else lowers the threads where they hold cores (every
+// variant measured again: kLowered); others gone after a wait within the round, its repetitions
+// before the wait leave the figures (the round again: kAgain). kNone: go on as judged.
+RoundBreak respond_to_disturbance(VariantsLoop& loop, const VariantRecord& ran, DisturbanceCall call,
+                                  const std::string& ran_name, size_t i, size_t rep, size_t round_first) {
+  if (call == DisturbanceCall::kClean || loop.lowerings_left <= 0 || interrupted()) return RoundBreak::kNone;
+  RunRecord& record = loop.record;
+  const Thresholds& thresholds = *loop.options.thresholds;
+  // Waited for only once a repetition ran clean at these threads: the load came after the
+  // lab began, a burst that may pass. A load there from the first repetition is lowered at once.
+  // Only a repetition to be measured again is waited for: a kept one (its re-runs spent) gains nothing.
+  const std::optional<QuietWait> wait =
+      loop.clean_at_these_threads && call == DisturbanceCall::kRerun
+          ? wait_for_others_to_go(ran, thresholds, &loop.quiet_wait_left_s, ran_name, loop.progress)
+          : std::nullopt;
+  if (wait && wait->waited_s > 0) record.details.quiet_waits.push_back(*wait);
+  const bool others_went = wait && wait->went;  // the same threads again: nothing to lower
+  if (std::optional<ThreadLowering> lowering =
+          others_went ? std::nullopt : threads_beside_others(ran, thresholds, ran_name)) {
+    --loop.lowerings_left;
+    supersede_measured(record, *lowering, loop.progress);
+    for (VariantSpec& spec : loop.run_specs) spec.threads = lowering->to_threads;
+    loop.threads_stem = ".threads" + std::to_string(lowering->to_threads);
+    loop.clean_at_these_threads = false;
+    std::fill(loop.reruns.begin(), loop.reruns.end(), 0);
+    loop.measured_s = loop.longest_round_s = 0;
+    record.details.thread_lowerings.push_back(*lowering);
+    return RoundBreak::kLowered;
+  }
+  if (others_went && wait->waited_s > 0 && i > 0) {
+    record.details.quiet_waits.back().repetitions_again =
+        supersede_round_before_wait(record, round_first, *wait, rep, loop.max_rounds, loop.progress);
+    return RoundBreak::kAgain;
+  }
+  return RoundBreak::kNone;
+}
+
+// Why a disturbed repetition was kept: re-runs off (a profile, launched ranks, the threshold), or
+// the variant's re-runs spent.
+void say_kept(const VariantsLoop& loop, const VariantRecord& ran, DisturbanceCall call, const std::string& ran_name,
+              size_t i) {
+  if (call == DisturbanceCall::kKept && loop.max_reruns == 0) {
+    loop.progress << ran_name << " disturbed: " << ran.disturbed_kept << " while it was measured (kept: "
+                  << (loop.record.kind == "profile" ? "a profile is not re-run"
+                      : loop.options.launch          ? "launched ranks are not re-run"
+                                                     : "re-runs are off, lab.disturbance_reruns_per_variant")
+                  << ")" << std::endl;
+  } else if (call == DisturbanceCall::kKept) {
+    loop.progress << ran_name << " kept though disturbed (" << ran.disturbed_kept << "): the lab's "
+                  << count_noun(loop.max_reruns, "re-run") << " of " << loop.specs[i].name() << " are spent"
+                  << std::endl;
+  }
+}
+
+// Variant i's repetition in round `rep`, run again while it is disturbed and has re-runs left.
+RoundBreak run_variant_attempts(VariantsLoop& loop, size_t i, size_t rep, size_t total, size_t round_first,
+                                const std::string& round_suffix) {
+  for (int attempt = 0;; ++attempt) {
+    VariantRecord& ran = run_repetition(loop, i, rep, total, round_suffix, attempt);
+    const std::string ran_name = repetition_name(ran, loop.labels.empty() ? "" : loop.labels[i], loop.max_rounds);
+    const DisturbanceCall call = judge_disturbance(ran, *loop.options.thresholds, interrupted() ? 0 : loop.max_reruns,
+                                                   &loop.reruns[i], ran_name, loop.progress);
+    if (call == DisturbanceCall::kClean) loop.clean_at_these_threads = true;
+    const RoundBreak ended = respond_to_disturbance(loop, ran, call, ran_name, i, rep, round_first);
+    if (ended != RoundBreak::kNone) return ended;
+    if (call == DisturbanceCall::kRerun) {
+      write_progress_record(loop.outcome, not_run_variants(loop.specs, loop.labels, rep, i, loop.repeat, kNotRunYet));
+      continue;
+    }
+    say_kept(loop, ran, call, ran_name, i);
+    return RoundBreak::kNone;
+  }
+}
+
+// Round `rep` (its first record at `round_first`): each variant once, in order; stops at Ctrl-C
+// (the rest recorded as not run), at bad input, or where a repetition's disturbance breaks it.
+RoundBreak run_round(VariantsLoop& loop, size_t rep, size_t round_first, const std::string& round_suffix) {
+  RunRecord& record = loop.record;
+  const std::vector<VariantSpec>& specs = loop.specs;
+  const std::vector<std::string>& labels = loop.labels;
+  const size_t total = specs.size() * std::max(loop.repeat, rep + 1);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    // A variant that could not be built (compiling without the Python side) is not retried.
+    const bool unavailable = std::any_of(record.variants.begin(), record.variants.end(), [&](const VariantRecord& v) {
+      return v.error_kind == "unavailable" && v.spec.name() == specs[i].name() &&
+             (labels.empty() || v.label == labels[i]);
+    });
+    if (unavailable) continue;
+    if (interrupted()) {  // Ctrl-C / SIGTERM: what is left is recorded as not run
+      const std::string why = "not run: the run was interrupted";
+      for (VariantRecord& v : not_run_variants(specs, labels, rep, i, loop.repeat, why)) {
+        record.variants.push_back(std::move(v));
+      }
+      loop.stopped = true;
+      break;
+    }
+    const RoundBreak ended = run_variant_attempts(loop, i, rep, total, round_first, round_suffix);
+    if (ended != RoundBreak::kNone) return ended;
+    write_progress_record(loop.outcome, not_run_variants(specs, labels, rep, i + 1, loop.repeat, kNotRunYet));
+    if (record.variants.back().error_kind == "input") {  // e.g. a corrupt data file: the rest would fail alike
+      loop.bad_input = true;
+      break;
+    }
+  }
+  return RoundBreak::kNone;
+}
+
+// The run's environment: that of the figures (a repetition that counts), else the first that ran.
+void set_run_environment(RunRecord& record) {
   const auto counted = std::find_if(record.variants.begin(), record.variants.end(),
                                     [](const VariantRecord& v) { return v.counts(); });
   const auto ran = std::find_if(record.variants.begin(), record.variants.end(),
@@ -508,6 +568,48 @@ LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& s
   } else if (ran != record.variants.end()) {
     record.environment = ran->environment;
   }
+}
+
+// Runs the variants into a started run (start_run) and fills its record: options.repeat rounds,
+// then, with options.extra_rounds, more rounds while `undecided` says the record cannot be read yet
+// and the next round (as long as the longest so far) fits in options.rounds_budget_s.
+// labels: one per spec ("A", "B") or empty; a label also names the variant's files.
+LabOutcome run_variants_in(LabOutcome outcome, const std::vector<VariantSpec>& specs, const LabOptions& options,
+                           std::ostream& shown_progress, const std::vector<std::string>& labels = {},
+                           const std::function<bool(const RunRecord&)>& undecided = nullptr) {
+  std::ostream& progress = outcome.quiet ? null_stream() : shown_progress;
+  RunRecord& record = outcome.record;
+  const size_t repeat = static_cast<size_t>(std::max(1, options.repeat));
+  const size_t max_rounds = repeat + static_cast<size_t>(undecided ? std::max(0, options.extra_rounds) : 0);
+  announce_variants(outcome, specs, options, repeat, max_rounds, progress);
+  VariantsLoop loop(outcome, specs, options, labels, progress, repeat, max_rounds);
+  write_progress_record(outcome, not_run_variants(specs, labels, 0, 0, repeat, kNotRunYet));
+  for (size_t rep = 0; rep < max_rounds && !loop.bad_input && !loop.stopped; ++rep) {
+    if (rep >= repeat && !loop.restarting) {
+      // The budget counts measured steps only: compile and warm-up time never use it up.
+      if (!undecided(record) || loop.measured_s + loop.longest_round_s > options.rounds_budget_s) break;
+    }
+    const std::string round_suffix = loop.restarting ? ".again" + std::to_string(loop.rounds_again) : "";
+    loop.restarting = false;
+    const size_t round_first = record.variants.size();
+    const RoundBreak ended = run_round(loop, rep, round_first, round_suffix);
+    if (ended == RoundBreak::kLowered) {  // every variant again from the first round, at the new thread count
+      write_progress_record(outcome, not_run_variants(specs, labels, 0, 0, repeat, kNotRunYet));
+      rep = static_cast<size_t>(-1);
+      continue;
+    }
+    if (ended == RoundBreak::kAgain) {  // this round again from its first variant (unsigned: --rep then ++rep is rep)
+      write_progress_record(outcome, not_run_variants(specs, labels, rep, 0, repeat, kNotRunYet));
+      ++loop.rounds_again;
+      loop.restarting = true;
+      --rep;
+      continue;
+    }
+    const double round_measured_s = measured_loop_s(record.variants, round_first);
+    loop.measured_s += round_measured_s;
+    loop.longest_round_s = std::max(loop.longest_round_s, round_measured_s);
+  }
+  set_run_environment(record);
   return outcome;
 }
 
