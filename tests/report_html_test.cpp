@@ -3,7 +3,7 @@
 // references, the atomic write. DISABLED_WriteSample writes a realistic report for a visual check:
 //   trainlab_report_tests --gtest_also_run_disabled_tests --gtest_filter='*WriteSample*'
 // (to $TRAINLAB_REPORT_SAMPLE, default /tmp/report_sample.html).
-#include "diagnostics/report_html.h"
+#include "harness/report/diagnosis_html.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -11,7 +11,7 @@
 #include <optional>
 #include <sstream>
 
-#include "diagnostics/report_html.h"
+#include "harness/report/diagnosis_html.h"
 #include "diagnostics/summarise.h"
 #include "harness/report/diagnose_report.h"
 #include "harness/runner/record_summary.h"

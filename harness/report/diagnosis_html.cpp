@@ -1,7 +1,7 @@
 // Renders the HTML report: plain string building, one function per section, SVG charts drawn with a
 // few helpers (linear scales, "nice" ticks, axes with units). Self-contained: no JavaScript, no
 // fonts, no external references. Every string that came from data goes through escape_html().
-#include "diagnostics/report_html.h"
+#include "harness/report/diagnosis_html.h"
 
 #include <algorithm>
 #include <cctype>
