@@ -16,6 +16,7 @@
 #include "harness/cli/run_report.h"
 #include "harness/report/doctor_report.h"
 #include "harness/report/lab_report.h"
+#include "harness/report/run_report.h"
 #include "harness/runner/lab.h"
 #include "core/output_format.h"
 #include "harness/report/sweep_report.h"
@@ -94,7 +95,7 @@ TEST(OutputFormatTest, TheVariantTableKeepsItsTextAndGivesNumbersWithUnitsInJson
   EXPECT_NE(lines[2].find("1.00x"), std::string::npos) << text;
 
   LabOutcome outcome{lab, "results/" + lab.run_id};
-  const nlohmann::json j = run_json(outcome);
+  const nlohmann::json j = run_json(outcome.record, outcome.run_dir);
   EXPECT_EQ(j["kind"], "baseline");
   EXPECT_EQ(j["run_record"], "results/20261124-014008-mlp-baseline/run.json");
   ASSERT_EQ(j["variants"].size(), lab.variants.size());
@@ -108,7 +109,7 @@ TEST(OutputFormatTest, TheVariantTableKeepsItsTextAndGivesNumbersWithUnitsInJson
   }
   EXPECT_EQ(j["reading"].get<std::vector<std::string>>(), lab.reading);
 
-  const std::string md = render_run_markdown(outcome);
+  const std::string md = render_run_markdown(outcome.record, outcome.run_dir);
   const std::vector<std::string> md_lines = lines_of(md);
   ASSERT_GE(md_lines.size(), 3u) << md;
   expect_markdown_table(md_lines, 2, 8, lab.variants.size());

@@ -10,6 +10,7 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/next_step.h"
 #include "harness/cli/run_report.h"
+#include "harness/report/run_report.h"
 #include "harness/cli/variant_options.h"
 #include "harness/runner/cuda_check.h"
 #include "harness/runner/sweep.h"
