@@ -611,13 +611,43 @@ void check_indices(const BatchRequest& request, int64_t samples) {
   }
 }
 
+// ---- what both sources share ----------------------------------------------------------------
+
+// A recsys source: the dataset's spec (its manifest) and the augmentation, checked when it opens,
+// and a batch in its stages: the requested users' histories read (and decoded) by the source, then
+// augmented and collated the same way whichever source read them.
+class RecsysSource : public SampleSource {
+ public:
+  int64_t num_samples() const override { return spec_.samples; }
+
+  HostBatch load_batch(const BatchRequest& request, const BufferAllocator& allocate) const override {
+    StageClock clock;
+    StageTimes times;
+    check_indices(request, spec_.samples);
+    std::vector<UserHistory> users = read_users(request, clock, times);
+    return augment_and_collate(users, request, spec_, augment_, allocate, clock, times);
+  }
+
+ protected:
+  RecsysSource(const std::string& dir, const RecsysAugment& augment)
+      : spec_(read_manifest(dir)), augment_(augment) {
+    validate_augment(augment_);
+  }
+
+  // The requested users' histories, in request order; charges the read (and decode) stages.
+  virtual std::vector<UserHistory> read_users(const BatchRequest& request, StageClock& clock,
+                                              StageTimes& times) const = 0;
+
+  RecsysDataSpec spec_;
+  RecsysAugment augment_;
+};
+
 // ---- the shard source ------------------------------------------------------------------------
 
-class RecsysShardSource final : public SampleSource {
+class RecsysShardSource final : public RecsysSource {
  public:
   RecsysShardSource(const std::string& dir, const RecsysAugment& augment)
-      : dir_(dir), spec_(read_manifest(dir)), augment_(augment) {
-    validate_augment(augment_);
+      : RecsysSource(dir, augment), dir_(dir) {
     read_index();
     open_shards();
   }
@@ -626,47 +656,6 @@ class RecsysShardSource final : public SampleSource {
   }
   RecsysShardSource(const RecsysShardSource&) = delete;
   RecsysShardSource& operator=(const RecsysShardSource&) = delete;
-
-  int64_t num_samples() const override { return spec_.samples; }
-
-  HostBatch load_batch(const BatchRequest& request, const BufferAllocator& allocate) const override {
-    StageClock clock;
-    StageTimes times;
-    check_indices(request, spec_.samples);
-    const size_t batch_size = request.sample_indices.size();
-    // (block, position in batch), grouped by block so each block is read and decoded once.
-    std::vector<std::pair<size_t, size_t>> order(batch_size);
-    for (size_t i = 0; i < batch_size; ++i) order[i] = {block_of(request.sample_indices[i]), i};
-    std::sort(order.begin(), order.end());
-
-    std::vector<UserHistory> users(batch_size);
-    {
-      std::string compressed, raw;
-      ParsedBlock parsed;
-      for (size_t begin = 0; begin < order.size();) {
-        const size_t block = order[begin].first;
-        size_t end = begin;
-        int64_t needed = 0;
-        for (; end < order.size() && order[end].first == block; ++end) {
-          const int64_t local =
-              request.sample_indices[order[end].second] - static_cast<int64_t>(blocks_[block].first_record);
-          needed = std::max(needed, local + 1);
-        }
-        read_block(block, compressed);
-        clock.charge(times.read_ns);
-        decode_block(block, compressed, needed, raw, parsed);
-        for (size_t k = begin; k < end; ++k) {
-          const size_t position = order[k].second;
-          parsed.extract(request.sample_indices[position] - static_cast<int64_t>(blocks_[block].first_record),
-                         spec_.user_features, users[position]);
-        }
-        clock.charge(times.decode_ns);
-        begin = end;
-      }
-    }  // freeing the block buffers counts as decode
-    clock.charge(times.decode_ns);
-    return augment_and_collate(users, request, spec_, augment_, allocate, clock, times);
-  }
 
   std::string describe() const override {
     return "zstd shards: " + std::to_string(spec_.samples) + " users, mean history " +
@@ -721,6 +710,43 @@ class RecsysShardSource final : public SampleSource {
   }
 
  private:
+  std::vector<UserHistory> read_users(const BatchRequest& request, StageClock& clock,
+                                      StageTimes& times) const override {
+    const size_t batch_size = request.sample_indices.size();
+    // (block, position in batch), grouped by block so each block is read and decoded once.
+    std::vector<std::pair<size_t, size_t>> order(batch_size);
+    for (size_t i = 0; i < batch_size; ++i) order[i] = {block_of(request.sample_indices[i]), i};
+    std::sort(order.begin(), order.end());
+
+    std::vector<UserHistory> users(batch_size);
+    {
+      std::string compressed, raw;
+      ParsedBlock parsed;
+      for (size_t begin = 0; begin < order.size();) {
+        const size_t block = order[begin].first;
+        size_t end = begin;
+        int64_t needed = 0;
+        for (; end < order.size() && order[end].first == block; ++end) {
+          const int64_t local =
+              request.sample_indices[order[end].second] - static_cast<int64_t>(blocks_[block].first_record);
+          needed = std::max(needed, local + 1);
+        }
+        read_block(block, compressed);
+        clock.charge(times.read_ns);
+        decode_block(block, compressed, needed, raw, parsed);
+        for (size_t k = begin; k < end; ++k) {
+          const size_t position = order[k].second;
+          parsed.extract(request.sample_indices[position] - static_cast<int64_t>(blocks_[block].first_record),
+                         spec_.user_features, users[position]);
+        }
+        clock.charge(times.decode_ns);
+        begin = end;
+      }
+    }  // freeing the block buffers counts as decode
+    clock.charge(times.decode_ns);
+    return users;
+  }
+
   void read_index() {
     const std::string path = dir_ + "/index.bin";
     std::error_code ec;
@@ -849,8 +875,6 @@ class RecsysShardSource final : public SampleSource {
   }
 
   std::string dir_;
-  RecsysDataSpec spec_;
-  RecsysAugment augment_;
   std::vector<BlockEntry> blocks_;
   std::vector<int64_t> first_records_;  // blocks_[i].first_record, for lookup
   std::vector<uint64_t> shard_bytes_;   // expected size of each shard
@@ -860,11 +884,10 @@ class RecsysShardSource final : public SampleSource {
 
 // ---- the decoded cache source ----------------------------------------------------------------
 
-class RecsysCacheSource final : public SampleSource {
+class RecsysCacheSource final : public RecsysSource {
  public:
   RecsysCacheSource(const std::string& dir, const RecsysAugment& augment)
-      : spec_(read_manifest(dir)), augment_(augment), path_(dir + "/" + kCacheName) {
-    validate_augment(augment_);
+      : RecsysSource(dir, augment), path_(dir + "/" + kCacheName) {
     std::error_code ec;
     if (!fs::exists(path_, ec)) {
       throw DataError(path_, "missing decoded cache (prepare_recsys_decoded_cache builds it)");
@@ -916,18 +939,6 @@ class RecsysCacheSource final : public SampleSource {
   RecsysCacheSource(const RecsysCacheSource&) = delete;
   RecsysCacheSource& operator=(const RecsysCacheSource&) = delete;
 
-  int64_t num_samples() const override { return spec_.samples; }
-
-  HostBatch load_batch(const BatchRequest& request, const BufferAllocator& allocate) const override {
-    StageClock clock;
-    StageTimes times;
-    check_indices(request, spec_.samples);
-    std::vector<UserHistory> users(request.sample_indices.size());
-    for (size_t i = 0; i < users.size(); ++i) copy_row(request.sample_indices[i], users[i]);
-    clock.charge(times.read_ns);  // nothing to decode: decode_ns stays 0
-    return augment_and_collate(users, request, spec_, augment_, allocate, clock, times);
-  }
-
   std::string describe() const override {
     return "decoded recsys cache: " + std::to_string(spec_.samples) + " users, max history " +
            std::to_string(spec_.max_history) + ", " + std::to_string(row_bytes_) + "-byte rows (" + path_ +
@@ -935,6 +946,14 @@ class RecsysCacheSource final : public SampleSource {
   }
 
  private:
+  std::vector<UserHistory> read_users(const BatchRequest& request, StageClock& clock,
+                                      StageTimes& times) const override {
+    std::vector<UserHistory> users(request.sample_indices.size());
+    for (size_t i = 0; i < users.size(); ++i) copy_row(request.sample_indices[i], users[i]);
+    clock.charge(times.read_ns);  // nothing to decode: decode_ns stays 0
+    return users;
+  }
+
   // Read stage: one row out of the mapping, checked so a damaged cache cannot index out of bounds.
   void copy_row(int64_t index, UserHistory& user) const {
     const auto h = static_cast<size_t>(spec_.max_history), f = static_cast<size_t>(spec_.user_features);
@@ -961,8 +980,6 @@ class RecsysCacheSource final : public SampleSource {
     }
   }
 
-  RecsysDataSpec spec_;
-  RecsysAugment augment_;
   std::string path_;
   const char* base_ = nullptr;
   size_t size_bytes_ = 0;
