@@ -4,6 +4,19 @@
 #include "scenarios/registry.h"
 
 namespace trainlab {
+namespace {
+
+// The knobs of mlp.cpp's MLP, for each scenario built on it: the same names and ranges, the
+// scenario's own defaults (and what its hidden width stands for).
+std::vector<KnobInfo> mlp_knobs(double in_features, double hidden, double layers, double classes,
+                                const std::string& hidden_description) {
+  return {{"in_features", in_features, 1, 1'000'000, true, "input features"},
+          {"hidden", hidden, 1, 1'000'000, true, hidden_description},
+          {"layers", layers, 1, 64, true, "hidden layers"},
+          {"classes", classes, 2, 1'000'000, true, "output classes"}};
+}
+
+}  // namespace
 
 const std::vector<ScenarioInfo>& scenario_catalog() {
   static const std::vector<ScenarioInfo> catalog = {
@@ -53,18 +66,14 @@ const std::vector<ScenarioInfo>& scenario_catalog() {
       ScenarioInfo{"mlp",
                    "wide tabular MLP whose step is dominated by GEMMs (model-compute-bound)",
                    /*default_batch_size=*/256,
-                   {{"in_features", 1024, 1, 1'000'000, true, "input features"},
-                    {"hidden", 2048, 1, 1'000'000, true, "hidden width"},
-                    {"layers", 3, 1, 64, true, "hidden layers"},
-                    {"classes", 1000, 2, 1'000'000, true, "output classes"}}},
+                   mlp_knobs(/*in_features=*/1024, /*hidden=*/2048, /*layers=*/3, /*classes=*/1000,
+                             "hidden width")},
       // mlp.cpp
       ScenarioInfo{"commheavy",
                    "many parameters, little compute per sample: gradient all-reduce dominates data-parallel steps",
                    /*default_batch_size=*/16,
-                   {{"in_features", 256, 1, 1'000'000, true, "input features"},
-                    {"hidden", 2048, 1, 1'000'000, true, "hidden width (parameters grow with its square)"},
-                    {"layers", 6, 1, 64, true, "hidden layers"},
-                    {"classes", 10, 2, 1'000'000, true, "output classes"}}},
+                   mlp_knobs(/*in_features=*/256, /*hidden=*/2048, /*layers=*/6, /*classes=*/10,
+                             "hidden width (parameters grow with its square)")},
       // tinyops.cpp
       ScenarioInfo{"tinyops",
                    "deep stack of tiny layers at small batch: per-op dispatch dominates "
