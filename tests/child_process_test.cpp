@@ -2,6 +2,7 @@
 // binary itself re-executed with a gtest filter that selects a helper "test" by environment.
 #include "harness/process/child_process.h"
 #include "harness/process/interrupt.h"
+#include "process_gone.h"
 #include "sanitizer_build.h"
 
 #include <gtest/gtest.h>
@@ -109,13 +110,6 @@ TEST(ChildProcessTest, AnInterruptStopsTheChildrenAndMarksThem) {
   }
 }
 
-bool process_gone(pid_t pid) {  // absent, or a zombie nobody has reaped yet
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string pid_text, comm, state;
-  if (!(stat >> pid_text >> comm >> state)) return true;
-  return state == "Z" || state == "X";
-}
-
 // A parent killed by SIGKILL takes its children with it (PR_SET_PDEATHSIG): no variant runs on.
 TEST(ChildProcessTest, ChildrenDieWithTheirParentEvenOnSigkill) {
   const std::string pid_file = ::testing::TempDir() + "/child_pid_" + std::to_string(::getpid());
@@ -134,13 +128,13 @@ TEST(ChildProcessTest, ChildrenDieWithTheirParentEvenOnSigkill) {
     std::ifstream(pid_file) >> child;
   }
   ASSERT_GT(child, 0) << "the grandchild never started";
-  EXPECT_FALSE(process_gone(child));
+  EXPECT_FALSE(test_process::process_gone(child));
   ::kill(middle, SIGKILL);
   ::waitpid(middle, nullptr, 0);
   bool gone = false;
   for (int i = 0; i < 100 && !gone; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    gone = process_gone(child);
+    gone = test_process::process_gone(child);
   }
   EXPECT_TRUE(gone) << "child " << child << " outlived its SIGKILLed parent";
   if (!gone) ::kill(child, SIGKILL);
@@ -161,11 +155,7 @@ TEST(ChildProcessTest, WhatAChildForkedDoesNotOutliveIt) {
     pid_t grandchild = 0;
     std::ifstream(pid_file) >> grandchild;
     ASSERT_GT(grandchild, 0) << mode << ": the grandchild's pid was not written";
-    bool gone = false;
-    for (int i = 0; i < 100 && !gone; ++i) {
-      gone = process_gone(grandchild);
-      if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    const bool gone = test_process::gone_within_5_s(grandchild);
     EXPECT_TRUE(gone) << mode << ": grandchild " << grandchild << " outlived its parent";
     if (!gone) ::kill(grandchild, SIGKILL);
   }

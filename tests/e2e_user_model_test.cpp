@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e_support.h"
+#include "process_gone.h"
 
 namespace trainlab::e2e {
 namespace {
@@ -526,13 +527,6 @@ TEST(UserModelE2E, DashedValuesAndRangesPastInt64AreTheUsersOneLine) {
                             "does not fit uint8 (0..255)", dir, "past uint8");
 }
 
-bool process_gone(pid_t pid) {  // absent, or a zombie nobody has reaped yet
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string pid_text, comm, state;
-  if (!(stat >> pid_text >> comm >> state)) return true;
-  return state == "Z" || state == "X";
-}
-
 // A process the factory starts and leaves running ends with the bundle writer.
 TEST(UserModelE2E, WhatTheFactoryStartsDoesNotOutliveModelAdd) {
 #ifndef TRAINLAB_TORCH_PYTHON
@@ -546,11 +540,7 @@ TEST(UserModelE2E, WhatTheFactoryStartsDoesNotOutliveModelAdd) {
   pid_t sleeper = 0;
   std::ifstream(dir + "/sleep.pid") >> sleeper;
   ASSERT_GT(sleeper, 0);
-  bool gone = false;
-  for (int i = 0; i < 100 && !gone; ++i) {
-    gone = process_gone(sleeper);
-    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  const bool gone = test_process::gone_within_5_s(sleeper);
   EXPECT_TRUE(gone) << "the factory's `sleep 300` (" << sleeper << ") outlived model add";
   if (!gone) ::kill(sleeper, SIGKILL);
 }
