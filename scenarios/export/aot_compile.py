@@ -697,6 +697,15 @@ def compile_checked(joint, model, example_args, random_ops, device_type, package
     def still_in(count):
         return "still in %d" % count if count is not None else "not checked (the check could not run)"
 
+    def export_again(what_failed):
+        """The joint graph exported again, after a setting changed; where that fails, the package
+        goes and the variant is refused, saying what failed."""
+        try:
+            return export_joint(model, example_args)[0]
+        except Exception as e:
+            os.unlink(package_path)
+            refuse(what_failed, e)
+
     compile_once(joint, package_path)
     bad = check()
     if not bad:  # finite, or not checked
@@ -710,22 +719,14 @@ def compile_checked(joint, model, example_args, random_ops, device_type, package
     tried = []
     if random_ops:
         inductor_config.fallback_random = True
-        try:
-            joint, _ = export_joint(model, example_args)
-        except Exception as e:
-            os.unlink(package_path)
-            refuse("export with ATen's random numbers failed (after the first package gave NaN)", e)
+        joint = export_again("export with ATen's random numbers failed (after the first package gave NaN)")
         compile_once(joint, package_path)
         still_bad = check()
         if still_bad == 0:
             return joint, (fault + "; exported and compiled again with ATen's random numbers (Inductor "
                            "fallback_random, for " + ", ".join(random_ops) + "), whose outputs are finite")
         inductor_config.fallback_random = False
-        try:
-            joint, _ = export_joint(model, example_args)
-        except Exception as e:
-            os.unlink(package_path)
-            refuse("export failed (again, after ATen's random numbers did not mend the package)", e)
+        joint = export_again("export failed (again, after ATen's random numbers did not mend the package)")
         tried.append("with ATen's random numbers (fallback_random) " + still_in(still_bad))
     inductor_config.cpp.simdlen = 256  # a CPU package here: GPU packages returned unchecked above
     compile_once(joint, package_path)
