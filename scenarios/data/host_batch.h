@@ -68,4 +68,19 @@ std::mt19937_64 sample_rng(uint64_t augment_seed, int64_t position_in_batch);
 // Monotonic clock in nanoseconds (steady_clock).
 int64_t monotonic_ns();
 
+// Times stages back to back: each charge() adds the time since the previous one to a stage, so
+// the stages add up to the wall time between construction and the last charge.
+class StageClock {
+ public:
+  StageClock() : last_ns_(monotonic_ns()) {}
+  void charge(int64_t& stage_ns) {
+    const int64_t now_ns = monotonic_ns();
+    stage_ns += now_ns - last_ns_;
+    last_ns_ = now_ns;
+  }
+
+ private:
+  int64_t last_ns_;
+};
+
 }  // namespace trainlab

@@ -100,21 +100,6 @@ void put_varint(std::string& out, uint64_t value) {
 uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
 int64_t unzigzag(uint64_t u) { return static_cast<int64_t>(u >> 1) ^ -static_cast<int64_t>(u & 1); }
 
-// Times stages back to back: each charge() adds the time since the previous one to a stage, so
-// the stages add up to the wall time between construction and the last charge.
-class StageClock {
- public:
-  StageClock() : last_ns_(monotonic_ns()) {}
-  void charge(int64_t& stage_ns) {
-    const int64_t now_ns = monotonic_ns();
-    stage_ns += now_ns - last_ns_;
-    last_ns_ = now_ns;
-  }
-
- private:
-  int64_t last_ns_;
-};
-
 // ---- spec, manifest ------------------------------------------------------------------------
 
 void validate_spec(const RecsysDataSpec& s) {

@@ -597,13 +597,13 @@ void augment_into(const unsigned char* rgb, int64_t width, int64_t height, const
 
 // ---- Batch assembly shared by both sources ----------------------------------------------------
 
-// Builds a batch; fetch(index, stages, last_ns) must leave the sample's RGB bytes in a buffer it
-// returns, charging its read (and decode) time to stages by advancing last_ns. Every nanosecond
+// Builds a batch; fetch(index, stages, clock) must leave the sample's RGB bytes in a buffer it
+// returns, charging its read (and decode) time to stages through clock. Every nanosecond
 // between entry and return lands in exactly one stage, so the stages sum to the call's wall time.
 template <class Fetch>
 HostBatch assemble_batch(const BatchRequest& request, const BufferAllocator& allocate, const VisionDataset& dataset,
                          const VisionAugment& augment, const Fetch& fetch) {
-  int64_t last_ns = monotonic_ns();
+  StageClock clock;
   const int64_t samples = dataset.spec.samples;
   for (int64_t index : request.sample_indices) {
     if (index < 0 || index >= samples) {
@@ -623,19 +623,15 @@ HostBatch assemble_batch(const BatchRequest& request, const BufferAllocator& all
   }
   float* images = batch.inputs[0].as<float>();
   const size_t image_floats = static_cast<size_t>(3 * crop * crop);
-  int64_t now_ns = monotonic_ns();
-  batch.stage_ns.collate_ns += now_ns - last_ns;
-  last_ns = now_ns;
+  clock.charge(batch.stage_ns.collate_ns);
 
   const int64_t size = dataset.spec.image_size;
   for (int64_t i = 0; i < batch_size; ++i) {
-    const unsigned char* rgb = fetch(request.sample_indices[static_cast<size_t>(i)], batch.stage_ns, last_ns);
+    const unsigned char* rgb = fetch(request.sample_indices[static_cast<size_t>(i)], batch.stage_ns, clock);
     std::mt19937_64 rng = sample_rng(request.augment_seed, request.first_position + i);
     const AugmentPlan plan = plan_augment(size, size, augment.intensity, rng);
     augment_into(rgb, size, size, plan, crop, images + static_cast<size_t>(i) * image_floats);
-    now_ns = monotonic_ns();
-    batch.stage_ns.augment_ns += now_ns - last_ns;
-    last_ns = now_ns;
+    clock.charge(batch.stage_ns.augment_ns);
   }
   return batch;
 }
@@ -648,32 +644,33 @@ std::string format_intensity(double intensity) {
 
 // ---- Sources ----------------------------------------------------------------------------------
 
-class VisionJpegSource : public SampleSource {
+// A vision source: the dataset (its spec, folder and labels) and the augmentation, and a batch
+// assembled the same way whichever source fetches its images (assemble_batch).
+class VisionSource : public SampleSource {
  public:
-  VisionJpegSource(VisionDataset dataset, VisionAugment augment)
-      : dataset_(std::move(dataset)), augment_(augment) {}
-
   int64_t num_samples() const override { return dataset_.spec.samples; }
 
   HostBatch load_batch(const BatchRequest& request, const BufferAllocator& allocate) const override {
-    thread_local std::vector<unsigned char> jpeg;
-    thread_local std::vector<unsigned char> rgb;
-    const int64_t size = dataset_.spec.image_size;
-    rgb.resize(static_cast<size_t>(size * size * 3));
-    auto fetch = [&](int64_t index, StageTimes& stages, int64_t& last_ns) -> const unsigned char* {
-      const std::string path = dataset_.dir + "/" + image_relative_path(index);
-      read_whole_file(path, jpeg);
-      int64_t now_ns = monotonic_ns();
-      stages.read_ns += now_ns - last_ns;
-      last_ns = now_ns;
-      decode_jpeg(path, jpeg, size, rgb.data());
-      now_ns = monotonic_ns();
-      stages.decode_ns += now_ns - last_ns;
-      last_ns = now_ns;
-      return rgb.data();
-    };
-    return assemble_batch(request, allocate, dataset_, augment_, fetch);
+    return assemble_batch(request, allocate, dataset_, augment_,
+                          [this](int64_t index, StageTimes& stages, StageClock& clock) {
+                            return fetch(index, stages, clock);
+                          });
   }
+
+ protected:
+  VisionSource(VisionDataset dataset, VisionAugment augment) : dataset_(std::move(dataset)), augment_(augment) {}
+
+  // Leaves sample `index`'s RGB bytes in a buffer of this thread's and returns it, charging its read
+  // (and decode) time to stages through clock.
+  virtual const unsigned char* fetch(int64_t index, StageTimes& stages, StageClock& clock) const = 0;
+
+  VisionDataset dataset_;
+  VisionAugment augment_;
+};
+
+class VisionJpegSource final : public VisionSource {
+ public:
+  VisionJpegSource(VisionDataset dataset, VisionAugment augment) : VisionSource(std::move(dataset), augment) {}
 
   std::string describe() const override {
     const VisionDataSpec& s = dataset_.spec;
@@ -684,8 +681,18 @@ class VisionJpegSource : public SampleSource {
   }
 
  private:
-  VisionDataset dataset_;
-  VisionAugment augment_;
+  const unsigned char* fetch(int64_t index, StageTimes& stages, StageClock& clock) const override {
+    thread_local std::vector<unsigned char> jpeg;
+    thread_local std::vector<unsigned char> rgb;
+    const int64_t size = dataset_.spec.image_size;
+    rgb.resize(static_cast<size_t>(size * size * 3));
+    const std::string path = dataset_.dir + "/" + image_relative_path(index);
+    read_whole_file(path, jpeg);
+    clock.charge(stages.read_ns);
+    decode_jpeg(path, jpeg, size, rgb.data());
+    clock.charge(stages.decode_ns);
+    return rgb.data();
+  }
 };
 
 // A read-only mapping of a whole file.
@@ -728,10 +735,10 @@ class MappedFile {
   size_t bytes_ = 0;
 };
 
-class VisionCacheSource : public SampleSource {
+class VisionCacheSource final : public VisionSource {
  public:
   VisionCacheSource(VisionDataset dataset, VisionAugment augment, const std::string& cache_path)
-      : dataset_(std::move(dataset)), augment_(augment), cache_path_(cache_path), cache_(cache_path) {
+      : VisionSource(std::move(dataset), augment), cache_path_(cache_path), cache_(cache_path) {
     const int64_t size = dataset_.spec.image_size;
     image_bytes_ = static_cast<size_t>(size * size * 3);
     const size_t expected_bytes = sizeof(CacheHeader) + static_cast<size_t>(dataset_.spec.samples) * image_bytes_;
@@ -762,23 +769,6 @@ class VisionCacheSource : public SampleSource {
     }
   }
 
-  int64_t num_samples() const override { return dataset_.spec.samples; }
-
-  HostBatch load_batch(const BatchRequest& request, const BufferAllocator& allocate) const override {
-    thread_local std::vector<unsigned char> rgb;
-    rgb.resize(image_bytes_);
-    auto fetch = [&](int64_t index, StageTimes& stages, int64_t& last_ns) -> const unsigned char* {
-      // "Read" = copying the sample out of the mapping (page-ins included); nothing to decode.
-      std::memcpy(rgb.data(), cache_.data() + sizeof(CacheHeader) + static_cast<size_t>(index) * image_bytes_,
-                  image_bytes_);
-      const int64_t now_ns = monotonic_ns();
-      stages.read_ns += now_ns - last_ns;
-      last_ns = now_ns;
-      return rgb.data();
-    };
-    return assemble_batch(request, allocate, dataset_, augment_, fetch);
-  }
-
   std::string describe() const override {
     const VisionDataSpec& s = dataset_.spec;
     return "decoded cache: " + std::to_string(s.samples) + " images " + std::to_string(s.image_size) + "x" +
@@ -789,8 +779,16 @@ class VisionCacheSource : public SampleSource {
   }
 
  private:
-  VisionDataset dataset_;
-  VisionAugment augment_;
+  const unsigned char* fetch(int64_t index, StageTimes& stages, StageClock& clock) const override {
+    thread_local std::vector<unsigned char> rgb;
+    rgb.resize(image_bytes_);
+    // "Read" = copying the sample out of the mapping (page-ins included); nothing to decode.
+    std::memcpy(rgb.data(), cache_.data() + sizeof(CacheHeader) + static_cast<size_t>(index) * image_bytes_,
+                image_bytes_);
+    clock.charge(stages.read_ns);
+    return rgb.data();
+  }
+
   std::string cache_path_;
   MappedFile cache_;
   size_t image_bytes_ = 0;
