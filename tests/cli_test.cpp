@@ -49,6 +49,16 @@ void expect_nothing_ran(const std::string& results) {
   EXPECT_TRUE(made_nothing) << results;
 }
 
+// A test's bad command lines, each given --results of the test's own fresh folder (`results`, which
+// expect_nothing_ran checks afterwards).
+struct BadArguments {
+  std::string results;
+  // `command_line --results RESULTS` is one error line holding message_part, exit 2.
+  void expect(const std::string& command_line, const std::string& message_part) const {
+    expect_bad_input(command_line + " --results " + results, message_part);
+  }
+};
+
 const std::string kPrevious = std::string(TRAINLAB_FIXTURES_DIR) + "/results_previous";
 
 TEST(CliTest, AnUnknownCommandOrNoneIsOneLine) {
@@ -58,25 +68,24 @@ TEST(CliTest, AnUnknownCommandOrNoneIsOneLine) {
 }
 
 TEST(CliRunTest, BadSettingsAreOneLineAndExitTwoBeforeAnythingRuns) {
-  const std::string results = fresh_dir("run");
-  const std::string r = " --results " + results;
-  expect_bad_input("run --scenario nope" + r, "unknown scenario 'nope'");
-  expect_bad_input("run --precision fp8" + r, "invalid precision 'fp8'");
-  expect_bad_input("run --compiled maybe" + r, "expected on or off");
-  expect_bad_input("run --batch -5" + r, "invalid --batch -5 (must be 1 to 2147483647)");
-  expect_bad_input("run --batch 99999999999" + r, "invalid --batch 99999999999 (must be 1 to 2147483647)");
-  expect_bad_input("run --steps 0" + r, "--steps");
-  expect_bad_input("run --steps 1 --window 0:2" + r, "the window must lie within the 1 measured step)");
-  expect_bad_input("run -k nope=3" + r, "unknown knob 'nope'");
-  expect_bad_input("run -k hidden=0 --scenario mlp" + r, "out of range");
-  expect_bad_input("run --device tpu" + r, "invalid device");
-  expect_bad_input("run --ab workers" + r, "invalid --ab 'workers' (expected NAME=VALUE)");
-  expect_bad_input("run --thresholds " + results + "/missing.json" + r, "no such file");
-  expect_bad_input("run --scenario recsys --preset fast" + r,
-                   "unknown preset 'fast' for scenario recsys (presets: data-bound)");
-  expect_bad_input("run --scenario mlp --preset data-bound" + r, "(presets: none)");
+  const BadArguments bad{fresh_dir("run")};
+  bad.expect("run --scenario nope", "unknown scenario 'nope'");
+  bad.expect("run --precision fp8", "invalid precision 'fp8'");
+  bad.expect("run --compiled maybe", "expected on or off");
+  bad.expect("run --batch -5", "invalid --batch -5 (must be 1 to 2147483647)");
+  bad.expect("run --batch 99999999999", "invalid --batch 99999999999 (must be 1 to 2147483647)");
+  bad.expect("run --steps 0", "--steps");
+  bad.expect("run --steps 1 --window 0:2", "the window must lie within the 1 measured step)");
+  bad.expect("run -k nope=3", "unknown knob 'nope'");
+  bad.expect("run -k hidden=0 --scenario mlp", "out of range");
+  bad.expect("run --device tpu", "invalid device");
+  bad.expect("run --ab workers", "invalid --ab 'workers' (expected NAME=VALUE)");
+  bad.expect("run --thresholds " + bad.results + "/missing.json", "no such file");
+  bad.expect("run --scenario recsys --preset fast",
+             "unknown preset 'fast' for scenario recsys (presets: data-bound)");
+  bad.expect("run --scenario mlp --preset data-bound", "(presets: none)");
   expect_bad_input("run --results /proc/trainlab-cannot-write", "results folder");
-  expect_nothing_ran(results);
+  expect_nothing_ran(bad.results);
 }
 
 // --python's torch check: the release must match, local build suffixes aside.
@@ -116,20 +125,19 @@ TEST(CliTest, AValueWithANewlineKeepsTheErrorOnOneLine) {
 }
 
 TEST(CliProfileTest, AnUnknownGateIsOneLine) {
-  const std::string results = fresh_dir("profile");
-  expect_bad_input("profile --fail-on sometimes --results " + results, "--fail-on");
-  expect_bad_input("profile --window 5 --results " + results, "--window");
-  expect_nothing_ran(results);
+  const BadArguments bad{fresh_dir("profile")};
+  bad.expect("profile --fail-on sometimes", "--fail-on");
+  bad.expect("profile --window 5", "--window");
+  expect_nothing_ran(bad.results);
 }
 
 TEST(CliBaselineTest, OverridesAreCheckedAndHelpNamesTheLabsOptions) {
-  const std::string results = fresh_dir("baseline");
-  const std::string r = " --results " + results;
-  expect_bad_input("baseline --override fp64:batch=3" + r, "unknown lab variant");
-  expect_bad_input("baseline --override bf16:precision=fp32" + r, "cannot change precision");
-  expect_bad_input("baseline --override bf16" + r, "expected VARIANT:NAME=VALUE");
-  expect_bad_input("baseline --emulated-bf16 maybe" + r, "invalid --emulated-bf16 'maybe' (skip or run)");
-  expect_nothing_ran(results);
+  const BadArguments bad{fresh_dir("baseline")};
+  bad.expect("baseline --override fp64:batch=3", "unknown lab variant");
+  bad.expect("baseline --override bf16:precision=fp32", "cannot change precision");
+  bad.expect("baseline --override bf16", "expected VARIANT:NAME=VALUE");
+  bad.expect("baseline --emulated-bf16 maybe", "invalid --emulated-bf16 'maybe' (skip or run)");
+  expect_nothing_ran(bad.results);
   const CliResult help = run("baseline --help");
   EXPECT_EQ(help.status, 0);
   EXPECT_NE(help.out.find("--emulated-bf16"), std::string::npos);
@@ -137,12 +145,11 @@ TEST(CliBaselineTest, OverridesAreCheckedAndHelpNamesTheLabsOptions) {
 }
 
 TEST(CliSweepTest, ImpossibleGridsAreOneLine) {
-  const std::string results = fresh_dir("sweep");
-  const std::string r = " --results " + results;
-  expect_bad_input("sweep --repeat 0" + r, "invalid --repeat");
-  expect_bad_input("sweep --workers 1,x" + r, "--workers");
-  expect_bad_input("sweep --tolerance-pct 100" + r, "invalid --tolerance-pct");
-  expect_nothing_ran(results);
+  const BadArguments bad{fresh_dir("sweep")};
+  bad.expect("sweep --repeat 0", "invalid --repeat");
+  bad.expect("sweep --workers 1,x", "--workers");
+  bad.expect("sweep --tolerance-pct 100", "invalid --tolerance-pct");
+  expect_nothing_ran(bad.results);
 }
 
 TEST(CliDiagnoseTest, ARunFolderIsDiagnosedInProcessAndBadInputIsOneLine) {
@@ -187,10 +194,10 @@ TEST(CliHistoryTest, ListsTheFolderInProcess) {
 }
 
 TEST(CliValidateTest, UnknownCasesAreOneLine) {
-  const std::string results = fresh_dir("validate");
-  expect_bad_input("validate --only nope --results " + results, "unknown seeded case 'nope'");
-  expect_bad_input("validate --cases " + results + "/missing.json --results " + results, "missing.json");
-  expect_nothing_ran(results);
+  const BadArguments bad{fresh_dir("validate")};
+  bad.expect("validate --only nope", "unknown seeded case 'nope'");
+  bad.expect("validate --cases " + bad.results + "/missing.json", "missing.json");
+  expect_nothing_ran(bad.results);
 }
 
 TEST(CliDoctorTest, ItsOwnOptionsAreCheckedAndHelpNamesThem) {
@@ -207,17 +214,16 @@ TEST(CliDoctorTest, ItsOwnOptionsAreCheckedAndHelpNamesThem) {
 TEST(CliDeviceTest, CudaWithoutAUsableDeviceIsOneLineUpFront) {
   if (cuda_device_present()) GTEST_SKIP() << "a CUDA device is usable here: --device cuda is valid";
   EXPECT_FALSE(cuda_absent_reason().empty());
-  const std::string results = fresh_dir("device_cuda");
-  std::filesystem::create_directories(results);
-  const std::string r = " --scenario mlp --results " + results;
+  const BadArguments bad{fresh_dir("device_cuda")};
+  std::filesystem::create_directories(bad.results);
   const std::string message = "--device cuda: no CUDA device is usable here (" + cuda_absent_reason() +
                               "); use --device cpu or auto";
   for (const std::string command_line :
        {"run --device cuda", "profile --set device=cuda", "run --ab device=cuda", "baseline --device cuda",
         "baseline --override bf16:device=cuda", "sweep --device cuda", "doctor --device cuda"}) {
-    expect_bad_input(command_line + r, message);
+    bad.expect(command_line + " --scenario mlp", message);
   }
-  expect_nothing_ran(results);
+  expect_nothing_ran(bad.results);
 }
 
 // `trainlab profile` names its run "profile" (banner, folder suffix, run.json's kind, history), not
@@ -285,15 +291,15 @@ TEST(CliListTest, HelpAndListAnswerWithoutRunningAnything) {
 // Every command that prints a table takes --format; a bad value is one line naming the allowed
 // ones, exit 2, before anything runs.
 TEST(CliFormatTest, EveryTableCommandRefusesAnUnknownFormatInOneLine) {
-  const std::string results = fresh_dir("format");
+  const BadArguments bad{fresh_dir("format")};
   for (const std::string command : {"run", "profile", "baseline", "sweep", "validate", "doctor"}) {
-    expect_bad_input(command + " --format xml --results " + results, "invalid --format 'xml' (table, json or markdown)");
+    bad.expect(command + " --format xml", "invalid --format 'xml' (table, json or markdown)");
   }
-  expect_bad_input("diagnose " + kPrevious + "/20261124-014025-mlp-run --format xml --out " + results,
+  expect_bad_input("diagnose " + kPrevious + "/20261124-014025-mlp-run --format xml --out " + bad.results,
                    "invalid --format 'xml' (table, json or markdown)");
   expect_bad_input("history --results " + kPrevious + " --format xml", "invalid --format 'xml' (table, json or markdown)");
   expect_bad_input("list --format xml", "invalid --format 'xml' (table, json or markdown)");
-  expect_nothing_ran(results);
+  expect_nothing_ran(bad.results);
 }
 
 // JSON: stdout is one document and nothing else; markdown: a header row and a |---| row.
