@@ -373,6 +373,15 @@ void empty_note(std::ostringstream& o, const std::string& text) {
   o << "<p class=\"empty\">" << escape_html(text) << "</p>\n";
 }
 
+// Where a section has nothing (more) to show: its note, and the section closed. Whether it had
+// nothing, so that the caller returns at once.
+bool ended_on_note(std::ostringstream& o, bool nothing_to_show, const std::string& note) {
+  if (!nothing_to_show) return false;
+  empty_note(o, note);
+  o << "</section>\n";
+  return true;
+}
+
 // A CSS bar (width in % of its cell) followed by a label.
 std::string inline_bar(double fraction, const char* colour) {
   const double pct = std::clamp(fraction, 0.0, 1.0) * 100.0;
@@ -493,9 +502,8 @@ void verdict_section(std::ostringstream& o, const ReportInput& in) {
 
 void actions_section(std::ostringstream& o, const ReportInput& in) {
   section_open(o, "actions", "2 · Ranked actions");
-  if (in.verdict == nullptr || in.verdict->actions.empty()) {
-    empty_note(o, in.verdict == nullptr ? "— (no verdict)" : "— (no rule found step time to save)");
-    o << "</section>\n";
+  if (ended_on_note(o, in.verdict == nullptr || in.verdict->actions.empty(),
+                    in.verdict == nullptr ? "— (no verdict)" : "— (no rule found step time to save)")) {
     return;
   }
   o << "<table class=\"data\"><thead><tr><th class=\"num\">#</th><th>Action</th><th>Rule</th><th>Test "
@@ -627,11 +635,7 @@ void system_row(std::ostringstream& o, const std::string& name, const Distributi
 void system_section(std::ostringstream& o, const ReportInput& in) {
   const Summary& s = *in.summary;
   section_open(o, "system", "4 · System usage");
-  if (s.system.empty()) {
-    empty_note(o, "— (no system metrics were sampled)");
-    o << "</section>\n";
-    return;
-  }
+  if (ended_on_note(o, s.system.empty(), "— (no system metrics were sampled)")) return;
   const char* head =
       "<table class=\"data\"><thead><tr><th>Metric</th><th class=\"num\">Samples</th><th "
       "class=\"num\">max</th>"
@@ -798,11 +802,7 @@ void steps_over_time_svg(std::ostringstream& o, const Summary& s, const Distribu
 void steps_section(std::ostringstream& o, const ReportInput& in) {
   const Summary& s = *in.summary;
   section_open(o, "steps", "5 · Step durations");
-  if (s.step_ms.empty()) {
-    empty_note(o, "— (no measured steps)");
-    o << "</section>\n";
-    return;
-  }
+  if (ended_on_note(o, s.step_ms.empty(), "— (no measured steps)")) return;
   std::vector<double> finite;  // a step time that is NaN or infinite is shown in no chart
   for (double v : s.step_ms) {
     if (std::isfinite(v)) finite.push_back(v);
@@ -967,9 +967,8 @@ void timeline_section(std::ostringstream& o, const ReportInput& in) {
   for (const ReportTimeline& t : in.timelines) {
     if (!t.points.empty()) series.push_back(&t);
   }
-  if (series.empty() && in.step_marks.empty()) {
-    empty_note(o, "— (no system metrics over time were recorded)");
-    o << "</section>\n";
+  if (ended_on_note(o, series.empty() && in.step_marks.empty(),
+                    "— (no system metrics over time were recorded)")) {
     return;
   }
   const auto [t_lo, t_hi] = timeline_range(series, in.step_marks);
@@ -1204,11 +1203,7 @@ void parallel_section(std::ostringstream& o, const ReportInput& in) {
     for (size_t i = 0; i < s.rank_step_p50_ms.size(); ++i)
       p50s.emplace_back("rank " + std::to_string(i), s.rank_step_p50_ms[i]);
   }
-  if (p50s.empty()) {
-    empty_note(o, "— (no per-rank figures)");
-    o << "</section>\n";
-    return;
-  }
+  if (ended_on_note(o, p50s.empty(), "— (no per-rank figures)")) return;
   double fastest = std::numeric_limits<double>::infinity(), slowest = 0;
   for (const auto& p : p50s) {
     fastest = std::min(fastest, p.second);
@@ -1245,16 +1240,8 @@ void parallel_section(std::ostringstream& o, const ReportInput& in) {
 
 void rules_section(std::ostringstream& o, const ReportInput& in) {
   section_open(o, "rules", "12 · Rules");
-  if (in.findings == nullptr) {
-    empty_note(o, "— (the rules were not run)");
-    o << "</section>\n";
-    return;
-  }
-  if (in.findings->empty()) {
-    empty_note(o, "No rule fired.");
-    o << "</section>\n";
-    return;
-  }
+  if (ended_on_note(o, in.findings == nullptr, "— (the rules were not run)")) return;
+  if (ended_on_note(o, in.findings->empty(), "No rule fired.")) return;
   o << "<table class=\"data rules\"><thead><tr><th>Rule</th><th>Severity</th><th>Suspect</th><th>Finding</th>"
        "<th>Evidence: value vs threshold</th><th class=\"num\" title=\"data points on which the condition "
        "held / examined\">Fired</th>"
