@@ -112,4 +112,11 @@ nlohmann::json table_rows_json(const Table& table) {
   return rows;
 }
 
+nlohmann::json output_document(const std::string& kind, nlohmann::json fields) {
+  fields["schema_version"] = 1;
+  fields["tool"] = "trainlab";
+  fields["kind"] = kind;
+  return fields;
+}
+
 }  // namespace trainlab

@@ -57,4 +57,8 @@ std::string render_table_markdown(const Table& table);
 // The rows as JSON objects {key: value}.
 nlohmann::json table_rows_json(const Table& table);
 
+// A command's --format json document: `fields` with the envelope every such document carries,
+// {"schema_version": 1, "tool": "trainlab", "kind": kind}.
+nlohmann::json output_document(const std::string& kind, nlohmann::json fields);
+
 }  // namespace trainlab

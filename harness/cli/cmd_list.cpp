@@ -79,8 +79,7 @@ nlohmann::json list_json() {
                          {"knobs", knobs},
                          {"presets", presets}});
   }
-  return {{"schema_version", 1}, {"tool", "trainlab"}, {"kind", "list"}, {"scenarios", scenarios},
-          {"own_model", kOwnModel}};
+  return output_document("list", {{"scenarios", scenarios}, {"own_model", kOwnModel}});
 }
 
 }  // namespace

@@ -75,17 +75,14 @@ nlohmann::json compare_json(const CompareOutcome& outcome, const CompareOptions&
                     {"verdict", r.verdict},
                     {"gated", r.gated}});
   }
-  return {{"schema_version", 1},
-          {"tool", "trainlab"},
-          {"kind", "compare"},
-          {"before", outcome.before_label},
-          {"after", outcome.after_label},
-          {"threshold_pct", options.threshold_pct},
-          {"max_regression_pct", options.max_regression_pct},
-          {"rows", rows},
-          {"warnings", outcome.warnings},
-          {"gate_failed", outcome.gate_failed},
-          {"ungated_regressions", outcome.ungated_regressions}};
+  return output_document("compare", {{"before", outcome.before_label},
+                                     {"after", outcome.after_label},
+                                     {"threshold_pct", options.threshold_pct},
+                                     {"max_regression_pct", options.max_regression_pct},
+                                     {"rows", rows},
+                                     {"warnings", outcome.warnings},
+                                     {"gate_failed", outcome.gate_failed},
+                                     {"ungated_regressions", outcome.ungated_regressions}});
 }
 
 }  // namespace trainlab

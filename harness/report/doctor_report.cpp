@@ -35,19 +35,17 @@ Table doctor_trials_table(const DoctorOutcome& outcome) {
 }
 
 nlohmann::json doctor_json(const DoctorOutcome& outcome) {
-  return {{"schema_version", 1},
-          {"tool", "trainlab"},
-          {"kind", "doctor"},
-          {"doctor", outcome.out_dir + "/doctor.json"},
-          {"report", outcome.out_dir + "/report.html"},
-          {"configuration", outcome.configuration},
-          {"interrupted", string_or_null(outcome.interrupted)},
-          {"diagnosis", outcome.diagnosis_headline},
-          {"trials", table_rows_json(doctor_trials_table(outcome))},
-          {"best_settings", outcome.best_settings},
-          {"best_gain_pct", outcome.best_gain_pct},
-          {"after", {{"headline", outcome.after_headline}, {"findings", outcome.after_findings}}},
-          {"unaddressed_findings", outcome.unaddressed_findings}};
+  return output_document(
+      "doctor", {{"doctor", outcome.out_dir + "/doctor.json"},
+                 {"report", outcome.out_dir + "/report.html"},
+                 {"configuration", outcome.configuration},
+                 {"interrupted", string_or_null(outcome.interrupted)},
+                 {"diagnosis", outcome.diagnosis_headline},
+                 {"trials", table_rows_json(doctor_trials_table(outcome))},
+                 {"best_settings", outcome.best_settings},
+                 {"best_gain_pct", outcome.best_gain_pct},
+                 {"after", {{"headline", outcome.after_headline}, {"findings", outcome.after_findings}}},
+                 {"unaddressed_findings", outcome.unaddressed_findings}});
 }
 
 std::string render_doctor(const DoctorOutcome& outcome, OutputFormat format) {

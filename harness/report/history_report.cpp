@@ -104,7 +104,7 @@ nlohmann::json history_json(const std::string& results_dir, const std::vector<Hi
                     {"headline", or_null(e.headline)},
                     {"problem", or_null(e.problem)}});
   }
-  return {{"schema_version", 1}, {"tool", "trainlab"}, {"kind", "history"}, {"results", results_dir}, {"runs", runs}};
+  return output_document("history", {{"results", results_dir}, {"runs", runs}});
 }
 
 std::string render_history_text(const std::string& results_dir, const std::vector<HistoryEntry>& entries) {

@@ -17,16 +17,13 @@ namespace trainlab {
 
 nlohmann::json run_json(const RunRecord& r, const std::string& run_dir) {
   const Table variants = variant_table(r);
-  return {{"schema_version", 1},
-          {"tool", "trainlab"},
-          {"kind", r.kind},
-          {"run_id", r.run_id},
-          {"scenario", r.scenario},
-          {"run_dir", run_dir},
-          {"run_record", run_dir + "/run.json"},
-          {"variants", table_rows_json(variants)},
-          {"notes", variants.notes},
-          {"reading", r.reading}};
+  return output_document(r.kind, {{"run_id", r.run_id},
+                                  {"scenario", r.scenario},
+                                  {"run_dir", run_dir},
+                                  {"run_record", run_dir + "/run.json"},
+                                  {"variants", table_rows_json(variants)},
+                                  {"notes", variants.notes},
+                                  {"reading", r.reading}});
 }
 
 std::string render_run_markdown(const RunRecord& r, const std::string& run_dir) {
@@ -159,17 +156,15 @@ std::string render_sweep_report(const SweepOutcome& outcome, OutputFormat format
                                 ? outcome.run_dir + "/" + r.details.sweep->chart
                                 : std::string();
   if (format == OutputFormat::kJson) {
-    return json_text({{"schema_version", 1},
-                      {"tool", "trainlab"},
-                      {"kind", "sweep"},
-                      {"run_id", r.run_id},
-                      {"scenario", r.scenario},
-                      {"run_dir", outcome.run_dir},
-                      {"run_record", outcome.run_dir + "/run.json"},
-                      {"points", table_rows_json(outcome.table)},
-                      {"notes", outcome.table.notes},
-                      {"reading", r.reading},
-                      {"chart", chart.empty() ? nlohmann::json(nullptr) : nlohmann::json(chart)}},
+    return json_text(output_document("sweep", {{"run_id", r.run_id},
+                                               {"scenario", r.scenario},
+                                               {"run_dir", outcome.run_dir},
+                                               {"run_record", outcome.run_dir + "/run.json"},
+                                               {"points", table_rows_json(outcome.table)},
+                                               {"notes", outcome.table.notes},
+                                               {"reading", r.reading},
+                                               {"chart", chart.empty() ? nlohmann::json(nullptr)
+                                                                       : nlohmann::json(chart)}}),
                      2) +
            "\n";
   }

@@ -25,11 +25,7 @@ nlohmann::json validation_json(const ValidateOutcome& outcome) {
                      {"run_dir", r.run_dir},
                      {"args", r.seeded.args}});
   }
-  return {{"schema_version", 1},
-          {"tool", "trainlab"},
-          {"kind", "validate"},
-          {"all_correct", outcome.all_correct},
-          {"cases", cases}};
+  return output_document("validate", {{"all_correct", outcome.all_correct}, {"cases", cases}});
 }
 
 Table validation_cases_table(const ValidateOutcome& outcome) {
