@@ -109,63 +109,86 @@ std::vector<TensorShape> batch_shapes(const std::vector<at::Tensor>& inputs, con
   return shapes;
 }
 
-InductorPackage prepare_inductor_package(const InductorPackageRequest& request) {
-  const std::string python = torch_python();
-  if (python.empty()) throw InductorUnavailable("the compiled variant needs the Python side: " + torch_python_missing_reason());
-  const std::string script = export_script("aot_compile.py");
+namespace {
+
+// What the exporter is run with, and what keys its package.
+struct ExporterCall {
+  std::string python, script, inputs_json;
+  nlohmann::json params;                 // everything that determines the package
+  std::vector<std::string> source_args;  // where the model comes from: the scenario and knobs, or the bundle
+};
+
+// The bundle's identity: its manifest (which names the user's file and its hash), that file,
+// and the bundler and adapter, whose loss table and model wrapper the exporter imports.
+std::string bundle_identity(const std::string& bundle) {
+  try {
+    const nlohmann::json manifest = nlohmann::json::parse(read_file(bundle + "/manifest.json"));
+    return hex16(fnv1a(manifest.dump())) + "-" +
+           hex16(fnv1a(read_file(bundle + "/source/" + manifest.at("source").at("file").get<std::string>()))) +
+           "-" + hex16(fnv1a(read_file(export_script("bundle_model.py")))) + "-" +
+           hex16(fnv1a(read_file(export_script("model_adapter.py"))));
+  } catch (const std::exception& e) {
+    throw InductorUnavailable(std::string("the model bundle cannot be read: ") + e.what());
+  }
+}
+
+// The Python side, the exporter and the parameters that key the package; throws
+// InductorUnavailable when the Python side, the exporter or the bundle is missing.
+ExporterCall exporter_call(const InductorPackageRequest& request) {
+  ExporterCall call;
+  call.python = torch_python();
+  if (call.python.empty()) {
+    throw InductorUnavailable("the compiled variant needs the Python side: " + torch_python_missing_reason());
+  }
+  call.script = export_script("aot_compile.py");
   std::string script_text;
   try {
-    script_text = read_file(script);
+    script_text = read_file(call.script);
   } catch (const std::exception& e) {
     throw InductorUnavailable(std::string("the compiled variant needs its exporter: ") + e.what());
   }
   const std::string script_hash = hex16(fnv1a(script_text));
-  const std::string inputs_json = shapes_json(request.inputs).dump();
-  nlohmann::json params = {{"scenario", request.scenario},
-                           {"knobs", nlohmann::json::parse(request.knobs_json)},
-                           {"inputs", nlohmann::json::parse(inputs_json)},
-                           {"precision", request.precision},
-                           {"device", request.device},
-                           {"torch", TORCH_VERSION},
-                           {"exporter", script_hash}};
-  if (request.cpu_threads > 0) params["cpu_threads"] = request.cpu_threads;
-  std::vector<std::string> source_args = {"--scenario", request.scenario, "--knobs", request.knobs_json};
+  call.inputs_json = shapes_json(request.inputs).dump();
+  call.params = {{"scenario", request.scenario},
+                 {"knobs", nlohmann::json::parse(request.knobs_json)},
+                 {"inputs", nlohmann::json::parse(call.inputs_json)},
+                 {"precision", request.precision},
+                 {"device", request.device},
+                 {"torch", TORCH_VERSION},
+                 {"exporter", script_hash}};
+  if (request.cpu_threads > 0) call.params["cpu_threads"] = request.cpu_threads;
+  call.source_args = {"--scenario", request.scenario, "--knobs", request.knobs_json};
   if (!request.bundle.empty()) {
-    // The bundle's identity: its manifest (which names the user's file and its hash), that file,
-    // and the bundler and adapter, whose loss table and model wrapper the exporter imports.
-    try {
-      const nlohmann::json manifest = nlohmann::json::parse(read_file(request.bundle + "/manifest.json"));
-      params["bundle"] = hex16(fnv1a(manifest.dump())) + "-" +
-                         hex16(fnv1a(read_file(request.bundle + "/source/" + manifest.at("source").at("file").get<std::string>()))) +
-                         "-" + hex16(fnv1a(read_file(export_script("bundle_model.py")))) + "-" +
-                         hex16(fnv1a(read_file(export_script("model_adapter.py"))));
-    } catch (const std::exception& e) {
-      throw InductorUnavailable(std::string("the model bundle cannot be read: ") + e.what());
-    }
-    source_args = {"--bundle", request.bundle};
+    call.params["bundle"] = bundle_identity(request.bundle);
+    call.source_args = {"--bundle", request.bundle};
   }
   if (const char* corrupt = std::getenv("TRAINLAB_TEST_CORRUPT_GRADIENT"); corrupt != nullptr && *corrupt != '\0') {
-    params["test_corrupt_gradient"] = corrupt;  // a test's deliberately broken backward is a package of its own
+    call.params["test_corrupt_gradient"] = corrupt;  // a test's deliberately broken backward is a package of its own
   }
-  const RefusalRecord refusal = refusal_record(request, params);
-  if (const std::optional<std::string> reason = remembered_refusal(refusal)) throw InductorUnavailable(*reason);
+  return call;
+}
+
+// The package's folder in the cache: found there, or built by the exporter in a child process
+// (a refusal is remembered for the next run). Throws InductorUnavailable when it cannot be built.
+PreparedDataset build_or_find_package(const InductorPackageRequest& request, const ExporterCall& call,
+                                      const RefusalRecord& refusal) {
   PreparedDataset prepared;
   try {
     prepared = prepare_dataset(
-        request.cache_root, "inductor-" + request.scenario, kPackageFormatVersion, params,
+        request.cache_root, "inductor-" + request.scenario, kPackageFormatVersion, call.params,
         [&](const std::string& tmp_dir) {
           const std::string log = tmp_dir + "/build.log";
-          std::vector<std::string> args = {script};
-          args.insert(args.end(), source_args.begin(), source_args.end());
-          args.insert(args.end(), {"--inputs", inputs_json, "--precision", request.precision, "--device", request.device,
-                                   "--out", tmp_dir + "/model.pt2", "--report", tmp_dir + "/build.json",
-                                   "--log", refusal.log_path});
+          std::vector<std::string> args = {call.script};
+          args.insert(args.end(), call.source_args.begin(), call.source_args.end());
+          args.insert(args.end(), {"--inputs", call.inputs_json, "--precision", request.precision,
+                                   "--device", request.device, "--out", tmp_dir + "/model.pt2",
+                                   "--report", tmp_dir + "/build.json", "--log", refusal.log_path});
           if (request.cpu_threads > 0) args.insert(args.end(), {"--cpu-threads", std::to_string(request.cpu_threads)});
           ChildLaunch launch{args,
                              log,
                              {},
-                             python,
-                             python};
+                             call.python,
+                             call.python};
           const ChildOutcome ended = run_self_as_children({launch}, kBuildTimeoutS).front();
           if (ended.exited && ended.exit_status == 2) {  // the exporter refused: the same inputs refuse again
             const std::string reason = last_line_of(log);
@@ -181,6 +204,29 @@ InductorPackage prepare_inductor_package(const InductorPackageRequest& request) 
   } catch (const std::exception& e) {
     throw InductorUnavailable(std::string("building the Inductor package failed: ") + e.what());
   }
+  return prepared;
+}
+
+// The exporter's gradient check, in words: skipped (and why), or how far the package's gradients
+// lie from eager autograd's.
+std::string gradient_check_text(const nlohmann::json& check) {
+  if (check.contains("skipped")) {
+    return "skipped: " + check.at("skipped").get<std::string>();
+  }
+  const double worst = required_field<double>(check, "max_rel_err");
+  const int64_t compared = required_field<int64_t>(check, "compared");
+  char text[200];
+  if (worst == 0) {
+    std::snprintf(text, sizeof text, "all %lld gradients identical", static_cast<long long>(compared));
+  } else {
+    std::snprintf(text, sizeof text, "max relative error %.2g over %lld gradients (%s)", worst,
+                  static_cast<long long>(compared), required_field<std::string>(check, "worst").c_str());
+  }
+  return text;
+}
+
+// The package as its folder holds it: the path, and what the exporter reported in build.json.
+InductorPackage read_package(const PreparedDataset& prepared) {
   InductorPackage package;
   package.path = prepared.dir + "/model.pt2";
   package.cache_hit = !prepared.generated;
@@ -208,24 +254,18 @@ InductorPackage prepare_inductor_package(const InductorPackageRequest& request) 
       package.parameter_strides.emplace_back(fqn, strides.get<std::vector<int64_t>>());
     }
   }
-  if (build.contains("gradient_check")) {
-    const nlohmann::json& check = build.at("gradient_check");
-    if (check.contains("skipped")) {
-      package.gradient_check = "skipped: " + check.at("skipped").get<std::string>();
-    } else {
-      const double worst = required_field<double>(check, "max_rel_err");
-      const int64_t compared = required_field<int64_t>(check, "compared");
-      char text[200];
-      if (worst == 0) {
-        std::snprintf(text, sizeof text, "all %lld gradients identical", static_cast<long long>(compared));
-      } else {
-        std::snprintf(text, sizeof text, "max relative error %.2g over %lld gradients (%s)", worst,
-                      static_cast<long long>(compared), required_field<std::string>(check, "worst").c_str());
-      }
-      package.gradient_check = text;
-    }
-  }
+  if (build.contains("gradient_check")) package.gradient_check = gradient_check_text(build.at("gradient_check"));
   return package;
+}
+
+}  // namespace
+
+InductorPackage prepare_inductor_package(const InductorPackageRequest& request) {
+  const ExporterCall call = exporter_call(request);
+  const RefusalRecord refusal = refusal_record(request, call.params);
+  if (const std::optional<std::string> reason = remembered_refusal(refusal)) throw InductorUnavailable(*reason);
+  const PreparedDataset prepared = build_or_find_package(request, call, refusal);
+  return read_package(prepared);
 }
 
 struct InductorStep::State {
