@@ -404,53 +404,148 @@ bool warmup_settled(const std::vector<int64_t>& warmup_host_ns) {
   });
 }
 
-// The timed loop: warm-up and measured steps, each timed phase by phase (the record's steps). The
-// loop's wall-time budget (spec.max_loop_s) may end warm-up and measurement early.
-LoopLeftovers run_loop(const VariantSpec& spec, TrainingSetup& t, Session& profiler, VariantRecord& record) {
-  LoopLeftovers out;
-  PhaseClock clock(t.use_cuda);
-  const bool budgeted = spec.max_loop_s > 0 && !spec.profile && !t.data_parallel;
-  const int64_t budget_ns = s_to_ns(spec.max_loop_s);
-  const int64_t loop_start_ns = now_ns();
-  int64_t warmup_steps = spec.warmup_steps;
+// The loop's plan and where it stands: the limits fixed before the first step, and the step counts
+// that warm-up's settling, the budget and the minimum loop time move.
+struct LoopPlan {
+  bool budgeted = false;
+  int64_t budget_ns = 0;
+  int64_t loop_start_ns = 0;
+  int64_t warmup_steps = 0;
+  bool warmup_may_grow = false;
+  int64_t warmup_cap = 0;
+  std::vector<int64_t> warmup_host_ns;  // host wall time of each warm-up step
+  // Measured steps: spec.steps, more while they have lasted under spec.min_loop_s.
+  int64_t planned_steps = 0;
+  // The measured steps' times so far (what the record's aggregate sums). On CUDA those are read after
+  // the loop (one synchronisation), so the wall time since measurement began stands in.
+  int64_t measured_step_ns = 0;
+  bool may_extend = false;
+};
+
+// The plan as the loop starts: the wall-time budget counts from here.
+LoopPlan plan_loop(const VariantSpec& spec, const TrainingSetup& t) {
+  LoopPlan plan;
+  plan.budgeted = spec.max_loop_s > 0 && !spec.profile && !t.data_parallel;
+  plan.budget_ns = s_to_ns(spec.max_loop_s);
+  plan.loop_start_ns = now_ns();
+  plan.warmup_steps = spec.warmup_steps;
   // Ranks must run the same steps, and a profile's window is counted from the first warm-up step:
   // those keep --warmup as it is.
-  const bool warmup_may_grow = spec.warmup_steps > 0 && !spec.profile && !t.data_parallel;
-  const int64_t warmup_cap = spec.warmup_steps * kWarmupCapFactor;
-  std::vector<int64_t> warmup_host_ns;  // host wall time of each warm-up step
-  StepProgressWriter progress;  // for the parent's live line, when it shows one
+  plan.warmup_may_grow = spec.warmup_steps > 0 && !spec.profile && !t.data_parallel;
+  plan.warmup_cap = spec.warmup_steps * kWarmupCapFactor;
+  plan.planned_steps = spec.steps;
+  plan.may_extend = spec.min_loop_s > 0 && !spec.profile && !t.data_parallel;
+  return plan;
+}
+
+// Before step i: whether the loop ends there (the planned steps done, unless measurement is extended
+// by a step while it has lasted under spec.min_loop_s; or the wall-time budget spent, which also
+// ends warm-up early).
+inline bool loop_ends_before(int64_t i, const VariantSpec& spec, const TrainingSetup& t, const LoopLeftovers& out,
+                             LoopPlan& plan, VariantRecord& record) {
+  if (i >= plan.warmup_steps + plan.planned_steps) {
+    if (!plan.may_extend || plan.planned_steps >= std::max(spec.steps, kMaxExtendedSteps) ||
+        (t.use_cuda ? now_ns() - out.measured_start_ns : plan.measured_step_ns) >= s_to_ns(spec.min_loop_s))
+      return true;
+    ++plan.planned_steps;
+    ++record.steps_added_for_min_loop;
+  }
+  if (plan.budgeted) {
+    const int64_t elapsed_ns = now_ns() - plan.loop_start_ns;
+    if (i < plan.warmup_steps && i >= 1 && elapsed_ns >= plan.budget_ns / 3) plan.warmup_steps = i;
+    if (i >= plan.warmup_steps + kMinBudgetedSteps && elapsed_ns >= plan.budget_ns) {
+      record.steps_cut_by_budget = std::max<int64_t>(0, plan.warmup_steps + spec.steps - i);
+      return true;
+    }
+  }
+  return false;
+}
+
+// What a step's work leaves alive until its loop iteration ends (after the step's clock and its
+// memory reading): the delivered batch, its copies on the device, the output and the loss.
+struct StepTensors {
+  BatchLoader::Delivered delivered;
+  std::vector<torch::Tensor> inputs;
+  torch::Tensor targets;
+  torch::Tensor output;
+  torch::Tensor loss;
+};
+
+// Step i's work inside its clock, phase by phase: the batch, its copy to the device, forward,
+// backward, communication, the optimizer, then the kept loss and the knobs' host work. The clock's
+// data-wait phase has begun; the step record learns its data stages and communication.
+inline void train_step(int64_t i, const VariantSpec& spec, TrainingSetup& t, PhaseClock& clock, StepRecord& step,
+                       StepTensors& held, LoopLeftovers& out) {
   // Ends the phase `done` on the clock and moves the NVTX phase range on to `next`.
   auto next_phase = [&](Phase done, Phase next) {
     clock.end_phase(done);
     nvtx_pop();
     nvtx_push(phase_name(next));
   };
-  // Measured steps: spec.steps, more while they have lasted under spec.min_loop_s.
-  int64_t planned_steps = spec.steps;
-  // The measured steps' times so far (what the record's aggregate sums). On CUDA those are read after
-  // the loop (one synchronisation), so the wall time since measurement began stands in.
-  int64_t measured_step_ns = 0;
-  const bool may_extend = spec.min_loop_s > 0 && !spec.profile && !t.data_parallel;
+  held.delivered = t.loader->next();
+  next_phase(Phase::kDataWait, Phase::kHostToDevice);
+  const Batch& batch = held.delivered.batch;
+  step.data_stage_ns = {batch.stage_ns.read_ns, batch.stage_ns.decode_ns, batch.stage_ns.augment_ns,
+                        batch.stage_ns.collate_ns};
+  step.data_busy_ns = held.delivered.busy_ns;
+
+  held.inputs = to_device(batch.inputs, t.device);
+  held.targets = batch.targets.to(t.device, /*non_blocking=*/true);
+  next_phase(Phase::kHostToDevice, Phase::kForward);
+
+  if (t.data_parallel) t.data_parallel->begin_step();
+  held.loss = t.forward_and_loss(held.inputs, held.targets, &held.output);
+  next_phase(Phase::kForward, Phase::kBackward);
+
+  // The seeded leak keeps the graph (and its saved activations) alive with the kept loss.
+  if (!t.inductor) held.loss.backward({}, /*retain_graph=*/spec.keep_loss_graphs);  // Inductor: done in the package
+  if (spec.grad_norm_every_steps > 0 && (i + 1) % spec.grad_norm_every_steps == 0) {
+    // The global gradient norm (this rank's gradients, before averaging): one pass over the
+    // gradients, kept on the device and read after the loop (no host sync).
+    std::vector<torch::Tensor> norms;
+    for (const torch::Tensor& p : t.workload->model().parameters()) {
+      if (p.grad().defined()) norms.push_back(p.grad().detach().to(torch::kFloat).norm());
+    }
+    if (!norms.empty()) out.grad_norms.emplace_back(i, torch::stack(norms).norm());
+  }
+  if (t.data_parallel) {
+    // The exposed communication: what is left of the all-reduce once backward has returned.
+    next_phase(Phase::kBackward, Phase::kCommunication);
+    t.data_parallel->finish_gradients();
+    step.comm_ns = t.data_parallel->last_step().comm_ns;
+    next_phase(Phase::kCommunication, Phase::kOptimizer);
+  } else {
+    next_phase(Phase::kBackward, Phase::kOptimizer);
+  }
+
+  t.optimizer->step();
+  t.optimizer->zero_grad(/*set_to_none=*/true);
+  next_phase(Phase::kOptimizer, Phase::kOther);
+
+  out.losses.push_back(spec.keep_loss_graphs ? held.loss : held.loss.detach());
+  if (spec.sync_every_steps > 0 && (i + 1) % spec.sync_every_steps == 0) {
+    // The knob's deliberate host synchronisation: reading the loss as a number.
+    (void)held.loss.item<double>();
+  }
+  if (spec.callback_every_steps > 0 && (i + 1) % spec.callback_every_steps == 0) {
+    run_host_callback(t.workload->model(), spec.callback_ms);
+  }
+}
+
+// The timed loop: warm-up and measured steps, each timed phase by phase (the record's steps). The
+// loop's wall-time budget (spec.max_loop_s) may end warm-up and measurement early.
+LoopLeftovers run_loop(const VariantSpec& spec, TrainingSetup& t, Session& profiler, VariantRecord& record) {
+  LoopLeftovers out;
+  PhaseClock clock(t.use_cuda);
+  LoopPlan plan = plan_loop(spec, t);
+  StepProgressWriter progress;  // for the parent's live line, when it shows one
   for (int64_t i = 0;; ++i) {
-    if (i >= warmup_steps + planned_steps) {
-      if (!may_extend || planned_steps >= std::max(spec.steps, kMaxExtendedSteps) ||
-          (t.use_cuda ? now_ns() - out.measured_start_ns : measured_step_ns) >= s_to_ns(spec.min_loop_s))
-        break;
-      ++planned_steps;
-      ++record.steps_added_for_min_loop;
-    }
-    if (budgeted) {
-      const int64_t elapsed_ns = now_ns() - loop_start_ns;
-      if (i < warmup_steps && i >= 1 && elapsed_ns >= budget_ns / 3) warmup_steps = i;
-      if (i >= warmup_steps + kMinBudgetedSteps && elapsed_ns >= budget_ns) {
-        record.steps_cut_by_budget = std::max<int64_t>(0, warmup_steps + spec.steps - i);
-        break;
-      }
-    }
+    if (loop_ends_before(i, spec, t, out, plan, record)) break;
     StepRecord step;
     step.index = i;
-    step.warmup = i < warmup_steps;
-    if (i == warmup_steps) {
+    step.warmup = i < plan.warmup_steps;
+    StepTensors held;  // the step fills it; freed when the iteration ends
+    if (i == plan.warmup_steps) {
       out.measured_start = take_disturbance_snapshot();
       out.measured_start_ns = now_ns();
       out.measured_start_cpu_ns = process_cpu_ns();
@@ -459,56 +554,7 @@ LoopLeftovers run_loop(const VariantSpec& spec, TrainingSetup& t, Session& profi
     profiler.begin_step();
     clock.begin_step();
     nvtx_push(phase_name(Phase::kDataWait));
-
-    BatchLoader::Delivered delivered = t.loader->next();
-    next_phase(Phase::kDataWait, Phase::kHostToDevice);
-    const Batch& batch = delivered.batch;
-    step.data_stage_ns = {batch.stage_ns.read_ns, batch.stage_ns.decode_ns, batch.stage_ns.augment_ns,
-                          batch.stage_ns.collate_ns};
-    step.data_busy_ns = delivered.busy_ns;
-
-    std::vector<torch::Tensor> inputs = to_device(batch.inputs, t.device);
-    torch::Tensor targets = batch.targets.to(t.device, /*non_blocking=*/true);
-    next_phase(Phase::kHostToDevice, Phase::kForward);
-
-    torch::Tensor output;
-    if (t.data_parallel) t.data_parallel->begin_step();
-    torch::Tensor loss = t.forward_and_loss(inputs, targets, &output);
-    next_phase(Phase::kForward, Phase::kBackward);
-
-    // The seeded leak keeps the graph (and its saved activations) alive with the kept loss.
-    if (!t.inductor) loss.backward({}, /*retain_graph=*/spec.keep_loss_graphs);  // Inductor: done in the package
-    if (spec.grad_norm_every_steps > 0 && (i + 1) % spec.grad_norm_every_steps == 0) {
-      // The global gradient norm (this rank's gradients, before averaging): one pass over the
-      // gradients, kept on the device and read after the loop (no host sync).
-      std::vector<torch::Tensor> norms;
-      for (const torch::Tensor& p : t.workload->model().parameters()) {
-        if (p.grad().defined()) norms.push_back(p.grad().detach().to(torch::kFloat).norm());
-      }
-      if (!norms.empty()) out.grad_norms.emplace_back(i, torch::stack(norms).norm());
-    }
-    if (t.data_parallel) {
-      // The exposed communication: what is left of the all-reduce once backward has returned.
-      next_phase(Phase::kBackward, Phase::kCommunication);
-      t.data_parallel->finish_gradients();
-      step.comm_ns = t.data_parallel->last_step().comm_ns;
-      next_phase(Phase::kCommunication, Phase::kOptimizer);
-    } else {
-      next_phase(Phase::kBackward, Phase::kOptimizer);
-    }
-
-    t.optimizer->step();
-    t.optimizer->zero_grad(/*set_to_none=*/true);
-    next_phase(Phase::kOptimizer, Phase::kOther);
-
-    out.losses.push_back(spec.keep_loss_graphs ? loss : loss.detach());
-    if (spec.sync_every_steps > 0 && (i + 1) % spec.sync_every_steps == 0) {
-      // The knob's deliberate host synchronisation: reading the loss as a number.
-      (void)loss.item<double>();
-    }
-    if (spec.callback_every_steps > 0 && (i + 1) % spec.callback_every_steps == 0) {
-      run_host_callback(t.workload->model(), spec.callback_ms);
-    }
+    train_step(i, spec, t, clock, step, held, out);
     clock.end_step(step);
     step.memory_bytes = memory_in_use_bytes(t.device);  // after the step's clock: not in its time
     nvtx_pop();
@@ -521,18 +567,18 @@ LoopLeftovers run_loop(const VariantSpec& spec, TrainingSetup& t, Session& profi
       }
     }
     profiler.end_step();
-    if (!step.warmup) measured_step_ns += step.step_ns;
+    if (!step.warmup) plan.measured_step_ns += step.step_ns;
     record.steps.push_back(step);
     if (step.warmup) {
-      warmup_host_ns.push_back(now_ns() - host_start_ns);
-      if (i + 1 == warmup_steps && warmup_may_grow && warmup_steps < warmup_cap &&
-          !warmup_settled(warmup_host_ns)) {
-        ++warmup_steps;
+      plan.warmup_host_ns.push_back(now_ns() - host_start_ns);
+      if (i + 1 == plan.warmup_steps && plan.warmup_may_grow && plan.warmup_steps < plan.warmup_cap &&
+          !warmup_settled(plan.warmup_host_ns)) {
+        ++plan.warmup_steps;
       }
     }
-    progress.step_done(i + 1, warmup_steps + planned_steps, now_ns());
+    progress.step_done(i + 1, plan.warmup_steps + plan.planned_steps, now_ns());
   }
-  record.warmup_steps_taken = std::min<int64_t>(warmup_steps, static_cast<int64_t>(record.steps.size()));
+  record.warmup_steps_taken = std::min<int64_t>(plan.warmup_steps, static_cast<int64_t>(record.steps.size()));
   clock.finalize(record.steps);  // CUDA: one synchronisation, after the timed loop
   if (t.data_parallel && t.data_parallel->comm_resolved_later()) {
     // NCCL: the all-reduce intervals, observed on the device, one figure per step in loop order.
