@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "core/variant.h"
-#include "harness/runner/diagnose.h"
-#include "harness/runner/doctor.h"
-#include "harness/runner/history.h"
-#include "harness/runner/validate.h"
+#include "harness/outcomes/diagnose_outcome.h"
+#include "harness/outcomes/doctor_outcome.h"
+#include "harness/outcomes/history_outcome.h"
+#include "harness/outcomes/validate_outcome.h"
 
 namespace trainlab {
 
