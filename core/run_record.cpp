@@ -329,6 +329,7 @@ ParameterFingerprint fingerprint_from_json(const nlohmann::json& j) {
 nlohmann::json rank_summary_to_json(const RankSummary& r) {
   nlohmann::json j = {{"rank", r.rank}, {"ok", r.ok}, {"ended", r.ended}};
   if (!r.host.empty()) j.update({{"host", r.host}, {"node_rank", r.node_rank}, {"local_rank", r.local_rank}});
+  if (!r.record.empty()) j["record"] = r.record;
   if (!r.ok) {
     j["error"] = r.error;
     return j;
@@ -359,6 +360,7 @@ RankSummary rank_summary_from_json(const nlohmann::json& j, int index) {
   r.host = j.value("host", "");
   r.node_rank = integer_or<int>(j, "node_rank", 0);
   r.local_rank = integer_or<int>(j, "local_rank", r.rank);
+  r.record = j.value("record", "");
   return r;
 }
 

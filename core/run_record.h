@@ -211,6 +211,8 @@ struct RankSummary {
   int64_t peak_memory_bytes = 0;
   std::string host;                     // the machine it ran on (empty in records made before)
   int node_rank = 0, local_rank = 0;    // which machine of the job, and its place on it
+  std::string record;                   // its own record, relative to the run folder
+                                        // (variants/<stem>.rank<N>.json); empty in records made before
 };
 
 // Data parallel. Each rank's record: its process group ("backend", "world_size", "rank",

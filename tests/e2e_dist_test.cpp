@@ -17,6 +17,7 @@
 #include <cmath>
 #include <map>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <thread>
 
@@ -77,6 +78,45 @@ TEST(DistE2E, TwoRanksStayIdenticalAndMatchOneProcessOnTheGlobalBatch) {
       EXPECT_NEAR(a[i].norm, b[i].norm, 1e-5 * std::max(1.0, std::fabs(a[i].norm))) << "tensor " << i << " norm";
     }
   }
+}
+
+// A run of two ranks without traces: run.json names each rank's own record, and `diagnose` reads
+// the job from them (one verdict, a line per rank, each rank's step as its own record has it). A
+// rank record that cannot be read leaves the run's diagnosis without a job verdict, and says why.
+TEST(DistE2E, ARunOfRanksWithoutTracesGetsOneJobVerdictFromTheRanksRecords) {
+  const std::string results = e2e::fresh_results_dir("dp_job_records");
+  const auto r = run_trainlab(std::string("run ") + kSmallMlp + " --steps 12 --nproc 2 --results " + results);
+  ASSERT_EQ(r.exit_status, 0) << r.err << r.out;
+  const std::string run_dir = e2e::only_run_dir(results);
+  const VariantRecord merged = e2e::read_measured_run(run_dir).variants.at(0);
+  ASSERT_EQ(merged.distributed.ranks.size(), 2u);
+  for (int rank : {0, 1}) {
+    EXPECT_EQ(merged.distributed.ranks[rank].record, "variants/fp32.rank" + std::to_string(rank) + ".json");
+  }
+
+  const auto d = run_trainlab("diagnose " + run_dir);
+  ASSERT_EQ(d.exit_status, 0) << d.err << d.out;
+  EXPECT_EQ(d.out.rfind("Job of 2 ranks: ", 0), 0u) << d.out;  // the job's verdict comes first
+  const nlohmann::json job = nlohmann::json::parse(e2e::slurp(run_dir + "/diagnosis.json")).at("job");
+  EXPECT_EQ(job.at("ranks").get<int>(), 2);
+  ASSERT_EQ(job.at("per_rank").size(), 2u);
+  for (int rank : {0, 1}) {
+    const nlohmann::json& line = job.at("per_rank").at(rank);
+    EXPECT_EQ(line.at("rank").get<int>(), rank);
+    // The rank's own record's median step (the merged record's summary of it), within rounding.
+    EXPECT_NEAR(line.at("step_p50_ms").get<double>(), merged.distributed.ranks[rank].step_ms_p50,
+                0.01 * merged.distributed.ranks[rank].step_ms_p50);
+    EXPECT_NEAR(line.at("own_work_ms").get<double>() + line.at("exposed_comm_ms").get<double>(),
+                line.at("step_p50_ms").get<double>(), 1e-6);
+  }
+  EXPECT_NE(e2e::slurp(run_dir + "/report.html").find("<title>job of 2 ranks"), std::string::npos);
+
+  std::ofstream(run_dir + "/variants/fp32.rank1.json", std::ios::trunc) << "{ not json";
+  const auto broken = run_trainlab("diagnose " + run_dir);
+  ASSERT_EQ(broken.exit_status, 0) << broken.err << broken.out;
+  EXPECT_EQ(broken.out.find("Job of"), std::string::npos) << broken.out;
+  EXPECT_NE(broken.out.find("no job verdict: rank 1's record could not be read"), std::string::npos) << broken.out;
+  EXPECT_FALSE(nlohmann::json::parse(e2e::slurp(run_dir + "/diagnosis.json")).contains("job"));
 }
 
 TEST(DistE2E, ProfiledRanksWriteTracesWithRankAndAllReduceSpans) {

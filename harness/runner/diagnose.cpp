@@ -336,6 +336,39 @@ std::optional<JobDiagnosis> diagnose_ranks_as_job(std::vector<Diagnosis>& ranks,
   return diagnose_job(ranks, thresholds);
 }
 
+// A run of several ranks without traces (run --nproc N): each rank's own record (the merged record
+// names them, variants/<stem>.rank<N>.json) summarised and diagnosed as one rank of the job. Empty,
+// with the reason in `why`, when a rank failed, its record is not named (runs made before) or cannot
+// be read: the run's own diagnosis stands without a job verdict.
+std::vector<Diagnosis> diagnose_rank_records(const VariantRecord& merged, const std::string& scenario,
+                                             const std::string& run_dir, const Thresholds& thresholds,
+                                             std::string& why) {
+  std::vector<Diagnosis> ranks;
+  for (const RankSummary& r : merged.distributed.ranks) {
+    if (!r.ok || r.record.empty()) {
+      why = "rank " + std::to_string(r.rank) + (r.ok ? " has no record named in run.json" : " did not finish");
+      return {};
+    }
+    const fs::path named(r.record);  // from run.json: only a file of the run's variants/ folder
+    if (named.parent_path() != "variants" || named.filename() == ".." || named.filename() == ".") {
+      why = "rank " + std::to_string(r.rank) + "'s record \"" + r.record + "\" is not in the run's variants/ folder";
+      return {};
+    }
+    VariantRecord own;
+    try {
+      own = read_variant_record(run_dir + "/" + r.record);
+    } catch (const InputError& e) {
+      why = "rank " + std::to_string(r.rank) + "'s record could not be read (" + e.what() + ")";
+      return {};
+    }
+    Summary summary = summarise_variant(own, scenario, nullptr);
+    summary.rank = r.rank;
+    summary.label = r.record;
+    ranks.push_back(diagnose_summary(std::move(summary), thresholds));
+  }
+  return ranks;
+}
+
 }  // namespace
 
 DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir,
@@ -377,6 +410,14 @@ DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir
         for (const fs::path& t : ranks.read) traces.push_back(t.string().substr(run_dir.size() + 1));
       }
     }
+  }
+  // A run of several ranks without traces: the job's verdict from every rank's own record.
+  const VariantRecord& first = record.variants.front();
+  if (!outcome.job && record.variants.size() == 1 && first.ok() && first.distributed.ranks.size() >= 2) {
+    std::string why;
+    std::vector<Diagnosis> ranks = diagnose_rank_records(first, record.scenario, run_dir, *options.thresholds, why);
+    outcome.job = diagnose_ranks_as_job(ranks, *options.thresholds);
+    if (!why.empty()) outcome.diagnoses.front().summary.notes.push_back("no job verdict: " + why);
   }
   outcome.gate_reasons = gate_reasons(outcome.diagnoses, options.fail_on);
   outcome.gate_failed = !outcome.gate_reasons.empty();

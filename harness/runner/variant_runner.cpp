@@ -465,6 +465,12 @@ VariantRecord run_variant_isolated(const VariantSpec& spec, const VariantRunOpti
   }
   // The trace's place in the run folder (the child knows only its file).
   if (!record.profile.trace.empty()) record.profile.trace = trace_in_run(spec, stem, 0);
+  // Each rank's own record, where it is on this machine (the diagnosis reads the job from them).
+  for (RankSummary& rank : record.distributed.ranks) {
+    const std::string own = stem + ".rank" + std::to_string(rank.rank) + ".json";
+    std::error_code ec;
+    if (fs::exists(dir / own, ec)) rank.record = "variants/" + own;
+  }
   return record;
 }
 
