@@ -190,6 +190,27 @@ TEST(DiagnosisGolden, ExposedAllReduceIsCommunication) {
   EXPECT_EQ(d.summary.rank_step_p50_ms.size(), 2u);
 }
 
+// A record times every all-reduce (comm_ns, 50 ms a step here) and the step's wait for them (the
+// communication phase, 40 ms): the other 10 ms ran under backward. The diagnosis says so, where it
+// used to call all of it exposed.
+TEST(DiagnosisGolden, AllReduceTimeBeyondTheStepsWaitForItIsOverlapped) {
+  VariantRecord r = two_rank_record(3.0, 61.8);
+  for (StepRecord& s : r.steps) s.comm_ns = 50'000'000;
+  const Diagnosis d = diagnose_record(r);
+  const double step_ms = 2 + 20 + 30 + 8 + 40 + 0.1;  // the phases and the steps' mean jitter
+  ASSERT_TRUE(d.summary.comm_total_pct && d.summary.comm_overlapped_pct);
+  EXPECT_NEAR(*d.summary.comm_total_pct, 100.0 * 50 / step_ms, 0.1);
+  EXPECT_NEAR(d.summary.shares.communication_pct, 100.0 * 40 / step_ms, 0.1);
+  EXPECT_NEAR(*d.summary.comm_overlapped_pct, 100.0 * 10 / step_ms, 0.1);
+  const std::string text = render_diagnosis_text(d);
+  EXPECT_NE(text.find("Communication: 50.0 % of the step, 10.0 % overlapped with compute, 40.0 % exposed"),
+            std::string::npos) << text;
+  // Serial all-reduces after backward: all of their time is the step's wait, none overlapped.
+  VariantRecord serial = two_rank_record(3.0, 61.8);
+  for (StepRecord& s : serial.steps) s.comm_ns = 40'000'000;
+  EXPECT_NEAR(diagnose_record(serial).summary.comm_overlapped_pct.value_or(-1), 0.0, 0.1);
+}
+
 TEST(DiagnosisGolden, CommunicationThatWaitsForASlowerRankNamesTheStraggler) {
   const Diagnosis d = diagnose_record(two_rank_record(30.0, 78.0));
   EXPECT_EQ(d.verdict.primary, Suspect::kCommunication);

@@ -187,10 +187,13 @@ void add_pipeline_and_system(const VariantRecord& record, const VariantAggregate
   }
 }
 
-// Data parallel: comm share and the spread of the ranks' own work per step.
+// Data parallel: comm share and the spread of the ranks' own work per step. The record times every
+// all-reduce (comm_ns, hidden or not) and the step's wait for them after backward (the communication
+// phase, exposed): what the all-reduces took beyond that wait ran while backward still computed.
 void add_data_parallel(const VariantRecord& record, const VariantAggregate& agg, Summary& s) {
   if (record.world_size > 1) {
     s.comm_total_pct = agg.comm_pct;
+    s.comm_overlapped_pct = std::max(0.0, agg.comm_pct - s.shares.communication_pct);
     double slowest_ms = -1;
     for (const RankSummary& r : record.distributed.ranks) {
       if (!r.ok) continue;
