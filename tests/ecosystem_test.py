@@ -2,6 +2,7 @@
 
   python ecosystem_test.py forms     TRAINLAB SOURCE_DIR WORK_DIR
   python ecosystem_test.py libraries TRAINLAB SOURCE_DIR WORK_DIR
+  python ecosystem_test.py transformers4 TRAINLAB SOURCE_DIR WORK_DIR
 
 forms (trainlab's own Python, torch only): the adapter's input and output forms (one dict, a tuple
 with --output, keywords in another order than forward's), a forward that cannot take the inputs,
@@ -15,6 +16,9 @@ torchvision CNN with BatchNorm, a Hugging Face causal LM and encoder (attention 
 own loss from labels), a timm vision transformer and a hand-written LSTM; the CNN also runs its
 compiled variant (Inductor, convolution weights channels last). Exits 77 (skipped) with one line
 when pip cannot reach PyPI.
+
+transformers4: the same for GPT-2 and BERT with transformers' last 4.x release (attention masks
+built with torch.vmap), GPT-2 also compiled.
 """
 import json
 import os
@@ -162,27 +166,28 @@ def forms(trainlab, source_dir, work):
     expect_refused((rc, out, err), "has no torch", "run --python without torch")
 
 
-def side_venv(work):
+def side_venv(work, name="ecosystem-venv", packages=None, probe="import torchvision, timm, transformers"):
     """The user's venv: this Python's torch shared by a .pth file, the libraries from PyPI at the
-    releases that match it. None when PyPI cannot be reached."""
+    releases that match it (by default torchvision, timm and transformers). None when PyPI cannot
+    be reached."""
     import torch
 
-    venv = os.path.join(work, "ecosystem-venv")
+    venv = os.path.join(work, name)
     python = os.path.join(venv, "bin", "python")
-    probe = "import torchvision, timm, transformers"
     if os.path.isfile(python) and run([python, "-c", probe])[0] == 0:
         return python
     subprocess.run([sys.executable, "-m", "venv", venv], check=True)
     venv_site = run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])[1].strip()
     with open(os.path.join(venv_site, "trainlab_torch.pth"), "w") as f:
         f.write(sysconfig.get_paths()["purelib"] + "\n")
-    major, minor = (int(p) for p in torch.__version__.split(".")[:2])
-    torchvision = "torchvision==0.%d.*" % (minor + 15) if major == 2 else "torchvision"  # 2.11 <-> 0.26
-    rc, out, err = run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", torchvision, "timm",
-                        "transformers"], timeout=900)
+    if packages is None:
+        major, minor = (int(p) for p in torch.__version__.split(".")[:2])
+        torchvision = "torchvision==0.%d.*" % (minor + 15) if major == 2 else "torchvision"  # 2.11 <-> 0.26
+        packages = [torchvision, "timm", "transformers"]
+    rc, out, err = run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check"] + packages, timeout=900)
     if rc != 0:
-        print("skipped: pip could not install torchvision, timm and transformers from PyPI (%s)" %
-              (err.strip().splitlines() or ["exit status %d" % rc])[-1])
+        print("skipped: pip could not install %s from PyPI (%s)" %
+              (", ".join(packages), (err.strip().splitlines() or ["exit status %d" % rc])[-1]))
         return None
     return python
 
@@ -225,6 +230,36 @@ def libraries(trainlab, source_dir, work):
             compiled_through_inductor(trainlab, out, os.path.join(work, name + "_compiled"), python)
 
 
+def transformers4(trainlab, source_dir, work):
+    """transformers' last 4.x release, which many environments still hold: its attention masks are
+    built with torch.vmap, which neither TorchScript's trace nor torch.export recorded under torch
+    2.11 (GPT-2 failed model add with "unordered_map::at", its compiled variant with a
+    SpecViolationError). GPT-2 and BERT are added, trained briefly, and GPT-2's compiled variant is
+    built through Inductor with gradients that match eager autograd."""
+    python = side_venv(work, "transformers4-venv", ["transformers<5"], "import transformers")
+    if python is None:
+        sys.exit(SKIPPED)
+    version = run([python, "-c", "import transformers; print(transformers.__version__)"])[1].strip()
+    check(version.startswith("4."), "the venv holds transformers 4.x", version)
+    models = os.path.join(source_dir, "tests", "data", "ecosystem", "models.py")
+    ids, mask = "input_ids:int64[4,16]:0..127", "attention_mask:int64[4,16]:0..1"
+    cases = [
+        ("gpt2", ["--input", ids, "--target", "labels:int64[4,16]:0..127", "--loss", "model"]),
+        ("bert", ["--input", ids, "--input", mask, "--target", "labels:int64[4]:0..2", "--loss", "model"]),
+    ]
+    for name, options in cases:
+        out = os.path.join(work, name)
+        expect_added(model_add(trainlab, models + ":" + name, out, options, python=python), out,
+                     "%s (transformers %s)" % (name, version))
+        train_briefly(trainlab, out, os.path.join(work, name + "_results"), python=python)
+    variant = train_briefly(trainlab, os.path.join(work, "gpt2"), os.path.join(work, "gpt2_compiled"), python=python,
+                            extra=["--compiled", "on"])
+    info = variant["compile_info"]
+    check(info.get("method") == "inductor-aot" and info.get("fusion_groups", 0) > 0,
+          "gpt2 (transformers %s): compiled through Inductor (%s kernels)" % (version, info.get("fusion_groups")),
+          info)
+
+
 def compiled_through_inductor(trainlab, bundle, results, python):
     """The compiled variant of a torchvision CNN: built by Inductor, its convolution weights bound
     channels last (aot_compile.py conv_weights_channels_last), gradients checked against eager."""
@@ -247,7 +282,7 @@ def compiled_through_inductor(trainlab, bundle, results, python):
 def main():
     mode, trainlab, source_dir, work = sys.argv[1:5]
     os.makedirs(work, exist_ok=True)
-    {"forms": forms, "libraries": libraries}[mode](trainlab, source_dir, work)
+    {"forms": forms, "libraries": libraries, "transformers4": transformers4}[mode](trainlab, source_dir, work)
 
 
 if __name__ == "__main__":

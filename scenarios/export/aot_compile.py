@@ -378,7 +378,9 @@ def export_joint(model, example_args):
     from torch.export.experimental import (_copy_graph_module_and_signature, _decompose_exported_program,
                                            _remove_detach_pass)
 
-    exported = torch.export.export(model, example_args)
+    import model_adapter
+    with model_adapter.masks_without_vmap():
+        exported = torch.export.export(model, example_args)
     unread = parameters_to_constants(exported)
     joint = _decompose_exported_program(exported, cia_to_decomp={}, python_decomp_table=select_decomp_table(),
                                         joint_loss_index=0, decompose_custom_triton_ops=False)

@@ -636,7 +636,7 @@ def write_bundle(args):
 
     # The traced module and loss. Tracer warnings raised in the user's file are constructs a trace
     # freezes (a Python branch on a tensor's value): refused, with their place.
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, model_adapter.masks_without_vmap():
         warnings.simplefilter("always", torch.jit.TracerWarning)
         try:
             traced = torch.jit.trace(model, tuple(model_args(example)), check_trace=False)

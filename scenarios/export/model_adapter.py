@@ -16,7 +16,9 @@ Settings (recorded in manifest.json as "adapter"):
 With every setting at its plain value (positional, no target, tensor output) adapt() returns the
 user's module itself, so its parameter names are the user's.
 """
+import contextlib
 import inspect
+import sys
 
 import torch
 import torch.nn as nn
@@ -222,3 +224,49 @@ class ModelLoss(nn.Module):
 
 def model_loss(output, target):
     return output.sum()
+
+
+def broadcast_for_bhqkv(mask_function, bh_indices=True):
+    """transformers' _vmap_for_bhqkv without vmap: the mask function called once on index tensors
+    shaped to broadcast against each other ([B,1,1,1], [1,H,1,1], [1,1,Q,1], [1,1,1,K]; [Q,1], [1,K]
+    without the batch and head indices), its result expanded to the shape vmap gives. The mask
+    functions are elementwise comparisons and tensor indexing, which broadcast."""
+    def expanded(batch_idx, head_idx, q_idx, kv_idx):
+        if not bh_indices:
+            return mask_function(batch_idx, head_idx, q_idx[:, None], kv_idx[None, :]).expand(
+                q_idx.shape[0], kv_idx.shape[0])
+        return mask_function(batch_idx[:, None, None, None], head_idx[None, :, None, None],
+                             q_idx[None, None, :, None], kv_idx[None, None, None, :]).expand(
+            batch_idx.shape[0], head_idx.shape[0], q_idx.shape[0], kv_idx.shape[0])
+    return expanded
+
+
+@contextlib.contextmanager
+def masks_without_vmap():
+    """transformers 4.5x builds its attention masks with torch.vmap (masking_utils._vmap_for_bhqkv, under
+    sdpa_mask and eager_mask) and TransformGetItemToIndex, which neither torch.jit.trace nor
+    torch.export records under torch 2.11: GPT-2 from transformers 4.57 failed the trace with
+    "RuntimeError: unordered_map::at" and the export with "SpecViolationError: Node.meta
+    function_const_func_spec0 is missing val field". While the bundle writer traces and the exporter
+    exports, the masks are built by broadcasting instead (broadcast_for_bhqkv: the same boolean mask,
+    as later transformers build it without vmap). Nothing changes where transformers is not imported
+    or has no such function; the trace's check against the model and the compiled variant's gradient
+    check run after it as always."""
+    masks = sys.modules.get("transformers.masking_utils")
+    vmapped = getattr(masks, "_vmap_for_bhqkv", None)
+    if vmapped is None:
+        yield
+        return
+    # Its indexing of a tensor by index tensors goes through a custom autograd function with a vmap
+    # rule (TransformGetItemToIndex), which the trace cannot record either; broadcast indices index
+    # plainly.
+    get_item = getattr(masks, "TransformGetItemToIndex", None)
+    masks._vmap_for_bhqkv = broadcast_for_bhqkv
+    if get_item is not None:
+        masks.TransformGetItemToIndex = contextlib.nullcontext
+    try:
+        yield
+    finally:
+        masks._vmap_for_bhqkv = vmapped
+        if get_item is not None:
+            masks.TransformGetItemToIndex = get_item
