@@ -253,7 +253,7 @@ def transformers4(trainlab, source_dir, work):
                      "%s (transformers %s)" % (name, version))
         train_briefly(trainlab, out, os.path.join(work, name + "_results"), python=python)
     variant = train_briefly(trainlab, os.path.join(work, "gpt2"), os.path.join(work, "gpt2_compiled"), python=python,
-                            extra=["--compiled", "on"])
+                            extra=["--compiled", "on", "--threads", "1"])
     info = variant["compile_info"]
     check(info.get("method") == "inductor-aot" and info.get("fusion_groups", 0) > 0,
           "gpt2 (transformers %s): compiled through Inductor (%s kernels)" % (version, info.get("fusion_groups")),
@@ -263,7 +263,9 @@ def transformers4(trainlab, source_dir, work):
 def compiled_through_inductor(trainlab, bundle, results, python):
     """The compiled variant of a torchvision CNN: built by Inductor, its convolution weights bound
     channels last (aot_compile.py conv_weights_channels_last), gradients checked against eager."""
-    variant = train_briefly(trainlab, bundle, results, python=python, extra=["--compiled", "on"])
+    # At a fixed thread count: a first repetition disturbed by other tests would have the run lower
+    # LibTorch's default threads and build a second package for the new count.
+    variant = train_briefly(trainlab, bundle, results, python=python, extra=["--compiled", "on", "--threads", "1"])
     info = variant["compile_info"]
     check(info.get("method") == "inductor-aot" and info.get("fusion_groups", 0) > 0,
           "mobilenet: compiled through Inductor (%s kernels)" % info.get("fusion_groups"), info)

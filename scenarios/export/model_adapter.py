@@ -15,6 +15,9 @@ Settings (recorded in manifest.json as "adapter"):
 
 With every setting at its plain value (positional, no target, tensor output) adapt() returns the
 user's module itself, so its parameter names are the user's.
+
+masks_without_vmap(): the context both scripts trace and export the model in, so that libraries
+whose attention masks are built with torch.vmap (transformers 4.x) can be recorded.
 """
 import contextlib
 import inspect
