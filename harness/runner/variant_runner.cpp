@@ -58,6 +58,12 @@ std::string safe_stem(const VariantSpec& spec, const VariantRunOptions& options)
   return stem;
 }
 
+// A rank's own file in variants/: <stem>.rank<N>.json (its record) or .log (its child's output). The
+// diagnosis finds the records by these names (RankSummary::record).
+std::string rank_file(const std::string& stem, int rank, const char* extension) {
+  return stem + ".rank" + std::to_string(rank) + extension;
+}
+
 // Where a rank's trace goes: run_dir/traces/<stem>/rank<N>.pt.trace.json[.gz], a folder of traces
 // only, named as PyTorch's trace handler names them (HTA and the TensorBoard plugin read it whole).
 std::string trace_in_run(const VariantSpec& spec, const std::string& stem, int rank) {
@@ -274,13 +280,13 @@ VariantRecord run_ranks(const VariantSpec& spec, const VariantRunOptions& option
   const int first_rank = nodes.node_rank * spec.nproc;
   const std::string trainer = trainer_executable();
   const int64_t memory_limit = memory_limit_of(spec, options);
-  const auto record_path_of = [&](int rank) { return (dir / (stem + ".rank" + std::to_string(rank) + ".json")).string(); };
+  const auto record_path_of = [&](int rank) { return (dir / rank_file(stem, rank, ".json")).string(); };
   std::vector<ChildLaunch> launches;
   std::vector<std::string> record_paths, log_paths;
   for (int local = 0; local < spec.nproc; ++local) {
     const int rank = first_rank + local;
     record_paths.push_back(record_path_of(rank));
-    log_paths.push_back((dir / (stem + ".rank" + std::to_string(rank) + ".log")).string());
+    log_paths.push_back((dir / rank_file(stem, rank, ".log")).string());
     std::error_code ec;
     fs::remove(record_paths.back(), ec);
     env.rank = rank;
@@ -364,9 +370,9 @@ std::vector<std::pair<std::string, std::string>> launched_child_variables(const 
 VariantRecord run_launched_rank(const VariantSpec& spec, const VariantRunOptions& options, const fs::path& dir,
                                 const std::string& stem, const std::string& spec_path) {
   const LauncherRank& launch = *options.launch;
-  const auto record_path_of = [&](int rank) { return (dir / (stem + ".rank" + std::to_string(rank) + ".json")).string(); };
+  const auto record_path_of = [&](int rank) { return (dir / rank_file(stem, rank, ".json")).string(); };
   const std::string record_path = record_path_of(launch.rank);
-  const std::string log_path = (dir / (stem + ".rank" + std::to_string(launch.rank) + ".log")).string();
+  const std::string log_path = (dir / rank_file(stem, launch.rank, ".log")).string();
   std::error_code ec;
   fs::remove(record_path, ec);
   const int64_t memory_limit = memory_limit_of(spec, options) / launch.world_size;  // the machine's share per rank
@@ -467,7 +473,7 @@ VariantRecord run_variant_isolated(const VariantSpec& spec, const VariantRunOpti
   if (!record.profile.trace.empty()) record.profile.trace = trace_in_run(spec, stem, 0);
   // Each rank's own record, where it is on this machine (the diagnosis reads the job from them).
   for (RankSummary& rank : record.distributed.ranks) {
-    const std::string own = stem + ".rank" + std::to_string(rank.rank) + ".json";
+    const std::string own = rank_file(stem, rank.rank, ".json");
     std::error_code ec;
     if (fs::exists(dir / own, ec)) rank.record = "variants/" + own;
   }
