@@ -45,6 +45,13 @@ bool is_dataloader(const TraceEvent& e) {
   return e.name.find("DataLoader") != std::string::npos && e.name.find("__next__") != std::string::npos;
 }
 
+// A collective span of a backend whose host threads move the data themselves (Gloo, MPI on the CPU),
+// not a launch of device work.
+bool runs_on_host(const std::string& name) {
+  const std::string n = lower(name);
+  return n.rfind("gloo:", 0) == 0 || n.rfind("mpi:", 0) == 0;
+}
+
 std::string kernel_precision(const std::string& name) {
   const std::string n = lower(name);
   if (n.find("bf16") != std::string::npos || n.find("bfloat16") != std::string::npos) return "bf16";
@@ -369,6 +376,8 @@ struct TraceTimeline {
   std::map<std::string, std::vector<Interval>> collective_families;  // the same, by family (collective_kinds.h)
   std::vector<Interval> copies;                         // device memcpy/memset
   std::vector<Interval> host_collectives;               // collective spans on any host thread (CPU traces)
+  std::vector<Interval> loop_collective_calls;          // those on the loop's thread (c10d:: calls, waits)
+  bool collectives_run_on_host = false;                 // Gloo/MPI spans: host threads run the collectives
   std::vector<Interval> dataloader;                     // DataLoader __next__ spans on any host thread
   std::vector<Interval> host_ops;                       // operators of the loop's thread
   std::map<std::string, std::vector<Interval>> phases;  // trainlab's own traces: the loop's phases
@@ -376,7 +385,8 @@ struct TraceTimeline {
 };
 
 TraceTimeline trace_timeline(const Profile& profile, int64_t main_track) {
-  std::vector<Interval> kernels, collective_kernels, copies, host_collectives, dataloader, host_ops;
+  std::vector<Interval> kernels, collective_kernels, copies, host_collectives, loop_collective_calls,
+      dataloader, host_ops;
   std::map<std::string, std::vector<Interval>> phase_spans, family_spans;
   const CollectiveKernels collective_kernel_families(profile);
   TraceTimeline tl;
@@ -396,6 +406,8 @@ TraceTimeline trace_timeline(const Profile& profile, int64_t main_track) {
       continue;  // device-side annotations and sync records
     } else if (is_collective_host_call(e.name)) {
       host_collectives.push_back(span);
+      if (e.track == main_track) loop_collective_calls.push_back(span);
+      if (runs_on_host(e.name)) tl.collectives_run_on_host = true;
     } else if (is_dataloader(e)) {
       dataloader.push_back(span);
     } else if (e.kind == EventKind::kCpuOp && e.track == main_track) {
@@ -406,6 +418,7 @@ TraceTimeline trace_timeline(const Profile& profile, int64_t main_track) {
   tl.collective_kernels = merged(std::move(collective_kernels));
   tl.copies = merged(std::move(copies));
   tl.host_collectives = merged(std::move(host_collectives));
+  tl.loop_collective_calls = merged(std::move(loop_collective_calls));
   tl.dataloader = merged(std::move(dataloader));
   tl.host_ops = merged(std::move(host_ops));
   for (auto& [name, spans] : phase_spans) tl.phases[name] = merged(std::move(spans));
@@ -487,13 +500,20 @@ StepTimes gpu_step_times(const TraceTimeline& tl, const IdleAttributor& attribut
 }
 
 // CPU: the loop thread's top-level ops are compute, except the short ones (dominated by dispatch),
-// which count as framework with the time in no op; DataLoader and collective spans are data and comm.
+// which count as framework with the time in no op; DataLoader spans are data. Where the host runs the
+// collectives (Gloo's worker threads run DDP's buckets while backward goes on), the loop thread's
+// collective calls (c10d::allreduce_, waits) are communication, and the other threads' collective
+// spans are overlapped where the loop thread computes and exposed where it does not. Where the host
+// only launches them (NCCL calls in a trace without its GPU events), every collective span is
+// communication, all counted as exposed: what ran under it on the device is not in the trace.
 StepTimes cpu_step_times(const TraceTimeline& tl, const Step& st) {
   const double step_ns = static_cast<double>(st.end_ns - st.start_ns);
   const double short_op_ns = 10e3;  // top-level ops under 10 us are dominated by dispatch
   const auto dl = clip(tl.dataloader, st.start_ns, st.end_ns);
   const auto cc = clip(tl.host_collectives, st.start_ns, st.end_ns);
-  const auto ops = subtract(subtract(clip(tl.host_ops, st.start_ns, st.end_ns), dl), cc);
+  const auto not_compute =
+      tl.collectives_run_on_host ? clip(tl.loop_collective_calls, st.start_ns, st.end_ns) : cc;
+  const auto ops = subtract(subtract(clip(tl.host_ops, st.start_ns, st.end_ns), dl), not_compute);
   double short_ns = 0;
   for (const Interval& op : ops) {
     if (static_cast<double>(op.second - op.first) < short_op_ns)
@@ -502,8 +522,8 @@ StepTimes cpu_step_times(const TraceTimeline& tl, const Step& st) {
   const double ops_ns = static_cast<double>(length(ops));
   StepTimes t;
   t.data = static_cast<double>(length(dl));
-  t.comm = static_cast<double>(length(cc));
-  t.comm_all = t.comm;
+  t.comm = static_cast<double>(length(subtract(subtract(cc, ops), dl)));
+  t.comm_all = static_cast<double>(length(cc));
   t.compute = ops_ns - short_ns;
   // Host time in no op (Python and framework glue) plus the short ops.
   t.framework = std::max(0.0, step_ns - ops_ns - t.data - t.comm) + short_ns;
@@ -646,9 +666,12 @@ void fill_trace_shares(const TraceTimeline& tl, const std::vector<Step>& steps, 
     }
     if (sum.comm_all > 0) {
       s.comm_total_pct = 100.0 * sum.comm_all / total_ns;
-      // Only a device timeline shows collectives running under compute; a CPU trace's collective
-      // spans and trainlab's communication phase are all counted as exposed, so no split is claimed.
-      if (attribute_idle) s.comm_overlapped_pct = 100.0 * std::max(0.0, sum.comm_all - sum.comm) / total_ns;
+      // Collectives under compute: on the device's streams (GPU), or on the host's other threads while
+      // the loop thread computes (CPU, where the host runs them). Launches without their device work and
+      // trainlab's communication phase (the loop's wait) are all counted as exposed: no split is claimed
+      // for them here (a run's record has the all-reduce time to split its phase).
+      if (attribute_idle || (!tl.has_phases && tl.collectives_run_on_host))
+        s.comm_overlapped_pct = 100.0 * std::max(0.0, sum.comm_all - sum.comm) / total_ns;
     }
     if (!tl.has_phases) s.comm_family_pct = collective_family_shares(tl, steps, total_ns);
   }

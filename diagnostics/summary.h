@@ -136,7 +136,7 @@ struct Summary {
   std::optional<int> ranks_on_machine;        // the ranks sharing this rank's machine (records; else world_size)
   std::optional<int> intra_op_threads;        // each rank's (records: LibTorch's threads in the child)
   std::optional<double> comm_total_pct;       // collective time, hidden under compute or not
-  std::optional<double> comm_overlapped_pct;  // collective time hidden under compute on other streams (GPU traces)
+  std::optional<double> comm_overlapped_pct;  // collective time under compute (other streams, other threads)
   std::map<std::string, double> comm_family_pct;  // collective kernel time by family (collective_kinds.h)
   std::vector<CollectiveCalls> collectives;       // from the trace's args, most calls first
   // Traces: each collective's run (start, end on the trace's clock, ns) in the measured steps, in

@@ -3,16 +3,21 @@
 # Analysis (every rank; with GPU kernels, a temporal breakdown and a comm/comp overlap per rank) and
 # the TensorBoard profiler plugin (every rank; its DataLoader share = trainlab's data-wait share within
 # 1 point and, on a CPU trace, no kernel time and its CPU Exec share = trainlab's compute share within
-# 1.5 points): scripts/trace_compat_check.py. The tools go into a side virtual
+# 1.5 points): scripts/trace_compat_check.py. Then torch.profiler traces of three Gloo DDP jobs under
+# torchrun (tests/ddp_job_test.py: 2 ranks with small buckets, 2 ranks with one bucket, 4 ranks with
+# rank 2 slowed): each rank's exposed communication in trainlab's diagnosis against the plugin's
+# computation/communication overview, within 5 points. The tools go into a side virtual
 # environment (they are cross-checks, never trainlab's dependencies); trainlab must be built
 # (scripts/quickstart.sh build).
 #   bash scripts/check_trace_compat.sh [RESULTS_DIR]
-# Environment: TRAINLAB_BUILD_DIR (default build), TRAINLAB_COMPAT_VENV (default /tmp/trainlab-compat-venv).
+# Environment: TRAINLAB_BUILD_DIR (default build), TRAINLAB_COMPAT_VENV (default /tmp/trainlab-compat-venv),
+# TRAINLAB_VENV (the torch install whose torchrun starts the DDP jobs; default /opt/trainlab/venv).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${TRAINLAB_BUILD_DIR:-$repo/build}"
 side_venv="${TRAINLAB_COMPAT_VENV:-/tmp/trainlab-compat-venv}"
+torch_venv="${TRAINLAB_VENV:-/opt/trainlab/venv}"
 results="${1:-$(mktemp -d /tmp/trainlab-compat.XXXXXX)}"
 mkdir -p "$results"
 say() { printf '==> %s\n' "$*"; }
@@ -40,3 +45,17 @@ diagnosis="$(ls -d "$results"/*-fp32-diagnose | head -n 1)/diagnosis.json"
 
 say "reading $trace_dir with HTA and the TensorBoard plugin"
 "$side_venv/bin/python" "$repo/scripts/trace_compat_check.py" "$trace_dir" "$diagnosis"
+
+# Gloo DDP jobs traced by torch.profiler: exposed communication rank by rank.
+for job in "2 none buckets" "2 none" "4 2"; do
+  name="ddp-${job// /-}"
+  mkdir -p "$results/$name/traces"
+  say "torch.profiler traces of a Gloo DDP job ($job) into $results/$name"
+  # shellcheck disable=SC2086  # the job's words are the test's arguments
+  "$torch_venv/bin/python" "$repo/tests/ddp_job_test.py" --traces "$results/$name/traces" $job \
+    >"$results/$name/torchrun.log" 2>&1 || { cat "$results/$name/torchrun.log" >&2; exit 1; }
+  "$build_dir/trainlab" diagnose "$results/$name/traces" --out "$results/$name/diagnosis" \
+    >"$results/$name/diagnose.log" 2>&1 || { cat "$results/$name/diagnose.log" >&2; exit 1; }
+  "$side_venv/bin/python" "$repo/scripts/trace_compat_check.py" --communication "$results/$name/traces" \
+    "$results/$name/diagnosis/diagnosis.json"
+done
