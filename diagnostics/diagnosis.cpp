@@ -67,8 +67,9 @@ static std::string communication_line(const Summary& s) {
       s.comm_overlapped_pct
           ? format_text("  Communication: %.1f %% of the step, %.1f %% overlapped with compute, %.1f %% exposed",
                         *s.comm_total_pct, *s.comm_overlapped_pct, s.shares.communication_pct)
-          : format_text("  Communication: %.1f %% of the step, counted as exposed (no device timeline to split the "
-                        "part under compute)",
+          : format_text("  Communication: %.1f %% of the step, counted as exposed (the trace does not show what "
+                        "ran under it: device collectives without their kernels, or trainlab's wait for its "
+                        "all-reduces)",
                         *s.comm_total_pct);
   std::string families;
   for (const auto& [family, pct] : s.comm_family_pct)
