@@ -107,8 +107,13 @@ for case in "${cases[@]}"; do
     [ "$ok" = 4 ] || fail "gather: $ok ranks ok, expected 4"
     [ "$hosts" = "node-a,node-b" ] || fail "gather: hosts '$hosts', expected node-a,node-b"
     grep -q "Job of 4 ranks" "$work/gather.a.log" || fail "gather: no job verdict printed on node A"
-    [ -z "$(grep -v '^W\|Warning\|warn\|numpy\|conversion_method\|socket.cpp\|^\*' "$work/gather.b.log")" ] ||
-      fail "gather: node B printed: $(head -5 "$work/gather.b.log")"
+    # Node B's ranks leave the report to rank 0: nothing but torch's and torchrun's warnings there.
+    # Among them, on a loaded machine: node B's agent still reading node A's store when node A's
+    # agent, its host, has left (torchrun's exit-barrier race, pytorch/pytorch#69520), a TCPStore
+    # warning with its C++ stack frames, once the job is done.
+    unexpected=$(grep -v '^W\|Warning\|warn\|numpy\|conversion_method\|socket.cpp\|^\*' "$work/gather.b.log" |
+      grep -v '^$\|TCPStore.cpp\|^Exception raised from\|^frame #\|^<omitting python frames>')
+    [ -z "$unexpected" ] || fail "gather: node B printed: $(head -5 <<<"$unexpected")"
     ls "$work"/gather.b/*/variants/fp32.rank2.json >/dev/null 2>&1 || fail "gather: node B kept no copy of rank 2's record"
     free_exposed=$exposed
     ;;
