@@ -73,7 +73,7 @@ def make_traces(traces, ranks, slow_rank, buckets):
                     "--worker", traces, str(slow_rank)] + (["buckets"] if buckets else []), check=True, timeout=300)
 
 
-def check_overlap_split(document, stdout):
+def check_overlap_split(document, stdout, html):
     # Every rank's all-reduce time is split: a good part under backward's compute, the rest exposed
     # (its share of the step). Measured here: 40.9 and 42.4 % of the step overlapped, 23.1 and 23.2 %
     # exposed; a trace that counted it all as exposed would read 64 and 66 % communication.
@@ -84,6 +84,7 @@ def check_overlap_split(document, stdout):
         assert abs(comm["exposed_pct"] + comm["overlapped_pct"] - comm["total_pct"]) < 0.01, (rank, comm)
         assert abs(d["summary"]["shares_pct"]["communication"] - comm["exposed_pct"]) < 0.01, (rank, comm)
     assert "overlapped with compute" in stdout, stdout
+    assert "Overlapped with compute" in html, "the report's data-parallel section has no overlapped share"
 
 
 def main():
@@ -112,7 +113,7 @@ def main():
             assert "rank%d.pt.trace.json" % r in html, "the report does not link rank %d's trace" % r
         assert "Job of %d ranks" % ranks in run.stdout
         if buckets:
-            check_overlap_split(document, run.stdout)
+            check_overlap_split(document, run.stdout, html)
         if slow_rank >= 0:
             assert job["imbalanced"], job["headline"]
             assert job["straggler_rank"] == slow_rank, job

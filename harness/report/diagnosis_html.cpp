@@ -1181,6 +1181,7 @@ void parallel_section(std::ostringstream& o, const ReportInput& in) {
   kv_row(o, "World size",
          std::to_string(std::max<size_t>(static_cast<size_t>(s.world_size), in.ranks.size())));
   kv_row(o, "All-reduce share (hidden or not)", or_dash(s.comm_total_pct, format_pct));
+  if (s.comm_overlapped_pct) kv_row(o, "Overlapped with compute", format_pct(*s.comm_overlapped_pct));
   kv_row(o, "Exposed communication share", format_pct(s.shares.communication_pct));
   if (s.rank_spread_low_pct && s.rank_spread_high_pct && s.rank_spread_pct) {
     kv_row(o, "Rank spread (own work a step: the slowest rank against the others' median, step by step)",
