@@ -173,8 +173,8 @@ def tensorboard_exposed_communication(trace_dir):
     out = {}
     for path in sorted(glob.glob(os.path.join(trace_dir, "*.pt.trace.json*"))):
         worker = os.path.basename(path).split(".pt.trace.json")[0]
-        # The plugin logs an error for each Gloo span outside its ProfilerStep# spans (the worker
-        # thread's last all-reduce of the window); it leaves them out of the steps, as trainlab does.
+        # The plugin logs an error for each Gloo span it cannot place in a ProfilerStep# span (its
+        # per-collective view); the step costs read here do not depend on that placement.
         logging.disable(logging.ERROR)
         data = RunProfileData.parse(worker, None, path, cache_dir)
         logging.disable(logging.WARNING)
