@@ -109,6 +109,11 @@ bool is_collective_host_call(const std::string& name) {
          contains(n, "wait_tensor");
 }
 
+bool is_host_run_collective(const std::string& name) {
+  static const char* const kPrefixes[] = {"gloo:", "mpi:"};
+  return starts_with_any(lower(name), kPrefixes);
+}
+
 IdleCause classify_host_event(const TraceEvent& e) {
   if (is_dataloader_name(e.name)) return IdleCause::kDataLoader;
   if (is_collective_host_call(e.name)) return IdleCause::kCollective;

@@ -34,6 +34,9 @@ IdleCause classify_host_event(const TraceEvent& e);
 // Name tests shared with the summary (e.g. counting host syncs).
 bool is_sync_call(const std::string& name);
 bool is_collective_host_call(const std::string& name);
+// A collective span of a backend whose host threads move the data themselves (gloo:, mpi:), not
+// a launch of device work.
+bool is_host_run_collective(const std::string& name);
 
 class IdleAttributor {
  public:

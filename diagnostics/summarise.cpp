@@ -45,13 +45,6 @@ bool is_dataloader(const TraceEvent& e) {
   return e.name.find("DataLoader") != std::string::npos && e.name.find("__next__") != std::string::npos;
 }
 
-// A collective span of a backend whose host threads move the data themselves (Gloo, MPI on the CPU),
-// not a launch of device work.
-bool runs_on_host(const std::string& name) {
-  const std::string n = lower(name);
-  return n.rfind("gloo:", 0) == 0 || n.rfind("mpi:", 0) == 0;
-}
-
 std::string kernel_precision(const std::string& name) {
   const std::string n = lower(name);
   if (n.find("bf16") != std::string::npos || n.find("bfloat16") != std::string::npos) return "bf16";
@@ -407,7 +400,7 @@ TraceTimeline trace_timeline(const Profile& profile, int64_t main_track) {
     } else if (is_collective_host_call(e.name)) {
       host_collectives.push_back(span);
       if (e.track == main_track) loop_collective_calls.push_back(span);
-      if (runs_on_host(e.name)) tl.collectives_run_on_host = true;
+      if (is_host_run_collective(e.name)) tl.collectives_run_on_host = true;
     } else if (is_dataloader(e)) {
       dataloader.push_back(span);
     } else if (e.kind == EventKind::kCpuOp && e.track == main_track) {

@@ -109,6 +109,12 @@ def trainlab_shares(diagnosis_path):
     return shares
 
 
+def ranks_of_files(trace_dir):
+    """The ranks the folder's trace files name (rankN.pt.trace.json[.gz])."""
+    traces = glob.glob(os.path.join(trace_dir, "rank*.pt.trace.json*"))
+    return sorted(int(os.path.basename(t)[4:].split(".")[0]) for t in traces)
+
+
 def traces_have_kernels(trace_dir):
     for path in glob.glob(os.path.join(trace_dir, "*.pt.trace.json*")):
         opener = gzip.open if path.endswith(".gz") else open
@@ -187,8 +193,7 @@ def tensorboard_exposed_communication(trace_dir):
 
 
 def communication_main(trace_dir, diagnosis_path):
-    traces = sorted(glob.glob(os.path.join(trace_dir, "rank*.pt.trace.json*")))
-    expected_ranks = sorted(int(os.path.basename(t)[4:].split(".")[0]) for t in traces)
+    expected_ranks = ranks_of_files(trace_dir)
     failures = hta_check(trace_dir, expected_ranks, traces_have_kernels(trace_dir))
     with open(diagnosis_path) as f:
         diagnoses = {"rank%d" % d["summary"].get("rank", 0): d["summary"]["communication"]
@@ -221,8 +226,7 @@ def main():
         print("usage: trace_compat_check.py [--communication] TRACE_DIR DIAGNOSIS_JSON", file=sys.stderr)
         return 2
     trace_dir, diagnosis_path = sys.argv[1], sys.argv[2]
-    traces = sorted(glob.glob(os.path.join(trace_dir, "rank*.pt.trace.json*")))
-    expected_ranks = sorted(int(os.path.basename(t)[4:].split(".")[0]) for t in traces)
+    expected_ranks = ranks_of_files(trace_dir)
     on_gpu = traces_have_kernels(trace_dir)
     failures = hta_check(trace_dir, expected_ranks, on_gpu)
 
