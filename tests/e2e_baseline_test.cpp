@@ -1,5 +1,7 @@
 // End to end: the three-run lab and single runs on tiny scenario sizes, through the real binary
-// (each variant in its own child process), checked through the run record.
+// (each variant in its own child process), checked through the run record. The BusyMachineE2E tests
+// start processes that burn every core: ctest runs them alone (tests/CMakeLists.txt), since their
+// burners would disturb a neighbour and a neighbour's load would blur the burst they time.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -367,7 +369,7 @@ bool disturb_while_child_runs(pid_t parent, const std::string& results, const st
 
 // Issue 33: sweep has the lab's guard. Burners run while the first point's child does: the point is
 // left out of the table and recommendation, run again, and the terminal says so.
-TEST(BaselineLabE2E, ASweepPointDisturbedOnPurposeIsRerunAndLeftOutOfTheTable) {
+TEST(BusyMachineE2E, ASweepPointDisturbedOnPurposeIsRerunAndLeftOutOfTheTable) {
   const std::string results = e2e::fresh_results_dir("sweep-disturbed");
   const std::string out = results + "/sweep.out", err = results + "/sweep.err";
   const pid_t sweep = e2e::spawn_trainlab(
@@ -408,7 +410,7 @@ bool run_beside_burners(const std::vector<std::string>& args, int burners, const
 
 // Issue 33: a sweep at the default threads beside processes that already hold the cores runs every
 // point at the cores left, chosen before the first point, as the lab does; the reading says so.
-TEST(BaselineLabE2E, ASweepChoosesItsThreadsAtTheStartWhenOthersHoldTheCores) {
+TEST(BusyMachineE2E, ASweepChoosesItsThreadsAtTheStartWhenOthersHoldTheCores) {
   const int cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   if (std::min(usable_cores(), physical_cores_usable()) < 2)
     GTEST_SKIP() << "one physical core: LibTorch's default is one thread, nothing to choose";
@@ -437,7 +439,7 @@ TEST(BaselineLabE2E, ASweepChoosesItsThreadsAtTheStartWhenOthersHoldTheCores) {
 // Issue 33: a repetition disturbed on purpose (two processes burning the cores while the first
 // repetition's child runs, and only then) is detected, left out, run again, and recorded as such;
 // the terminal names it.
-TEST(BaselineLabE2E, ARepetitionDisturbedOnPurposeIsDetectedRerunAndRecorded) {
+TEST(BusyMachineE2E, ARepetitionDisturbedOnPurposeIsDetectedRerunAndRecorded) {
   const std::string results = e2e::fresh_results_dir("disturbed");
   const std::string out = results + "/lab.out", err = results + "/lab.err";
   const pid_t lab = e2e::spawn_trainlab(
@@ -568,7 +570,7 @@ std::string others_already_busy() {
 // hold the cores: its threads wait for their slowest on every op, so the lab samples the load,
 // lowers its threads to the cores left, and measures every variant again at the new count. The
 // repetitions measured before stay in the record, out of the figures; the reading says so.
-TEST(BaselineLabE2E, DefaultThreadsAreLoweredAndEveryVariantMeasuredAgainWhenOthersHoldTheCores) {
+TEST(BusyMachineE2E, DefaultThreadsAreLoweredAndEveryVariantMeasuredAgainWhenOthersHoldTheCores) {
   const int cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   if (cores < 2) GTEST_SKIP() << "one core: LibTorch's default is one thread, nothing to lower";
   const std::string results = e2e::fresh_results_dir("threads-lowered");
@@ -623,7 +625,7 @@ TEST(BaselineLabE2E, DefaultThreadsAreLoweredAndEveryVariantMeasuredAgainWhenOth
 // the disturbed repetition the lab waits for them to go instead of lowering its threads, then
 // measures that repetition again at LibTorch's default threads; nothing is lowered and the reading
 // says how long it waited.
-TEST(BaselineLabE2E, APassingBurstIsWaitedOutAndMeasuredAgainAtTheSameThreads) {
+TEST(BusyMachineE2E, APassingBurstIsWaitedOutAndMeasuredAgainAtTheSameThreads) {
   const int cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   if (cores < 2) GTEST_SKIP() << "one core: LibTorch's default is one thread, nothing to lower";
   if (const std::string busy = others_already_busy(); !busy.empty()) GTEST_SKIP() << busy;
@@ -670,7 +672,7 @@ TEST(BaselineLabE2E, APassingBurstIsWaitedOutAndMeasuredAgainAtTheSameThreads) {
 // lab waits it out and measures the whole round again, A #1 included, so that the round's pair is
 // not split by the wait (A measured a minute before B); A #1 from before stays in the record, out of
 // the figures, and its files stay beside the round's new ones.
-TEST(BaselineLabE2E, ABurstWithinARoundHasTheWholeRoundMeasuredAgainAfterTheWait) {
+TEST(BusyMachineE2E, ABurstWithinARoundHasTheWholeRoundMeasuredAgainAfterTheWait) {
   const int cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   if (cores < 2) GTEST_SKIP() << "one core: LibTorch's default is one thread, nothing to wait for";
   if (const std::string busy = others_already_busy(); !busy.empty()) GTEST_SKIP() << busy;
@@ -740,7 +742,7 @@ TEST(BaselineLabE2E, AbRunsMoreRoundsWhileItsIntervalIsWideUpToMaxRounds) {
 // Issue 33: other processes already hold the cores when a comparing lab starts: it samples them
 // first and runs every repetition at the cores left from the start, so nothing is measured at the
 // default threads, nothing is superseded, and the choice is recorded and said.
-TEST(BaselineLabE2E, ThreadsAreChosenAtTheStartWhenOthersAlreadyHoldTheCores) {
+TEST(BusyMachineE2E, ThreadsAreChosenAtTheStartWhenOthersAlreadyHoldTheCores) {
   const int cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
   if (std::min(usable_cores(), physical_cores_usable()) < 2)
     GTEST_SKIP() << "one physical core: LibTorch's default is one thread, nothing to choose";
