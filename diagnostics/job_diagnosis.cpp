@@ -2,6 +2,7 @@
 #include "diagnostics/job_diagnosis.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <map>
 #include <stdexcept>
@@ -9,6 +10,7 @@
 #include "core/comparison_stats.h"
 #include "core/statistics.h"
 
+#include "diagnostics/intervals.h"
 #include "diagnostics/text_format.h"
 #include "diagnostics/verdict.h"
 
@@ -121,7 +123,10 @@ void match_collectives(JobDiagnosis& job, const std::vector<Diagnosis>& ranks) {
       end_differences_ns.push_back(static_cast<double>(by_rank[r]->collective_runs_ns[k].second - reference[k].second));
     offset_ns[r] = stats::median(end_differences_ns);
   }
-  std::vector<double> wait_ns(by_rank.size(), 0);
+  // Each rank's waits on its own clock: from its arrival, for as long as the last rank took, within
+  // the run. A rank's collectives can wait at once (DDP launches every bucket's all-reduce before the
+  // first one ends): their waits are united, not added, so that no wait exceeds the steps.
+  std::vector<std::vector<intervals::Interval>> waits(by_rank.size());
   std::vector<int> last_in(by_rank.size(), 0);
   for (size_t k = 0; k < count; ++k) {
     std::vector<double> start_ns(by_rank.size());
@@ -129,31 +134,55 @@ void match_collectives(JobDiagnosis& job, const std::vector<Diagnosis>& ranks) {
       start_ns[r] = static_cast<double>(by_rank[r]->collective_runs_ns[k].first) - offset_ns[r];
     const size_t last = static_cast<size_t>(std::max_element(start_ns.begin(), start_ns.end()) - start_ns.begin());
     ++last_in[last];
-    for (size_t r = 0; r < by_rank.size(); ++r) wait_ns[r] += start_ns[last] - start_ns[r];
+    for (size_t r = 0; r < by_rank.size(); ++r) {
+      const auto [arrived_ns, left_ns] = by_rank[r]->collective_runs_ns[k];
+      const int64_t wait_ns = std::llround(start_ns[last] - start_ns[r]);
+      waits[r].push_back({arrived_ns, std::min<int64_t>(left_ns, arrived_ns + wait_ns)});
+    }
   }
   job.collectives_matched = static_cast<int>(count);
   for (size_t r = 0; r < by_rank.size(); ++r) {
     JobRank& line = job.rank_lines[r];
-    const size_t steps = std::max<size_t>(1, by_rank[r]->step_ms.size());
+    const double steps = static_cast<double>(std::max<size_t>(1, by_rank[r]->step_ms.size()));
+    const std::vector<intervals::Interval> waited = intervals::merged(std::move(waits[r]));
     line.clock_offset_ms = offset_ns[r] / 1e6;
     line.last_in_pct = 100.0 * last_in[r] / static_cast<double>(count);
-    line.collective_wait_ms = wait_ns[r] / 1e6 / static_cast<double>(steps);
+    line.collective_wait_ms = static_cast<double>(intervals::length(waited)) / 1e6 / steps;
+    // Of it, the time with none of the rank's own work under it (where its trace shows that work).
+    const auto& own_work = by_rank[r]->collective_run_own_work_ns;
+    if (own_work.size() == count) {
+      std::vector<intervals::Interval> own;
+      for (const auto& under_run : own_work) own.insert(own.end(), under_run.begin(), under_run.end());
+      line.collective_wait_exposed_ms =
+          static_cast<double>(intervals::length(intervals::subtract(waited, intervals::merged(std::move(own))))) /
+          1e6 / steps;
+    }
   }
   const size_t most = static_cast<size_t>(std::max_element(last_in.begin(), last_in.end()) - last_in.begin());
   job.last_in_rank = job.rank_lines[most].rank;
   job.last_in_pct = *job.rank_lines[most].last_in_pct;
 }
 
-// "at the 40 collectives matched across ranks, rank 2 arrived last at 97.5 % of them; the other
-// ranks' collectives waited 25.1 ms a step (median) for the last rank to arrive (...)"
+// "at the 60 collectives matched across ranks, rank 1 arrived last at 70.0 % of them; the other
+// ranks' collectives waited 256.7 ms a step (median) for the last rank to arrive, 240.8 ms of it
+// (median) with none of their own work under it"
 std::string collectives_words(const JobDiagnosis& job) {
-  std::vector<double> others_wait_ms;
-  for (const JobRank& r : job.rank_lines)
-    if (r.rank != job.last_in_rank && r.collective_wait_ms) others_wait_ms.push_back(*r.collective_wait_ms);
-  return format_text("at the %d collectives matched across ranks, rank %d arrived last at %.1f %% of them; the "
-                     "other ranks' collectives waited %.1f ms a step (median) for the last rank to arrive (part "
-                     "of it under their own work)",
-                     job.collectives_matched, job.last_in_rank, job.last_in_pct, stats::median(others_wait_ms));
+  std::vector<double> others_wait_ms, others_exposed_ms;
+  bool every_split = true;
+  for (const JobRank& r : job.rank_lines) {
+    if (r.rank == job.last_in_rank || !r.collective_wait_ms) continue;
+    others_wait_ms.push_back(*r.collective_wait_ms);
+    if (r.collective_wait_exposed_ms) others_exposed_ms.push_back(*r.collective_wait_exposed_ms);
+    every_split = every_split && r.collective_wait_exposed_ms.has_value();
+  }
+  std::string words = format_text(
+      "at the %d collectives matched across ranks, rank %d arrived last at %.1f %% of them; the other ranks' "
+      "collectives waited %.1f ms a step (median) for the last rank to arrive",
+      job.collectives_matched, job.last_in_rank, job.last_in_pct, stats::median(others_wait_ms));
+  if (every_split && !others_exposed_ms.empty())
+    return words + format_text(", %.1f ms of it (median) with none of their own work under it",
+                               stats::median(others_exposed_ms));
+  return words + " (part of it under their own work: the traces do not show how much)";
 }
 
 std::string rank_verdict_words(const Diagnosis& d) {
@@ -417,7 +446,10 @@ nlohmann::json to_json(const JobDiagnosis& job) {
                      {"verdict", r.verdict},
                      {"clock_offset_ms", r.clock_offset_ms},
                      {"last_in_pct", r.last_in_pct ? nlohmann::json(*r.last_in_pct) : nlohmann::json()},
-                     {"collective_wait_ms", r.collective_wait_ms ? nlohmann::json(*r.collective_wait_ms) : nlohmann::json()}});
+                     {"collective_wait_ms",
+                      r.collective_wait_ms ? nlohmann::json(*r.collective_wait_ms) : nlohmann::json()},
+                     {"collective_wait_exposed_ms",
+                      r.collective_wait_exposed_ms ? nlohmann::json(*r.collective_wait_exposed_ms) : nlohmann::json()}});
   }
   return {{"ranks", job.ranks},
           {"inconclusive", job.inconclusive},

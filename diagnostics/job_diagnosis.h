@@ -35,10 +35,14 @@ struct JobRank {
   std::string verdict;        // the rank's own verdict, in words ("model compute (medium)")
   // At the collectives matched across ranks (the k-th of each): how far this rank's clock is from
   // the first rank's (median difference of the collectives' ends, which every rank leaves together),
-  // the share of them it arrived at last, and its wait there for the last one, per step.
+  // the share of them it arrived at last, and its wait there for the last one, per step (waits at
+  // the same time, as DDP's buckets' all-reduces wait together, counted once); of that
+  // wait, the time with none of its own work under it (where its trace shows that work: other
+  // kernels on a GPU, the loop thread's ops where the host runs the collectives).
   double clock_offset_ms = 0;
   std::optional<double> last_in_pct;
   std::optional<double> collective_wait_ms;
+  std::optional<double> collective_wait_exposed_ms;
 };
 
 struct JobDiagnosis {

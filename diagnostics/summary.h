@@ -142,6 +142,11 @@ struct Summary {
   // Traces: each collective's run (start, end on the trace's clock, ns) in the measured steps, in
   // start order (collective_kinds.h); a job matches the k-th run of every rank.
   std::vector<std::pair<int64_t, int64_t>> collective_runs_ns;
+  // ... and the rank's own work under each of those runs (merged spans on the same clock, clipped to
+  // the run): its other kernels on a GPU, the loop thread's ops where the host runs the collectives,
+  // the loop's compute phases in trainlab's traces. Empty where the trace does not show what ran
+  // under its collectives (host launches without their device work): a wait there is not split.
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> collective_run_own_work_ns;
   std::vector<double> rank_step_p50_ms;       // one per rank: its own work a step (step minus exposed communication)
   std::optional<double> rank_spread_pct;      // (slowest - fastest) / fastest own work a step
   // A job of rank traces (job_diagnosis.h): the straggler's own work against the other ranks' median,

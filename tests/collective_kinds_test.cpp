@@ -13,6 +13,7 @@
 #include "diagnostics/collective_kinds.h"
 #include "diagnostics/diagnosis.h"
 #include "diagnostics/idle_attribution.h"
+#include "diagnostics/intervals.h"
 #include "diagnostics/rules.h"
 #include "diagnostics/summarise.h"
 #include "diagnostics/verdict.h"
@@ -148,6 +149,12 @@ TEST(CollectiveKindsTrace, DeepEpAllToAllIsCommunicationMostlyOverlapped) {
   EXPECT_NEAR(s.shares.compute_pct, 88.0, 1e-6);       // the all-to-all kernels are not compute
   ASSERT_EQ(s.comm_family_pct.count("expert_all_to_all"), 1u);
   EXPECT_NEAR(s.comm_family_pct.at("expert_all_to_all"), 88.0, 1e-6);
+  // Each all-to-all's run, and the rank's own work under it (the GEMM): all of dispatch's 4 ms, 4.2
+  // of combine's 4.8 ms (the GEMM ends 0.6 ms before it).
+  ASSERT_EQ(s.collective_runs_ns.size(), 10u);
+  ASSERT_EQ(s.collective_run_own_work_ns.size(), 10u);
+  EXPECT_EQ(intervals::length(s.collective_run_own_work_ns[0]), 4'000'000);
+  EXPECT_EQ(intervals::length(s.collective_run_own_work_ns[1]), 4'200'000);
 
   const std::string text = render_diagnosis_text(d);
   EXPECT_NE(text.find("Communication: 88.0 % of the step, 82.0 % overlapped with compute, 6.0 % exposed "
@@ -276,6 +283,11 @@ TEST(CollectiveKindsTrace, CpuTraceSplitsGlooTimeByWhatTheLoopThreadDoes) {
   EXPECT_NEAR(*s.comm_overlapped_pct, 29.0, 1e-3);      // 4.1-7 ms under the mm
   EXPECT_NEAR(s.shares.communication_pct, 21.0, 1e-3);  // 4-4.1 and 7-9 ms
   EXPECT_NEAR(s.shares.compute_pct, 59.0, 1e-3);        // the mm less its launch call
+  // The loop thread's own work under each step's all-reduce: the mm from 4.1 to 7 ms.
+  ASSERT_EQ(s.collective_runs_ns.size(), 2u);
+  ASSERT_EQ(s.collective_run_own_work_ns.size(), 2u);
+  const std::vector<std::pair<int64_t, int64_t>> under_second = {{14'100'000, 17'000'000}};
+  EXPECT_EQ(s.collective_run_own_work_ns[1], under_second);
   const std::string text = render_diagnosis_text(d);
   EXPECT_NE(text.find("Communication: 50.0 % of the step, 29.0 % overlapped with compute, 21.0 % exposed"),
             std::string::npos)
@@ -305,6 +317,8 @@ TEST(CollectiveKindsTrace, NcclLaunchesInATraceWithoutItsGpuEventsClaimNoOverlap
   EXPECT_NEAR(d.summary.comm_total_pct.value_or(-1), 40.0, 1e-6);
   EXPECT_NEAR(d.summary.shares.communication_pct, 40.0, 1e-6);
   EXPECT_FALSE(d.summary.comm_overlapped_pct.has_value());
+  EXPECT_EQ(d.summary.collective_runs_ns.size(), 2u);
+  EXPECT_TRUE(d.summary.collective_run_own_work_ns.empty());  // nor what ran under each collective
   const std::string text = render_diagnosis_text(d);
   EXPECT_NE(text.find("Communication: 40.0 % of the step, counted as exposed (the trace does not show what ran"),
             std::string::npos)

@@ -83,6 +83,12 @@ def check_overlap_split(document, stdout, html):
         assert comm["overlapped_pct"] is not None and comm["overlapped_pct"] > 10, (rank, comm)
         assert abs(comm["exposed_pct"] + comm["overlapped_pct"] - comm["total_pct"]) < 0.01, (rank, comm)
         assert abs(d["summary"]["shares_pct"]["communication"] - comm["exposed_pct"]) < 0.01, (rank, comm)
+    # The waits at the collectives are split too, and each rank's waits, though DDP launches several
+    # buckets' all-reduces at once, are counted once: never more than the rank's step.
+    for r in document["job"]["per_rank"]:
+        assert r["collective_wait_exposed_ms"] is not None, r
+        assert 0 <= r["collective_wait_exposed_ms"] <= r["collective_wait_ms"] + 1e-9, r
+        assert r["collective_wait_ms"] < r["step_p50_ms"] * 1.5, r
     assert "overlapped with compute" in stdout, stdout
     assert "Overlapped with compute" in html, "the report's data-parallel section has no overlapped share"
 
@@ -132,6 +138,12 @@ def main():
             # is the last to arrive at most of them.
             assert job["collectives_matched"] >= 10, job
             assert job["last_in_rank"] == slow_rank and job["last_in_pct"] > 50, job
+            # Each wait is split by the rank's own work under it (the loop thread's ops while Gloo's
+            # worker waits): a fast rank waits with some of it exposed, never more than the wait.
+            for r in job["per_rank"]:
+                if r["rank"] != slow_rank:
+                    assert 0 < r["collective_wait_exposed_ms"] <= r["collective_wait_ms"] + 1e-9, r
+            assert "with none of their own work under it" in job["headline"], job["headline"]
         else:
             # Ranks doing the same work on a shared machine still differ, step by step, by how the
             # cores were shared: the job verdict then names the slower rank with its interval, or

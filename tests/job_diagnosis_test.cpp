@@ -173,9 +173,67 @@ TEST(JobDiagnosis, CollectivesMatchedAcrossRanksNameTheLastToArriveOnAlignedCloc
   EXPECT_NEAR(*job->rank_lines[1].collective_wait_ms, 1.5, 1e-9);
   EXPECT_NEAR(*job->rank_lines[2].collective_wait_ms, 0.0, 1e-9);
   EXPECT_NE(job->headline.find("rank 2 arrived last at 100.0 % of them"), std::string::npos) << job->headline;
+  // These traces do not show what ran under the collectives: the wait is not split.
+  EXPECT_FALSE(job->rank_lines[0].collective_wait_exposed_ms.has_value());
+  EXPECT_NE(job->headline.find("(part of it under their own work: the traces do not show how much)"),
+            std::string::npos)
+      << job->headline;
   const nlohmann::json j = to_json(*job);
   EXPECT_EQ(j["last_in_rank"], 2);
   EXPECT_NEAR(j["per_rank"][1]["clock_offset_ms"].get<double>(), 5000.0, 1e-9);
+  EXPECT_TRUE(j["per_rank"][0]["collective_wait_exposed_ms"].is_null());
+}
+
+// The same collectives with each rank's own work under them, on its own clock: rank 0 computes
+// through the first 2 ms of each 3 ms wait (and again after the wait, which does not count), rank 1
+// (5 s ahead) only after its wait, rank 2 waits for nobody. Over 20 steps rank 0's wait has 0.5 ms a
+// step with none of its work under it, rank 1's all of its 1.5 ms; the headline gives their median.
+TEST(JobDiagnosis, TheWaitAtTheCollectivesIsSplitByTheRanksOwnWorkUnderIt) {
+  std::vector<Diagnosis> ranks = {rank_of(0, 10, 2, 30), rank_of(1, 10, 2, 30), rank_of(2, 10, 2, 30)};
+  const int64_t ms = 1'000'000;
+  for (int k = 0; k < 10; ++k) {
+    const int64_t end = (100 + 50 * k) * ms;
+    ranks[0].summary.collective_runs_ns.push_back({end - 10 * ms, end});
+    ranks[0].summary.collective_run_own_work_ns.push_back(
+        {{end - 10 * ms, end - 8 * ms}, {end - 5 * ms, end - 4 * ms}});
+    ranks[1].summary.collective_runs_ns.push_back({end - 10 * ms + 5000 * ms, end + 5000 * ms});
+    ranks[1].summary.collective_run_own_work_ns.push_back({{end - 6 * ms + 5000 * ms, end - 2 * ms + 5000 * ms}});
+    ranks[2].summary.collective_runs_ns.push_back({end - 7 * ms, end});
+    ranks[2].summary.collective_run_own_work_ns.push_back({});
+  }
+  const auto job = diagnose_job(ranks, defaults());
+  ASSERT_TRUE(job.has_value());
+  ASSERT_EQ(job->collectives_matched, 10);
+  EXPECT_NEAR(*job->rank_lines[0].collective_wait_ms, 1.5, 1e-9);
+  EXPECT_NEAR(job->rank_lines[0].collective_wait_exposed_ms.value_or(-1), 0.5, 1e-9);
+  EXPECT_NEAR(job->rank_lines[1].collective_wait_exposed_ms.value_or(-1), 1.5, 1e-9);
+  EXPECT_NEAR(job->rank_lines[2].collective_wait_exposed_ms.value_or(-1), 0.0, 1e-9);
+  EXPECT_NE(job->headline.find("waited 1.5 ms a step (median) for the last rank to arrive, 1.0 ms of it (median) "
+                               "with none of their own work under it"),
+            std::string::npos)
+      << job->headline;
+  EXPECT_NEAR(to_json(*job)["per_rank"][0]["collective_wait_exposed_ms"].get<double>(), 0.5, 1e-9);
+}
+
+// DDP launches every bucket's all-reduce before the first one ends: rank 0 starts two collectives
+// at once, 3 ms before rank 1 starts both, 10 times over 20 steps. Rank 0 waited 3 ms each time, not
+// 6: 1.5 ms a step (added, the waits would be 3 ms a step, and could exceed the step itself).
+TEST(JobDiagnosis, CollectivesThatWaitAtOnceWaitOnce) {
+  std::vector<Diagnosis> ranks = {rank_of(0, 10, 2, 30), rank_of(1, 10, 2, 30)};
+  const int64_t ms = 1'000'000;
+  for (int k = 0; k < 10; ++k) {
+    const int64_t end = (100 + 50 * k) * ms;
+    for (int bucket = 0; bucket < 2; ++bucket) {
+      ranks[0].summary.collective_runs_ns.push_back({end - 10 * ms, end + bucket * ms});
+      ranks[1].summary.collective_runs_ns.push_back({end - 7 * ms, end + bucket * ms});
+    }
+  }
+  const auto job = diagnose_job(ranks, defaults());
+  ASSERT_TRUE(job.has_value());
+  ASSERT_EQ(job->collectives_matched, 20);
+  EXPECT_EQ(job->last_in_rank, 1);
+  EXPECT_NEAR(job->rank_lines[0].collective_wait_ms.value_or(-1), 1.5, 1e-9);
+  EXPECT_NEAR(job->rank_lines[1].collective_wait_ms.value_or(-1), 0.0, 1e-9);
 }
 
 // Ranks that ran different numbers of collectives are not matched, and the job says why.
