@@ -690,18 +690,19 @@ void add_trace_details(const Profile& profile, const TraceMetadata& ours, const 
   s.dropped_events = dropped_total(profile, /*with_missed_ticks=*/true);
 }
 
-// The rank's own work under each collective run (Summary::collective_run_own_work_ns): the spans
-// that count as its work in the step shares (on the loop thread: its ops, short ones included, less
-// DataLoader waits and its collective calls); none where the trace does not show that work.
+// The rank's own work under each collective run (Summary::collective_run_own_work_ns): on a GPU its
+// other kernels (the runs are collective kernels there); in trainlab's CPU traces the loop's compute
+// phases; where the host runs the collectives, the loop thread's ops (short ones included) less
+// DataLoader waits and its collective calls. None where the trace does not show that work.
 std::vector<std::vector<Interval>> own_work_under_runs(const TraceTimeline& tl, const std::vector<Interval>& runs,
-                                                      bool on_device) {
+                                                      bool on_gpu) {
   std::vector<Interval> own;
-  if (tl.has_phases) {
+  if (on_gpu) {
+    own = tl.kernels;
+  } else if (tl.has_phases) {
     for (const char* phase : {"forward", "backward", "optimizer"}) {
       if (const auto it = tl.phases.find(phase); it != tl.phases.end()) own = unite(std::move(own), it->second);
     }
-  } else if (on_device) {
-    own = tl.kernels;
   } else if (tl.collectives_run_on_host) {
     own = subtract(subtract(tl.host_ops, tl.dataloader), tl.loop_collective_calls);
   } else {
@@ -741,7 +742,7 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
   const TraceStepTotals totals = add_step_shares(steps, tl, attribute_idle, attributor, profiler_cost, s);
   fill_trace_shares(tl, steps, totals, attribute_idle, s);
   add_trace_details(profile, ours, steps, found.main_track, s);
-  s.collective_run_own_work_ns = own_work_under_runs(tl, s.collective_runs_ns, attribute_idle);
+  s.collective_run_own_work_ns = own_work_under_runs(tl, s.collective_runs_ns, s.on_gpu);
   return s;
 }
 
