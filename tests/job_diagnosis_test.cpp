@@ -151,18 +151,28 @@ TEST(JobDiagnosis, ASpreadWhoseIntervalReachesUnderTheLineIsAtTheLine) {
   EXPECT_NE(job->confidence, "high");
 }
 
-// Collective by collective: rank 2 arrives 3 ms after the others at each of 10 collectives, all
-// leave together; rank 1's clock runs 5 s ahead. The offset is found from the ends, rank 2 is last
-// at every one, and each other rank's collectives wait 30 ms over its 20 steps (1.5 ms a step).
-TEST(JobDiagnosis, CollectivesMatchedAcrossRanksNameTheLastToArriveOnAlignedClocks) {
+constexpr int64_t kMs = 1'000'000;
+// The end of the k-th of the 10 collectives below, on rank 0's clock.
+int64_t collective_end_ns(int k) { return (100 + 50 * k) * kMs; }
+
+// Three ranks of 20 steps at 10 collectives: rank 2 arrives 3 ms after the others at each, all leave
+// together; rank 1's clock runs 5 s ahead.
+std::vector<Diagnosis> ranks_whose_rank_2_arrives_last() {
   std::vector<Diagnosis> ranks = {rank_of(0, 10, 2, 30), rank_of(1, 10, 2, 30), rank_of(2, 10, 2, 30)};
-  const int64_t ms = 1'000'000;
   for (int k = 0; k < 10; ++k) {
-    const int64_t end = (100 + 50 * k) * ms;
-    ranks[0].summary.collective_runs_ns.push_back({end - 10 * ms, end});
-    ranks[1].summary.collective_runs_ns.push_back({end - 10 * ms + 5000 * ms, end + 5000 * ms});
-    ranks[2].summary.collective_runs_ns.push_back({end - 7 * ms, end});
+    const int64_t end = collective_end_ns(k);
+    ranks[0].summary.collective_runs_ns.push_back({end - 10 * kMs, end});
+    ranks[1].summary.collective_runs_ns.push_back({end - 10 * kMs + 5000 * kMs, end + 5000 * kMs});
+    ranks[2].summary.collective_runs_ns.push_back({end - 7 * kMs, end});
   }
+  return ranks;
+}
+
+// Collective by collective (ranks_whose_rank_2_arrives_last): the offset is found from the ends,
+// rank 2 is last at every one, and each other rank's collectives wait 30 ms over its 20 steps (1.5 ms
+// a step).
+TEST(JobDiagnosis, CollectivesMatchedAcrossRanksNameTheLastToArriveOnAlignedClocks) {
+  const std::vector<Diagnosis> ranks = ranks_whose_rank_2_arrives_last();
   const auto job = diagnose_job(ranks, defaults());
   ASSERT_TRUE(job.has_value());
   EXPECT_EQ(job->collectives_matched, 10);
@@ -189,16 +199,12 @@ TEST(JobDiagnosis, CollectivesMatchedAcrossRanksNameTheLastToArriveOnAlignedCloc
 // (5 s ahead) only after its wait, rank 2 waits for nobody. Over 20 steps rank 0's wait has 0.5 ms a
 // step with none of its work under it, rank 1's all of its 1.5 ms; the headline gives their median.
 TEST(JobDiagnosis, TheWaitAtTheCollectivesIsSplitByTheRanksOwnWorkUnderIt) {
-  std::vector<Diagnosis> ranks = {rank_of(0, 10, 2, 30), rank_of(1, 10, 2, 30), rank_of(2, 10, 2, 30)};
-  const int64_t ms = 1'000'000;
+  std::vector<Diagnosis> ranks = ranks_whose_rank_2_arrives_last();
   for (int k = 0; k < 10; ++k) {
-    const int64_t end = (100 + 50 * k) * ms;
-    ranks[0].summary.collective_runs_ns.push_back({end - 10 * ms, end});
+    const int64_t end = collective_end_ns(k), end_on_rank_1 = end + 5000 * kMs;
     ranks[0].summary.collective_run_own_work_ns.push_back(
-        {{end - 10 * ms, end - 8 * ms}, {end - 5 * ms, end - 4 * ms}});
-    ranks[1].summary.collective_runs_ns.push_back({end - 10 * ms + 5000 * ms, end + 5000 * ms});
-    ranks[1].summary.collective_run_own_work_ns.push_back({{end - 6 * ms + 5000 * ms, end - 2 * ms + 5000 * ms}});
-    ranks[2].summary.collective_runs_ns.push_back({end - 7 * ms, end});
+        {{end - 10 * kMs, end - 8 * kMs}, {end - 5 * kMs, end - 4 * kMs}});
+    ranks[1].summary.collective_run_own_work_ns.push_back({{end_on_rank_1 - 6 * kMs, end_on_rank_1 - 2 * kMs}});
     ranks[2].summary.collective_run_own_work_ns.push_back({});
   }
   const auto job = diagnose_job(ranks, defaults());
@@ -220,12 +226,11 @@ TEST(JobDiagnosis, TheWaitAtTheCollectivesIsSplitByTheRanksOwnWorkUnderIt) {
 // 6: 1.5 ms a step (added, the waits would be 3 ms a step, and could exceed the step itself).
 TEST(JobDiagnosis, CollectivesThatWaitAtOnceWaitOnce) {
   std::vector<Diagnosis> ranks = {rank_of(0, 10, 2, 30), rank_of(1, 10, 2, 30)};
-  const int64_t ms = 1'000'000;
   for (int k = 0; k < 10; ++k) {
-    const int64_t end = (100 + 50 * k) * ms;
+    const int64_t end = collective_end_ns(k);
     for (int bucket = 0; bucket < 2; ++bucket) {
-      ranks[0].summary.collective_runs_ns.push_back({end - 10 * ms, end + bucket * ms});
-      ranks[1].summary.collective_runs_ns.push_back({end - 7 * ms, end + bucket * ms});
+      ranks[0].summary.collective_runs_ns.push_back({end - 10 * kMs, end + bucket * kMs});
+      ranks[1].summary.collective_runs_ns.push_back({end - 7 * kMs, end + bucket * kMs});
     }
   }
   const auto job = diagnose_job(ranks, defaults());
