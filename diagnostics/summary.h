@@ -144,7 +144,7 @@ struct Summary {
   std::vector<std::pair<int64_t, int64_t>> collective_runs_ns;
   // ... and the rank's own work under each of those runs (merged spans on the same clock, clipped to
   // the run): its other kernels on a GPU, the loop thread's ops where the host runs the collectives,
-  // the loop's compute phases in trainlab's traces. Empty where the trace does not show what ran
+  // the loop's compute phases in trainlab's CPU traces. Empty where the trace does not show what ran
   // under its collectives (host launches without their device work): a wait there is not split.
   std::vector<std::vector<std::pair<int64_t, int64_t>>> collective_run_own_work_ns;
   std::vector<double> rank_step_p50_ms;       // one per rank: its own work a step (step minus exposed communication)

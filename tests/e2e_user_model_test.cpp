@@ -95,7 +95,7 @@ void lab_profile_doctor(const Example& e) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"fp32", "bf16", "bf16+compiled"}));
 
-  // The profile names a bottleneck.
+  // The profile names a bottleneck, or says which suspects it cannot tell apart.
   const std::string profiled = fresh_results_dir("profile_" + e.name);
   r = run_trainlab("profile --model " + bundle + " --steps 8 --warmup 2 --results " + profiled);
   ASSERT_EQ(r.exit_status, 0) << r.out << r.err;
@@ -103,11 +103,20 @@ void lab_profile_doctor(const Example& e) {
   ASSERT_FALSE(diagnosis.is_discarded());
   ASSERT_FALSE(diagnosis["diagnoses"].empty());
   const nlohmann::json& verdict = diagnosis["diagnoses"][0]["verdict"];
-  const std::string primary = verdict.value("primary", std::string());
-  EXPECT_TRUE(primary == "data_pipeline" || primary == "model_compute" || primary == "communication" ||
-              primary == "framework_overhead")
-      << verdict.dump().substr(0, 800);
-  EXPECT_FALSE(verdict.value("headline", std::string()).empty());
+  if (verdict.value("inconclusive", false)) {
+    // Beside a busy process 8 steps can leave two suspects within each other's intervals (CI saw
+    // framework overhead 18.9 % [0.0, 53.5] against data pipeline 18.5 % [5.9, 31.0]): then the
+    // verdict names no primary and says which suspects it could not tell apart.
+    EXPECT_TRUE(verdict["primary"].is_null()) << verdict.dump().substr(0, 800);
+    EXPECT_FALSE(verdict["inconclusive_reasons"].empty()) << verdict.dump().substr(0, 800);
+    EXPECT_EQ(verdict["headline"].get<std::string>().rfind("inconclusive: ", 0), 0u) << verdict["headline"];
+  } else {
+    const std::string primary = verdict["primary"].get<std::string>();
+    EXPECT_TRUE(primary == "data_pipeline" || primary == "model_compute" || primary == "communication" ||
+                primary == "framework_overhead")
+        << verdict.dump().substr(0, 800);
+    EXPECT_FALSE(verdict["headline"].get<std::string>().empty());
+  }
 
   // The doctor tries at least one change, measured A/B.
   const std::string doctored = fresh_results_dir("doctor_" + e.name);
