@@ -168,18 +168,16 @@ void match_collectives(JobDiagnosis& job, const std::vector<Diagnosis>& ranks) {
 // (median) with none of their own work under it"
 std::string collectives_words(const JobDiagnosis& job) {
   std::vector<double> others_wait_ms, others_exposed_ms;
-  bool every_split = true;
   for (const JobRank& r : job.rank_lines) {
     if (r.rank == job.last_in_rank || !r.collective_wait_ms) continue;
     others_wait_ms.push_back(*r.collective_wait_ms);
     if (r.collective_wait_exposed_ms) others_exposed_ms.push_back(*r.collective_wait_exposed_ms);
-    every_split = every_split && r.collective_wait_exposed_ms.has_value();
   }
   std::string words = format_text(
       "at the %d collectives matched across ranks, rank %d arrived last at %.1f %% of them; the other ranks' "
       "collectives waited %.1f ms a step (median) for the last rank to arrive",
       job.collectives_matched, job.last_in_rank, job.last_in_pct, stats::median(others_wait_ms));
-  if (every_split && !others_exposed_ms.empty())
+  if (!others_exposed_ms.empty() && others_exposed_ms.size() == others_wait_ms.size())  // every one split
     return words + format_text(", %.1f ms of it (median) with none of their own work under it",
                                stats::median(others_exposed_ms));
   return words + " (part of it under their own work: the traces do not show how much)";

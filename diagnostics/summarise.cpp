@@ -369,10 +369,12 @@ struct TraceTimeline {
   std::map<std::string, std::vector<Interval>> collective_families;  // the same, by family (collective_kinds.h)
   std::vector<Interval> copies;                         // device memcpy/memset
   std::vector<Interval> host_collectives;               // collective spans on any host thread (CPU traces)
-  std::vector<Interval> loop_collective_calls;          // those on the loop's thread (c10d:: calls, waits)
   bool collectives_run_on_host = false;                 // Gloo/MPI spans: host threads run the collectives
   std::vector<Interval> dataloader;                     // DataLoader __next__ spans on any host thread
-  std::vector<Interval> host_ops;                       // operators of the loop's thread
+  // The loop thread's own work: its operators less DataLoader waits and the collective time that is
+  // not its work (its own collective calls, c10d:: calls and waits, where the host runs the
+  // collectives; every collective span where the host only launches them).
+  std::vector<Interval> loop_work;
   std::map<std::string, std::vector<Interval>> phases;  // trainlab's own traces: the loop's phases
   bool has_phases = false;
 };
@@ -411,9 +413,10 @@ TraceTimeline trace_timeline(const Profile& profile, int64_t main_track) {
   tl.collective_kernels = merged(std::move(collective_kernels));
   tl.copies = merged(std::move(copies));
   tl.host_collectives = merged(std::move(host_collectives));
-  tl.loop_collective_calls = merged(std::move(loop_collective_calls));
   tl.dataloader = merged(std::move(dataloader));
-  tl.host_ops = merged(std::move(host_ops));
+  const std::vector<Interval> not_loop_work =
+      tl.collectives_run_on_host ? merged(std::move(loop_collective_calls)) : tl.host_collectives;
+  tl.loop_work = subtract(subtract(merged(std::move(host_ops)), tl.dataloader), not_loop_work);
   for (auto& [name, spans] : phase_spans) tl.phases[name] = merged(std::move(spans));
   for (auto& [family, spans] : family_spans) tl.collective_families[family] = merged(std::move(spans));
   return tl;
@@ -504,9 +507,7 @@ StepTimes cpu_step_times(const TraceTimeline& tl, const Step& st) {
   const double short_op_ns = 10e3;  // top-level ops under 10 us are dominated by dispatch
   const auto dl = clip(tl.dataloader, st.start_ns, st.end_ns);
   const auto cc = clip(tl.host_collectives, st.start_ns, st.end_ns);
-  const auto not_compute =
-      tl.collectives_run_on_host ? clip(tl.loop_collective_calls, st.start_ns, st.end_ns) : cc;
-  const auto ops = subtract(subtract(clip(tl.host_ops, st.start_ns, st.end_ns), dl), not_compute);
+  const auto ops = clip(tl.loop_work, st.start_ns, st.end_ns);
   double short_ns = 0;
   for (const Interval& op : ops) {
     if (static_cast<double>(op.second - op.first) < short_op_ns)
@@ -692,8 +693,8 @@ void add_trace_details(const Profile& profile, const TraceMetadata& ours, const 
 
 // The rank's own work under each collective run (Summary::collective_run_own_work_ns): on a GPU its
 // other kernels (the runs are collective kernels there); in trainlab's CPU traces the loop's compute
-// phases; where the host runs the collectives, the loop thread's ops (short ones included) less
-// DataLoader waits and its collective calls. None where the trace does not show that work.
+// phases; where the host runs the collectives, the loop thread's work (TraceTimeline::loop_work,
+// short ops included). None where the trace does not show that work.
 std::vector<std::vector<Interval>> own_work_under_runs(const TraceTimeline& tl, const std::vector<Interval>& runs,
                                                       bool on_gpu) {
   std::vector<Interval> own;
@@ -704,7 +705,7 @@ std::vector<std::vector<Interval>> own_work_under_runs(const TraceTimeline& tl, 
       if (const auto it = tl.phases.find(phase); it != tl.phases.end()) own = unite(std::move(own), it->second);
     }
   } else if (tl.collectives_run_on_host) {
-    own = subtract(subtract(tl.host_ops, tl.dataloader), tl.loop_collective_calls);
+    own = tl.loop_work;
   } else {
     return {};
   }
