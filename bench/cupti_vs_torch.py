@@ -14,6 +14,7 @@ import gzip
 import json
 import os
 import sys
+import tempfile
 
 
 def fail(message):
@@ -112,9 +113,13 @@ def main():
         for d, n in diffs[:6]:
             if abs(d) > 1e-9:
                 print("  %+8.1f  %s" % (d, n[:110]))
-    if args.out:
-        with open(args.out, "w") as f:
+    if args.out:  # through a private temporary name renamed over it, as trainlab writes its files
+        out_dir = os.path.dirname(os.path.abspath(args.out))
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(args.out) + ".tmp-", dir=out_dir)
+        with os.fdopen(fd, "w") as f:
             json.dump(result, f, indent=1)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, args.out)
     return 0
 
 

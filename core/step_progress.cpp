@@ -12,7 +12,7 @@ namespace trainlab {
 
 StepProgressWriter::StepProgressWriter() {
   const char* path = std::getenv(kProgressFileVariable);
-  if (path != nullptr && *path != '\0') fd_ = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (path != nullptr && *path != '\0') fd_ = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
 }
 
 StepProgressWriter::~StepProgressWriter() {

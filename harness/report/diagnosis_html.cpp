@@ -5,11 +5,9 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
@@ -19,6 +17,7 @@
 #include "core/statistics.h"
 #include "diagnostics/thresholds.h"
 #include "core/text.h"
+#include "core/atomic_file.h"
 #include "core/units.h"
 
 namespace trainlab {
@@ -1421,24 +1420,10 @@ std::string render_report_html(const ReportInput& input) {
 }
 
 void write_report_html(const std::string& path, const ReportInput& input) {
-  const std::string html = render_report_html(input);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot write report " + path + ": " + std::strerror(errno));
-    out.write(html.data(), static_cast<std::streamsize>(html.size()));
-    out.flush();
-    if (!out) {
-      const std::string why = std::strerror(errno);
-      std::remove(tmp.c_str());
-      throw std::runtime_error("cannot write report " + path + ": " + why);
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw std::runtime_error("cannot write report " + path + ": " + why);
-  }
+  // Through the atomic writer: a private temporary name (mkstemp) renamed over the report, so a
+  // link or FIFO planted beside it is never followed or opened, two diagnoses of one folder do not
+  // race on one temporary file, and a full disk is an InputError (exit 2) naming the path.
+  write_file_atomically(path, render_report_html(input));
 }
 
 }  // namespace trainlab

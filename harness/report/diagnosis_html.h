@@ -47,8 +47,8 @@ struct ReportInput {
 // Throws std::invalid_argument when input.summary is null.
 std::string render_report_html(const ReportInput& input);
 
-// Renders and writes to path + ".tmp", then renames it over path. Throws std::runtime_error naming
-// the path when the file cannot be written or renamed.
+// Renders and writes through write_file_atomically (core/atomic_file.h). Throws InputError naming
+// the path when the file cannot be written (a missing folder, a full disk).
 void write_report_html(const std::string& path, const ReportInput& input);
 
 }  // namespace trainlab

@@ -18,7 +18,7 @@ constexpr const char* kMarkName = ".running";
 }  // namespace
 
 RunningMark::RunningMark(const std::string& run_dir) : path_((fs::path(run_dir) / kMarkName).string()) {
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);  // a planted link or FIFO: no mark
   // Without a lock a reader would take the run for one that ended early: then no mark at all.
   if (fd_ >= 0 && ::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     ::unlink(path_.c_str());

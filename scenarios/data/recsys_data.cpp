@@ -663,7 +663,11 @@ class RecsysShardSource final : public RecsysSource {
     append_le<uint64_t>(header, static_cast<uint64_t>(spec_.items));
     header.resize(kCacheHeaderBytes, '\0');
 
-    std::unique_ptr<FILE, int (*)(FILE*)> out(std::fopen(path.c_str(), "wb"), std::fclose);
+    // Streamed (the cache can be larger than memory) into prepare_derived_file's temporary name,
+    // renamed into place when whole; a link planted there is not followed.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    std::unique_ptr<FILE, int (*)(FILE*)> out(fd >= 0 ? ::fdopen(fd, "wb") : nullptr, std::fclose);
+    if (!out && fd >= 0) ::close(fd);
     if (!out) throw InputError("cannot write " + path + ": " + std::strerror(errno));
     auto write = [&](const void* data, size_t bytes) {
       if (std::fwrite(data, 1, bytes, out.get()) != bytes) {

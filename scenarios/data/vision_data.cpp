@@ -95,7 +95,7 @@ std::string image_relative_path(int64_t index) {
 }
 
 void write_whole_file(const std::string& path, const void* data, size_t bytes) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) throw InputError("cannot write " + path + ": " + std::strerror(errno));
   const auto* p = static_cast<const unsigned char*>(data);
   size_t written_bytes = 0;
@@ -814,7 +814,7 @@ std::string prepare_vision_decoded_cache(const std::string& dataset_dir) {
     header.height = size;
     header.width = size;
 
-    const int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) throw InputError("cannot write " + tmp_path + ": " + std::strerror(errno));
     auto write_all = [&](const void* data, size_t bytes) {
       const auto* p = static_cast<const unsigned char*>(data);

@@ -514,9 +514,22 @@ def fail(message):
 
 
 def write_log(path, text):
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(text)
+    """text written to path through a private temporary name renamed over it (as trainlab's atomic
+    writer, core/atomic_file.h): a link or FIFO planted at the name is replaced, never followed."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".tmp-", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def refuse(what, error):
@@ -868,9 +881,7 @@ def main():
         report["parameter_strides"] = parameter_strides
     report = json.dumps(report)
     if args.report:
-        with open(args.report + ".tmp", "w") as f:
-            f.write(report + "\n")
-        os.replace(args.report + ".tmp", args.report)
+        write_log(args.report, report + "\n")
     print(report)
 
 

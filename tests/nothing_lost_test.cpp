@@ -1,0 +1,148 @@
+// Issue 53, "nothing lost, second campaign" (the files part): report.html written through the
+// atomic writer (a link or FIFO planted at the old fixed temporary name, two diagnoses of one
+// folder at once), side JSON files parsed with a bound on their values and depth, `history` with a
+// bad limit variable or a run folder whose name holds escape sequences, the `next:` hint's paths
+// quoted for a shell, a --python whose site code prints at exit, and the processes a child left
+// behind outside its process group. In-process, torch-free.
+#include <gtest/gtest.h>
+#include <malloc.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli_in_process.h"
+#include "core/errors.h"
+#include "core/run_record.h"
+#include "core/text.h"
+#include "harness/cli/next_step.h"
+#include "harness/process/child_process.h"
+#include "harness/process/python_side.h"
+#include "harness/runner/history.h"
+#include "process_gone.h"
+#include "scoped_env.h"
+
+namespace trainlab {
+namespace {
+
+namespace fs = std::filesystem;
+
+using test_cli::CliResult;
+using test_cli::run;
+using test_env::ScopedEnv;
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("trainlab_nothing_lost_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+std::string read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Three profiler steps, each an op on the main thread.
+std::string small_trace() {
+  std::string events;
+  for (int step = 0; step < 3; ++step) {
+    const long ts = 1000 + step * 1000;
+    if (!events.empty()) events += ",";
+    events += R"({"ph":"X","cat":"user_annotation","name":"ProfilerStep#)" + std::to_string(step) +
+              R"(","pid":1,"tid":1,"ts":)" + std::to_string(ts) + R"(,"dur":900},)" +
+              R"({"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":)" + std::to_string(ts + 100) +
+              R"(,"dur":600})";
+  }
+  return R"({"deviceProperties":[{"name":"cpu"}],"traceEvents":[)" + events + "]}";
+}
+
+// `trainlab diagnose INPUT --out OUT` started in a forked child (its output to /dev/null).
+pid_t start_diagnose(const fs::path& input, const fs::path& out) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::freopen("/dev/null", "w", stdout);
+    std::freopen("/dev/null", "w", stderr);
+    const std::string in = input.string(), to = out.string();
+    const char* argv[] = {"trainlab", "diagnose", in.c_str(), "--out", to.c_str()};
+    std::_Exit(run_cli(5, argv));
+  }
+  return pid;
+}
+
+// The child's exit status once it ends, waited for up to timeout_s: -1 when it had to be killed (a
+// hang), -2 when it ended on a signal.
+int exit_status_within(pid_t pid, double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -2;
+}
+
+// ---- report.html through the atomic writer ----------------------------------------------------
+
+// A symbolic link at <out>/report.html.tmp (the fixed temporary name the report was written
+// through) made diagnose overwrite the file it points to, outside the output folder, and leave
+// report.html as that link.
+TEST(NothingLostTest, ALinkAtTheReportsOldTemporaryNameIsNotFollowed) {
+  const fs::path dir = fresh_dir("report_link");
+  write(dir / "t.json", small_trace());
+  write(dir / "precious.txt", "the user's file\n");
+  fs::create_directories(dir / "out");
+  fs::create_symlink(dir / "precious.txt", dir / "out" / "report.html.tmp");
+  const CliResult r = run({"diagnose", (dir / "t.json").string(), "--out", (dir / "out").string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(read_bytes(dir / "precious.txt"), "the user's file\n");
+  EXPECT_FALSE(fs::is_symlink(fs::symlink_status(dir / "out" / "report.html")));
+  EXPECT_NE(read_bytes(dir / "out" / "report.html").find("<html"), std::string::npos);
+}
+
+// A FIFO at <out>/report.html.tmp hung diagnose for ever (a plain stream opened it and waited for a
+// reader). 60 s is far past a diagnosis of three steps.
+TEST(NothingLostTest, AFifoAtTheReportsOldTemporaryNameDoesNotHang) {
+  const fs::path dir = fresh_dir("report_fifo");
+  write(dir / "t.json", small_trace());
+  fs::create_directories(dir / "out");
+  ASSERT_EQ(::mkfifo((dir / "out" / "report.html.tmp").c_str(), 0600), 0);
+  EXPECT_EQ(exit_status_within(start_diagnose(dir / "t.json", dir / "out"), 60), 0);
+  EXPECT_NE(read_bytes(dir / "out" / "report.html").find("<html"), std::string::npos);
+}
+
+// Two diagnoses of one folder at once shared the temporary name: one renamed it away under the
+// other, which exited 3 ("internal error: cannot write report ..."). Four at once, ten times.
+TEST(NothingLostTest, DiagnosesOfOneFolderAtOnceAllExit0) {
+  const fs::path dir = fresh_dir("report_race");
+  write(dir / "t.json", small_trace());
+  for (int round = 0; round < 10; ++round) {
+    std::vector<pid_t> diagnoses;
+    for (int i = 0; i < 4; ++i) diagnoses.push_back(start_diagnose(dir / "t.json", dir / "out"));
+    for (size_t i = 0; i < diagnoses.size(); ++i) {
+      EXPECT_EQ(exit_status_within(diagnoses[i], 120), 0) << "round " << round << ", diagnosis " << i;
+    }
+  }
+  for (const auto& entry : fs::directory_iterator(dir / "out")) {  // no temporary left behind
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << entry.path();
+  }
+}
+
+}  // namespace
+}  // namespace trainlab
