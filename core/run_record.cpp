@@ -1,5 +1,6 @@
 // JSON mapping of RunRecord / VariantRecord, with schema checks and derived aggregates.
 #include "core/run_record.h"
+#include "core/bounded_json.h"
 #include "core/json_fields.h"
 
 #include <algorithm>
@@ -701,7 +702,7 @@ void write_run_record(const std::string& path, const RunRecord& record) {
 namespace {
 nlohmann::json parse_json_file(const std::string& path) {
   const std::string text = read_file(path);
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json j = parse_bounded_json(text, path);
   if (j.is_discarded()) {
     const std::string encoding = non_json_encoding(text.data(), text.size());
     throw InputError("malformed JSON in " + path + (encoding.empty() ? "" : ": " + encoding));

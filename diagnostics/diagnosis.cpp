@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "core/bounded_json.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/json_fields.h"
@@ -227,7 +228,7 @@ nlohmann::json to_json(const DiagnosisLine& line) {
 
 DiagnosisFile read_diagnosis_file(const std::string& path) {
   const std::string text = read_file(path);
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json j = parse_bounded_json(text, path);
   if (j.is_discarded()) {
     const std::string encoding = non_json_encoding(text.data(), text.size());
     throw InputError(path + ": " + (encoding.empty() ? "malformed JSON" : encoding));

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "core/bounded_json.h"
 #include "core/json_fields.h"
 #include "core/untrusted_input.h"
 #include "trainlab/default_thresholds.h"  // generated: kDefaultThresholdsJson
@@ -17,7 +18,12 @@ const Thresholds& Thresholds::defaults() {
 }
 
 Thresholds Thresholds::parse(const std::string& json_text) {
-  const nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json j;
+  try {
+    j = parse_bounded_json(json_text, "the thresholds file");
+  } catch (const InputError& e) {
+    throw std::invalid_argument(e.what());
+  }
   if (json_text.find_first_not_of(" \t\r\n") == std::string::npos) throw std::invalid_argument("thresholds: empty file");
   if (j.is_discarded()) {
     const std::string encoding = non_json_encoding(json_text.data(), json_text.size());

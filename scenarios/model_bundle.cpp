@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "core/bounded_json.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/hash.h"
@@ -62,7 +63,7 @@ bool is_written_model_bundle(const std::string& dir) {
   if (ec || bytes > kMaxManifestBytes) return false;
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(read_file(manifest.string()), nullptr, false);
+    j = parse_bounded_json(read_file(manifest.string()), manifest.string());
   } catch (const std::exception&) {
     return false;
   }
@@ -112,7 +113,7 @@ ModelBundle load_model_bundle(const std::string& dir) {
     throw InputError("--model " + dir + ": not a model bundle (no manifest.json; `trainlab model add` writes one)");
   }
   const std::string text = read_file(manifest_path);
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  const nlohmann::json j = parse_bounded_json(text, manifest_path);
   ModelBundle bundle;
   bundle.dir = fs::weakly_canonical(path).string();
   bundle.manifest_hash = fnv1a(text);

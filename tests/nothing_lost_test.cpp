@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cli_in_process.h"
+#include "core/bounded_json.h"
 #include "core/errors.h"
 #include "core/run_record.h"
 #include "core/text.h"
@@ -142,6 +143,102 @@ TEST(NothingLostTest, DiagnosesOfOneFolderAtOnceAllExit0) {
   for (const auto& entry : fs::directory_iterator(dir / "out")) {  // no temporary left behind
     EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << entry.path();
   }
+}
+
+// ---- side JSON files parsed within bounds ----------------------------------------------------
+
+int64_t status_kb(const char* key) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(key, 0) == 0) return std::strtoll(line.c_str() + std::strlen(key), nullptr, 10);
+  }
+  return -1;
+}
+
+// A run.json of [[],[],...] (under the file limit) was parsed whole: 22x the file in memory. Now
+// the parse stops at the bound (one line), and the memory it took stays within a small multiple
+// of the file: measured in a child process (its peak RSS its own). The bounds are checked by a pass
+// that builds nothing (core/bounded_json.h): the file's text is all it holds.
+TEST(NothingLostTest, ARunJsonOfEmptyArraysIsOneLineWithinASmallMultipleOfItsSize) {
+  const fs::path dir = fresh_dir("json_bound");
+  fs::create_directories(dir / "run");
+  const size_t arrays = size_t{16} << 20;  // 48 MiB of "[],"
+  std::string text = "[";
+  text.reserve(arrays * 3 + 2);
+  for (size_t i = 0; i < arrays; ++i) text += i == 0 ? "[]" : ",[]";
+  text += "]";
+  write(dir / "run" / "run.json", text);
+  const int64_t file_kb = static_cast<int64_t>(text.size() / 1024);
+  text.clear();
+  text.shrink_to_fit();
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(pipe_fds[0]);
+    ::malloc_trim(0);
+    { std::ofstream("/proc/self/clear_refs") << "5"; }  // VmHWM from here
+    const int64_t before_kb = status_kb("VmRSS:");
+    std::string said = "no error";
+    try {
+      (void)read_run_record((dir / "run").string());
+    } catch (const InputError& e) {
+      said = e.what();
+    } catch (const std::exception& e) {
+      said = std::string("not an InputError: ") + e.what();
+    }
+    const std::string report = std::to_string(status_kb("VmHWM:") - before_kb) + "\n" + said;
+    (void)!::write(pipe_fds[1], report.data(), report.size());
+    std::_Exit(0);
+  }
+  ::close(pipe_fds[1]);
+  std::string report;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0;) report.append(buffer, static_cast<size_t>(n));
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  const int64_t growth_kb = std::strtoll(report.c_str(), nullptr, 10);
+  const std::string said = report.substr(report.find('\n') + 1);
+  EXPECT_NE(said.find("too many JSON values for a side file"), std::string::npos) << said;
+  EXPECT_EQ(said.find('\n'), std::string::npos) << said;
+  // The file once (read_file), and not the values: about 1x; it was 22x.
+  EXPECT_LT(growth_kb, 2 * file_kb) << "peak growth " << growth_kb << " KB for a " << file_kb << " KB file";
+  std::cout << "peak RSS growth " << growth_kb << " KB for a " << file_kb << " KB run.json ("
+            << static_cast<double>(growth_kb) / static_cast<double>(file_kb) << "x)\n";
+
+  // Through the commands: history names the run unreadable and carries on; diagnose is one line.
+  const CliResult listed = run({"history", "--results", dir.string()});
+  EXPECT_EQ(listed.status, 0) << listed.err;
+  EXPECT_NE(listed.out.find("too many JSON values"), std::string::npos) << listed.out;
+  test_cli::expect_one_error_line(run({"diagnose", (dir / "run").string(), "--out", (dir / "out").string()}),
+                                  "too many JSON values for a side file");
+}
+
+// Nesting past the bound is one line, for every side file: a run.json, a thresholds file, a
+// diagnosis.json.
+TEST(NothingLostTest, SideJsonNestedPastTheBoundIsOneLine) {
+  const fs::path dir = fresh_dir("json_depth");
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  fs::create_directories(dir / "run");
+  write(dir / "run" / "run.json", deep);
+  test_cli::expect_one_error_line(run({"diagnose", (dir / "run").string(), "--out", (dir / "out").string()}),
+                                  "its JSON nests deeper than 64 levels");
+  write(dir / "t.json", small_trace());
+  write(dir / "thresholds.json", "{\"thresholds\": " + deep + "}");
+  test_cli::expect_one_error_line(run({"diagnose", (dir / "t.json").string(), "--thresholds",
+                                       (dir / "thresholds.json").string(), "--out", (dir / "out").string()}),
+                                  "nests deeper than 64 levels");
+  fs::create_directories(dir / "diagnosed");
+  write(dir / "diagnosed" / "diagnosis.json", deep);
+  const CliResult listed = run({"history", "--results", dir.string()});
+  EXPECT_EQ(listed.status, 0) << listed.err;
+  // Within the bounds a file is read as before: trainlab's own records nest 6 deep.
+  EXPECT_NO_THROW(parse_bounded_json(std::string(64, '[') + std::string(64, ']'), "x"));
+  EXPECT_THROW(parse_bounded_json(std::string(65, '[') + std::string(65, ']'), "x"), InputError);
+  EXPECT_TRUE(parse_bounded_json("{not json", "x").is_discarded());
 }
 
 }  // namespace

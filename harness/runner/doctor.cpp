@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <set>
 
+#include "core/bounded_json.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/run_options.h"
@@ -425,7 +426,7 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
 }
 
 DoctorOutcome read_doctor_file(const std::string& path) {
-  const nlohmann::json j = nlohmann::json::parse(read_file(path), nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json j = parse_bounded_json(read_file(path), path);
   if (j.is_discarded() || !j.is_object()) throw InputError(path + ": malformed JSON");
   // Any type may stand where the number should (a string, null, an array): read it only as an integer.
   const nlohmann::json* version = j.contains("schema_version") ? &j["schema_version"] : nullptr;

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/bounded_json.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/json_fields.h"
@@ -71,7 +72,7 @@ CaseResult run_case(const SeededCase& seeded, const std::string& cases_dir, cons
 }  // namespace
 
 std::vector<SeededCase> parse_seeded_cases(const std::string& json_text, const std::string& origin) {
-  const nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json j = parse_bounded_json(json_text, origin);
   if (j.is_discarded() || !j.is_object()) throw InputError(origin + ": not valid JSON");
   if (!j.contains("schema_version") || j["schema_version"] != 1) throw InputError(origin + ": schema_version must be 1");
   if (!j.contains("cases") || !j["cases"].is_array() || j["cases"].empty()) {

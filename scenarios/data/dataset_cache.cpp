@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "core/bounded_json.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "scenarios/data/host_batch.h"
@@ -51,7 +52,8 @@ std::string manifest_mismatch(const std::string& dir, const std::string& kind, i
   if (!fs::exists(dir, ec)) return "no dataset for these parameters yet";
   if (!fs::exists(path, ec)) return "the folder there has no manifest.json (an unfinished generation)";
   try {
-    const nlohmann::json manifest = nlohmann::json::parse(read_file(path));
+    const nlohmann::json manifest = parse_bounded_json(read_file(path), path);
+    if (manifest.is_discarded()) return "its manifest.json is unreadable (not valid JSON)";
     const bool same = manifest.at("kind") == kind && manifest.at("format_version") == format_version &&
                       manifest.at("params") == params;
     return same ? "" : "its manifest.json names other parameters";

@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/bounded_json.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
 
@@ -147,7 +148,8 @@ RecsysDataSpec read_manifest(const std::string& dir) {
   if (!fs::exists(path, ec)) throw DataError(path, "missing manifest (not a prepared recsys dataset)");
   RecsysDataSpec s;
   try {
-    const nlohmann::json manifest = nlohmann::json::parse(read_file(path));
+    const nlohmann::json manifest = parse_bounded_json(read_file(path), path);
+    if (manifest.is_discarded()) throw DataError(path, "malformed recsys manifest: not valid JSON");
     if (manifest.at("kind") != "recsys") throw DataError(path, "not a recsys dataset manifest");
     if (manifest.at("format_version") != kFormatVersion) {
       throw DataError(path, "recsys format version " + manifest.at("format_version").dump() + ", expected " +

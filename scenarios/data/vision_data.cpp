@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/bounded_json.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
 
@@ -399,7 +400,8 @@ VisionDataset open_vision_dataset(const std::string& dir) {
     throw DataError(manifest_path, "missing (not a prepared vision dataset folder, or an incomplete one)");
   }
   try {
-    const nlohmann::json manifest = nlohmann::json::parse(read_file(manifest_path));
+    const nlohmann::json manifest = parse_bounded_json(read_file(manifest_path), manifest_path);
+    if (manifest.is_discarded()) throw DataError(manifest_path, "not valid JSON");
     if (manifest.at("kind") != kVisionKind) {
       throw DataError(manifest_path, "not a vision dataset (kind " + manifest.at("kind").dump() + ")");
     }
