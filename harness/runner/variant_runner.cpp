@@ -6,6 +6,7 @@
 #include <chrono>
 #include <optional>
 #include <signal.h>
+#include <sys/statvfs.h>
 
 #include <cstdio>
 #include <fstream>
@@ -82,6 +83,17 @@ std::vector<std::string> child_args(const std::string& spec_path, const std::str
   return {"__variant", "--spec", spec_path, "--out", record_path, "--trace", (run_dir / trace).string()};
 }
 
+// ": No space left on device (N KiB free in FOLDER)" where the disk holding `path`'s folder is
+// (nearly) full, else "": why a child could write neither its record nor its last words.
+std::string full_disk_note(const std::string& path) {
+  struct statvfs disk {};
+  const std::string folder = fs::path(path).parent_path().string();
+  if (::statvfs(folder.c_str(), &disk) != 0) return "";
+  const uint64_t free_bytes = static_cast<uint64_t>(disk.f_bavail) * disk.f_frsize;
+  if (free_bytes >= (uint64_t{1} << 20)) return "";
+  return ": No space left on device (" + std::to_string(free_bytes / 1024) + " KiB free in " + folder + ")";
+}
+
 // The child's record as it wrote it (*written), or one whose error says how the child ended and its
 // last words.
 VariantRecord outcome_record_as_written(const VariantSpec& spec, const ChildOutcome& outcome,
@@ -104,6 +116,17 @@ VariantRecord outcome_record_as_written(const VariantSpec& spec, const ChildOutc
     return failed;
   }
   std::string last_words = last_line_of(log_path);
+  if (outcome.exited && outcome.exit_status == kExitBadInput) {
+    // The child's own one line (a full disk as it wrote its record): the user's to fix, exit 2.
+    const std::string prefix = "trainlab: error: ";
+    failed.error = last_words.rfind(prefix, 0) == 0
+                       ? last_words.substr(prefix.size())
+                       : "the variant process could not write its record " + record_path + " (exit status 2" +
+                             (last_words.empty() ? ", nothing in its log" : ": " + last_words.substr(0, 300)) + ")" +
+                             full_disk_note(record_path);
+    failed.error_kind = "input";
+    return failed;
+  }
   failed.error = "variant process " + outcome.describe() +
                  (last_words.empty() ? "" : ": " + last_words.substr(0, 300));
   if (outcome.interrupted) failed.error_kind = "interrupted";

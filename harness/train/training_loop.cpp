@@ -897,15 +897,50 @@ VariantRecord run_variant(const VariantSpec& spec, int64_t process_start_ns, con
   measure_costs(spec, setup, record);
   Profile profile = profiler.finish();
   if (spec.system_sampler) record_system_metrics(spec, profile, profiler, record);
-  if (spec.profile) write_capture_window(spec, profiler_options, profile, profiler, setup, trace_path, record);
+  if (spec.profile) {
+    try {
+      write_capture_window(spec, profiler_options, profile, profiler, setup, trace_path, record);
+    } catch (const InputError& e) {  // the trace did not fit (a full disk): the steps measured stay
+      record.error = e.what();
+      record.error_kind = "input";
+      record.profile.trace.clear();
+    }
+  }
   record_peak_memory(setup, record);
   return record;
 }
+
+namespace {
+
+// The record written to record_path, or, when it does not fit (a full disk), the smallest that
+// says why: the run's spec and the error. Returns the error ("" when the whole record was written).
+std::string write_record_where_it_fits(const std::string& record_path, const VariantRecord& record) {
+  try {
+    write_variant_record(record_path, record);
+    return "";
+  } catch (const InputError& e) {
+    VariantRecord brief;
+    brief.spec = record.spec;
+    brief.error = e.what();
+    brief.error_kind = "input";
+    brief.peak_memory_bytes = record.peak_memory_bytes;
+    brief.peak_memory_source = record.peak_memory_source;
+    try {
+      write_variant_record(record_path, brief);
+    } catch (const InputError&) {
+      // not even that fits: the exit status and the line on stderr say it
+    }
+    return e.what();
+  }
+}
+
+}  // namespace
 
 int variant_child_main(const std::string& spec_path, const std::string& record_path, std::string trace_path) {
   const int64_t start_ns = now_ns();
   VariantRecord record;
   std::unique_ptr<DataParallel> link;  // the process group, while the record is gathered
+  bool run_failed = true;  // an exception ended the run: nothing it measured is left
   try {
     const nlohmann::json spec_json = nlohmann::json::parse(read_file(spec_path));
     record.spec = spec_json.get<VariantSpec>();
@@ -915,6 +950,7 @@ int variant_child_main(const std::string& spec_path, const std::string& record_p
       trace_path += record.spec.trace_gzip ? ".pt.trace.json.gz" : ".pt.trace.json";
     }
     record = run_variant(record.spec, start_ns, trace_path, link);
+    run_failed = false;
   } catch (const c10::Error& e) {
     record.error = e.what_without_backtrace();
   } catch (const InputError& e) {  // bad options, a corrupt or missing data file: exit status 2
@@ -926,15 +962,29 @@ int variant_child_main(const std::string& spec_path, const std::string& record_p
   } catch (const std::exception& e) {
     record.error = e.what();
   }
-  if (!record.error.empty()) {
+  if (run_failed && !record.error.empty()) {
     std::cerr << "trainlab: variant " << record.spec.name() << " failed:\n" << record.error << "\n";
     record.error = error_cause_line(record.error);
     record.steps.clear();
     record.peak_memory_bytes = peak_rss_bytes();
     record.peak_memory_source = "rss";
+  } else if (!record.error.empty()) {  // the run ended but its trace could not be written
+    std::cerr << "trainlab: error: " << record.error << "\n";
   }
-  write_variant_record(record_path, record);
-  if (link) gather_across_machines(*link, record, record_path, trace_path);
+  // A full disk is the user's to fix (exit 2, one line), never an abort: the record goes where
+  // it fits, and the front reads the line when no record does.
+  try {
+    const std::string unwritten = write_record_where_it_fits(record_path, record);
+    if (link) gather_across_machines(*link, record, record_path, trace_path);  // rank 0's disk may have room
+    if (!unwritten.empty()) {
+      std::cerr << "trainlab: error: " << unwritten << "\n";
+      return kExitBadInput;
+    }
+  } catch (const InputError& e) {
+    std::cerr << "trainlab: error: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+  if (record.error_kind == "input" && !run_failed) return kExitBadInput;
   return record.ok() ? 0 : 1;
 }
 
