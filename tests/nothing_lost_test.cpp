@@ -241,5 +241,30 @@ TEST(NothingLostTest, SideJsonNestedPastTheBoundIsOneLine) {
   EXPECT_TRUE(parse_bounded_json("{not json", "x").is_discarded());
 }
 
+// ---- what a child leaves behind outside its process group -----------------------------------
+
+// A child that starts a process in a session of its own (setsid: a daemon, Popen with
+// start_new_session=True) and exits: killing the child's process group missed it, and it ran on
+// under init. Now this process is its subreaper and ends it once no launched child runs.
+TEST(NothingLostTest, WhatAChildStartedInANewSessionDoesNotOutliveIt) {
+  const fs::path dir = fresh_dir("new_session");
+  const fs::path pid_file = dir / "pid";
+  const fs::path script = dir / "daemonize.sh";
+  // setsid(1) forks when the caller leads a process group (the child does): the sleeper is the
+  // grandchild, in a new session; its pid is written before the child exits.
+  write(script, "#!/bin/sh\nsetsid sh -c 'echo $$ > \"$1\"; exec sleep 60' sh '" + pid_file.string() +
+                    "' &\nwhile [ ! -s '" + pid_file.string() + "' ]; do sleep 0.01; done\nexit 0\n");
+  fs::permissions(script, fs::perms::owner_all);
+  const ChildOutcome ended =
+      run_self_as_children({ChildLaunch{{script.string()}, (dir / "log").string(), {}, "/bin/sh", "sh"}}, 30).front();
+  EXPECT_TRUE(ended.exited) << ended.describe();
+  EXPECT_EQ(ended.exit_status, 0) << ended.describe();
+  const pid_t daemon = static_cast<pid_t>(std::atoi(read_bytes(pid_file).c_str()));
+  ASSERT_GT(daemon, 0) << read_bytes(dir / "log");
+  const bool gone = test_process::gone_within_5_s(daemon);
+  if (!gone) ::kill(daemon, SIGKILL);
+  EXPECT_TRUE(gone) << "pid " << daemon << " (in a session of its own) outlived the child that started it";
+}
+
 }  // namespace
 }  // namespace trainlab

@@ -2,20 +2,31 @@
 // environment, a memory limit, death with the parent), polling wait with a deadline: SIGKILL on
 // timeout, after a peer failed and its grace ran out, or after an interrupt (SIGTERM first). Each
 // child leads its own process group; once it has ended, the rest of its group (what it forked and
-// left running) is killed, so nothing a child started outlives it.
+// left running) is killed. What left the group (setsid, a new session: a daemon, Popen with
+// start_new_session) is caught by this process being their subreaper (PR_SET_CHILD_SUBREAPER):
+// orphaned, they become its children, and once no launched child runs they are killed and reaped,
+// so nothing a child started outlives it.
 #include "harness/process/child_process.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "core/errors.h"
@@ -52,9 +63,95 @@ int64_t default_memory_limit_bytes() {
 
 namespace {
 
+// The launched children still running, across every call (one may run beside another): the
+// processes this one adopted as their subreaper are its other children.
+std::mutex& launched_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::set<pid_t>& launched() {
+  static std::set<pid_t> pids;
+  return pids;
+}
+
+// This process becomes the subreaper of everything its children start (once).
+void become_subreaper() {
+  static std::once_flag once;
+  std::call_once(once, [] { ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); });
+}
+
+// The parent and process group of a process, from /proc/PID/stat (after the command's ')').
+bool parent_and_group(pid_t pid, pid_t* parent, pid_t* group) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return false;
+  char state = 0;
+  long ppid = 0, pgrp = 0;
+  if (std::sscanf(text.c_str() + close + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3) return false;
+  *parent = static_cast<pid_t>(ppid);
+  *group = static_cast<pid_t>(pgrp);
+  return true;
+}
+
+// This process's children that it did not launch and that are not of its own process group: what
+// launched children started and left behind, adopted by this subreaper.
+std::vector<pid_t> adopted_children() {
+  std::vector<pid_t> found;
+  const pid_t self = ::getpid(), own_group = ::getpgrp();
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return found;
+  while (const dirent* entry = ::readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0' || pid <= 0) continue;
+    pid_t parent = 0, group = 0;
+    if (!parent_and_group(static_cast<pid_t>(pid), &parent, &group) || parent != self) continue;
+    if (group == own_group || launched().count(static_cast<pid_t>(pid)) > 0) continue;
+    found.push_back(static_cast<pid_t>(pid));
+  }
+  ::closedir(proc);
+  return found;
+}
+
+// Once no launched child runs: each adopted process killed (its group too, where it leads one) and
+// reaped; what they started in turn is adopted as they die, and taken in the next round (bounded:
+// 2000 rounds of 1 ms at most).
+void end_adopted_processes() {
+  for (int round = 0; round < 2000; ++round) {
+    const std::vector<pid_t> adopted = adopted_children();
+    if (adopted.empty()) return;
+    for (pid_t pid : adopted) {
+      if (::getpgid(pid) == pid) ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    for (pid_t pid : adopted) {
+      int status = 0;
+      ::waitpid(pid, &status, WNOHANG);  // one not dead yet is killed and reaped in the next round
+    }
+  }
+}
+
+// The launched children of one call forgotten once reaped; the last call to end sweeps up.
+void forget_launched(const std::vector<pid_t>& pids) {
+  std::lock_guard<std::mutex> lock(launched_mutex());
+  for (pid_t pid : pids) launched().erase(pid);
+  if (launched().empty()) end_adopted_processes();
+}
+
 pid_t spawn_self(const ChildLaunch& launch) {
-  const int log_fd = ::open(launch.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // The log is a regular file trainlab makes (in a run folder, a bundle, $TMPDIR): a symbolic link
+  // planted at its name is not followed, a FIFO is not waited on.
+  const int log_fd =
+      ::open(launch.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
   if (log_fd < 0) throw InputError("cannot write " + launch.log_path + ": " + std::strerror(errno));
+  struct stat log_info {};
+  if (::fstat(log_fd, &log_info) != 0 || !S_ISREG(log_info.st_mode)) {
+    ::close(log_fd);
+    throw InputError("cannot write " + launch.log_path + ": not a regular file");
+  }
+  ::fcntl(log_fd, F_SETFL, ::fcntl(log_fd, F_GETFL) & ~O_NONBLOCK);
 
   std::vector<std::string> argv_storage;
   argv_storage.push_back(launch.argv0.empty() ? "trainlab" : launch.argv0);
@@ -65,6 +162,8 @@ pid_t spawn_self(const ChildLaunch& launch) {
 
   const std::string program = launch.executable.empty() ? "/proc/self/exe" : launch.executable;
   const pid_t parent = ::getpid();
+  become_subreaper();
+  std::lock_guard<std::mutex> lock(launched_mutex());  // registered before a sweep can see it
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(log_fd);
@@ -90,6 +189,7 @@ pid_t spawn_self(const ChildLaunch& launch) {
   }
   ::close(log_fd);
   ::setpgid(pid, pid);  // as the child does, so its group exists before either side runs on
+  launched().insert(pid);
   return pid;
 }
 
@@ -190,6 +290,7 @@ std::vector<ChildOutcome> run_self_as_children(const std::vector<ChildLaunch>& c
       pids.push_back(spawn_self(launch));
     } catch (...) {
       for (pid_t pid : pids) kill_group_and_reap(pid);  // never leave half a launch running
+      forget_launched(pids);
       throw;
     }
   }
@@ -232,6 +333,7 @@ std::vector<ChildOutcome> run_self_as_children(const std::vector<ChildLaunch>& c
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  forget_launched(pids);  // every one reaped by now
   return outcomes;
 }
 
