@@ -34,7 +34,8 @@ are undone). A user error (the file does not import, no such factory, the module
 example, a construct trainlab cannot train, the model's code calling sys.exit or running out of
 memory) is one line on stderr naming the user's file and line where there is one, exit status 2;
 nothing is left behind. --out must be free or, with --force, a bundle this script wrote: anything
-else there (a folder of other files, a file, a device, a symbolic link) is refused, untouched.
+else there (a folder of other files, a file, a device, a symbolic link) is refused, untouched; so is
+a bundle holding files trainlab did not write, or the model file named by --source.
 
 The log the C++ side reads: STARTED_LINE first (stderr: this is the bundle writer, torch imported),
 WRITTEN_PREFIX + the summary last, once the bundle is in place; a run without both wrote nothing.
@@ -454,31 +455,115 @@ def what_is_at(path):
     return "not a folder"
 
 
-def destination_problem(out, shown, force):
-    """Why the bundle may not be written at out (None: it may). --force replaces a bundle, nothing else."""
+# What trainlab writes in a bundle folder: model add's files (BUNDLE_FILES, source/ with the user's
+# file), package.log (the package model add builds), and what runs with --model BUNDLE keep there:
+# compiled/ (refusals, harness/train/inductor_step.cpp) and the Inductor packages, "inductor-..."
+# (their folders, .lock and .tmp-PID, scenarios/data/dataset_cache.cpp). --force replaces these and
+# nothing else: a bundle folder holding anything more is refused, named.
+BUNDLE_FILES = ("manifest.json", "model.pt", "loss.pt", "package.log")
+BUNDLE_FOLDERS = ("compiled",)
+PACKAGE_PREFIX = "inductor-"
+OLD_PREFIX = ".trainlab-old-"  # the replaced files, set aside inside the bundle until the new ones are in
+
+
+def bundle_source_file(out):
+    """The user's file name manifest.json records (source/NAME), or None."""
+    try:
+        with open(os.path.join(out, "manifest.json")) as f:
+            name = json.load(f).get("source", {}).get("file")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return name if isinstance(name, str) and name and "/" not in name else None
+
+
+def entry_is(path, kind):
+    import stat
+    mode = os.lstat(path).st_mode
+    return stat.S_ISREG(mode) if kind == "file" else stat.S_ISDIR(mode)
+
+
+def owned_entries(out):
+    """(names trainlab wrote at the top of the bundle folder, the first other entry as a path relative
+    to out, or None)."""
+    owned, foreign = [], None
+    source_file = bundle_source_file(out)
+    for name in sorted(os.listdir(out)):
+        path = os.path.join(out, name)
+        if name in BUNDLE_FILES:
+            mine = entry_is(path, "file")
+        elif name in BUNDLE_FOLDERS or name.startswith(OLD_PREFIX):
+            mine = entry_is(path, "folder")
+        elif name.startswith(PACKAGE_PREFIX):
+            mine = True  # a package folder, its lock file or an interrupted build's temporary folder
+        elif name == "source" and entry_is(path, "folder"):
+            inside = [n for n in sorted(os.listdir(path)) if n not in (source_file, "__pycache__")]
+            mine = not inside
+            if inside and foreign is None:
+                foreign = os.path.join(name, inside[0])
+        else:
+            mine = False
+        if mine:
+            owned.append(name)
+        elif foreign is None:
+            foreign = name
+    return owned, foreign
+
+
+def destination_problem(out, shown, force, user_file=None):
+    """Why the bundle may not be written at out (None: it may). --force replaces a bundle's own files
+    (owned_entries), nothing else; never the user's file named on the command line."""
     if os.path.islink(out):
         return "--out %s is a symbolic link: give the bundle folder itself (a link is not replaced)" % shown
     if not os.path.lexists(out):
         return None
     if is_written_bundle(out):
-        return None if force else "--out %s is a model bundle already (--force replaces it)" % shown
+        if not force:
+            return "--out %s is a model bundle already (--force replaces it)" % shown
+        real_out = os.path.realpath(out)
+        if user_file and os.path.realpath(user_file).startswith(real_out + os.sep):
+            return ("--out %s holds the model file %s named on the command line: --force would replace the folder "
+                    "it is in; give a model file outside the bundle; nothing was touched" % (shown, user_file))
+        try:
+            foreign = owned_entries(out)[1]
+        except OSError as e:
+            return "--out %s: cannot list it: %s; nothing was touched" % (shown, e.strerror or e)
+        if foreign is not None:
+            return ("--out %s holds %s, which trainlab did not write: --force replaces only a bundle's own files "
+                    "(move it out, or choose another --out); nothing was touched" %
+                    (shown, os.path.join(shown, foreign)))
+        return None
     return ("--out %s is %s: %s; nothing was touched" %
             (shown, what_is_at(out), "--force replaces only a model bundle" if force else "choose another --out"))
 
 
-def place_bundle(tmp, out, shown, force):
-    """The written folder renamed to out; an old bundle there goes only once the new one is whole."""
-    problem = destination_problem(out, shown, force)  # again: time has passed since the first look
+def place_bundle(tmp, out, shown, force, user_file):
+    """The written folder renamed to out; over an old bundle, its own files set aside (inside it),
+    the new ones moved in (manifest.json last), then the old ones removed; nothing else is touched."""
+    problem = destination_problem(out, shown, force, user_file)  # again: time has passed since the first look
     if problem:
         raise UserError(problem)
-    parent = os.path.dirname(out)
-    if os.path.lexists(out):
-        old = tempfile.mkdtemp(prefix="." + os.path.basename(out) + ".old-", dir=parent)
-        os.rename(out, os.path.join(old, "bundle"))
+    if not os.path.lexists(out):
         os.rename(tmp, out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.rename(tmp, out)
+        return
+    old = tempfile.mkdtemp(prefix=OLD_PREFIX, dir=out)
+    moved_aside, moved_in = [], []
+    try:
+        for name in owned_entries(out)[0]:
+            if os.path.join(out, name) != old:
+                os.rename(os.path.join(out, name), os.path.join(old, name))
+                moved_aside.append(name)
+        for name in sorted(os.listdir(tmp), key=lambda n: n == "manifest.json"):
+            os.rename(os.path.join(tmp, name), os.path.join(out, name))
+            moved_in.append(name)
+    except OSError:
+        for name in reversed(moved_in):  # put the old bundle back as it was
+            os.rename(os.path.join(out, name), os.path.join(tmp, name))
+        for name in reversed(moved_aside):
+            os.rename(os.path.join(old, name), os.path.join(out, name))
+        os.rmdir(old)
+        raise
+    os.rmdir(tmp)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 # ---- the command ----------------------------------------------------------------------------
@@ -544,7 +629,7 @@ def write_bundle(args):
     if not (args.lr > 0):
         raise UserError("--lr %s: the learning rate must be positive" % args.lr)
     out = os.path.abspath(args.out)
-    problem = destination_problem(out, args.out, args.force)
+    problem = destination_problem(out, args.out, args.force, path)
     if problem:
         raise UserError(problem)
     name = args.name or factory_name
@@ -719,6 +804,9 @@ def write_bundle(args):
     try:
         os.makedirs(parent, exist_ok=True)
         tmp = tempfile.mkdtemp(prefix="." + os.path.basename(out) + ".tmp-", dir=parent)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp's 0700 would become the bundle's: a folder follows the umask
     except OSError as e:
         raise UserError("cannot write the bundle at %s: %s" % (args.out, e.strerror or e))
     try:
@@ -730,7 +818,7 @@ def write_bundle(args):
         with open(os.path.join(tmp, "manifest.json"), "w") as f:
             json.dump(manifest, f, indent=2)
             f.write("\n")
-        place_bundle(tmp, out, args.out, args.force)
+        place_bundle(tmp, out, args.out, args.force, user_file)
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)
         raise UserError("cannot write the bundle at %s: %s" % (args.out, e.strerror or e))
