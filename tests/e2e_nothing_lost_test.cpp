@@ -119,5 +119,18 @@ TEST(NothingLostE2E, ForceReplacesOnlyWhatTrainlabWroteInABundle) {
   }
 }
 
+// A model whose output is NaN was blamed on "something a trace cannot follow".
+TEST(NothingLostE2E, AModelWhoseOutputIsNanIsSaidToBeNan) {
+#ifndef TRAINLAB_TORCH_PYTHON
+  GTEST_SKIP() << "no Python side in this build";
+#endif
+  const std::string dir = fresh_results_dir("nothing_lost_nan");
+  const std::string model = linear_model(dir, "", "        y = y * float('nan')\n");
+  const CliResult r = add(model, dir + "/b");
+  expect_one_line(r, "the model's output is NaN in 4 of its 4 values", "NaN output");
+  EXPECT_EQ(r.err.find("a trace cannot follow"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir + "/b"));
+}
+
 }  // namespace
 }  // namespace trainlab::e2e

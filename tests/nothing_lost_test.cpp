@@ -241,6 +241,76 @@ TEST(NothingLostTest, SideJsonNestedPastTheBoundIsOneLine) {
   EXPECT_TRUE(parse_bounded_json("{not json", "x").is_discarded());
 }
 
+// ---- history ----------------------------------------------------------------------------------
+
+// diagnose and compare refuse a bad TRAINLAB_MAX_FILE_MB in one line; history listed every run as
+// "unreadable" and exited 0.
+TEST(NothingLostTest, HistoryRefusesABadFileLimitVariableInOneLine) {
+  const fs::path results = fresh_dir("history_limit");
+  fs::copy(fs::path(TRAINLAB_FIXTURES_DIR) / "results_previous", results, fs::copy_options::recursive);
+  ScopedEnv junk("TRAINLAB_MAX_FILE_MB", "abc");
+  test_cli::expect_one_error_line(run({"history", "--results", results.string()}),
+                                  "TRAINLAB_MAX_FILE_MB=abc: not a positive number");
+}
+
+// A run folder whose name holds an escape sequence and a newline: printed raw, they reached the
+// terminal (colours, a forged line). Now escaped, in the table and in the `next:` line.
+TEST(NothingLostTest, HistoryPrintsRunFolderNamesEscaped) {
+  const fs::path results = fresh_dir("history_names");
+  const std::string name = "20261124-014025-mlp-run\x1b[31mRED\nforged line";
+  fs::copy(fs::path(TRAINLAB_FIXTURES_DIR) / "results_previous" / "20261124-014025-mlp-run", results / name,
+           fs::copy_options::recursive);
+  const CliResult r = run({"history", "--results", results.string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string printed = r.out + r.err;
+  EXPECT_EQ(printed.find('\x1b'), std::string::npos) << printed;
+  EXPECT_EQ(printed.find("\nforged line"), std::string::npos) << printed;
+  // The `next:` line names the folder whole: escaped, and quoted for a shell.
+  EXPECT_NE(printed.find("\\x1b[31mRED\\nforged line'"), std::string::npos) << printed;
+}
+
+// ---- next: hints ------------------------------------------------------------------------------
+
+// A path with a space (or a quote) in a `next:` command split into two words when pasted.
+TEST(NothingLostTest, NextHintsQuotePathsForAShell) {
+  EXPECT_EQ(next_after_run("results/my runs/x"), "next: trainlab diagnose 'results/my runs/x'");
+  EXPECT_EQ(next_after_run("results/plain-1.2_x"), "next: trainlab diagnose results/plain-1.2_x");
+  EXPECT_EQ(shell_word("it's"), "'it'\\''s'");
+  EXPECT_EQ(shell_word(""), "''");
+  VariantSpec spec;
+  spec.model = "models/my model";
+  EXPECT_EQ(scenario_args(spec), "--model 'models/my model'");
+}
+
+// ---- the Python side's probe ------------------------------------------------------------------
+
+// A Python whose site code prints at exit ("bye", after the probe's answer) was "not a Python that
+// runs (exit status 0: bye)": the probe's answer is now read wherever it is in the output.
+TEST(NothingLostTest, APythonThatPrintsAtExitIsStillAPythonThatRuns) {
+  const std::string real = built_torch_python();
+  if (real.empty() || ::access(real.c_str(), X_OK) != 0) GTEST_SKIP() << "no Python side in this build";
+  const fs::path dir = fresh_dir("python_bye");
+  const fs::path wrapper = dir / "python";
+  write(wrapper, "#!/bin/sh\n'" + real + "' \"$@\"\nstatus=$?\necho bye\nexit $status\n");
+  fs::permissions(wrapper, fs::perms::owner_all);
+  ::unsetenv("TRAINLAB_PYTHON");
+  EXPECT_NO_THROW(use_python(wrapper.string()));
+  const char* chosen = std::getenv("TRAINLAB_PYTHON");
+  EXPECT_EQ(chosen == nullptr ? std::string() : std::string(chosen), wrapper.string());
+  ::unsetenv("TRAINLAB_PYTHON");
+  // A program that is no Python at all is still refused, in one line with what it said.
+  const fs::path not_python = dir / "not_python";
+  write(not_python, "#!/bin/sh\necho bye\n");
+  fs::permissions(not_python, fs::perms::owner_all);
+  try {
+    use_python(not_python.string());
+    ADD_FAILURE() << "accepted " << not_python;
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a Python that runs (exit status 0: bye)"), std::string::npos) << e.what();
+  }
+  ::unsetenv("TRAINLAB_PYTHON");
+}
+
 // ---- what a child leaves behind outside its process group -----------------------------------
 
 // A child that starts a process in a session of its own (setsid: a daemon, Popen with

@@ -14,6 +14,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/next_step.h"
 #include "harness/cli/option_bounds.h"
 #include "harness/cli/variant_options.h"
 #include "harness/process/child_process.h"
@@ -203,8 +204,8 @@ int add_model(const ModelAddOptions& o) {
       std::cout << "  " << said << "\n";
     }
   }
-  std::cout << "Next: trainlab baseline --model " << out << "   (then: profile, doctor, sweep --model " << out
-            << ")\n";
+  std::cout << "Next: trainlab baseline --model " << shell_word(out) << "   (then: profile, doctor, sweep --model "
+            << shell_word(out) << ")\n";
   return kExitOk;
 }
 

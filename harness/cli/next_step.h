@@ -2,7 +2,8 @@
 // (a run folder, a verdict, a regression, the newest run). One function per command, each
 // returning "next: ..." (no newline) so that tests read them; print_next_step puts the line on
 // stderr, where it goes in every --format (stdout stays the command's table, JSON or markdown).
-// Paths stay as the user gave them (a relative results folder stays relative).
+// Paths stay as the user gave them (a relative results folder stays relative), quoted for a shell
+// where they need it (shell_word), and the line is printed with control characters escaped.
 #pragma once
 
 #include <ostream>
@@ -16,6 +17,10 @@
 #include "harness/outcomes/validate_outcome.h"
 
 namespace trainlab {
+
+// `word` as a shell reads it back: itself when it holds only characters no shell treats specially
+// (letters, digits, and _ - . / : = @ % + ,), else in single quotes ('it'\''s'); "" as ''.
+std::string shell_word(const std::string& word);
 
 // "--scenario NAME", or "--model BUNDLE" for the user's own model.
 std::string scenario_args(const VariantSpec& spec);

@@ -16,14 +16,28 @@ namespace trainlab {
 namespace {
 
 constexpr double kTorchProbeTimeoutS = 120;  // importing torch from a cold disk
+// The probe's answer is the line after its marker, wherever it is in the output: a Python whose
+// site code prints (at start-up or at exit) still answers.
+constexpr const char* kTorchProbeMarker = "trainlab-python-probe: ";
 constexpr const char* kTorchProbe =
     "import sys\n"
     "try:\n"
     "    import torch\n"
     "except ImportError as e:\n"
-    "    print('no torch: %s' % e)\n"
+    "    print('trainlab-python-probe: no torch: %s' % e, flush=True)\n"
     "    sys.exit(0)\n"
-    "print('torch ' + torch.__version__)\n";
+    "print('trainlab-python-probe: torch ' + torch.__version__, flush=True)\n";
+
+// The probe's answer in its log ("torch 2.11.0", "no torch: ..."), or "" when it gave none.
+std::string probe_answer(const std::string& log_path) {
+  std::ifstream in(log_path);
+  std::string answer;
+  for (std::string line; std::getline(in, line);) {
+    const size_t at = line.find(kTorchProbeMarker);
+    if (at != std::string::npos) answer = line.substr(at + std::string(kTorchProbeMarker).size());
+  }
+  return answer;
+}
 
 // "2.11.0" out of "2.11.0+cpu" / "2.11.0a0+git..." (the release, before any local or pre suffix).
 std::string release_of(const std::string& version) {
@@ -41,6 +55,8 @@ std::string torch_python() {
   const std::string built_with = TRAINLAB_TORCH_PYTHON;
   return !built_with.empty() && ::access(built_with.c_str(), X_OK) == 0 ? built_with : "";
 }
+
+std::string built_torch_python() { return TRAINLAB_TORCH_PYTHON; }
 
 std::string torch_python_missing_reason() {
   const char* env = std::getenv("TRAINLAB_PYTHON");
@@ -62,12 +78,13 @@ void use_python(const std::string& path) {
   const std::string log = make_temp_file("trainlab-python-probe");
   const ChildOutcome ended =
       run_self_as_children({ChildLaunch{{"-c", kTorchProbe}, log, {}, path, path}}, kTorchProbeTimeoutS).front();
-  const std::string said = last_line_of(log);
+  const std::string said = probe_answer(log);
+  const std::string last_words = last_line_of(log);
   std::remove(log.c_str());
   const std::string built = built_torch_version();
-  if (!ended.exited || ended.exit_status != 0 || said.rfind("torch ", 0) != 0 && said.rfind("no torch: ", 0) != 0) {
+  if (said.rfind("torch ", 0) != 0 && said.rfind("no torch: ", 0) != 0) {
     throw InputError("--python " + path + ": not a Python that runs (" + ended.describe() +
-                     (said.empty() ? "" : ": " + said) + ")");
+                     (last_words.empty() ? "" : ": " + last_words) + ")");
   }
   if (said.rfind("no torch: ", 0) == 0) {
     throw InputError("--python " + path + " has no torch (" + said.substr(10) + "): trainlab needs a Python with torch " +

@@ -11,6 +11,9 @@ namespace trainlab {
 // Python whose torch trainlab was built against. Empty when that one is not an executable.
 std::string torch_python();
 
+// The Python whose torch trainlab was built against (TRAINLAB_TORCH_PYTHON; empty in a torch-free build).
+std::string built_torch_python();
+
 // Why torch_python() is empty, one line (for the error that needs it).
 std::string torch_python_missing_reason();
 

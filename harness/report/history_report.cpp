@@ -48,10 +48,11 @@ Table history_table(const std::vector<HistoryEntry>& entries, size_t max_width_c
     // "2x1": ranks x intra-op threads per rank ("2x?" where the threads were not recorded).
     const std::string layout =
         e.ranks ? std::to_string(*e.ranks) + "x" + (e.threads ? std::to_string(*e.threads) : "?") : "-";
-    std::vector<TableCell> row = {text_cell(e.id), text_cell(e.kind), text_cell(best)};
+    // A folder's name (and what a record says) may hold newlines or escape sequences: shown escaped.
+    std::vector<TableCell> row = {text_cell(one_line(e.id)), text_cell(one_line(e.kind)), text_cell(one_line(best))};
     if (show_layout) row.push_back(text_cell(layout));
     row.push_back({samples_per_s, e.samples_per_s ? nlohmann::json(*e.samples_per_s) : nlohmann::json(nullptr)});
-    row.push_back(text_cell(verdict));
+    row.push_back(text_cell(one_line(verdict)));
     table.rows.push_back(row);
   }
   if (max_width_chars == 0) return table;
@@ -108,7 +109,7 @@ nlohmann::json history_json(const std::string& results_dir, const std::vector<Hi
 }
 
 std::string render_history_text(const std::string& results_dir, const std::vector<HistoryEntry>& entries) {
-  if (entries.empty()) return "no runs in " + results_dir + "\n";
+  if (entries.empty()) return "no runs in " + one_line(results_dir) + "\n";
   return render_table_text(history_table(entries, kHistoryWidthChars));
 }
 

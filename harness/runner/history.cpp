@@ -9,6 +9,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/untrusted_input.h"
 #include "core/run_record.h"
 #include "core/statistics.h"
 #include "diagnostics/diagnosis.h"
@@ -134,6 +135,7 @@ void read_doctor(const fs::path& dir, HistoryEntry& e) {
 std::vector<HistoryEntry> read_history(const std::string& results_dir) {
   std::error_code ec;
   if (!fs::is_directory(results_dir, ec)) throw InputError(results_dir + ": no such results folder");
+  (void)side_file_limit_bytes();  // a bad TRAINLAB_MAX_FILE_MB is one line up front, not every run "unreadable"
   std::vector<fs::path> dirs;
   for (const auto& entry : fs::directory_iterator(results_dir, ec)) {
     // A folder that cannot be looked into (a symlink loop, no permission) is skipped, not fatal.

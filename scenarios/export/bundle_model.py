@@ -46,6 +46,7 @@ import faulthandler
 import hashlib
 import importlib.util
 import json
+import math
 import os
 import re
 import shutil
@@ -427,6 +428,22 @@ def save_traced(traced, path, user_file, what):
         raise UserError("unsupported: %sTorchScript cannot save the traced %s: %s" % (where, what, cause))
 
 
+def refuse_non_finite(loss, output, batch_words):
+    """A loss that is NaN or infinite is the model's output (or its loss), not a construct the trace
+    missed: said so, with how much of the output is not a number."""
+    if bool(torch.isfinite(loss.detach()).all()):
+        return
+    said = ""
+    if isinstance(output, torch.Tensor) and output.is_floating_point():
+        bad = int((~torch.isfinite(output.detach())).sum())
+        if bad:
+            nan = int(torch.isnan(output.detach()).sum())
+            said = ": the model's output is %s in %d of its %d values" % (
+                "NaN" if nan == bad else "NaN or infinite" if nan else "infinite", bad, output.numel())
+    raise UserError("the loss on %s is %s%s (a model that computes NaN cannot be trained: its initialisation, "
+                    "a division or log of zero, the inputs' ranges?)" % (batch_words, float(loss.detach()), said))
+
+
 # ---- where the bundle goes ------------------------------------------------------------------
 
 def is_written_bundle(path):
@@ -707,6 +724,7 @@ def write_bundle(args):
                          (args.loss, list(output.shape), specs[-1]["dtype"], specs[-1]["shape"]))
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1 or not loss.requires_grad:
         raise UserError("the loss '%s' must return a scalar tensor that depends on the parameters" % args.loss)
+    refuse_non_finite(loss, output, "the example batch")
     construct = python_autograd_construct(loss)
     loss.backward()  # first: an error the model's own backward raises is the user's line
     if construct:
@@ -759,6 +777,10 @@ def write_bundle(args):
             restore(model, initial)
         except Exception as e:
             raise user_error(e, user_file, "checking the trace against the model on a second batch failed")
+        if not math.isfinite(eager_loss):
+            with torch.no_grad():
+                refuse_non_finite(torch.tensor(eager_loss), model(*model_args(check)), "a second batch")
+            restore(model, initial)
         if not abs(eager_loss - traced_loss_value) <= 1e-4 * max(1.0, abs(eager_loss)):
             raise UserError("unsupported: the traced model gives loss %.6g, the model %.6g on the same batch: its "
                             "forward depends on something a trace cannot follow (Python state, data-dependent "
