@@ -119,6 +119,35 @@ TEST(NothingLostE2E, ForceReplacesOnlyWhatTrainlabWroteInABundle) {
   }
 }
 
+// A factory that starts a process in a session of its own (subprocess.Popen with
+// start_new_session=True; a fork that calls setsid) left it running under init after model add
+// returned: killing the writer's process group missed it.
+TEST(NothingLostE2E, ModelAddLeavesNoProcessBehindOutsideItsGroup) {
+#ifndef TRAINLAB_TORCH_PYTHON
+  GTEST_SKIP() << "no Python side in this build";
+#endif
+  const std::string dir = fresh_results_dir("nothing_lost_daemons");
+  const std::string factory =
+      "    p = subprocess.Popen(['sleep', '60'], start_new_session=True)\n"
+      "    open(" + nlohmann::json(dir + "/popen.pid").dump() + ", 'w').write(str(p.pid))\n"
+      "    child = os.fork()\n"
+      "    if child == 0:\n"
+      "        os.setsid()\n"
+      "        time.sleep(60)\n"
+      "        os._exit(0)\n"
+      "    open(" + nlohmann::json(dir + "/fork.pid").dump() + ", 'w').write(str(child))\n";
+  const std::string model = linear_model(dir, factory);
+  const CliResult r = add(model, dir + "/b");
+  ASSERT_EQ(r.exit_status, 0) << r.out << r.err;
+  for (const char* name : {"/popen.pid", "/fork.pid"}) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(slurp(dir + name).c_str()));
+    ASSERT_GT(pid, 0) << name;
+    const bool gone = test_process::gone_within_5_s(pid);
+    if (!gone) ::kill(pid, SIGKILL);
+    EXPECT_TRUE(gone) << name << ": pid " << pid << " outlived model add";
+  }
+}
+
 // A model whose output is NaN was blamed on "something a trace cannot follow".
 TEST(NothingLostE2E, AModelWhoseOutputIsNanIsSaidToBeNan) {
 #ifndef TRAINLAB_TORCH_PYTHON
@@ -130,6 +159,53 @@ TEST(NothingLostE2E, AModelWhoseOutputIsNanIsSaidToBeNan) {
   expect_one_line(r, "the model's output is NaN in 4 of its 4 values", "NaN output");
   EXPECT_EQ(r.err.find("a trace cannot follow"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir + "/b"));
+}
+
+// `run --model B --compiled on` without the --python model add used: the export failed with
+// ModuleNotFoundError, which was kept in compiled/<precision>.refused.json, and the next run with
+// the right Python read "refused by an earlier run". Now the bundle keeps its interpreter (and the
+// `Next:` hint names it), an import failure is the environment's and is not kept.
+TEST(NothingLostE2E, AnInterpreterLackingTheModelsModulesIsNotRememberedAsTheModelsRefusal) {
+#ifndef TRAINLAB_TORCH_PYTHON
+  GTEST_SKIP() << "no Python side in this build";
+#else
+  const std::string dir = fresh_results_dir("nothing_lost_env");
+  fs::create_directories(dir + "/deps");
+  write(dir + "/deps/trainlab_fake_dep.py", "SCALE = 1.0\n");
+  // An interpreter with the model's module: the build's, with deps/ on its path.
+  const std::string python = dir + "/python with deps";
+  write(python, "#!/bin/sh\nPYTHONPATH='" + dir + "/deps' exec '" + std::string(TRAINLAB_TORCH_PYTHON) + "' \"$@\"\n");
+  fs::permissions(python, fs::perms::owner_all);
+  const std::string model = linear_model(dir, "", "        y = y * trainlab_fake_dep.SCALE\n", "import trainlab_fake_dep\n");
+  const std::string bundle = dir + "/b";
+  CliResult r = add(model, bundle, "--python '" + python + "'");
+  ASSERT_EQ(r.exit_status, 0) << r.out << r.err;
+  EXPECT_EQ(read_json(bundle + "/manifest.json")["python"], fs::path(python).lexically_normal().string());
+  EXPECT_NE(r.out.find("Next: trainlab baseline --model " + bundle + " --python '" + python + "'"), std::string::npos)
+      << r.out;
+
+  // The build's own Python lacks the module: the compiled variant cannot run, and nothing is kept.
+  const std::string run_args = "run --model " + bundle + " --compiled on --steps 2 --warmup 1 --sampler off --results ";
+  r = run_trainlab(run_args + dir + "/r1 --python " + TRAINLAB_TORCH_PYTHON);
+  const nlohmann::json first = read_json(only_run_dir(dir + "/r1") + "/run.json");
+  ASSERT_FALSE(first.is_discarded()) << r.out << r.err;
+  const std::string error = first["variants"][0].value("error", "");
+  EXPECT_NE(error.find("ModuleNotFoundError"), std::string::npos) << error;
+  if (fs::exists(bundle + "/compiled")) {
+    for (const auto& entry : fs::directory_iterator(bundle + "/compiled")) {
+      if (entry.path().extension() == ".json") {
+        EXPECT_EQ(slurp(entry.path().string()).find("ModuleNotFoundError"), std::string::npos) << entry.path();
+      }
+    }
+  }
+  // Without --python the bundle's interpreter builds the package: the compiled variant runs.
+  r = run_trainlab(run_args + dir + "/r2");
+  EXPECT_EQ(r.exit_status, 0) << r.out << r.err;
+  EXPECT_EQ((r.out + r.err).find("refused by an earlier run"), std::string::npos) << r.out << r.err;
+  const nlohmann::json second = read_json(only_run_dir(dir + "/r2") + "/run.json");
+  ASSERT_FALSE(second.is_discarded()) << r.out << r.err;
+  EXPECT_EQ(second["variants"][0]["compile_info"].value("method", ""), "inductor-aot") << second["variants"][0].dump().substr(0, 600);
+#endif
 }
 
 }  // namespace

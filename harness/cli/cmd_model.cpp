@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -126,7 +127,7 @@ std::string unwritten_reason(const ChildOutcome& ended, const WriterLog& log, co
 
 // The bundle writer's arguments, each value attached to its option (`--input=-x...`), so a value
 // beginning with '-' is not taken for an option.
-std::vector<std::string> writer_args(const ModelAddOptions& o, const std::string& out) {
+std::vector<std::string> writer_args(const ModelAddOptions& o, const std::string& out, const std::string& python) {
   char lr[40];
   std::snprintf(lr, sizeof lr, "%.17g", o.lr);
   std::vector<std::string> args = {export_script("bundle_model.py"),
@@ -135,7 +136,8 @@ std::vector<std::string> writer_args(const ModelAddOptions& o, const std::string
                                    "--optimizer=" + o.optimizer,
                                    std::string("--lr=") + lr,
                                    "--seed=" + std::to_string(o.seed),
-                                   "--out=" + out};
+                                   "--out=" + out,
+                                   "--python=" + python};  // recorded in the bundle: its runs use it
   for (const std::string& input : o.inputs) args.push_back("--input=" + input);
   for (const std::string& arg : o.factory_args) args.push_back("--arg=" + arg);
   if (!o.target.empty()) args.push_back("--target=" + o.target);
@@ -156,7 +158,7 @@ std::string write_bundle(const ModelAddOptions& o, const std::string& out) {
   std::cout << "trainlab model add: " << o.source << ": building the model, one step on the example batch, "
             << "the TorchScript trace and its checks" << std::endl;
   const ChildOutcome ended =
-      run_self_as_children({ChildLaunch{writer_args(o, out), log_path, {}, python, python}}, o.timeout_s)
+      run_self_as_children({ChildLaunch{writer_args(o, out, python), log_path, {}, python, python}}, o.timeout_s)
           .front();
   const std::string source_path = o.source.substr(0, o.source.rfind(':'));
   const WriterLog log = read_writer_log(log_path, std::filesystem::path(source_path).filename().string());
@@ -204,8 +206,14 @@ int add_model(const ModelAddOptions& o) {
       std::cout << "  " << said << "\n";
     }
   }
-  std::cout << "Next: trainlab baseline --model " << shell_word(out) << "   (then: profile, doctor, sweep --model "
-            << shell_word(out) << ")\n";
+  // The Python the bundle was made with is the one its runs use (it is in manifest.json); named in
+  // the hint too where it is not the build's, so the command shown is the whole of it.
+  const char* chosen_python = std::getenv("TRAINLAB_PYTHON");
+  const std::string python_arg = chosen_python != nullptr && *chosen_python != '\0' && chosen_python != built_torch_python()
+                                     ? " --python " + shell_word(chosen_python)
+                                     : "";
+  std::cout << "Next: trainlab baseline --model " << shell_word(out) << python_arg
+            << "   (then: profile, doctor, sweep --model " << shell_word(out) << python_arg << ")\n";
   return kExitOk;
 }
 

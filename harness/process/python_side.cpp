@@ -56,6 +56,12 @@ std::string torch_python() {
   return !built_with.empty() && ::access(built_with.c_str(), X_OK) == 0 ? built_with : "";
 }
 
+std::string torch_python_for_bundle(const std::string& recorded) {
+  if (const char* env = std::getenv("TRAINLAB_PYTHON"); env != nullptr && *env != '\0') return torch_python();
+  if (!recorded.empty() && ::access(recorded.c_str(), X_OK) == 0) return recorded;
+  return torch_python();
+}
+
 std::string built_torch_python() { return TRAINLAB_TORCH_PYTHON; }
 
 std::string torch_python_missing_reason() {

@@ -11,6 +11,11 @@ namespace trainlab {
 // Python whose torch trainlab was built against. Empty when that one is not an executable.
 std::string torch_python();
 
+// The Python a model bundle's exporter runs with: $TRAINLAB_PYTHON when set (--python), else the
+// one the bundle was made with (`recorded`, from its manifest) when it is still an executable,
+// else torch_python().
+std::string torch_python_for_bundle(const std::string& recorded);
+
 // The Python whose torch trainlab was built against (TRAINLAB_TORCH_PYTHON; empty in a torch-free build).
 std::string built_torch_python();
 

@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/bounded_json.h"
 #include "core/atomic_file.h"
 #include "harness/process/child_process.h"
 #include "harness/process/python_side.h"
@@ -73,19 +74,29 @@ RefusalRecord refusal_record(const InductorPackageRequest& request, const nlohma
           std::to_string(kPackageFormatVersion) + "-" + hex16(fnv1a(params.dump()))};
 }
 
+// The exporter's exit status when the Python environment, not the model, failed (a module the
+// model imports is not installed there): scenarios/export/aot_compile.py's ENVIRONMENT_EXIT.
+constexpr int kExporterEnvironmentExit = 4;
+
+// Whether a refusal's reason is the Python environment's: what an older exporter said with exit
+// status 2 (ModuleNotFoundError, ImportError), never to be remembered or read back as the model's.
+bool names_the_environment(const std::string& reason) {
+  return reason.find("ModuleNotFoundError") != std::string::npos || reason.find("ImportError") != std::string::npos;
+}
+
 // The reason an earlier run refused these same inputs, if one did: refusing again costs the whole
 // export and compile (10-50 s a model) and gives the same answer.
 std::optional<std::string> remembered_refusal(const RefusalRecord& refusal) {
-  std::string text;
+  nlohmann::json record;
   try {
-    text = read_file(refusal.record_path);
+    record = parse_bounded_json(read_file(refusal.record_path), refusal.record_path);
   } catch (const std::exception&) {
-    return std::nullopt;  // none kept
+    return std::nullopt;  // none kept, or not one trainlab wrote
   }
-  const nlohmann::json record = nlohmann::json::parse(text, nullptr, false);
   if (record.is_discarded() || !record.is_object() || !record.contains("key") || record.at("key") != refusal.key ||
-      !record.contains("reason") || !record.at("reason").is_string()) {
-    return std::nullopt;  // another model, precision, torch or exporter: try again
+      !record.contains("reason") || !record.at("reason").is_string() ||
+      names_the_environment(record.at("reason").get<std::string>())) {
+    return std::nullopt;  // another model, precision, torch or exporter, or the environment's: try again
   }
   return "refused by an earlier run with the same model, batch, precision, device and torch (not tried again; "
          "the full message: " + refusal.log_path + "): " + record.at("reason").get<std::string>();
@@ -132,11 +143,24 @@ std::string bundle_identity(const std::string& bundle) {
   }
 }
 
+// The Python the bundle was made with (manifest.json's "python"; "" for a bundle older than that
+// key, or one that cannot be read: the bundle's identity says so next).
+std::string bundle_python(const std::string& bundle) {
+  try {
+    const nlohmann::json manifest = parse_bounded_json(read_file(bundle + "/manifest.json"), bundle + "/manifest.json");
+    return manifest.is_object() && manifest.contains("python") && manifest.at("python").is_string()
+               ? manifest.at("python").get<std::string>()
+               : "";
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
 // The Python side, the exporter and the parameters that key the package; throws
 // InductorUnavailable when the Python side, the exporter or the bundle is missing.
 ExporterCall exporter_call(const InductorPackageRequest& request) {
   ExporterCall call;
-  call.python = torch_python();
+  call.python = request.bundle.empty() ? torch_python() : torch_python_for_bundle(bundle_python(request.bundle));
   if (call.python.empty()) {
     throw InductorUnavailable("the compiled variant needs the Python side: " + torch_python_missing_reason());
   }
@@ -190,10 +214,14 @@ PreparedDataset build_or_find_package(const InductorPackageRequest& request, con
                              call.python,
                              call.python};
           const ChildOutcome ended = run_self_as_children({launch}, kBuildTimeoutS).front();
-          if (ended.exited && ended.exit_status == 2) {  // the exporter refused: the same inputs refuse again
+          if (ended.exited && (ended.exit_status == 2 || ended.exit_status == kExporterEnvironmentExit)) {
             const std::string reason = last_line_of(log);
-            remember_refusal(refusal, reason);
-            throw InductorUnavailable("export/compile " + ended.describe() + ": " + reason);
+            // Only the model's refusal is the same next time; the Python environment's (a module
+            // it lacks) is not the model's, and another --python may have it.
+            if (ended.exit_status == 2 && !names_the_environment(reason)) remember_refusal(refusal, reason);
+            throw InductorUnavailable("export/compile " + ended.describe() + ": " + reason +
+                                      (ended.exit_status == 2 ? "" : " (the Python side " + call.python +
+                                       " lacks what the model imports: --python names the one it has)"));
           }
           if (!ended.exited || ended.exit_status != 0) {
             throw InductorUnavailable("export/compile " + ended.describe() + ": " + last_line_of(log));

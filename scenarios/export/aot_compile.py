@@ -28,7 +28,8 @@ compiler_workaround where the first package computed NaN or Inf that the exporte
 Parameters the step never reads (unused ones, and all but one name of tied ones, which
 torch.export reads under one name) become constants of the package with no gradient (listed in
 no_gradient): the joint graph refuses parameters without a gradient.
-Exit status 2 with one line on stderr when the scenario has no twin or its export fails.
+Exit status 2 with one line on stderr when the scenario has no twin or its export fails; 4 when the
+bundle's model cannot be imported by this Python (ImportError: the environment, not the model).
 """
 import argparse
 import copy
@@ -504,13 +505,21 @@ def random_ops_of(joint):
 REFUSAL_LOG = []  # the --log path, once parsed: where fail() and refuse() keep the full message
 
 
-def fail(message):
-    """One line on stderr (also the whole of the --log file, when given), exit status 2."""
+# The exit status when the Python environment failed, not the model (a module the model imports is
+# missing here): the C++ side does not remember it as the model's refusal (harness/train/inductor_step.cpp).
+ENVIRONMENT_EXIT = 4
+
+
+def fail(message, status=2):
+    """One line on stderr (also the whole of the --log file, when given), exit status 2 (status)."""
     line = "aot_compile: " + message.replace("\n", " ")
     if REFUSAL_LOG:
-        write_log(REFUSAL_LOG[0], line + "\n")
+        try:
+            write_log(REFUSAL_LOG[0], line + "\n")
+        except OSError:
+            pass  # a full disk: the line on stderr still says it
     print(line[:2000], file=sys.stderr)
-    sys.exit(2)
+    sys.exit(status)
 
 
 def write_log(path, text):
@@ -813,6 +822,8 @@ def main():
             net, loss = TWINS[args.scenario](json.loads(args.knobs))
     except (ValueError, KeyError, TypeError) as e:
         fail("bad --knobs or --inputs: %s: %s" % (type(e).__name__, e))
+    except ImportError as e:  # ModuleNotFoundError too: this Python lacks what the model imports
+        fail("building the bundle's model failed: %s: %s" % (type(e).__name__, e), ENVIRONMENT_EXIT)
     except Exception as e:  # the user's file, in a bundle
         fail("building the bundle's model failed: %s: %s" % (type(e).__name__, e))
     if not isinstance(specs, list) or len(specs) < 2:

@@ -22,7 +22,7 @@ into a temporary folder beside BUNDLE and renamed into place:
                  backward FLOPs per sample (torch.utils.flop_counter; null where nothing counts) and
                  the modules it does not count (flops_not_counted: nn.LSTM, ...: the count is partial),
                  how the model is called (adapter: model_adapter.py's settings),
-                 torch version, the source file's sha256
+                 torch version, the source file's sha256, the Python it was made with
   model.pt       the module traced in train mode (TorchScript): C++ owns and updates its
                  parameters and buffers; the eager fp32 and bf16 variants run it
   loss.pt        the loss traced as a module: (output, target) -> scalar
@@ -627,6 +627,8 @@ def main():
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--out", required=True)
     parser.add_argument("--force", action="store_true")
+    parser.add_argument("--python", default=sys.executable,
+                        help="the interpreter this runs under, as trainlab named it (kept in the manifest)")
     args = parser.parse_args()
     try:
         write_bundle(args)
@@ -818,6 +820,7 @@ def write_bundle(args):
         "output_shape": list(output.shape),
         "trace_warnings": trace_warnings,
         "torch": torch.__version__,
+        "python": os.path.abspath(args.python) if os.sep in args.python else args.python,  # its runs use it
     }
     if len(all_names) != len(parameters) + len(tied):
         raise UserError("internal: parameter names do not add up")
