@@ -17,7 +17,15 @@ equal to the C++ model), its optimizer mirrors the scenario's C++ make_optimizer
 is the one its package is exported from (aot_compile.bundle_twin), its optimizer the manifest's,
 its batches synthesized from the manifest's shapes and ranges. Both sides exclude compile time from
 their timed steps; trainlab's compile time is its package's export + compile (kept in the bundle,
-so later rounds reuse it), torch.compile's is its first step's time less a compiled step's."""
+so later rounds reuse it), torch.compile's is its first step's time less a compiled step's.
+
+A round measured under load is measured again, as the lab does (harness/runner/lab.cpp): trainlab's
+side is disturbed where its run.json says so (disturbed, disturbed_kept), the Python side where
+other processes took more of the CPU over its timed steps than the lab's limit
+(lab.disturbed_other_cpu_pct in configs/thresholds.json; /proc/stat busy time less this process's
+own). A disturbed round is run again up to lab.disturbance_reruns_per_variant times; one still
+disturbed is left out of the headline ratios, and the table says how many rounds it rests on (none
+left: no headline, exit status 1)."""
 import argparse
 import glob
 import json
@@ -53,6 +61,37 @@ BUNDLE_OPTIMIZERS = {
     "adamw": lambda params, o: torch.optim.AdamW(params, lr=o["lr"], weight_decay=o.get("weight_decay", 0.01),
                                                  fused=True),
 }
+
+
+def lab_thresholds():
+    """The lab's disturbance limits (configs/thresholds.json): other processes' CPU share past which
+    a measurement is disturbed, and how many times a disturbed one is measured again."""
+    with open(os.path.join(HERE, "..", "configs", "thresholds.json")) as f:
+        thresholds = json.load(f)["thresholds"]
+    return (float(thresholds["lab.disturbed_other_cpu_pct"]["value"]),
+            int(thresholds["lab.disturbance_reruns_per_variant"]["value"]))
+
+
+def machine_busy_s():
+    """Seconds of CPU the whole machine spent busy (/proc/stat: all but idle and iowait), and this
+    process's own (user + system, all its threads); None where /proc/stat cannot be read."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    busy = sum(fields) - fields[3] - (fields[4] if len(fields) > 4 else 0)
+    own = os.times()
+    return busy / ticks, own.user + own.system
+
+
+def other_cpu_pct(before, after, wall_s):
+    """Other processes' share of the machine's CPU between two machine_busy_s() readings."""
+    if before is None or after is None or wall_s <= 0:
+        return None
+    others_s = (after[0] - before[0]) - (after[1] - before[1])
+    return max(0.0, 100.0 * others_s / (wall_s * (os.cpu_count() or 1)))
 
 
 def read_manifest(bundle):
@@ -92,12 +131,16 @@ def trainlab_round(args, results):
         sys.exit("compiled_vs_torch_compile: trainlab failed: " + done.stderr.strip().splitlines()[-1])
     (path,) = set(glob.glob(os.path.join(results, "*", "run.json"))) - before
     with open(path) as f:
-        variant = json.load(f)["variants"][0]
+        variants = json.load(f)["variants"]
+    # The repetition that counts (one the run measured again after a disturbance is left out there).
+    counted = [v for v in variants if not v.get("error") and not v.get("disturbed") and not v.get("superseded")]
+    variant = counted[0] if counted else variants[-1]
     if variant["compile_info"].get("method") != "inductor-aot":
         sys.exit("compiled_vs_torch_compile: trainlab did not use Inductor: " + str(variant.get("error")))
+    disturbed = variant.get("disturbed_kept") or variant.get("disturbed") or ""
     return (variant["aggregate"]["samples_per_s"], variant["aggregate"]["step_ms_p50"], variant["spec"],
             variant["environment"]["intra_op_threads"],
-            variant["compile_info"].get("compile_s", 0.0))
+            variant["compile_info"].get("compile_s", 0.0), disturbed)
 
 
 def build_compiled(scenario, spec, bundle):
@@ -139,42 +182,68 @@ def torch_compile_round(scenario, spec, threads, steps, warmup, compiled_model=N
         if i == 0:
             first_step_s = time.perf_counter() - start
     step_s = []
+    busy_before, timed_start = machine_busy_s(), time.perf_counter()
     for i in range(steps):
         start = time.perf_counter()
         step(i)
         step_s.append(time.perf_counter() - start)
-    return batch * steps / sum(step_s), 1e3 * statistics.median(step_s), compiled_model, first_step_s
+    others_pct = other_cpu_pct(busy_before, machine_busy_s(), time.perf_counter() - timed_start)
+    return batch * steps / sum(step_s), 1e3 * statistics.median(step_s), compiled_model, first_step_s, others_pct
 
 
 def compare(args, results):
     """The rounds for one scenario or bundle: a table row (dict). Odd rounds run trainlab first,
-    even rounds torch.compile first; the first torch.compile round compiles in its warm-up."""
+    even rounds torch.compile first; the first torch.compile round compiles in its warm-up. A round
+    either side of which was disturbed is run again (at most the lab's re-runs for the whole
+    comparison); one still disturbed is kept apart, out of the ratios."""
+    limit_pct, max_reruns = lab_thresholds()
     ours, theirs, compiled_model, torch_compile_s = [], [], None, None
+    disturbed_rounds = []  # (round, why)
+    reruns = 0
     name = os.path.basename(os.path.normpath(args.model_bundle)) if args.model_bundle else args.scenario
-    spec = threads = None
-    for r in range(args.rounds):
-        sides = {}
+    spec = threads = trainlab_compile_s = None
+    r = 0
+    while r < args.rounds:
+        sides, why = {}, []
         for side in (("trainlab", "python") if r % 2 == 0 or spec is None else ("python", "trainlab")):
             if side == "trainlab":
-                sps, p50_ms, spec, threads, trainlab_compile_s = trainlab_round(args, results)
+                sps, p50_ms, spec, threads, compile_s, disturbed = trainlab_round(args, results)
+                if trainlab_compile_s is None:  # the first round builds the package; later ones find it
+                    trainlab_compile_s = compile_s
                 sides["trainlab"] = (sps, p50_ms)
+                if disturbed:
+                    why.append("trainlab: " + disturbed)
             else:
-                sps_py, p50_py_ms, compiled_model, first_step_s = torch_compile_round(
+                sps_py, p50_py_ms, compiled_model, first_step_s, others_pct = torch_compile_round(
                     args.scenario, spec, threads, args.steps, args.warmup, compiled_model, args.model_bundle)
                 if torch_compile_s is None:  # the first round compiles; later rounds reuse the compiled model
                     torch_compile_s = first_step_s - 1e-3 * p50_py_ms
                 sides["python"] = (sps_py, p50_py_ms)
-        ours.append(sides["trainlab"])
-        theirs.append(sides["python"])
-        print("%s round %d: median step trainlab %.2f ms, torch.compile %.2f ms (ratio %.3f); samples/s %.1f vs %.1f (ratio %.3f)" %
-              (name, r + 1, ours[-1][1], theirs[-1][1], theirs[-1][1] / ours[-1][1], ours[-1][0], theirs[-1][0],
-               ours[-1][0] / theirs[-1][0]), flush=True)
+                if others_pct is not None and others_pct > limit_pct:
+                    why.append("torch.compile: another process took %.0f %% of the CPU" % others_pct)
+        a, b = sides["trainlab"], sides["python"]
+        line = ("%s round %d: median step trainlab %.2f ms, torch.compile %.2f ms (ratio %.3f); samples/s %.1f vs %.1f "
+                "(ratio %.3f)" % (name, r + 1, a[1], b[1], b[1] / a[1], a[0], b[0], a[0] / b[0]))
+        if why and reruns < max_reruns:
+            reruns += 1
+            print(line + " -- disturbed (%s): measured again" % "; ".join(why), flush=True)
+            continue
+        if why:
+            disturbed_rounds.append((r + 1, "; ".join(why)))
+            print(line + " -- disturbed (%s), re-runs spent: left out" % "; ".join(why), flush=True)
+        else:
+            ours.append(a)
+            theirs.append(b)
+            print(line, flush=True)
+        r += 1
     step_ratios = [b[1] / a[1] for a, b in zip(ours, theirs)]
     throughput_ratios = [a[0] / b[0] for a, b in zip(ours, theirs)]
     return {"name": name, "batch": spec["batch_size"], "threads": threads, "trainlab_compile_s": trainlab_compile_s,
-            "torch_compile_s": torch_compile_s, "trainlab_ms": statistics.median(a[1] for a in ours),
-            "torch_compile_ms": statistics.median(b[1] for b in theirs), "step_ratios": step_ratios,
-            "throughput_ratios": throughput_ratios}
+            "torch_compile_s": torch_compile_s,
+            "trainlab_ms": statistics.median(a[1] for a in ours) if ours else None,
+            "torch_compile_ms": statistics.median(b[1] for b in theirs) if theirs else None,
+            "step_ratios": step_ratios, "throughput_ratios": throughput_ratios,
+            "disturbed_rounds": disturbed_rounds, "reruns": reruns}
 
 
 def main():
@@ -200,18 +269,34 @@ def main():
         rows.append(compare(args, results))
     # ratios above 1: trainlab's compiled step is faster. "step": torch.compile's median step over
     # trainlab's, per round; "samples/s": trainlab's over torch.compile's, all timed steps of a round.
+    # Rounds left out (disturbed past the re-runs) are counted in their own column; a row with no
+    # clean round has no ratios.
     print("\n| model | precision | batch | threads | trainlab compile s | torch.compile compile s "
           "| trainlab median step ms | torch.compile median step ms | step ratio (median, range) "
-          "| rounds trainlab faster | samples/s ratio (median, range) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| rounds trainlab faster | samples/s ratio (median, range) | rounds left out (disturbed) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    clean_rows = 0
     for row in rows:
         steps, throughput = row["step_ratios"], row["throughput_ratios"]
-        print("| %s | %s | %d | %d | %.1f | %s | %.2f | %.2f | %.3f (%.3f-%.3f) | %d of %d | %.3f (%.3f-%.3f) |" %
-              (row["name"], args.precision, row["batch"], row["threads"], row["trainlab_compile_s"],
-               "%.1f" % row["torch_compile_s"] if row["torch_compile_s"] is not None else "-",
+        left_out = "%d of %d (%d re-run)" % (len(row["disturbed_rounds"]), args.rounds, row["reruns"])
+        compile_s = "%.1f" % row["torch_compile_s"] if row["torch_compile_s"] is not None else "-"
+        if not steps:
+            print("| %s | %s | %d | %d | %.1f | %s | - | - | - (every round disturbed) | - | - | %s |" %
+                  (row["name"], args.precision, row["batch"], row["threads"], row["trainlab_compile_s"], compile_s,
+                   left_out))
+            continue
+        clean_rows += 1
+        print("| %s | %s | %d | %d | %.1f | %s | %.2f | %.2f | %.3f (%.3f-%.3f) | %d of %d | %.3f (%.3f-%.3f) | %s |" %
+              (row["name"], args.precision, row["batch"], row["threads"], row["trainlab_compile_s"], compile_s,
                row["trainlab_ms"], row["torch_compile_ms"], statistics.median(steps), min(steps), max(steps),
                sum(1 for r in steps if r > 1.0), len(steps), statistics.median(throughput), min(throughput),
-               max(throughput)))
+               max(throughput), left_out))
+    for row in rows:
+        for number, why in row["disturbed_rounds"]:
+            print("%s round %d left out: %s" % (row["name"], number, why))
+    if clean_rows < len(rows):
+        sys.exit("compiled_vs_torch_compile: no undisturbed round for %d of %d models: no headline for them; "
+                 "run again on a quieter machine" % (len(rows) - clean_rows, len(rows)))
 
 if __name__ == "__main__":
     main()
