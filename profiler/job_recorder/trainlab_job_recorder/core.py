@@ -62,8 +62,16 @@ class Process:
         self.argv = argv
         self.mp_child = "--multiprocessing-fork" in argv  # spawned by multiprocessing (e.g. a spawned worker)
         self.launcher = _is_launcher(argv)
+        # A Python process started by a recorded one (a subprocess, e.g. torch.compile's workers)
+        # is a "child"; torchrun's ranks, started by the launcher, are mains.
+        parent = os.environ.get("TRAINLAB_JOB_PARENT")
         if self.launcher:
             self.role = "launcher"
+            os.environ["TRAINLAB_JOB_PARENT"] = "launcher"
+        elif not self.mp_child:
+            if parent and parent != "launcher":
+                self.role = "child"
+            os.environ["TRAINLAB_JOB_PARENT"] = str(self.pid)
         self.forking_workers = False  # set in the parent while DataLoader workers are forked
 
     # -- output ---------------------------------------------------------------------------------

@@ -10,11 +10,13 @@ _DTYPES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float
 _applied = set()
 
 
-def apply_to_trained_module(module):
+def apply_to_trained_module(module, in_forward=False):
+    """in_forward: called from a forward pre-hook of this module's call, whose own hooks are
+    already chosen: autocast is entered at once for it (the forward hook added here leaves it)."""
     settings = core.SETTINGS
     if settings.autocast not in ("off", "") and "autocast" not in _applied:
         _applied.add("autocast")
-        _autocast(module, settings.autocast)
+        _autocast(module, settings.autocast, in_forward)
     if settings.compile not in ("off", "") and "compile" not in _applied:
         _applied.add("compile")
         _compile(module, settings.compile)
@@ -24,7 +26,7 @@ def _failed(part, message):
     core.PROC.write({"type": "override_failed", "part": part, "message": str(message)[:2000]})
 
 
-def _autocast(module, requested):
+def _autocast(module, requested, in_forward):
     import torch
     dtype_name = _DTYPES.get(requested.lower())
     if dtype_name is None:
@@ -55,6 +57,8 @@ def _autocast(module, requested):
 
     module.register_forward_pre_hook(enter, prepend=True)
     module.register_forward_hook(leave, always_call=True)
+    if in_forward:
+        enter(module, None)
     core.PROC.write({"type": "autocast", "dtype": dtype_name, "device_type": device_type})
 
 

@@ -44,6 +44,7 @@ class Recorder:
         self.handoff = [0, 0, 0]  # wall, cpu, calls (feeder thread)
         self.last_snapshot_ns = 0
         self.residue_name = "fetch (sampler, batching)"
+        self.transform_depth = 0  # > 0 inside a transform: its library calls are its own time
 
     def add(self, name, kind, wall, cpu, calls=1):
         entry = self.stats.get(name)
@@ -70,18 +71,23 @@ class Recorder:
 
 
 # -- the stage wrapper --------------------------------------------------------------------------
-def stage(function, name, kind):
-    """function timed as stage `name` while a batch is being made on this thread."""
+def stage(function, name, kind, library=False):
+    """function timed as stage `name` while a batch is being made on this thread. A library's
+    read or decode (library=True) called inside a transform (PIL's convert in ColorJitter) is
+    that transform's own time, not a stage."""
     if getattr(function, "_trainlab_stage", False):
         return function
+    transform = kind == "transform"
 
     def timed(*args, **kwargs):
         rec = CURRENT[0]
-        if rec is None or rec.thread != get_ident():
+        if rec is None or rec.thread != get_ident() or (library and rec.transform_depth):
             return function(*args, **kwargs)
         frame = [0, 0]
         stack = rec.stack
         stack.append(frame)
+        if transform:
+            rec.transform_depth += 1
         w0 = perf_ns()
         c0 = thread_ns()
         try:
@@ -89,6 +95,8 @@ def stage(function, name, kind):
         finally:
             wall = perf_ns() - w0
             cpu = thread_ns() - c0
+            if transform:
+                rec.transform_depth -= 1
             stack.pop()
             parent = stack[-1]
             parent[0] += wall
@@ -147,7 +155,7 @@ def _patch(owner, attribute, name, kind):
     original = owner.__dict__.get(attribute) if isinstance(owner, type) else getattr(owner, attribute, None)
     if original is None or getattr(original, "_trainlab_stage", False):
         return
-    wrapper = stage(original, name, kind)
+    wrapper = stage(original, name, kind, library=True)
     setattr(owner, attribute, wrapper)
     _REPLACED[id(original)] = (original, wrapper)
 
@@ -164,9 +172,8 @@ def install_libraries():
         _patch(pil, "open", "PIL.Image.open", "read")
         _patch(pil.Image, "load", "PIL.Image.load", "decode")
         _patch(pil.Image, "convert", "PIL.Image.convert", "decode")
-        image_file = sys.modules.get("PIL.ImageFile")
-        if image_file is not None:
-            _patch(image_file.ImageFile, "load", "PIL.ImageFile.load", "decode")
+        import PIL.ImageFile as image_file  # PIL imports it at the first open; its load decodes
+        _patch(image_file.ImageFile, "load", "PIL.ImageFile.load", "decode")
     tvio = sys.modules.get("torchvision.io")
     if tvio is not None and "torchvision.io" not in _installed:
         _installed.add("torchvision.io")
@@ -227,6 +234,7 @@ def _patch_compose(compose_class):
             name = _transform_name(t)
             frame = [0, 0]
             stack.append(frame)
+            rec.transform_depth += 1
             w0 = perf_ns()
             c0 = thread_ns()
             try:
@@ -234,6 +242,7 @@ def _patch_compose(compose_class):
             finally:
                 wall = perf_ns() - w0
                 cpu = thread_ns() - c0
+                rec.transform_depth -= 1
                 stack.pop()
                 parent = stack[-1]
                 parent[0] += wall

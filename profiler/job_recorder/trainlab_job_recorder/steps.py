@@ -5,7 +5,6 @@ into "no batch ready", the time blocked on the workers' result queue, and receiv
 trained module's top-level forward time, optimizer time, process CPU time. Also the
 torch.profiler capture window over chosen steps, and the clean stop after TRAINLAB_JOB_STEPS."""
 import os
-import threading
 import time
 import weakref
 
@@ -154,7 +153,7 @@ def _global_forward_pre_hook(module, args):
         if key not in state.top_modules:
             state.top_modules[key] = weakref.ref(module)
             if state.trained_module is None and state.optimizers and _trains(module):
-                _identify_trained_module(module)
+                _identify_trained_module(module, in_forward=True)
         state.fw_module = key
         state.fw_start_ns = monotonic_ns()
     except Exception:
@@ -196,7 +195,7 @@ def _trains(module, optimizers=None):
     return False
 
 
-def _identify_trained_module(module):
+def _identify_trained_module(module, in_forward=False):
     """The module whose parameters the optimizer trains: its own hooks time its forward from now
     on (the global hooks go), and the autocast / compile overrides apply to it."""
     state = STATE
@@ -204,7 +203,7 @@ def _identify_trained_module(module):
     state.trained_module_id = id(module)
     try:
         from . import overrides
-        overrides.apply_to_trained_module(module)
+        overrides.apply_to_trained_module(module, in_forward)
     except Exception as error:
         core.PROC.warning("overrides", "could not apply to the trained module: %r" % (error,))
 
@@ -356,25 +355,26 @@ def _device_line():
 
 # -- a named step function ----------------------------------------------------------------------
 def _watch_step_function(spec):
-    """Replaces module:qualname by a wrapper as soon as it exists (the script defines it after
-    start-up), polling every 2 ms from a daemon thread until then."""
+    """Replaces module:qualname by a wrapper at its first call: until then a profile function
+    (sys.setprofile, main thread) looks for that call; the first call itself is timed from its
+    call to its return event, then the profile function goes."""
+    import sys
     module_name, _, qualname = spec.partition(":")
     if not module_name or not qualname:
         core.PROC.warning("steps", "TRAINLAB_JOB_STEP_FUNCTION=%r is not module:qualname" % spec)
         return
+    parts = qualname.split(".")
 
     def try_wrap():
-        import sys
         module = sys.modules.get(module_name)
         if module is None:
             return False
         owner = module
-        parts = qualname.split(".")
         for part in parts[:-1]:
             owner = getattr(owner, part, None)
             if owner is None:
                 return False
-        function = getattr(owner, parts[-1], None)
+        function = owner.__dict__.get(parts[-1]) if isinstance(owner, type) else getattr(owner, parts[-1], None)
         if function is None or not callable(function):
             return False
         if getattr(function, "_trainlab_step_function", False):
@@ -382,15 +382,32 @@ def _watch_step_function(spec):
         setattr(owner, parts[-1], _step_function_wrapper(function))
         return True
 
-    def poll():
-        while not try_wrap():
-            time.sleep(0.002)
+    if try_wrap():
+        return
+    first = {}
 
-    try:
-        if not try_wrap():
-            threading.Thread(target=poll, name="trainlab-step-function", daemon=True).start()
-    except Exception as error:
-        core.PROC.warning("steps", "cannot watch the step function: %r" % (error,))
+    def profile(frame, event, arg):
+        # Until the function can be wrapped (a nested function never can) each of its calls is a step.
+        if event == "call" and first.get("frame") is None:
+            code = frame.f_code
+            if code.co_name == parts[-1] and code.co_qualname == qualname and \
+                    frame.f_globals.get("__name__") == module_name:
+                first["frame"] = frame
+                if STATE.step_start_ns is None:
+                    _begin_first_step(monotonic_ns())
+                try:
+                    first["wrapped"] = try_wrap()
+                except Exception as error:
+                    core.PROC.warning("steps", "cannot wrap the step function: %r" % (error,))
+        elif event == "return" and first.get("frame") is frame:
+            first["frame"] = None
+            if first.get("wrapped"):
+                sys.setprofile(None)
+            if _end_step(monotonic_ns()):
+                sys.setprofile(None)
+                raise SystemExit(0)
+
+    sys.setprofile(profile)
 
 
 def _step_function_wrapper(function):
@@ -431,6 +448,7 @@ def _capture_at_step_start(step):
             activities.append(torch.profiler.ProfilerActivity.CUDA)
         profiler = torch.profiler.profile(activities=activities, record_shapes=True, with_stack=False)
         profiler.step_num = step  # ProfilerStep#<step>, the recorder's own step numbers
+        profiler.record_steps = True  # step markers (torch sets it only with a schedule)
         profiler.start()
         STATE.profiler = profiler
         STATE.capture_first_step = step
