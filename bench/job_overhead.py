@@ -15,6 +15,7 @@ makes one under its work folder: job-recorder-venv/bin/python).
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -46,12 +47,15 @@ def one_run(args, work, stages):
         shutil.rmtree(job_dir, ignore_errors=True)
         os.makedirs(job_dir)
         env.update({"PYTHONPATH": RECORDER, "TRAINLAB_JOB_DIR": job_dir, "TRAINLAB_JOB_STAGES": stages})
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     result = subprocess.run(job_command(args, work, report), env=env, capture_output=True, text=True, timeout=900)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode != 0:
         sys.exit("the job failed (%s): %s" % (stages, result.stderr[-2000:]))
     with open(report) as f:
         own = json.load(f)
-    return own["elapsed_s"] / own["steps"]
+    cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)  # the whole tree, start-up too
+    return own["elapsed_s"] / own["steps"], cpu_s / own["steps"]
 
 
 def main():
@@ -67,22 +71,32 @@ def main():
     os.makedirs(work, exist_ok=True)
     one_run(args, work, None)  # makes the data, warms the page cache
     step_s = {name: [] for name, _ in VARIANTS}
+    cpu_s = {name: [] for name, _ in VARIANTS}
     for round_index in range(args.rounds):
         order = VARIANTS if round_index % 2 == 0 else tuple(reversed(VARIANTS))
         for name, stages in order:
-            step_s[name].append(one_run(args, work, stages))
-    plain = step_s["plain"]
-    print("job %s, %d workers, %d steps a run, %d rounds (step time: the script's own loop timing)"
-          % (args.job, args.workers, args.steps, args.rounds))
-    print("%-14s %14s %22s %30s" % ("variant", "step ms (med)", "added ms/step (med)", "added / plain step [min, max]"))
+            wall, cpu = one_run(args, work, stages)
+            step_s[name].append(wall)
+            cpu_s[name].append(cpu)
+    plain, plain_cpu = step_s["plain"], cpu_s["plain"]
+    print("job %s, %d workers, %d steps a run, %d rounds (step time: the script's own loop timing; "
+          "CPU: the whole process tree's, start-up included, per step)" % (args.job, args.workers, args.steps, args.rounds))
+    print("%-14s %13s %18s %28s %16s %24s" % ("variant", "step ms (med)", "added ms (med)", "added / plain step [min, max]",
+                                              "CPU ms/step", "added CPU / plain step"))
     for name, _ in VARIANTS:
         values = step_s[name]
-        line = "%-14s %14.3f" % (name, 1e3 * statistics.median(values))
+        line = "%-14s %13.3f" % (name, 1e3 * statistics.median(values))
         if name != "plain":
             added = [v - p for v, p in zip(values, plain)]
             ratios = [100.0 * (v / p - 1.0) for v, p in zip(values, plain)]
-            line += " %22.3f %14.1f %% [%.1f, %.1f]" % (1e3 * statistics.median(added), statistics.median(ratios),
-                                                        min(ratios), max(ratios))
+            line += " %18.3f %13.1f %% [%.1f, %.1f]" % (1e3 * statistics.median(added), statistics.median(ratios),
+                                                       min(ratios), max(ratios))
+        else:
+            line += " %18s %28s" % ("", "")
+        line += " %16.3f" % (1e3 * statistics.median(cpu_s[name]))
+        if name != "plain":
+            cpu_ratios = [100.0 * (c - p) / w for c, p, w in zip(cpu_s[name], plain_cpu, plain)]
+            line += " %16.1f %% [%.1f, %.1f]" % (statistics.median(cpu_ratios), min(cpu_ratios), max(cpu_ratios))
         print(line)
 
 

@@ -12,6 +12,7 @@ scripts in tests/jobs/ run with and without the recorder:
   >= 90 % of the workers' busy time named, outputs and exit status as without the recorder;
 - compute_train.py (no DataLoader), ddp_train.py under torchrun (2 ranks, one file each);
 - TRAINLAB_JOB_STEPS, _CAPTURE, _LOADER, _SEED, _AUTOCAST, _COMPILE, _STEP_FUNCTION, _STAGES=off;
+- spawned workers, the user's own sitecustomize, malformed settings;
 - faults.py: non-zero exit, no step, hang and ignored SIGTERM (killed by the test), a daemonised
   child, megabytes of output, a DataLoader worker that exits.
 """
@@ -256,7 +257,9 @@ def steps_limit_and_overrides():
           and of_type(main, "autocast")[0]["dtype"] == "bfloat16",
           "TRAINLAB_JOB_AUTOCAST=bf16: the model's forward runs in bfloat16", out, err[-2000:])
     job = os.path.join(WORK, "job-compile")
-    rc, out, err = run([PYTHON, compute, "--steps", "4", "--width", "64"], recorder_env(job, compile="default"), timeout=600)
+    env = recorder_env(job, compile="default")
+    env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # no pool of compile worker processes: quicker on 2 cores
+    rc, out, err = run([PYTHON, compute, "--steps", "4", "--width", "64"], env, timeout=600)
     main = main_records(read_job(job))
     compiled = of_type(main, "compile")
     check(rc == 0 and compiled and compiled[0]["seconds"] > 0 and not of_type(main, "override_failed"),
@@ -274,6 +277,25 @@ def steps_limit_and_overrides():
           and of_type(main, "trace") == [{"type": "trace", "rank": 0, "path": "trace.rank0.json", "first_step": 1, "steps": 2}],
           "the trace holds steps 1 and 2 (ProfilerStep#1, #2) and its line says so")
 
+    job = os.path.join(WORK, "job-spawn")
+    rc, out, err = run([PYTHON, image_script, images, "--workers", "2", "--steps", "4", "--start-method", "spawn"],
+                       recorder_env(job))
+    files = read_job(job)
+    workers = by_role(files, "worker")
+    check(rc == 0 and len(workers) == 2 and all(last_stages(r) and any(s["name"] == "ColorJitter" for s in last_stages(r)["stages"])
+                                                for r in workers.values()),
+          "spawned workers (multiprocessing_context='spawn') load the recorder again and record their stages",
+          rc, sorted(files), err[-2000:])
+
+    job = os.path.join(WORK, "job-bad-settings")
+    rc, out, err = run([PYTHON, compute, "--steps", "2", "--width", "32"],
+                       recorder_env(job, capture="soon", loader="{num_workers: 4"))
+    main = main_records(read_job(job))
+    check(rc == 0 and len(of_type(main, "step")) == 2 and any(w["part"] == "profiler" for w in of_type(main, "warning"))
+          and any(o["part"] == "loader" for o in of_type(main, "override_failed")),
+          "a malformed TRAINLAB_JOB_CAPTURE is a warning line, a malformed TRAINLAB_JOB_LOADER an override_failed "
+          "line, and the job runs", main, err[-2000:])
+
     job = os.path.join(WORK, "job-nostages")
     rc, out, err = run([PYTHON, image_script, images, "--workers", "2", "--steps", "3"], recorder_env(job, stages="off"))
     files = read_job(job)
@@ -290,8 +312,9 @@ def compute_and_ddp():
     main = main_records(read_job(job))
     steps = of_type(main, "step")
     check(len(steps) == 6 and not of_type(main, "loader") and all(s["data_wait_ns"] == 0 for s in steps)
-          and all(s["forward_ns"] > 0 and s["optimizer_ns"] > 0 for s in steps),
-          "compute_train: 6 steps, no loader, forward and optimizer times")
+          and all(s["forward_ns"] > 0 and s["backward_ns"] > 0 and s["optimizer_ns"] > 0
+                  and s["forward_ns"] + s["backward_ns"] + s["optimizer_ns"] <= s["end_ns"] - s["start_ns"] for s in steps),
+          "compute_train: 6 steps, no loader, forward, backward and optimizer times within the step")
     torchrun = os.path.join(os.path.dirname(PYTHON), "torchrun")
     if not os.path.exists(torchrun):  # the venv shares torch; its console script is the base one
         torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
@@ -337,6 +360,21 @@ def faults():
     main = main_records(read_job(job))
     check(len(of_type(main, "step")) == 7 and not of_type(main, "no_steps"),
           "custom_loop: TRAINLAB_JOB_STEP_FUNCTION counts its 7 calls as steps")
+
+    # The user's own sitecustomize, further on the path, still runs, once.
+    user_site = os.path.join(WORK, "user-site")
+    os.makedirs(user_site, exist_ok=True)
+    with open(os.path.join(user_site, "sitecustomize.py"), "w") as f:
+        f.write("import sys\nsys.stderr.write('users sitecustomize ran\\n')\n")
+    env = recorder_env(job)
+    env["PYTHONPATH"] = RECORDER + os.pathsep + user_site
+    rc, out, err = run([PYTHON, script, "no_step"], env)
+    plain = plain_env()
+    plain["PYTHONPATH"] = user_site
+    rc_plain, out_plain, err_plain = run([PYTHON, script, "no_step"], plain)
+    check(rc == 0 and err.count("users sitecustomize ran") == 1 == err_plain.count("users sitecustomize ran")
+          and of_type(main_records(read_job(job)), "process"),
+          "the user's own sitecustomize runs once, after the recorder's", err[-1000:])
 
     child_file = os.path.join(WORK, "daemon-child.txt")
     if os.path.exists(child_file):
@@ -387,7 +425,9 @@ def main():
     parts = sys.argv[3:] or ["pipelines", "compute_and_ddp", "steps_limit_and_overrides", "faults"]
     for part in parts:
         print("== %s" % part)
+        start = time.time()
         globals()[part]()
+        print("   %s took %.0f s" % (part, time.time() - start))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """A data-bound image training script, as a user writes one (issue 54's test job): JPEG files
 read through torchvision.datasets.ImageFolder, torchvision transforms, a small CNN, SGD.
 
-  python image_folder_train.py DATA_DIR [--make-data N] [--workers 0|2] [--steps S] [--report FILE]
+  python image_folder_train.py DATA_DIR [--make-data N] [--workers 0|2] [--steps S]
+         [--start-method fork|spawn] [--report FILE]
 
 --make-data N writes N noisy JPEGs per class (2 classes) into DATA_DIR first when it has none.
 Prints its step count and last loss (deterministic: the script seeds itself); --report writes the
@@ -58,6 +59,7 @@ def main():
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--start-method", default=None, help="the workers' start: fork (Linux's default) or spawn")
     parser.add_argument("--report", default=None)
     args = parser.parse_args()
     if args.make_data and not os.path.isdir(os.path.join(args.data, "cat")):
@@ -66,7 +68,7 @@ def main():
     torch.set_num_threads(1)
     dataset = torchvision.datasets.ImageFolder(args.data, transform=make_pipeline())
     loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, shuffle=True,
-                                         num_workers=args.workers)
+                                         num_workers=args.workers, multiprocessing_context=args.start_method)
     model = SmallCNN()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()

@@ -138,8 +138,8 @@ def _at_exit():
     if proc is None or proc.pid != os.getpid():
         return
     try:
-        if proc.mp_child and not proc.process_line_written:
-            proc.role = "child"
+        if proc.mp_child and not proc.process_line_written and proc.role == "main":
+            proc.role = "child"  # a multiprocessing child that was no DataLoader worker
             proc.write_process_line()
         if "trainlab_job_recorder.steps" in sys.modules:
             from . import steps, stages

@@ -73,6 +73,8 @@ class Process:
                 self.role = "child"
             os.environ["TRAINLAB_JOB_PARENT"] = str(self.pid)
         self.forking_workers = False  # set in the parent while DataLoader workers are forked
+        self.pending = []
+        self.start_ns = time.monotonic_ns()
 
     # -- output ---------------------------------------------------------------------------------
     def _open(self):
@@ -85,6 +87,9 @@ class Process:
             if self.pid != os.getpid():  # a forked child that the fork hook did not see
                 self.after_fork_in_child()
             if not self.process_line_written and record.get("type") != "process":
+                if self.mp_child and self.role in ("main", "worker"):
+                    self.pending.append(record)  # a spawned child: kept until it says what it is
+                    return
                 self.write_process_line()
             if self.fd is None:
                 self._open()
@@ -97,6 +102,7 @@ class Process:
         if self.process_line_written:
             return
         self.process_line_written = True
+        pending, self.pending = self.pending, []
         torch = sys.modules.get("torch")
         self.write({
             "type": "process", "pid": self.pid, "ppid": os.getppid(), "role": self.role,
@@ -104,7 +110,9 @@ class Process:
             "world_size": self.world_size, "local_rank": self.local_rank, "argv": self.argv,
             "python": sys.executable, "python_version": platform.python_version(),
             "torch_version": getattr(torch, "__version__", None) if torch else None,
-            "cuda_available": None, "device_name": None, "start_ns": time.monotonic_ns()})
+            "cuda_available": None, "device_name": None, "start_ns": self.start_ns})
+        for record in pending:
+            self.write(record)
 
     def warning(self, part, message):
         self.write({"type": "warning", "part": part, "message": str(message)[:2000]})
@@ -130,6 +138,8 @@ class Process:
         self.ended = False
         self.process_line_written = False
         self.forked_from = parent
+        self.start_ns = time.monotonic_ns()
+        self.pending = []
         if self.forking_workers:
             self.role = "worker"  # its process line waits for the worker id
             self.forking_workers = False

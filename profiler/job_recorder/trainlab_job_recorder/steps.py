@@ -3,7 +3,8 @@ optimizer step (torch.optim's global step hooks) or at each return of the functi
 TRAINLAB_JOB_STEP_FUNCTION. Per step: the wait inside the training DataLoader's iterator (split
 into "no batch ready", the time blocked on the workers' result queue, and receiving it), the
 trained module's top-level forward time, optimizer time, process CPU time. Also the
-torch.profiler capture window over chosen steps, and the clean stop after TRAINLAB_JOB_STEPS."""
+torch.profiler capture window over chosen steps, and the clean stop after TRAINLAB_JOB_STEPS.
+Backward time is the wall time inside torch.autograd.backward (Tensor.backward calls it)."""
 import os
 import time
 import weakref
@@ -28,6 +29,7 @@ class StepState:
         self.forward_calls = 0
         self.forward_by_module = []  # (id(module), ns) until the trained module is known
         self.optimizer_ns = 0
+        self.backward_ns = 0
         self.opt_start_ns = {}
         self.primary_optimizer = None  # id of the optimizer whose steps are the loop's steps
         self.training_loader_id = None
@@ -110,6 +112,19 @@ def install(torch):
 
     __next__.__wrapped__ = original_next
     base_iter.__next__ = __next__
+
+    original_backward = torch.autograd.backward
+
+    def backward(*args, **kwargs):
+        t0 = monotonic_ns()
+        try:
+            return original_backward(*args, **kwargs)
+        finally:
+            STATE.backward_ns += monotonic_ns() - t0
+
+    backward.__wrapped__ = original_backward
+    backward.__doc__ = original_backward.__doc__
+    torch.autograd.backward = backward  # Tensor.backward calls torch.autograd.backward
 
     nn_module = torch.nn.modules.module
     STATE.global_hooks = [
@@ -314,7 +329,7 @@ def _end_step(now):
         "type": "step", "step": step, "start_ns": start, "end_ns": now,
         "warmup": step < settings.warmup, "data_wait_ns": acc[0], "data_not_ready_ns": acc[1],
         "data_receive_ns": acc[0] - acc[1], "batches": acc[2], "samples": acc[3] or None,
-        "forward_ns": forward, "optimizer_ns": state.optimizer_ns,
+        "forward_ns": forward, "backward_ns": state.backward_ns, "optimizer_ns": state.optimizer_ns,
         "cpu_ns": process_time_ns() - state.step_cpu_start_ns, "rank": proc.rank})
     if step == 0:
         _device_line()
@@ -324,6 +339,7 @@ def _end_step(now):
     state.forward_calls = 0
     state.forward_by_module = []
     state.optimizer_ns = 0
+    state.backward_ns = 0
     if not state.module_hooks_installed and (state.trained_module is not None or step >= 2):
         _switch_to_module_hooks()
     _capture_at_step_end(step)
