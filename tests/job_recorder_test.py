@@ -296,6 +296,19 @@ def steps_limit_and_overrides():
           "a malformed TRAINLAB_JOB_CAPTURE is a warning line, a malformed TRAINLAB_JOB_LOADER an override_failed "
           "line, and the job runs", main, err[-2000:])
 
+    # One part of the recorder failing: the job runs as without it, a warning names the part, the
+    # other parts still record.
+    args = [PYTHON, image_script, images, "--workers", "2", "--steps", "3"]
+    plain = run(args, plain_env())
+    for part, still in (("steps", "loader"), ("loader", "step"), ("stages", "step")):
+        job = os.path.join(WORK, "job-fail-" + part)
+        env = recorder_env(job)
+        env["TRAINLAB_JOB_FAIL_PART"] = part
+        same_as_plain(args, env, "the %s part failing" % part, plain)
+        main = main_records(read_job(job))
+        check(any(w["part"] == part for w in of_type(main, "warning")) and of_type(main, still),
+              "the %s part failing: a warning line names it, the %s lines are still written" % (part, still))
+
     job = os.path.join(WORK, "job-nostages")
     rc, out, err = run([PYTHON, image_script, images, "--workers", "2", "--steps", "3"], recorder_env(job, stages="off"))
     files = read_job(job)

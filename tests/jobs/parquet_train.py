@@ -73,6 +73,7 @@ def main():
     model = torch.nn.Sequential(torch.nn.Linear(FEATURES, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     steps, loader_wait_s, loss = 0, 0.0, None
+    start = time.perf_counter()
     while steps < args.steps:
         batches = iter(loader)
         while steps < args.steps:
@@ -87,11 +88,12 @@ def main():
             loss.backward()
             optimizer.step()
             steps += 1
+    elapsed_s = time.perf_counter() - start
     print("steps %d" % steps)
     print("loss %.5f" % loss.item())
     if args.report:
         with open(args.report, "w") as f:
-            json.dump({"steps": steps, "loader_wait_s": loader_wait_s}, f)
+            json.dump({"steps": steps, "loader_wait_s": loader_wait_s, "elapsed_s": elapsed_s}, f)
 
 
 if __name__ == "__main__":

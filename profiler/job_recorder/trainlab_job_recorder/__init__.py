@@ -35,6 +35,8 @@ def activate():
 
 def _part(name, function):
     try:
+        if os.environ.get("TRAINLAB_JOB_FAIL_PART") == name:  # the tests' way to break one part
+            raise RuntimeError("failure injected by TRAINLAB_JOB_FAIL_PART")
         function()
     except Exception as error:
         core.PROC.warning(name, "%s: %r" % (name, error))

@@ -95,18 +95,21 @@ def stage(function, name, kind, library=False):
         finally:
             wall = perf_ns() - w0
             cpu = thread_ns() - c0
-            if transform:
-                rec.transform_depth -= 1
-            stack.pop()
-            parent = stack[-1]
-            parent[0] += wall
-            parent[1] += cpu
-            entry = rec.stats.get(name)
-            if entry is None:
-                entry = rec.stats[name] = [kind, 0, 0, 0]
-            entry[1] += wall - frame[0]
-            entry[2] += cpu - frame[1]
-            entry[3] += 1
+            try:
+                if transform:
+                    rec.transform_depth -= 1
+                stack.pop()
+                parent = stack[-1]
+                parent[0] += wall
+                parent[1] += cpu
+                entry = rec.stats.get(name)
+                if entry is None:
+                    entry = rec.stats[name] = [kind, 0, 0, 0]
+                entry[1] += wall - frame[0]
+                entry[2] += cpu - frame[1]
+                entry[3] += 1
+            except Exception:
+                pass  # never into the user's code
 
     try:
         functools.update_wrapper(timed, function)
@@ -242,12 +245,15 @@ def _patch_compose(compose_class):
             finally:
                 wall = perf_ns() - w0
                 cpu = thread_ns() - c0
-                rec.transform_depth -= 1
-                stack.pop()
-                parent = stack[-1]
-                parent[0] += wall
-                parent[1] += cpu
-                rec.add(name, "transform", wall - frame[0], cpu - frame[1])
+                try:
+                    rec.transform_depth -= 1
+                    stack.pop()
+                    parent = stack[-1]
+                    parent[0] += wall
+                    parent[1] += cpu
+                    rec.add(name, "transform", wall - frame[0], cpu - frame[1])
+                except Exception:
+                    pass
         return img
 
     __call__.__wrapped__ = original_call
@@ -300,26 +306,32 @@ def _patch_fetch(cls):
             end = perf_ns()
             wall = end - w0
             cpu = thread_ns() - c0
-            rec.busy_wall_ns += wall
-            rec.busy_cpu_ns += cpu
-            if iterable:
-                rec.residue_name = "%s.__iter__ (own code)" % type(self.dataset).__name__
-                rec.add(rec.residue_name, "dataset", wall - root[0], cpu - root[1])
-            else:
-                rec.add(rec.residue_name, "other", wall - root[0], cpu - root[1])
-            rec.batches += 1
-            try:
-                rec.samples += len(possibly_batched_index) if self.auto_collation else 1
-            except TypeError:
-                rec.samples += 1
-            if end - rec.last_snapshot_ns >= SNAPSHOT_EVERY_NS:
-                try:
-                    rec.snapshot()
-                except Exception:
-                    pass
+            _account_fetch(self, rec, iterable, possibly_batched_index, root, end, wall, cpu)
 
     fetch.__wrapped__ = original_fetch
     cls.fetch = fetch
+
+
+def _account_fetch(self, rec, iterable, possibly_batched_index, root, end, wall, cpu):
+    """The fetch's time into its recorder: busy time, the residue not under a named stage, and
+    a snapshot when the last is 0.5 s old. Never raises."""
+    try:
+        rec.busy_wall_ns += wall
+        rec.busy_cpu_ns += cpu
+        if iterable:
+            rec.residue_name = "%s.__iter__ (own code)" % type(self.dataset).__name__
+            rec.add(rec.residue_name, "dataset", wall - root[0], cpu - root[1])
+        else:
+            rec.add(rec.residue_name, "other", wall - root[0], cpu - root[1])
+        rec.batches += 1
+        try:
+            rec.samples += len(possibly_batched_index) if self.auto_collation else 1
+        except TypeError:
+            rec.samples += 1
+        if end - rec.last_snapshot_ns >= SNAPSHOT_EVERY_NS:
+            rec.snapshot()
+    except Exception:
+        pass
 
 
 # -- the user's Dataset -------------------------------------------------------------------------
@@ -472,6 +484,7 @@ def _start_worker(worker_id, loader_id, stages_on):
     proc.loader_id = loader_id
     MAIN.clear()
     proc.write_process_line()
+    sys.setprofile(None)  # a step-function watcher inherited through fork is the main loop's
     import multiprocessing.util
     multiprocessing.util.Finalize(None, _worker_exit, exitpriority=100)
     try:

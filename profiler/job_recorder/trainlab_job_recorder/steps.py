@@ -404,6 +404,9 @@ def _watch_step_function(spec):
 
     def profile(frame, event, arg):
         # Until the function can be wrapped (a nested function never can) each of its calls is a step.
+        if core.PROC.role == "worker":
+            sys.setprofile(None)
+            return
         if event == "call" and first.get("frame") is None:
             code = frame.f_code
             if code.co_name == parts[-1] and code.co_qualname == qualname and \
