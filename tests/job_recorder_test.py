@@ -237,6 +237,16 @@ def steps_limit_and_overrides():
           and loader["overridden"] == {"num_workers": 0, "prefetch_factor": None, "persistent_workers": False}
           and len(by_role(files, "worker")) == 2,
           "TRAINLAB_JOB_LOADER: the training loader gets 2 workers, prefetch 4, persistent", loader, err[-2000:])
+    at = "%s:%d" % (os.path.basename(loader["file"]), loader["line"])
+    for where, applied in ((at, True), ("%s:%d" % (os.path.basename(loader["file"]), loader["line"] + 1), False)):
+        job = os.path.join(WORK, "job-loader-at")
+        rc, out, err = run([PYTHON, image_script, images, "--workers", "0", "--steps", "2"],
+                           recorder_env(job, loader=json.dumps({"num_workers": 1, "at": where})))
+        got = of_type(main_records(read_job(job)), "loader")[0]
+        check(rc == 0 and got["num_workers"] == (1 if applied else 0),
+              "TRAINLAB_JOB_LOADER with \"at\": %s: %s" % (where, "applied" if applied else "another loader, untouched"),
+              got, err[-2000:])
+
     job = os.path.join(WORK, "job-loader0")
     rc, out, err = run([PYTHON, image_script, images, "--workers", "2", "--steps", "2"],
                        recorder_env(job, loader=json.dumps({"num_workers": 0, "prefetch_factor": 4})))
@@ -290,6 +300,14 @@ def steps_limit_and_overrides():
                                                 for r in workers.values()),
           "spawned workers (multiprocessing_context='spawn') load the recorder again and record their stages",
           rc, sorted(files), err[-2000:])
+
+    job = os.path.join(WORK, "job-v2")
+    rc, out, err = run([PYTHON, image_script, images, "--workers", "0", "--steps", "3", "--transforms", "v2"],
+                       recorder_env(job))
+    snapshot = last_stages(main_records(read_job(job)))
+    names = {s["name"] for s in snapshot["stages"]} if snapshot else set()
+    check(rc == 0 and {"RandomResizedCrop", "ColorJitter", "ToImage", "ToDtype", "Normalize"} <= names,
+          "torchvision.transforms.v2.Compose: each transform a stage", names, err[-2000:])
 
     job = os.path.join(WORK, "job-bad-settings")
     rc, out, err = run([PYTHON, compute, "--steps", "2", "--width", "32"],

@@ -2,7 +2,7 @@
 read through torchvision.datasets.ImageFolder, torchvision transforms, a small CNN, SGD.
 
   python image_folder_train.py DATA_DIR [--make-data N] [--workers 0|2] [--steps S]
-         [--start-method fork|spawn] [--report FILE]
+         [--start-method fork|spawn] [--transforms v1|v2] [--report FILE]
 
 --make-data N writes N noisy JPEGs per class (2 classes) into DATA_DIR first when it has none.
 Prints its step count and last loss (deterministic: the script seeds itself); --report writes the
@@ -30,7 +30,16 @@ def make_data(root, per_class, size=224):
                 os.path.join(folder, "%s_%03d.jpg" % (label, i)), quality=90)
 
 
-def make_pipeline():
+def make_pipeline(version="v1"):
+    if version == "v2":
+        from torchvision.transforms import v2
+        return v2.Compose([
+            v2.RandomResizedCrop(96),
+            v2.ColorJitter(0.4, 0.4, 0.4, 0.1),
+            v2.ToImage(),
+            v2.ToDtype(torch.float32, scale=True),
+            v2.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]),
+        ])
     return transforms.Compose([
         transforms.RandomResizedCrop(96),
         transforms.ColorJitter(0.4, 0.4, 0.4, 0.1),
@@ -60,13 +69,14 @@ def main():
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--start-method", default=None, help="the workers' start: fork (Linux's default) or spawn")
+    parser.add_argument("--transforms", choices=("v1", "v2"), default="v1", help="torchvision.transforms or .v2")
     parser.add_argument("--report", default=None)
     args = parser.parse_args()
     if args.make_data and not os.path.isdir(os.path.join(args.data, "cat")):
         make_data(args.data, args.make_data)
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    dataset = torchvision.datasets.ImageFolder(args.data, transform=make_pipeline())
+    dataset = torchvision.datasets.ImageFolder(args.data, transform=make_pipeline(args.transforms))
     loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, shuffle=True,
                                          num_workers=args.workers, multiprocessing_context=args.start_method)
     model = SmallCNN()

@@ -201,6 +201,10 @@ def install_libraries():
     if transforms is not None and "Compose" not in _installed:
         _installed.add("Compose")
         _patch_compose(transforms.Compose)
+    container = sys.modules.get("torchvision.transforms.v2._container")
+    if container is not None and "Compose.v2" not in _installed:
+        _installed.add("Compose.v2")
+        _patch_compose_v2(container.Compose)
 
 
 _transform_names = {}
@@ -258,6 +262,45 @@ def _patch_compose(compose_class):
 
     __call__.__wrapped__ = original_call
     compose_class.__call__ = __call__
+
+
+def _patch_compose_v2(compose_class):
+    """torchvision.transforms.v2.Compose.forward, each transform timed as in v1's Compose."""
+    original_forward = compose_class.forward
+
+    def forward(self, *inputs):
+        rec = CURRENT[0]
+        if rec is None or rec.thread != get_ident():
+            return original_forward(self, *inputs)
+        needs_unpacking = len(inputs) > 1
+        stack = rec.stack
+        outputs = None
+        for transform in self.transforms:
+            name = _transform_name(transform)
+            frame = [0, 0]
+            stack.append(frame)
+            rec.transform_depth += 1
+            w0 = perf_ns()
+            c0 = thread_ns()
+            try:
+                outputs = transform(*inputs)
+            finally:
+                wall = perf_ns() - w0
+                cpu = thread_ns() - c0
+                try:
+                    rec.transform_depth -= 1
+                    stack.pop()
+                    parent = stack[-1]
+                    parent[0] += wall
+                    parent[1] += cpu
+                    rec.add(name, "transform", wall - frame[0], cpu - frame[1])
+                except Exception:
+                    pass
+            inputs = outputs if needs_unpacking else (outputs,)
+        return outputs
+
+    forward.__wrapped__ = original_forward
+    compose_class.forward = forward
 
 
 # -- the fetch (the root of a batch) and the collate_fn -----------------------------------------
