@@ -203,13 +203,14 @@ def pipelines():
         args = [PYTHON, image_script, images, "--make-data", "32", "--workers", str(workers), "--steps", "8",
                 "--report", report]
         figures["image w%d" % workers] = check_pipeline_job(
-            "image_folder workers=%d" % workers, args, report, IMAGE_GROUPS, ["image", images, "64"], workers)
+            "image_folder workers=%d" % workers, args, report, IMAGE_GROUPS, ["image", images, "64", str(workers)],
+            workers)
     rows = os.path.join(WORK, "rows.parquet")
     report = os.path.join(WORK, "parquet-report.json")
     args = [PYTHON, os.path.join(JOBS, "parquet_train.py"), rows, "--make-data", "512", "--workers", "2",
             "--steps", "8", "--report", report]
     figures["parquet w2"] = check_pipeline_job("parquet workers=2", args, report, PARQUET_GROUPS,
-                                               ["parquet", rows, "96"], 2)
+                                               ["parquet", rows, "128", "2"], 2)
     return figures
 
 
