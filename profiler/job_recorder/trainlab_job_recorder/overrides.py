@@ -1,0 +1,98 @@
+"""What issue 57's lab changes inside the job, applied to the module the optimizer trains: its
+forward under torch.autocast (TRAINLAB_JOB_AUTOCAST) and through torch.compile
+(TRAINLAB_JOB_COMPILE). Each either takes effect (an autocast / compile line) or is recorded as
+override_failed and the job runs without it; neither raises into the script."""
+import time
+
+from . import core
+
+_DTYPES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16"}
+_applied = set()
+
+
+def apply_to_trained_module(module, in_forward=False):
+    """in_forward: called from a forward pre-hook of this module's call, whose own hooks are
+    already chosen: autocast is entered at once for it (the forward hook added here leaves it)."""
+    settings = core.SETTINGS
+    if settings.autocast not in ("off", "") and "autocast" not in _applied:
+        _applied.add("autocast")
+        _autocast(module, settings.autocast, in_forward)
+    if settings.compile not in ("off", "") and "compile" not in _applied:
+        _applied.add("compile")
+        _compile(module, settings.compile)
+
+
+def _failed(part, message):
+    core.PROC.write({"type": "override_failed", "part": part, "message": str(message)[:2000]})
+
+
+def _autocast(module, requested, in_forward):
+    import torch
+    dtype_name = _DTYPES.get(requested.lower())
+    if dtype_name is None:
+        _failed("autocast", "TRAINLAB_JOB_AUTOCAST=%s is not bf16, fp16 or off" % requested)
+        return
+    first = next(iter(module.parameters()), None)
+    device_type = first.device.type if first is not None else "cpu"
+    dtype = getattr(torch, dtype_name)
+    try:
+        if not torch.amp.autocast_mode.is_autocast_available(device_type):
+            raise RuntimeError("autocast is not available on %s" % device_type)
+        torch.autocast(device_type, dtype=dtype)  # refuses a dtype the device cannot autocast to
+    except Exception as error:
+        _failed("autocast", "torch.autocast(%r, %s): %s" % (device_type, dtype_name, error))
+        return
+    contexts = []
+
+    def enter(mod, args):
+        context = torch.autocast(device_type, dtype=dtype)
+        context.__enter__()
+        contexts.append(context)
+        return None
+
+    def leave(mod, args, output):
+        if contexts:
+            contexts.pop().__exit__(None, None, None)
+        return None
+
+    module.register_forward_pre_hook(enter, prepend=True)
+    module.register_forward_hook(leave, always_call=True)
+    if in_forward:
+        enter(module, None)
+    core.PROC.write({"type": "autocast", "dtype": dtype_name, "device_type": device_type})
+
+
+def _compile(module, mode):
+    import torch
+    if type(module).__name__ == "OptimizedModule":
+        _failed("compile", "the script already compiles this module (torch.compile)")
+        return
+    try:
+        eager_forward = module.forward
+        compiled = torch.compile(eager_forward, mode=None if mode == "default" else mode)
+    except Exception as error:
+        _failed("compile", "torch.compile(mode=%r): %s" % (mode, error))
+        return
+    state = {"first": True}
+
+    def forward(*args, **kwargs):
+        if state.get("failed"):
+            return eager_forward(*args, **kwargs)
+        t0 = time.monotonic()
+        try:
+            result = compiled(*args, **kwargs)
+        except Exception as error:
+            state["failed"] = True
+            try:
+                del module.forward
+            except AttributeError:
+                pass
+            _failed("compile", "torch.compile(mode=%r) failed at the first call: %s: %s" %
+                    (mode, type(error).__name__, str(error).splitlines()[0] if str(error) else ""))
+            return eager_forward(*args, **kwargs)
+        if state["first"]:
+            state["first"] = False
+            core.PROC.write({"type": "compile", "seconds": round(time.monotonic() - t0, 6), "mode": mode})
+        return result
+
+    module.forward = forward
