@@ -96,6 +96,7 @@ std::string render_diagnosis_text(const Diagnosis& d) {
                            : "")
       << ": " << s.step_ms.size() << (s.step_ms.size() == 1 ? " step" : " steps") << ", step p50 " << format_text("%.1f", s.step.p50) << " ms (p95 "
       << format_text("%.1f", s.step.p95) << " ms), " << s.device << "\n";
+  if (!s.cold_start_line.empty() && !s.all_cold_start) out << "  Start-up: " << s.cold_start_line << "\n";
   if (d.verdict.inconclusive) {
     out << "  Verdict: INCONCLUSIVE";
     for (const std::string& reason : d.verdict.inconclusive_reasons) out << "\n    - " << reason;
@@ -127,6 +128,7 @@ std::string render_diagnosis_text(const Diagnosis& d) {
     for (const RankedAction& a : d.verdict.actions) {
       out << "    " << ++n << ". " << a.action << " (up to " << format_text("%.1f", a.saving_pct)
           << " % of the step, " << format_text("%.1f", a.speedup) << "x)\n";
+      if (!a.why_first.empty()) out << "       (" << a.why_first << ")\n";
       if (n == 5) break;
     }
   }

@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 
+#include "diagnostics/cold_start.h"
 #include "diagnostics/collective_kinds.h"
 #include "diagnostics/idle_attribution.h"
 #include "diagnostics/in_place.h"
@@ -729,9 +730,20 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
     s.notes.push_back("the trace has no host events: nothing to summarise");
     return s;
   }
-  const std::vector<Step>& steps = found.steps;
   s.steps_from = found.found_by;
   if (found.found_by != "ProfilerStep") s.notes.push_back(found.note);
+  // Start-up iterations are set aside: the shares are of the steady state (all of them stay where
+  // every iteration is start-up, and the verdict says so instead of advising).
+  const ColdStart cold = find_cold_start(profile, found.steps, found.found_by == "ProfilerStep" ? "step" : "iteration");
+  const std::vector<Step> steps(found.steps.begin() + static_cast<std::ptrdiff_t>(cold.all ? 0 : cold.steps),
+                                found.steps.end());
+  if (cold.steps > 0) {
+    s.cold_start_steps = static_cast<int64_t>(cold.steps);
+    s.cold_start_ms = cold.ms;
+    s.cold_start_pct = cold.pct_of_trace;
+    s.all_cold_start = cold.all;
+    s.cold_start_line = cold.line;
+  }
 
   const TraceTimeline tl = trace_timeline(profile, found.main_track);
   const bool attribute_idle = s.on_gpu && !tl.has_phases;
@@ -892,6 +904,11 @@ nlohmann::json to_json(const Summary& s) {
           {"losses", finite_or_null(s.losses)},
           {"grad_norms", finite_or_null(s.grad_norms)},
           {"in_place", in_place_json(s)},
+          {"cold_start", {{"steps", s.cold_start_steps},
+                          {"ms", s.cold_start_ms},
+                          {"pct_of_trace", s.cold_start_pct},
+                          {"all", s.all_cold_start},
+                          {"line", s.cold_start_line}}},
           {"dropped_events", s.dropped_events},
           {"notes", s.notes}};
 }

@@ -85,6 +85,13 @@ struct Summary {
   // schedule), "optimizer step" / "repeated op" (iterations recovered from a trace without
   // ProfilerStep# spans), "whole trace" (no repetition found: one step).
   std::string steps_from;
+  // Traces: the leading iterations that are start-up (cold_start.h), set aside before everything below;
+  // all_cold_start where every iteration is (then nothing is set aside and the verdict does not advise).
+  int64_t cold_start_steps = 0;
+  double cold_start_ms = 0;
+  double cold_start_pct = 0;                // of all the trace's iterations' time
+  bool all_cold_start = false;
+  std::string cold_start_line;              // "step 0 takes 85.0 % of the trace (...): start-up; the shares are of steps 1-5"
   std::optional<double> device_busy_pct;  // GPU: kernel time union / step time; CPU: compute share
   // GPU traces: device idle time split by what the host's main thread was doing during each idle gap,
   // in percent of the step time (keys: "dataloader", "collective", "sync", "allocator", "launch",

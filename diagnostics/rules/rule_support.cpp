@@ -203,6 +203,7 @@ Finding slow_steps_finding(const char* rule_id, const Summary& s, const Threshol
   f.times_fired = static_cast<int64_t>(slow_steps.size());
   f.data_points = static_cast<int64_t>(s.step_ms.size());
   f.saving_pct = saving;
+  f.step_indices = slow_steps;
   return f;
 }
 
