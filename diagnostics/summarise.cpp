@@ -10,7 +10,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <optional>
@@ -54,7 +56,7 @@ std::string kernel_precision(const std::string& name) {
       n.find("h1688") != std::string::npos || n.find("hmma") != std::string::npos) {
     return "fp16";
   }
-  if (n.find("sgemm") != std::string::npos || n.find("fp32") != std::string::npos ||
+  if (n.find("sgemm") != std::string::npos || n.find("scudnn") != std::string::npos || n.find("fp32") != std::string::npos ||
       n.find("f32") != std::string::npos || n.find("s884") != std::string::npos ||
       n.find("s1688") != std::string::npos || n.find("float") != std::string::npos) {
     return "fp32";
@@ -66,6 +68,26 @@ bool is_gemm(const std::string& name) {
   static const std::set<std::string> kGemm = {"aten::mm",      "aten::addmm",  "aten::bmm",
                                               "aten::baddbmm", "aten::matmul", "aten::linear"};
   return kGemm.count(name) > 0;
+}
+
+// The work lower precision speeds up: GEMMs and convolutions (aten::convolution, its backward, the
+// mkldnn/cudnn/slow_conv ops under it).
+bool is_matrix_op(const std::string& name) {
+  return is_gemm(name) || (name.rfind("aten::", 0) == 0 && name.find("conv") != std::string::npos);
+}
+
+// A GEMM or convolution kernel by name: cuBLAS/cuBLASLt (gemm, sm80_xmma, cutlass, volta_sgemm, ...),
+// cuDNN (scudnn, implicit_convolve, wgrad/dgrad, fprop), rocBLAS/hipBLASLt (Cijk_), MIOpen.
+// Triton's pointwise, persistent and reduction kernels are not matrix work even when named after the
+// convolution or matmul they follow.
+bool is_matrix_kernel(const std::string& name) {
+  const std::string n = lower(name);
+  if (n.rfind("triton_poi", 0) == 0 || n.rfind("triton_per", 0) == 0 || n.rfind("triton_red", 0) == 0) return false;
+  static const char* const kParts[] = {"gemm",  "convolution", "convolve", "conv1d", "conv2d", "conv3d",
+                                       "cudnn", "xmma",        "cutlass",  "wgrad",  "dgrad",  "fprop",
+                                       "cijk_", "miopen",      "matmul",   "hmma",   "mma_"};
+  return std::any_of(std::begin(kParts), std::end(kParts),
+                     [&](const char* part) { return n.find(part) != std::string::npos; });
 }
 
 // The matrix operands' last two dimensions from Kineto's "Input Dims"; false when not a multiple of 8.
@@ -105,6 +127,7 @@ struct StepEventTally {
   std::vector<double> kernel_us;
   std::map<std::string, NamedTime> kernels_by_name;
   int64_t syncs = 0, kernels = 0, short_kernels = 0, fp32_ops = 0, typed_ops = 0;
+  int64_t kernel_ns = 0, matrix_kernel_ns = 0;
   std::map<std::string, int64_t> gemm_types;
 };
 
@@ -154,6 +177,8 @@ StepEventTally tally_step_events(const Profile& profile, int64_t from_ns, int64_
       t.name = e.name;
       ++t.count;
       t.total_ns += e.duration_ns();
+      tally.kernel_ns += e.duration_ns();
+      if (is_matrix_kernel(e.name)) tally.matrix_kernel_ns += e.duration_ns();
       s.kernel_precision_ns[kernel_precision(e.name)] += e.duration_ns();
       s.device_activity_ns["kernel"] += e.duration_ns();
     } else if (e.kind == EventKind::kMemcpy) {
@@ -230,7 +255,7 @@ void fill_op_figures(const HostOpTimes& ops, const StepEventTally& tally, double
   int64_t self_ns = 0, gemm_self_ns = 0;
   for (const auto& [name, t] : ops.by_name) {
     self_ns += t.total_ns;
-    if (is_gemm(name)) gemm_self_ns += t.total_ns;
+    if (is_matrix_op(name)) gemm_self_ns += t.total_ns;
   }
   if (self_ns > 0) s.gemm_time_pct = 100.0 * static_cast<double>(gemm_self_ns) / static_cast<double>(self_ns);
   s.ops_per_step = static_cast<double>(ops.count) / n_steps;
@@ -540,10 +565,23 @@ void fill_trace_device(const Profile& profile, const nlohmann::json& metadata, S
     }
   }
   s.device = s.on_gpu ? "cuda" : "cpu";
+  bool hip_names = false;
+  for (const TraceEvent& e : profile.events) {
+    if (e.kind == EventKind::kRuntime && e.name.rfind("hip", 0) == 0) {
+      hip_names = true;
+      break;
+    }
+  }
+  s.rocm = s.on_gpu && (hip_names || metadata.contains("hip_runtime_version") || metadata.contains("roctracer_version"));
   if (metadata.contains("deviceProperties") && metadata["deviceProperties"].is_array() &&
       !metadata["deviceProperties"].empty() && metadata["deviceProperties"][0].is_object()) {
     const nlohmann::json& first = metadata["deviceProperties"][0];
     if (first.contains("name") && first["name"].is_string()) s.device = first["name"].get<std::string>();
+    // CUDA's compute capability (ROCm traces write their gfx version in the same fields: not CUDA's scale)
+    if (s.on_gpu && !s.rocm && first.contains("computeMajor") && first["computeMajor"].is_number_integer() &&
+        first.contains("computeMinor") && first["computeMinor"].is_number_integer()) {
+      s.compute_capability = first["computeMajor"].get<double>() + 0.1 * first["computeMinor"].get<double>();
+    }
   }
   if (metadata.contains("distributedInfo") && metadata["distributedInfo"].is_object()) {
     const nlohmann::json& d = metadata["distributedInfo"];
@@ -844,6 +882,8 @@ nlohmann::json to_json(const Summary& s) {
           {"scenario", s.scenario},
           {"device", s.device},
           {"on_gpu", s.on_gpu},
+          {"rocm", s.rocm},
+          {"compute_capability", opt(s.compute_capability)},
           {"steps", s.step_ms.size()},
           {"step_ms", s.step_ms},
           {"step_numbers", s.step_numbers},

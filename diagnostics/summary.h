@@ -50,7 +50,7 @@ struct CollectiveCalls {
   std::string dtype;           // e.g. "BFloat16", "" when not written
   int group_size = 0;          // 0 when not written
   double calls_per_step = 0;
-  double median_in_nelems = 0;   // elements per call, median
+  double median_in_nelems = 0;   // elements per call (one size per entry: each bucket size is its own)
   double median_out_nelems = 0;
 };
 
@@ -70,6 +70,10 @@ struct Summary {
   std::string scenario;              // trainlab runs; empty for traces
   std::string device;                // "cpu", "cuda:0", or a GPU name from the trace
   bool on_gpu = false;
+  // The device's capabilities, where the source states them (a trace's deviceProperties, its runtime
+  // names and versions): ROCm (HIP) or CUDA, and a CUDA device's compute capability (7.0 for a V100).
+  bool rocm = false;
+  std::optional<double> compute_capability;
 
   // --- steps
   std::vector<double> step_ms;       // measured steps in order (warm-up excluded)
@@ -114,7 +118,8 @@ struct Summary {
   // --- precision and shapes
   std::string compute_dtype;                  // "fp32", "bf16", "fp16" or "" when unknown
   std::optional<double> fp32_op_share_pct;    // ops whose first input is float32, % of ops
-  std::optional<double> gemm_time_pct;        // matmul-family ops' self time, % of all host ops' self time
+  std::optional<double> gemm_time_pct;        // matmul and convolution work: GPU, their kernels' share of kernel
+                                              // time; CPU, those ops' self time, % of all host ops' self time
   int64_t gemm_ops = 0;                       // matmul-family ops seen with shapes
   int64_t gemm_unaligned_ops = 0;             // of those, any M/N/K not a multiple of 8
   std::vector<std::string> unaligned_gemm_examples;  // e.g. "aten::addmm [4096,1000]x[1000,10]"

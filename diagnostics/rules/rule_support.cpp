@@ -177,6 +177,18 @@ std::string model_sync_advice(const Summary& s) {
          "skips the check, or compute it once outside the step.";
 }
 
+bool bf16_fast(const Summary& s) {
+  return !s.on_gpu || s.rocm || !s.compute_capability || *s.compute_capability >= 8.0 - 1e-9;
+}
+
+std::string lower_precision_words(const Summary& s) {
+  if (bf16_fast(s)) return "torch.autocast with bf16";
+  return "torch.autocast with fp16 and a torch.amp.GradScaler (the " + s.device +
+         format_text(", compute capability %.1f, has fp16 Tensor Cores but no bf16 fast path)", *s.compute_capability);
+}
+
+std::string allocator_calls(const Summary& s) { return s.rocm ? "hipMalloc/hipFree" : "cudaMalloc/cudaFree"; }
+
 Finding make(const char* rule_id, Severity severity, Suspect suspect) {
   Finding f;
   f.rule_id = rule_id;

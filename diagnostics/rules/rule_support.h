@@ -82,6 +82,20 @@ int ranks_here(const Summary& s);
 // the other ranks on the machine hold.
 bool oversubscribed(const Summary& s);
 
+// --- The device's capabilities (Summary::rocm, compute_capability).
+
+// bf16 has a fast path here: CPUs (measured by the probe where a run has one), ROCm's MI-series, and
+// CUDA devices from compute capability 8.0 (Ampere); not on a V100 or T4 (7.x), which have fp16 Tensor
+// Cores only. Unknown capability counts as having it.
+bool bf16_fast(const Summary& s);
+
+// "torch.autocast with bf16" or, where bf16 has no fast path, "torch.autocast with fp16 and a
+// GradScaler (the Tesla V100 (compute capability 7.0) has no bf16 fast path)".
+std::string lower_precision_words(const Summary& s);
+
+// "cudaMalloc/cudaFree" or, on ROCm, "hipMalloc/hipFree".
+std::string allocator_calls(const Summary& s);
+
 // --- The Finding a rule builds.
 
 Finding make(const char* rule_id, Severity severity, Suspect suspect);
