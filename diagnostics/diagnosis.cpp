@@ -84,7 +84,8 @@ static std::string communication_line(const Summary& s) {
     if (!c.dtype.empty()) calls += " " + c.dtype;
     if (c.group_size > 0) calls += format_text(", group of %d", c.group_size);
   }
-  if (!calls.empty()) line += "    collectives per step (the trace's args): " + calls + "\n";
+  if (s.collectives.size() > 3) calls += format_text("; %zu more sizes", s.collectives.size() - 3);
+  if (!calls.empty()) line += "    collectives per step by size (the trace's args): " + calls + "\n";
   return line;
 }
 

@@ -688,7 +688,9 @@ void fill_trace_shares(const TraceTimeline& tl, const std::vector<Step>& steps, 
   if (total_ns > 0) {
     s.shares = shares_of(sum, total_ns);
     s.loop_ms = ns_to_ms(total_ns);
-    if (!totals.busy_pct.empty()) s.device_busy_pct = distribution_of(totals.busy_pct).mean;
+    // One figure for the device's busy share, the one the verdict states: time-weighted over the steps,
+    // as the shares are (a mean of the per-step shares would give a second figure for the same fact).
+    if (!totals.busy_pct.empty()) s.device_busy_pct = s.shares.compute_pct;
     if (!tl.dataloader.empty())
       s.dataloader_next_ms =
           ns_to_ms(length(tl.dataloader)) / static_cast<double>(s.step_ms.size());
@@ -726,6 +728,18 @@ void add_trace_details(const Profile& profile, const TraceMetadata& ours, const 
   if (!s.data_wait_python_frames.empty()) s.notes.push_back(python_frames_note(s.data_wait_python_frames));
   s.host_python_frames = host_python_frames(profile, step_spans);
   add_in_place(profile, step_spans, main_track, s);
+  // One collective, one count: on a device each collective kernel is one call (its host launch, the
+  // nccl: span and the record_param_comms around it are the same collective, not more of them).
+  if (s.on_gpu && s.collective_calls_per_step) {
+    const CollectiveKernels families(profile);
+    int64_t kernels = 0;
+    for (const TraceEvent& e : profile.events) {
+      if (!e.on_device || e.kind != EventKind::kKernel || !families.family(e)) continue;
+      kernels += std::any_of(step_spans.begin(), step_spans.end(),
+                             [&](const Interval& st) { return e.start_ns >= st.first && e.start_ns < st.second; });
+    }
+    if (kernels > 0) s.collective_calls_per_step = static_cast<double>(kernels) / static_cast<double>(steps.size());
+  }
   if (!s.host_python_frames.empty()) s.notes.push_back(host_python_frames_note(s.host_python_frames));
   s.dropped_events = dropped_total(profile, /*with_missed_ticks=*/true);
 }

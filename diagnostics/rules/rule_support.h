@@ -54,6 +54,10 @@ bool overlap_in_place(const Summary& s, const Thresholds& t);
 
 std::string overlap_evidence(const Summary& s, const Thresholds& t);
 
+// DDP's hooks launch the collectives while backward runs, yet the device timeline shows most of their
+// time exposed: launched early is not hidden (they queue behind each other, or the step waits on them).
+bool launched_in_backward_but_exposed(const Summary& s, const Thresholds& t);
+
 // Collective calls per step: the loop's launches from the trace, else the trace's collective args.
 std::optional<double> collective_calls(const Summary& s);
 

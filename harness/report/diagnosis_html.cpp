@@ -446,7 +446,7 @@ void job_banner(std::ostringstream& o, const JobDiagnosis& job, const Summary& s
   const SuspectStyle style = style_of(job.primary);
   o << "<div class=\"banner" << (job.inconclusive ? " inconclusive" : "") << "\" style=\"border-left-color:"
     << style.colour << "\"><div class=\"kicker\">Job of " << job.ranks << " ranks</div><div class=\"primary\">"
-    << (job.inconclusive ? std::string("INCONCLUSIVE") : job.imbalanced ? std::string("Rank imbalance") : style.label);
+    << (job.inconclusive ? std::string("INCONCLUSIVE") : style.label);  // the JSON's suspect; the straggler is in the headline
   if (!job.inconclusive)
     o << " <span class=\"badge conf-" << escape_html(job.confidence) << "\">confidence: " << escape_html(job.confidence)
       << "</span>";
