@@ -195,7 +195,9 @@ StepEventTally tally_step_events(const Profile& profile, int64_t from_ns, int64_
 // The host synchronisations, each counted once: one .item() is aten::item over
 // aten::_local_scalar_dense (over cudaStreamSynchronize on a GPU): a sync inside another on the same
 // thread is the same synchronisation.
-int64_t outermost_sync_count(std::map<int64_t, std::vector<const TraceEvent*>>& host_syncs) {
+// Those inside a DataLoader __next__ span (`loader`, merged) are the data pipeline's, counted apart.
+int64_t outermost_sync_count(std::map<int64_t, std::vector<const TraceEvent*>>& host_syncs,
+                             const std::vector<Interval>& loader, int64_t* in_loader) {
   int64_t syncs = 0;
   for (auto& [track, list] : host_syncs) {
     std::sort(list.begin(), list.end(), [](const TraceEvent* a, const TraceEvent* b) {
@@ -204,8 +206,13 @@ int64_t outermost_sync_count(std::map<int64_t, std::vector<const TraceEvent*>>& 
     int64_t outer_end = std::numeric_limits<int64_t>::min();
     for (const TraceEvent* e : list) {
       if (e->start_ns < outer_end && e->end_ns <= outer_end) continue;
-      ++syncs;
       outer_end = e->end_ns;
+      const auto it = std::upper_bound(loader.begin(), loader.end(), Interval{e->start_ns, INT64_MAX});
+      if (it != loader.begin() && e->start_ns < std::prev(it)->second) {
+        ++*in_loader;
+        continue;
+      }
+      ++syncs;
     }
   }
   return syncs;
@@ -307,11 +314,23 @@ void add_profile_details(const Profile& profile, const std::vector<Step>& steps,
   if (steps.empty()) return;
   const double n_steps = static_cast<double>(steps.size());
   StepEventTally tally = tally_step_events(profile, steps.front().start_ns, steps.back().end_ns, s);
-  tally.syncs += outermost_sync_count(tally.host_syncs);
+  std::vector<Interval> loader;
+  for (const TraceEvent& e : profile.events)
+    if (is_dataloader(e) && e.kind != EventKind::kPhase) loader.push_back({e.start_ns, e.end_ns});
+  loader = merged(std::move(loader));
+  int64_t loader_syncs = 0;
+  tally.syncs += outermost_sync_count(tally.host_syncs, loader, &loader_syncs);
   const HostOpTimes ops = host_op_times(tally.host_ops);
   if (ops.count > 0) fill_op_figures(ops, tally, n_steps, s);
   if (tally.kernels > 0) fill_kernel_figures(tally, n_steps, s);
-  if (ops.count > 0 || tally.kernels > 0) s.host_syncs_per_step = static_cast<double>(tally.syncs) / n_steps;
+  // On a device the host's op time is launch time: the share lower precision speeds up is the
+  // GEMM/convolution kernels' share of kernel time.
+  if (tally.kernel_ns > 0)
+    s.gemm_time_pct = 100.0 * static_cast<double>(tally.matrix_kernel_ns) / static_cast<double>(tally.kernel_ns);
+  if (ops.count > 0 || tally.kernels > 0) {
+    s.host_syncs_per_step = static_cast<double>(tally.syncs) / n_steps;
+    if (loader_syncs > 0) s.loader_syncs_per_step = static_cast<double>(loader_syncs) / n_steps;
+  }
   if (op_sample > 0 && op_sample < 1 && ops.count > 0) scale_to_op_sample(op_sample, s);
   fill_compute_dtype(tally.gemm_types, s);
 }
@@ -515,7 +534,7 @@ StepTimes gpu_step_times(const TraceTimeline& tl, const IdleAttributor& attribut
   t.comm_all = static_cast<double>(length(collectives)) + cause(IdleCause::kCollective);
   t.h2d = static_cast<double>(length(subtract(copies, computing)));
   t.data = cause(IdleCause::kDataLoader);
-  t.framework = cause(IdleCause::kSync) + cause(IdleCause::kAllocator) + cause(IdleCause::kLaunch) +
+  t.framework = cause(IdleCause::kSync) + cause(IdleCause::kCopy) + cause(IdleCause::kAllocator) + cause(IdleCause::kLaunch) +
                 cause(IdleCause::kHostOps) + cause(IdleCause::kHostIdle);
   t.busy_pct = 100.0 * t.compute / static_cast<double>(st.end_ns - st.start_ns);
   return t;
@@ -915,6 +934,7 @@ nlohmann::json to_json(const Summary& s) {
           {"op_us", s.op_us ? to_json(*s.op_us) : nlohmann::json(nullptr)},
           {"short_kernel_pct", opt(s.short_kernel_pct)},
           {"host_syncs_per_step", opt(s.host_syncs_per_step)},
+          {"loader_syncs_per_step", opt(s.loader_syncs_per_step)},
           {"top_ops", named_times(s.top_ops)},
           {"top_kernels", named_times(s.top_kernels)},
           {"kernel_precision_ns", s.kernel_precision_ns},

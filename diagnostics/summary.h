@@ -109,7 +109,10 @@ struct Summary {
   std::optional<Distribution> kernel_us;      // kernel durations
   std::optional<Distribution> op_us;          // host op durations (top-level ops)
   std::optional<double> short_kernel_pct;     // kernels shorter than the threshold, as % of kernels
-  std::optional<double> host_syncs_per_step;  // device synchronisations, or .item()-style reads on CPU
+  std::optional<double> host_syncs_per_step;  // device synchronisations, or .item()-style reads on CPU,
+                                              // outside the DataLoader (the loop's own)
+  std::optional<double> loader_syncs_per_step;  // the same inside DataLoader __next__ spans (the data
+                                                // pipeline's: transforms that read random parameters)
   std::vector<NamedTime> top_ops;             // by total time, largest first (at most 15)
   std::vector<NamedTime> top_kernels;         // by total time, largest first (at most 15)
   std::map<std::string, int64_t> kernel_precision_ns;  // "bf16"/"fp16"/"fp32"/"other" -> kernel time

@@ -115,7 +115,8 @@ std::vector<SuspectShare> removable_by_share(const std::vector<SuspectShare>& at
 std::string idle_causes_text(const Summary& s, Suspect suspect) {
   static const std::vector<std::pair<std::string, std::string>> kWords = {
       {"dataloader", "in the DataLoader"},        {"collective", "in collectives"},
-      {"sync", "in stream/device synchronisation"}, {"allocator", "in the memory allocator"},
+      {"sync", "in stream/device synchronisation"}, {"copy", "waiting on copies to the host"},
+      {"allocator", "in the memory allocator"},
       {"launch", "launching kernels"},            {"host_ops", "running CPU ops"},
       {"host_idle", "in no traced event"}};
   std::vector<std::pair<double, std::string>> parts;
