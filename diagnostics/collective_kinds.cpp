@@ -1,6 +1,8 @@
 // Communication kernels by metadata and by library naming (collective_kinds.h).
 #include "diagnostics/collective_kinds.h"
 
+#include <tuple>
+
 #include <algorithm>
 #include <iterator>
 #include <map>
@@ -181,13 +183,16 @@ std::vector<CollectiveCalls> collective_calls(const Profile& profile,
   const bool host_records = std::any_of(profile.events.begin(), profile.events.end(), [&](const TraceEvent& e) {
     return is_host_record(e) && !collective_name_in_args(e).empty();
   });
-  std::map<std::pair<std::string, std::string>, CallSamples> by_collective;  // (name, group) -> samples
+  // (name, group, in elements, out elements) -> samples: each bucket size its own line, so no size is a
+  // median over different buckets. A wait is no collective of its own.
+  std::map<std::tuple<std::string, std::string, double, double>, CallSamples> by_collective;
   for (const TraceEvent& e : profile.events) {
     if (host_records ? !is_host_record(e) : e.kind != EventKind::kKernel) continue;
     const std::string name = collective_name_in_args(e);
-    if (name.empty() || !in_steps(e.start_ns, step_spans_ns)) continue;
+    if (name.empty() || lower(name).find("wait") != std::string::npos || !in_steps(e.start_ns, step_spans_ns)) continue;
     const std::string group = string_arg(e.args, "Process Group Name");
-    CallSamples& samples = by_collective[{name, group}];
+    CallSamples& samples =
+        by_collective[{name, group, number_arg(e.args, "In msg nelems"), number_arg(e.args, "Out msg nelems")}];
     samples.calls.name = name;
     samples.calls.process_group = group;
     samples.calls.dtype = string_arg(e.args, "dtype");

@@ -85,7 +85,8 @@ static std::string communication_line(const Summary& s) {
     if (!c.dtype.empty()) calls += " " + c.dtype;
     if (c.group_size > 0) calls += format_text(", group of %d", c.group_size);
   }
-  if (!calls.empty()) line += "    collectives per step (the trace's args): " + calls + "\n";
+  if (s.collectives.size() > 3) calls += format_text("; %zu more sizes", s.collectives.size() - 3);
+  if (!calls.empty()) line += "    collectives per step by size (the trace's args): " + calls + "\n";
   return line;
 }
 
@@ -97,6 +98,7 @@ std::string render_diagnosis_text(const Diagnosis& d) {
                            : "")
       << ": " << s.step_ms.size() << (s.step_ms.size() == 1 ? " step" : " steps") << ", step p50 " << format_text("%.1f", s.step.p50) << " ms (p95 "
       << format_text("%.1f", s.step.p95) << " ms), " << s.device << "\n";
+  if (!s.cold_start_line.empty() && !s.all_cold_start) out << "  Start-up: " << s.cold_start_line << "\n";
   if (d.verdict.inconclusive) {
     out << "  Verdict: INCONCLUSIVE";
     for (const std::string& reason : d.verdict.inconclusive_reasons) out << "\n    - " << reason;
@@ -128,6 +130,7 @@ std::string render_diagnosis_text(const Diagnosis& d) {
     for (const RankedAction& a : d.verdict.actions) {
       out << "    " << ++n << ". " << a.action << " (up to " << format_text("%.1f", a.saving_pct)
           << " % of the step, " << format_text("%.1f", a.speedup) << "x)\n";
+      if (!a.why_first.empty()) out << "       (" << a.why_first << ")\n";
       if (n == 5) break;
     }
   }

@@ -4,7 +4,9 @@
 #include "diagnostics/idle_attribution.h"
 
 #include <algorithm>
+#include <climits>
 #include <limits>
+#include <set>
 
 #include "diagnostics/collective_kinds.h"
 #include "diagnostics/text_format.h"
@@ -70,6 +72,8 @@ const char* idle_cause_key(IdleCause cause) {
       return "collective";
     case IdleCause::kSync:
       return "sync";
+    case IdleCause::kCopy:
+      return "copy";
     case IdleCause::kAllocator:
       return "allocator";
     case IdleCause::kLaunch:
@@ -138,6 +142,7 @@ IdleAttributor::IdleAttributor(const Profile& profile, int64_t main_track) {
   dataloader_ = intervals::merged(std::move(dataloader));
   collective_ = intervals::merged(std::move(collective));
   add_syncs_waiting_for_collectives(profile, syncs);
+  find_copies_to_host(profile, main_events);
   build_main_thread_pieces(std::move(main_events));
 }
 
@@ -165,6 +170,37 @@ void IdleAttributor::add_syncs_waiting_for_collectives(const Profile& profile,
     if (it->first > sync->start_ns && it->second) waited.push_back({sync->start_ns, sync->end_ns});
   }
   collective_ = intervals::unite(std::move(collective_), intervals::merged(std::move(waited)));
+}
+
+void IdleAttributor::find_copies_to_host(const Profile& profile, const std::vector<const TraceEvent*>& main_events) {
+  std::set<int64_t> to_host;  // correlation ids of device copies to the host
+  for (const TraceEvent& e : profile.events) {
+    if (e.on_device && e.kind == EventKind::kMemcpy && e.correlation >= 0 &&
+        (contains(e.name, "DtoH") || contains(e.name, "Device -> Pageable") || contains(e.name, "Device -> Pinned")))
+      to_host.insert(e.correlation);
+  }
+  if (to_host.empty()) return;
+  std::vector<Interval> calls;
+  for (const TraceEvent* e : main_events) {
+    if (e->kind == EventKind::kRuntime && e->correlation >= 0 && to_host.count(e->correlation)) {
+      copies_to_host_.push_back(e);
+      calls.push_back({e->start_ns, e->end_ns});
+    }
+  }
+  std::sort(calls.begin(), calls.end());
+  for (const TraceEvent* e : main_events) {
+    if (e->kind != EventKind::kCpuOp ||
+        (e->name != "aten::copy_" && e->name != "aten::_to_copy" && e->name != "aten::to"))
+      continue;
+    const auto it = std::lower_bound(calls.begin(), calls.end(), Interval{e->start_ns, INT64_MIN});
+    if (it != calls.end() && it->second <= e->end_ns) copies_to_host_.push_back(e);
+  }
+  std::sort(copies_to_host_.begin(), copies_to_host_.end());
+}
+
+IdleCause IdleAttributor::cause_of(const TraceEvent& e) const {
+  if (std::binary_search(copies_to_host_.begin(), copies_to_host_.end(), &e)) return IdleCause::kCopy;
+  return classify_host_event(e);
 }
 
 // Sweeps the main thread's events (properly nested after clamping each to its parent) into pieces of
@@ -208,10 +244,14 @@ void IdleAttributor::build_main_thread_pieces(std::vector<const TraceEvent*> eve
     advance_to(e->start_ns);
     const int64_t end = stack.empty() ? e->end_ns : std::min(e->end_ns, stack.back().end_ns);
     if (end <= e->start_ns) continue;
-    IdleCause cause = classify_host_event(*e);
+    IdleCause cause = cause_of(*e);
     // DataLoader and collective spans are layers of their own (attribute()); inside the pieces they
     // are host work like any other.
     if (cause == IdleCause::kDataLoader || cause == IdleCause::kCollective) cause = IdleCause::kHostOps;
+    // The synchronisation inside a copy to the host waits for that copy.
+    if ((cause == IdleCause::kSync || cause == IdleCause::kLaunch) &&
+        std::any_of(stack.begin(), stack.end(), [](const Open& o) { return o.cause == IdleCause::kCopy; }))
+      cause = IdleCause::kCopy;
     stack.push_back({end, cause});
   }
   advance_to(std::numeric_limits<int64_t>::max());

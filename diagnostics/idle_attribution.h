@@ -16,10 +16,12 @@
 namespace trainlab {
 
 // What the host was doing while the device idled; the order is the order of precedence.
-enum class IdleCause { kDataLoader, kCollective, kSync, kAllocator, kLaunch, kHostOps, kHostIdle };
-inline constexpr size_t kIdleCauseCount = 7;
+// kCopy: a copy to the host the main thread waits for (a Memcpy DtoH's runtime call, and the whole
+// aten::copy_ / aten::_to_copy / aten::to op around it: its stream synchronisation is the copy's).
+enum class IdleCause { kDataLoader, kCollective, kSync, kCopy, kAllocator, kLaunch, kHostOps, kHostIdle };
+inline constexpr size_t kIdleCauseCount = 8;
 
-// "dataloader", "collective", "sync", "allocator", "launch", "host_ops", "host_idle".
+// "dataloader", "collective", "sync", "copy", "allocator", "launch", "host_ops", "host_idle".
 const char* idle_cause_key(IdleCause cause);
 
 // Nanoseconds of idle time per cause, indexed by IdleCause.
@@ -54,10 +56,15 @@ class IdleAttributor {
   };
   void build_main_thread_pieces(std::vector<const TraceEvent*> events);
   void add_syncs_waiting_for_collectives(const Profile& profile, const std::vector<const TraceEvent*>& syncs);
+  // The main thread's copies to the host: runtime calls launching a Memcpy DtoH (by correlation) and the
+  // copy ops that enclose one.
+  void find_copies_to_host(const Profile& profile, const std::vector<const TraceEvent*>& main_events);
+  IdleCause cause_of(const TraceEvent& e) const;
 
   std::vector<intervals::Interval> dataloader_;  // main thread
   std::vector<intervals::Interval> collective_;  // any host thread, plus syncs ended by a collective kernel
   std::vector<Piece> pieces_;  // main thread: innermost sync/allocator/launch, else host ops
+  std::vector<const TraceEvent*> copies_to_host_;  // sorted by address: main-thread events that are kCopy
 };
 
 }  // namespace trainlab

@@ -4,6 +4,8 @@
 // an nn.Module scope. Counts are per measured step. No LibTorch.
 #include "diagnostics/in_place.h"
 
+#include "diagnostics/collective_kinds.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -87,7 +89,9 @@ void tally_in_step_event(const TraceEvent* e, const std::vector<const TraceEvent
   if (e->name == "CompiledFunction") ++tally.compiled_functions;
   if (is_compiled_region(e->name) || e->name == "CompiledFunction" || e->name == "CompiledFunctionBackward")
     tally.compiled_spans.push_back({e->start_ns, e->end_ns});
-  if (counts_collectives && is_collective_launch(e->name) && !inside(is_collective_host_call)) {
+  // torch records a wait as a record_param_comms of its own ("Collective name": "wait"): not a collective.
+  const bool recorded_wait = e->name == "record_param_comms" && lower(collective_name_in_args(*e)).find("wait") != std::string::npos;
+  if (counts_collectives && is_collective_launch(e->name) && !recorded_wait && !inside(is_collective_host_call)) {
     ++tally.launches;
     if (inside(is_backward_span)) ++tally.launches_in_backward;
   }

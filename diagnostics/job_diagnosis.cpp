@@ -479,7 +479,8 @@ std::string render_job_text(const JobDiagnosis& job) {
   if (job.inconclusive) {
     out += "inconclusive — " + job.headline + "\n";
   } else {
-    out += (job.imbalanced ? std::string("rank imbalance") : suspect_words(job.primary)) + " (confidence " +
+    // The job's suspect as the JSON states it; a straggler is the cause named inside it (the headline).
+    out += suspect_words(job.primary) + " (confidence " +
            job.confidence + ") — " + job.headline + "\n";
   }
   for (const std::string& reason : job.confidence_reasons) out += "  confidence: " + reason + "\n";

@@ -41,12 +41,15 @@ struct Finding {
                                 // "larger_batch", "overlap_comm", "bucket_size" or "" when none applies
   int64_t times_fired = 0;      // data points on which the condition held (steps, samples, ranks)
   int64_t data_points = 0;      // data points examined
-  double saving_pct = 0;        // share of the step time the recommendation could save (ranking); 0 unknown
+  double saving_pct = 0;        // share of the step time the recommendation could save (ranking); 0 unknown.
+                                // After run_rules: time no other finding claims (action_time.h)
+  std::vector<size_t> step_indices;  // slow-step findings: the indices (into step_ms) of the steps they name
 };
 
 nlohmann::json to_json(const Finding& finding);
 
-// Every rule, in a fixed order. Findings come back in that order (the verdict ranks them).
+// Every rule, in a fixed order. Findings come back in that order (the verdict ranks them), each saving
+// drawn from step time no other finding claims (apportion_step_time, action_time.h).
 std::vector<Finding> run_rules(const Summary& summary, const Thresholds& thresholds);
 
 // The rule ids run_rules knows, in order (for --fail-on validation and the report's table).

@@ -10,12 +10,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <optional>
 #include <set>
 
+#include "diagnostics/cold_start.h"
 #include "diagnostics/collective_kinds.h"
 #include "diagnostics/idle_attribution.h"
 #include "diagnostics/in_place.h"
@@ -53,7 +56,7 @@ std::string kernel_precision(const std::string& name) {
       n.find("h1688") != std::string::npos || n.find("hmma") != std::string::npos) {
     return "fp16";
   }
-  if (n.find("sgemm") != std::string::npos || n.find("fp32") != std::string::npos ||
+  if (n.find("sgemm") != std::string::npos || n.find("scudnn") != std::string::npos || n.find("fp32") != std::string::npos ||
       n.find("f32") != std::string::npos || n.find("s884") != std::string::npos ||
       n.find("s1688") != std::string::npos || n.find("float") != std::string::npos) {
     return "fp32";
@@ -65,6 +68,26 @@ bool is_gemm(const std::string& name) {
   static const std::set<std::string> kGemm = {"aten::mm",      "aten::addmm",  "aten::bmm",
                                               "aten::baddbmm", "aten::matmul", "aten::linear"};
   return kGemm.count(name) > 0;
+}
+
+// The work lower precision speeds up: GEMMs and convolutions (aten::convolution, its backward, the
+// mkldnn/cudnn/slow_conv ops under it).
+bool is_matrix_op(const std::string& name) {
+  return is_gemm(name) || (name.rfind("aten::", 0) == 0 && name.find("conv") != std::string::npos);
+}
+
+// A GEMM or convolution kernel by name: cuBLAS/cuBLASLt (gemm, sm80_xmma, cutlass, volta_sgemm, ...),
+// cuDNN (scudnn, implicit_convolve, wgrad/dgrad, fprop), rocBLAS/hipBLASLt (Cijk_), MIOpen.
+// Triton's pointwise, persistent and reduction kernels are not matrix work even when named after the
+// convolution or matmul they follow.
+bool is_matrix_kernel(const std::string& name) {
+  const std::string n = lower(name);
+  if (n.rfind("triton_poi", 0) == 0 || n.rfind("triton_per", 0) == 0 || n.rfind("triton_red", 0) == 0) return false;
+  static const char* const kParts[] = {"gemm",  "convolution", "convolve", "conv1d", "conv2d", "conv3d",
+                                       "cudnn", "xmma",        "cutlass",  "wgrad",  "dgrad",  "fprop",
+                                       "cijk_", "miopen",      "matmul",   "hmma",   "mma_"};
+  return std::any_of(std::begin(kParts), std::end(kParts),
+                     [&](const char* part) { return n.find(part) != std::string::npos; });
 }
 
 // The matrix operands' last two dimensions from Kineto's "Input Dims"; false when not a multiple of 8.
@@ -104,6 +127,7 @@ struct StepEventTally {
   std::vector<double> kernel_us;
   std::map<std::string, NamedTime> kernels_by_name;
   int64_t syncs = 0, kernels = 0, short_kernels = 0, fp32_ops = 0, typed_ops = 0;
+  int64_t kernel_ns = 0, matrix_kernel_ns = 0;
   std::map<std::string, int64_t> gemm_types;
 };
 
@@ -153,6 +177,8 @@ StepEventTally tally_step_events(const Profile& profile, int64_t from_ns, int64_
       t.name = e.name;
       ++t.count;
       t.total_ns += e.duration_ns();
+      tally.kernel_ns += e.duration_ns();
+      if (is_matrix_kernel(e.name)) tally.matrix_kernel_ns += e.duration_ns();
       s.kernel_precision_ns[kernel_precision(e.name)] += e.duration_ns();
       s.device_activity_ns["kernel"] += e.duration_ns();
     } else if (e.kind == EventKind::kMemcpy) {
@@ -169,7 +195,9 @@ StepEventTally tally_step_events(const Profile& profile, int64_t from_ns, int64_
 // The host synchronisations, each counted once: one .item() is aten::item over
 // aten::_local_scalar_dense (over cudaStreamSynchronize on a GPU): a sync inside another on the same
 // thread is the same synchronisation.
-int64_t outermost_sync_count(std::map<int64_t, std::vector<const TraceEvent*>>& host_syncs) {
+// Those inside a DataLoader __next__ span (`loader`, merged) are the data pipeline's, counted apart.
+int64_t outermost_sync_count(std::map<int64_t, std::vector<const TraceEvent*>>& host_syncs,
+                             const std::vector<Interval>& loader, int64_t* in_loader) {
   int64_t syncs = 0;
   for (auto& [track, list] : host_syncs) {
     std::sort(list.begin(), list.end(), [](const TraceEvent* a, const TraceEvent* b) {
@@ -178,8 +206,13 @@ int64_t outermost_sync_count(std::map<int64_t, std::vector<const TraceEvent*>>& 
     int64_t outer_end = std::numeric_limits<int64_t>::min();
     for (const TraceEvent* e : list) {
       if (e->start_ns < outer_end && e->end_ns <= outer_end) continue;
-      ++syncs;
       outer_end = e->end_ns;
+      const auto it = std::upper_bound(loader.begin(), loader.end(), Interval{e->start_ns, INT64_MAX});
+      if (it != loader.begin() && e->start_ns < std::prev(it)->second) {
+        ++*in_loader;
+        continue;
+      }
+      ++syncs;
     }
   }
   return syncs;
@@ -229,7 +262,7 @@ void fill_op_figures(const HostOpTimes& ops, const StepEventTally& tally, double
   int64_t self_ns = 0, gemm_self_ns = 0;
   for (const auto& [name, t] : ops.by_name) {
     self_ns += t.total_ns;
-    if (is_gemm(name)) gemm_self_ns += t.total_ns;
+    if (is_matrix_op(name)) gemm_self_ns += t.total_ns;
   }
   if (self_ns > 0) s.gemm_time_pct = 100.0 * static_cast<double>(gemm_self_ns) / static_cast<double>(self_ns);
   s.ops_per_step = static_cast<double>(ops.count) / n_steps;
@@ -281,11 +314,23 @@ void add_profile_details(const Profile& profile, const std::vector<Step>& steps,
   if (steps.empty()) return;
   const double n_steps = static_cast<double>(steps.size());
   StepEventTally tally = tally_step_events(profile, steps.front().start_ns, steps.back().end_ns, s);
-  tally.syncs += outermost_sync_count(tally.host_syncs);
+  std::vector<Interval> loader;
+  for (const TraceEvent& e : profile.events)
+    if (is_dataloader(e) && e.kind != EventKind::kPhase) loader.push_back({e.start_ns, e.end_ns});
+  loader = merged(std::move(loader));
+  int64_t loader_syncs = 0;
+  tally.syncs += outermost_sync_count(tally.host_syncs, loader, &loader_syncs);
   const HostOpTimes ops = host_op_times(tally.host_ops);
   if (ops.count > 0) fill_op_figures(ops, tally, n_steps, s);
   if (tally.kernels > 0) fill_kernel_figures(tally, n_steps, s);
-  if (ops.count > 0 || tally.kernels > 0) s.host_syncs_per_step = static_cast<double>(tally.syncs) / n_steps;
+  // On a device the host's op time is launch time: the share lower precision speeds up is the
+  // GEMM/convolution kernels' share of kernel time.
+  if (tally.kernel_ns > 0)
+    s.gemm_time_pct = 100.0 * static_cast<double>(tally.matrix_kernel_ns) / static_cast<double>(tally.kernel_ns);
+  if (ops.count > 0 || tally.kernels > 0) {
+    s.host_syncs_per_step = static_cast<double>(tally.syncs) / n_steps;
+    if (loader_syncs > 0) s.loader_syncs_per_step = static_cast<double>(loader_syncs) / n_steps;
+  }
   if (op_sample > 0 && op_sample < 1 && ops.count > 0) scale_to_op_sample(op_sample, s);
   fill_compute_dtype(tally.gemm_types, s);
 }
@@ -489,7 +534,7 @@ StepTimes gpu_step_times(const TraceTimeline& tl, const IdleAttributor& attribut
   t.comm_all = static_cast<double>(length(collectives)) + cause(IdleCause::kCollective);
   t.h2d = static_cast<double>(length(subtract(copies, computing)));
   t.data = cause(IdleCause::kDataLoader);
-  t.framework = cause(IdleCause::kSync) + cause(IdleCause::kAllocator) + cause(IdleCause::kLaunch) +
+  t.framework = cause(IdleCause::kSync) + cause(IdleCause::kCopy) + cause(IdleCause::kAllocator) + cause(IdleCause::kLaunch) +
                 cause(IdleCause::kHostOps) + cause(IdleCause::kHostIdle);
   t.busy_pct = 100.0 * t.compute / static_cast<double>(st.end_ns - st.start_ns);
   return t;
@@ -539,10 +584,23 @@ void fill_trace_device(const Profile& profile, const nlohmann::json& metadata, S
     }
   }
   s.device = s.on_gpu ? "cuda" : "cpu";
+  bool hip_names = false;
+  for (const TraceEvent& e : profile.events) {
+    if (e.kind == EventKind::kRuntime && e.name.rfind("hip", 0) == 0) {
+      hip_names = true;
+      break;
+    }
+  }
+  s.rocm = s.on_gpu && (hip_names || metadata.contains("hip_runtime_version") || metadata.contains("roctracer_version"));
   if (metadata.contains("deviceProperties") && metadata["deviceProperties"].is_array() &&
       !metadata["deviceProperties"].empty() && metadata["deviceProperties"][0].is_object()) {
     const nlohmann::json& first = metadata["deviceProperties"][0];
     if (first.contains("name") && first["name"].is_string()) s.device = first["name"].get<std::string>();
+    // CUDA's compute capability (ROCm traces write their gfx version in the same fields: not CUDA's scale)
+    if (s.on_gpu && !s.rocm && first.contains("computeMajor") && first["computeMajor"].is_number_integer() &&
+        first.contains("computeMinor") && first["computeMinor"].is_number_integer()) {
+      s.compute_capability = first["computeMajor"].get<double>() + 0.1 * first["computeMinor"].get<double>();
+    }
   }
   if (metadata.contains("distributedInfo") && metadata["distributedInfo"].is_object()) {
     const nlohmann::json& d = metadata["distributedInfo"];
@@ -649,7 +707,9 @@ void fill_trace_shares(const TraceTimeline& tl, const std::vector<Step>& steps, 
   if (total_ns > 0) {
     s.shares = shares_of(sum, total_ns);
     s.loop_ms = ns_to_ms(total_ns);
-    if (!totals.busy_pct.empty()) s.device_busy_pct = distribution_of(totals.busy_pct).mean;
+    // One figure for the device's busy share, the one the verdict states: time-weighted over the steps,
+    // as the shares are (a mean of the per-step shares would give a second figure for the same fact).
+    if (!totals.busy_pct.empty()) s.device_busy_pct = s.shares.compute_pct;
     if (!tl.dataloader.empty())
       s.dataloader_next_ms =
           ns_to_ms(length(tl.dataloader)) / static_cast<double>(s.step_ms.size());
@@ -687,6 +747,18 @@ void add_trace_details(const Profile& profile, const TraceMetadata& ours, const 
   if (!s.data_wait_python_frames.empty()) s.notes.push_back(python_frames_note(s.data_wait_python_frames));
   s.host_python_frames = host_python_frames(profile, step_spans);
   add_in_place(profile, step_spans, main_track, s);
+  // One collective, one count: on a device each collective kernel is one call (its host launch, the
+  // nccl: span and the record_param_comms around it are the same collective, not more of them).
+  if (s.on_gpu && s.collective_calls_per_step) {
+    const CollectiveKernels families(profile);
+    int64_t kernels = 0;
+    for (const TraceEvent& e : profile.events) {
+      if (!e.on_device || e.kind != EventKind::kKernel || !families.family(e)) continue;
+      kernels += std::any_of(step_spans.begin(), step_spans.end(),
+                             [&](const Interval& st) { return e.start_ns >= st.first && e.start_ns < st.second; });
+    }
+    if (kernels > 0) s.collective_calls_per_step = static_cast<double>(kernels) / static_cast<double>(steps.size());
+  }
   if (!s.host_python_frames.empty()) s.notes.push_back(host_python_frames_note(s.host_python_frames));
   s.dropped_events = dropped_total(profile, /*with_missed_ticks=*/true);
 }
@@ -729,9 +801,20 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
     s.notes.push_back("the trace has no host events: nothing to summarise");
     return s;
   }
-  const std::vector<Step>& steps = found.steps;
   s.steps_from = found.found_by;
   if (found.found_by != "ProfilerStep") s.notes.push_back(found.note);
+  // Start-up iterations are set aside: the shares are of the steady state (all of them stay where
+  // every iteration is start-up, and the verdict says so instead of advising).
+  const ColdStart cold = find_cold_start(profile, found.steps, found.found_by == "ProfilerStep" ? "step" : "iteration");
+  const std::vector<Step> steps(found.steps.begin() + static_cast<std::ptrdiff_t>(cold.all ? 0 : cold.steps),
+                                found.steps.end());
+  if (cold.steps > 0) {
+    s.cold_start_steps = static_cast<int64_t>(cold.steps);
+    s.cold_start_ms = cold.ms;
+    s.cold_start_pct = cold.pct_of_trace;
+    s.all_cold_start = cold.all;
+    s.cold_start_line = cold.line;
+  }
 
   const TraceTimeline tl = trace_timeline(profile, found.main_track);
   const bool attribute_idle = s.on_gpu && !tl.has_phases;
@@ -832,6 +915,8 @@ nlohmann::json to_json(const Summary& s) {
           {"scenario", s.scenario},
           {"device", s.device},
           {"on_gpu", s.on_gpu},
+          {"rocm", s.rocm},
+          {"compute_capability", opt(s.compute_capability)},
           {"steps", s.step_ms.size()},
           {"step_ms", s.step_ms},
           {"step_numbers", s.step_numbers},
@@ -849,6 +934,7 @@ nlohmann::json to_json(const Summary& s) {
           {"op_us", s.op_us ? to_json(*s.op_us) : nlohmann::json(nullptr)},
           {"short_kernel_pct", opt(s.short_kernel_pct)},
           {"host_syncs_per_step", opt(s.host_syncs_per_step)},
+          {"loader_syncs_per_step", opt(s.loader_syncs_per_step)},
           {"top_ops", named_times(s.top_ops)},
           {"top_kernels", named_times(s.top_kernels)},
           {"kernel_precision_ns", s.kernel_precision_ns},
@@ -892,6 +978,11 @@ nlohmann::json to_json(const Summary& s) {
           {"losses", finite_or_null(s.losses)},
           {"grad_norms", finite_or_null(s.grad_norms)},
           {"in_place", in_place_json(s)},
+          {"cold_start", {{"steps", s.cold_start_steps},
+                          {"ms", s.cold_start_ms},
+                          {"pct_of_trace", s.cold_start_pct},
+                          {"all", s.all_cold_start},
+                          {"line", s.cold_start_line}}},
           {"dropped_events", s.dropped_events},
           {"notes", s.notes}};
 }

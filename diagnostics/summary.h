@@ -50,7 +50,7 @@ struct CollectiveCalls {
   std::string dtype;           // e.g. "BFloat16", "" when not written
   int group_size = 0;          // 0 when not written
   double calls_per_step = 0;
-  double median_in_nelems = 0;   // elements per call, median
+  double median_in_nelems = 0;   // elements per call (one size per entry: each bucket size is its own)
   double median_out_nelems = 0;
 };
 
@@ -70,6 +70,10 @@ struct Summary {
   std::string scenario;              // trainlab runs; empty for traces
   std::string device;                // "cpu", "cuda:0", or a GPU name from the trace
   bool on_gpu = false;
+  // The device's capabilities, where the source states them (a trace's deviceProperties, its runtime
+  // names and versions): ROCm (HIP) or CUDA, and a CUDA device's compute capability (7.0 for a V100).
+  bool rocm = false;
+  std::optional<double> compute_capability;
 
   // --- steps
   std::vector<double> step_ms;       // measured steps in order (warm-up excluded)
@@ -85,6 +89,13 @@ struct Summary {
   // schedule), "optimizer step" / "repeated op" (iterations recovered from a trace without
   // ProfilerStep# spans), "whole trace" (no repetition found: one step).
   std::string steps_from;
+  // Traces: the leading iterations that are start-up (cold_start.h), set aside before everything below;
+  // all_cold_start where every iteration is (then nothing is set aside and the verdict does not advise).
+  int64_t cold_start_steps = 0;
+  double cold_start_ms = 0;
+  double cold_start_pct = 0;                // of all the trace's iterations' time
+  bool all_cold_start = false;
+  std::string cold_start_line;              // "step 0 takes 85.0 % of the trace (...): start-up; the shares are of steps 1-5"
   std::optional<double> device_busy_pct;  // GPU: kernel time union / step time; CPU: compute share
   // GPU traces: device idle time split by what the host's main thread was doing during each idle gap,
   // in percent of the step time (keys: "dataloader", "collective", "sync", "allocator", "launch",
@@ -98,7 +109,10 @@ struct Summary {
   std::optional<Distribution> kernel_us;      // kernel durations
   std::optional<Distribution> op_us;          // host op durations (top-level ops)
   std::optional<double> short_kernel_pct;     // kernels shorter than the threshold, as % of kernels
-  std::optional<double> host_syncs_per_step;  // device synchronisations, or .item()-style reads on CPU
+  std::optional<double> host_syncs_per_step;  // device synchronisations, or .item()-style reads on CPU,
+                                              // outside the DataLoader (the loop's own)
+  std::optional<double> loader_syncs_per_step;  // the same inside DataLoader __next__ spans (the data
+                                                // pipeline's: transforms that read random parameters)
   std::vector<NamedTime> top_ops;             // by total time, largest first (at most 15)
   std::vector<NamedTime> top_kernels;         // by total time, largest first (at most 15)
   std::map<std::string, int64_t> kernel_precision_ns;  // "bf16"/"fp16"/"fp32"/"other" -> kernel time
@@ -107,7 +121,8 @@ struct Summary {
   // --- precision and shapes
   std::string compute_dtype;                  // "fp32", "bf16", "fp16" or "" when unknown
   std::optional<double> fp32_op_share_pct;    // ops whose first input is float32, % of ops
-  std::optional<double> gemm_time_pct;        // matmul-family ops' self time, % of all host ops' self time
+  std::optional<double> gemm_time_pct;        // matmul and convolution work: GPU, their kernels' share of kernel
+                                              // time; CPU, those ops' self time, % of all host ops' self time
   int64_t gemm_ops = 0;                       // matmul-family ops seen with shapes
   int64_t gemm_unaligned_ops = 0;             // of those, any M/N/K not a multiple of 8
   std::vector<std::string> unaligned_gemm_examples;  // e.g. "aten::addmm [4096,1000]x[1000,10]"

@@ -115,7 +115,8 @@ std::vector<SuspectShare> removable_by_share(const std::vector<SuspectShare>& at
 std::string idle_causes_text(const Summary& s, Suspect suspect) {
   static const std::vector<std::pair<std::string, std::string>> kWords = {
       {"dataloader", "in the DataLoader"},        {"collective", "in collectives"},
-      {"sync", "in stream/device synchronisation"}, {"allocator", "in the memory allocator"},
+      {"sync", "in stream/device synchronisation"}, {"copy", "waiting on copies to the host"},
+      {"allocator", "in the memory allocator"},
       {"launch", "launching kernels"},            {"host_ops", "running CPU ops"},
       {"host_idle", "in no traced event"}};
   std::vector<std::pair<double, std::string>> parts;
@@ -194,18 +195,35 @@ std::vector<RankedAction> actions_by_saving(const std::vector<Finding>& findings
   std::vector<RankedAction> actions;
   for (const Finding& f : findings) {
     if (f.saving_pct <= 0 || f.recommendation.empty()) continue;
-    actions.push_back(
-        {f.rule_id, f.recommendation, f.change, f.saving_pct, 100.0 / std::max(1e-9, 100.0 - f.saving_pct)});
+    RankedAction a{f.rule_id, f.recommendation, f.change, f.saving_pct, 100.0 / std::max(1e-9, 100.0 - f.saving_pct)};
+    a.suspect = f.suspect;
+    actions.push_back(a);
   }
   std::stable_sort(actions.begin(), actions.end(),
                    [](const RankedAction& a, const RankedAction& b) { return a.saving_pct > b.saving_pct; });
   return actions;
 }
 
+// The verdict's suspect's action comes first unless another saves more (printed as 0.1 % more); then
+// the first says why.
+void put_primary_first(Suspect primary, std::vector<RankedAction>& actions) {
+  const auto own = std::find_if(actions.begin(), actions.end(),
+                                [&](const RankedAction& a) { return a.suspect == primary; });
+  if (actions.empty() || own == actions.end() || own == actions.begin()) return;
+  if (actions.front().saving_pct - own->saving_pct < 0.05) {
+    std::rotate(actions.begin(), own, own + 1);
+    return;
+  }
+  actions.front().why_first = format_text("first because it saves more of the step than the %s action (%.1f %% "
+                                          "against %.1f %%)",
+                                          suspect_words(primary).c_str(), actions.front().saving_pct, own->saving_pct);
+}
+
 // Can the data carry a verdict at all? Lost records or no steps: no (the reasons why not).
 std::vector<std::string> data_gaps(const Summary& summary) {
   std::vector<std::string> reasons;
   if (summary.step_ms.empty()) reasons.push_back("no measured steps");
+  if (summary.all_cold_start) reasons.push_back("all start-up: " + summary.cold_start_line);
   if (summary.dropped_events > 0) {
     reasons.push_back(std::to_string(summary.dropped_events) +
                       " profiler records were lost: the shares may be wrong");
@@ -476,10 +494,15 @@ Verdict decide(const Summary& summary, const std::vector<Finding>& findings, con
     v.inconclusive = true;
     v.confidence = "none";
     v.headline = "inconclusive: " + v.inconclusive_reasons.front();
+    if (summary.all_cold_start) v.actions.clear();  // start-up is no steady state to advise on
     return v;
   }
-  if (decide_oversubscribed(findings, choice, v)) return v;
+  if (decide_oversubscribed(findings, choice, v)) {
+    put_primary_first(v.primary, v.actions);
+    return v;
+  }
   v.primary = choice.primary;
+  put_primary_first(v.primary, v.actions);
 
   const SuspectShare chosen = find_share(v.attribution, choice.primary);
   const Confidence confidence = judge_confidence(summary, thresholds, choice, chosen);
@@ -505,7 +528,9 @@ nlohmann::json to_json(const Verdict& verdict) {
                        {"action", a.action},
                        {"change", a.change},
                        {"saving_pct", a.saving_pct},
-                       {"speedup", a.speedup}});
+                       {"speedup", a.speedup},
+                       {"suspect", to_string(a.suspect)},
+                       {"why_first", a.why_first}});
   }
   return {{"inconclusive", verdict.inconclusive},
           {"inconclusive_reasons", verdict.inconclusive_reasons},

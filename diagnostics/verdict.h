@@ -28,8 +28,12 @@ struct RankedAction {
   std::string rule_id;
   std::string action;        // the finding's recommendation
   std::string change;        // the variant change that tests it (trainlab doctor)
-  double saving_pct = 0;     // of the step time
+  double saving_pct = 0;     // of the step time, time no other action claims (action_time.h)
   double speedup = 1;        // 100 / (100 - saving_pct)
+  Suspect suspect = Suspect::kNone;  // whose time it removes
+  // The first action when it is not the verdict's suspect's: why it comes first ("it saves more of the
+  // step than the data pipeline's action: 12.0 % against 4.0 %"). Empty otherwise.
+  std::string why_first;
 };
 
 struct Verdict {

@@ -72,9 +72,9 @@ void expect_consistent(const Summary& s) {
   EXPECT_NEAR(weighted.communication_pct / total_ms, s.shares.communication_pct, 1e-6);
   EXPECT_NEAR(weighted.framework_pct / total_ms, s.shares.framework_pct, 1e-6);
   if (s.on_gpu) {
-    ASSERT_EQ(s.idle_cause_pct.size(), 7u);
+    ASSERT_EQ(s.idle_cause_pct.size(), 8u);
     EXPECT_NEAR(s.shares.framework_pct,
-                idle(s, "sync") + idle(s, "allocator") + idle(s, "launch") + idle(s, "host_ops") +
+                idle(s, "sync") + idle(s, "copy") + idle(s, "allocator") + idle(s, "launch") + idle(s, "host_ops") +
                     idle(s, "host_idle"),
                 1e-6);
     EXPECT_NEAR(s.shares.data_wait_pct, idle(s, "dataloader"), 1e-6);

@@ -49,13 +49,38 @@ std::optional<Finding> dispatch_overhead(const Summary& s, const Thresholds& t) 
     auto it = s.idle_cause_pct.find(key);
     return it == s.idle_cause_pct.end() ? 0.0 : it->second;
   };
-  if (cause("allocator") > 0 && cause("allocator") >= cause("launch") && cause("allocator") >= cause("sync")) {
-    f.title += format_text("; allocator churn: the device idles %.1f %% of the step while the host is in "
-                           "cudaMalloc/cudaFree", cause("allocator"));
-    f.recommendation = in_users_words(
-        s, "Allocator churn: keep tensor shapes stable between steps so the caching allocator reuses blocks.",
-        "Allocator churn: keep shapes stable between steps, avoid torch.cuda.empty_cache() in the loop, "
-        "and try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.");
+  const double caching_off_pct = t.value(threshold::dispatch_overhead::allocator_off_pct);
+  if (cause("copy") > 0 && cause("copy") >= cause("launch") && cause("copy") >= cause("sync") &&
+      cause("copy") >= cause("allocator")) {
+    // A blocking copy to the host is neither a launch nor a loop-level .item(): its own cause.
+    f.title += format_text("; the device idles %.1f %% of the step while the host waits on copies to the host "
+                           "(aten::copy_ with a Memcpy DtoH)", cause("copy"));
+    f.recommendation =
+        "The step copies tensors to the host and waits for each copy (.cpu(), .numpy(), .tolist(), "
+        "tensor.to(\"cpu\") on a device tensor: aten::copy_ with a Memcpy DtoH, then a stream synchronisation): "
+        "keep the values on the device, copy every N steps instead of every step, or copy with "
+        "non_blocking=True into a pinned buffer and synchronise once where the value is needed.";
+  } else if (cause("allocator") > 0 && cause("allocator") >= cause("launch") && cause("allocator") >= cause("sync")) {
+    if (cause("allocator") >= caching_off_pct) {
+      // The caching allocator reuses freed blocks without calling the driver: this much time in the
+      // driver's own allocation calls means it is not caching.
+      f.title += format_text("; the device idles %.1f %% of the step while the host is in %s: the caching "
+                             "allocator looks off",
+                             cause("allocator"), allocator_calls(s).c_str());
+      f.recommendation =
+          "The host spends " + format_text("%.1f %% of the step", cause("allocator")) + " in " + allocator_calls(s) +
+          ", which PyTorch's caching allocator avoids by reusing freed blocks: it looks switched off. Unset " +
+          (s.rocm ? "PYTORCH_NO_HIP_MEMORY_CACHING / PYTORCH_NO_CUDA_MEMORY_CACHING"
+                  : "PYTORCH_NO_CUDA_MEMORY_CACHING") +
+          " in the job's environment, and remove torch.cuda.empty_cache() from the loop.";
+    } else {
+      f.title += format_text("; allocator churn: the device idles %.1f %% of the step while the host is in %s",
+                             cause("allocator"), allocator_calls(s).c_str());
+      f.recommendation = in_users_words(
+          s, "Allocator churn: keep tensor shapes stable between steps so the caching allocator reuses blocks.",
+          "Allocator churn: keep shapes stable between steps, avoid torch.cuda.empty_cache() in the loop, "
+          "and try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.");
+    }
   } else if (cause("sync") > 0 && cause("sync") >= cause("launch")) {
     f.title += format_text("; the device idles %.1f %% of the step while the host synchronises", cause("sync"));
     if (syncs_in_model(s)) {
@@ -76,7 +101,11 @@ std::optional<Finding> dispatch_overhead(const Summary& s, const Thresholds& t) 
         "adds CUDA graphs, which remove per-kernel launch cost on GPU); avoid Python-level loops over small "
         "tensors.");
   }
-  f.change = compiled_in_place(s) ? "" : "compiled";  // compiling again tests nothing
+  // Compiling again tests nothing; nor does it remove copies to the host or allocator calls.
+  f.change = compiled_in_place(s) || f.recommendation.rfind("The step copies", 0) == 0 ||
+                     f.recommendation.rfind("The host spends", 0) == 0
+                 ? ""
+                 : "compiled";
   fired_on_every_step(f, s);
   f.saving_pct = fw;
   return f;

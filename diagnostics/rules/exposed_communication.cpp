@@ -1,6 +1,8 @@
 // 10. Collective time not hidden behind compute.
 #include "diagnostics/rules/rule_list.h"
 
+#include <algorithm>
+
 #include "diagnostics/rules/rule_support.h"
 #include "diagnostics/text_format.h"
 
@@ -49,6 +51,27 @@ std::optional<Finding> exposed_communication(const Summary& s, const Thresholds&
                                "and a small last bucket) or accumulate gradients over several micro-batches.",
                                "Part stays exposed: tune DDP(bucket_cap_mb=) (fewer, fuller all-reduces, and a small "
                                "last bucket) or accumulate gradients under model.no_sync() over several micro-batches.");
+    }
+  } else if (launched_in_backward_but_exposed(s, t)) {
+    // Launched from backward but not hidden: the words say both figures, and overlap is still the change.
+    f.change = "overlap_comm";
+    const double hidden_pct = 100.0 * std::max(0.0, *s.comm_total_pct - exposed) / *s.comm_total_pct;
+    f.recommendation =
+        format_text("The collectives are launched while backward runs (%.0f %% of them, from DDP's gradient hooks), "
+                    "but only %.1f %% of their time is hidden under compute: %.1f %% of the step still waits on "
+                    "them. ",
+                    *s.comm_in_backward_pct, hidden_pct, exposed) +
+        in_users_words(s,
+                       "Larger buckets (--bucket-mb) start fewer, fuller all-reduces earlier; accumulating gradients "
+                       "over micro-batches communicates less often.",
+                       "Launched early is not overlapped when they queue behind each other on the communication "
+                       "stream or the step waits for the last ones: raise DDP(bucket_cap_mb=) for fewer, fuller "
+                       "all-reduces, check that no synchronisation in backward waits for them, and accumulate "
+                       "gradients under model.no_sync() to communicate less often.");
+    if (many_small) {
+      f.recommendation += format_text(" %.3g collectives per step are many small ones: fewer, fuller ones (buckets) "
+                                      "pay the per-call latency less often.",
+                                      *calls);
     }
   } else {
     f.change = "overlap_comm";

@@ -1,4 +1,6 @@
-// 13. Host synchronisations beyond the one loss read per step.
+// 13. Host synchronisations beyond the one loss read per step, in the training loop (those inside the
+// DataLoader are the data pipeline's: Summary::loader_syncs_per_step). On a CPU an .item() stalls no
+// device: an info finding without an action.
 #include "diagnostics/rules/rule_list.h"
 
 #include "diagnostics/rules/rule_support.h"
@@ -27,6 +29,16 @@ std::optional<Finding> host_syncs(const Summary& s, const Thresholds& t) {
                                       "N steps.",
                                       outside);
     }
+    fired_on_every_step(f, s);
+    return f;
+  }
+  if (!s.on_gpu) {
+    // On a CPU nothing runs ahead of the host: a value read is a read, not a stall. Worth knowing (the
+    // same code stalls a GPU), with no action and no saving.
+    f.title = format_text("%.1f value reads per step in the training loop (.item(), .tolist(), printing a tensor); "
+                          "on the CPU they stall no device: not a bottleneck here, a synchronisation once the "
+                          "loop runs on a GPU",
+                          *s.host_syncs_per_step);
     fired_on_every_step(f, s);
     return f;
   }

@@ -38,7 +38,7 @@ std::optional<Finding> model_compute(const Summary& s, const Thresholds& t) {
                                compiled_evidence(s) + "): torch.compile what still runs eagerly, "
                          : "it is already compiled (" + compiled_evidence(s) + "): ") +
         in_users_words(s, "lower precision (--precision bf16), hardware-friendly shapes, a larger batch (--batch)",
-                       "torch.autocast with bf16, hardware-friendly shapes (multiples of 8), a larger batch") +
+                       lower_precision_words(s) + ", hardware-friendly shapes (multiples of 8), a larger batch") +
         (graph_breaks(s) ? ", fewer graph breaks" : "") + (s.on_gpu && !s.cuda_graph_launches_per_step ? ", CUDA graphs (mode=\"reduce-overhead\")." : ".");
     fired_on_every_step(f, s);
     return f;
@@ -48,8 +48,8 @@ std::optional<Finding> model_compute(const Summary& s, const Thresholds& t) {
       "Faster steps now come from the model's own arithmetic: lower precision (--precision bf16), fused or "
       "compiled kernels (--compiled on), hardware-friendly shapes, a larger batch (--batch) for more "
       "efficient GEMMs.",
-      "Faster steps now come from the model's own arithmetic: torch.autocast with bf16, torch.compile, "
-      "hardware-friendly shapes (multiples of 8), a larger batch for more efficient GEMMs.");
+      "Faster steps now come from the model's own arithmetic: " + lower_precision_words(s) +
+          ", torch.compile, hardware-friendly shapes (multiples of 8), a larger batch for more efficient GEMMs.");
   fired_on_every_step(f, s);
   return f;
 }

@@ -35,18 +35,33 @@ std::optional<Finding> precision(const Summary& s, const Thresholds& t) {
   if (s.bf16_gemm_speedup) {
     f.evidence.push_back({"bf16_gemm_speedup", speedup, t.value(threshold::precision::min_measured_speedup), "x"});
   }
-  f.title = format_text("compute is %.1f %% of the step and runs in fp32: bf16 autocast left on the table",
-                        s.shares.compute_pct);
-  f.recommendation = in_users_words(
-      s, "Run forward and backward under bf16 autocast (--precision bf16; the optimizer state stays fp32)",
-      "Run forward and backward under torch.autocast(device_type=\"" + std::string(s.on_gpu ? "cuda" : "cpu") +
-          "\", dtype=torch.bfloat16) (keep the optimizer state in fp32)") +
-                     std::string(s.on_gpu ? "." : "; on CPUs without AMX or AVX512-BF16 measure it first.");
-  f.change = "bf16";
+  if (!bf16_fast(s)) {
+    // fp16 Tensor Cores only (compute capability 7.x): bf16 would run at fp32 speed or slower.
+    f.title = format_text("compute is %.1f %% of the step and runs in fp32: fp16 autocast left on the table (",
+                          s.shares.compute_pct) +
+              s.device + format_text(", compute capability %.1f: no bf16 fast path)", *s.compute_capability);
+    f.recommendation =
+        "Run forward and backward under torch.autocast(device_type=\"cuda\", dtype=torch.float16) with a "
+        "torch.amp.GradScaler(\"cuda\") (scaler.scale(loss).backward(); scaler.step(optimizer); scaler.update()): "
+        "the " + s.device + format_text(" (compute capability %.1f) has fp16 Tensor Cores but no bf16 fast path, so "
+                                        "bf16 autocast would not speed it up.",
+                                        *s.compute_capability);
+    f.change = "";  // the lab's variants measure bf16, which this device does not speed up
+  } else {
+    f.title = format_text("compute is %.1f %% of the step and runs in fp32: bf16 autocast left on the table",
+                          s.shares.compute_pct);
+    f.recommendation = in_users_words(
+        s, "Run forward and backward under bf16 autocast (--precision bf16; the optimizer state stays fp32)",
+        "Run forward and backward under torch.autocast(device_type=\"" + std::string(s.on_gpu ? "cuda" : "cpu") +
+            "\", dtype=torch.bfloat16) (keep the optimizer state in fp32)") +
+                       std::string(s.on_gpu ? "." : "; on CPUs without AMX or AVX512-BF16 measure it first.");
+    f.change = "bf16";
+  }
   fired_on_every_step(f, s);
-  // bf16 speeds up the GEMMs by the measured (or published) factor; the rest of the compute (elementwise
-  // ops, the casts autocast inserts) gains nothing, so the prediction weighs the speedup by the GEMMs'
-  // share of op time when the profile measured it.
+  // Lower precision speeds up the GEMMs and convolutions by the measured (or published) factor; the
+  // rest of the compute (elementwise ops, the casts autocast inserts) gains nothing, so the prediction
+  // weighs the speedup by their share (GPU: of kernel time; CPU: of op self time) when the profile
+  // measured it.
   const double gemm_fraction = s.gemm_time_pct ? *s.gemm_time_pct / 100.0 : 1.0;
   if (s.gemm_time_pct) f.evidence.push_back({"gemm_time_pct", *s.gemm_time_pct, 0, "pct"});
   f.saving_pct = speedup > 1 ? s.shares.compute_pct * gemm_fraction * (1.0 - 1.0 / speedup) : 0;

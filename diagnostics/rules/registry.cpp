@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "diagnostics/action_time.h"
 #include "diagnostics/rules/rule_list.h"
 
 namespace trainlab {
@@ -88,6 +89,7 @@ std::vector<Finding> run_rules(const Summary& summary, const Thresholds& thresho
   for (const auto& [id, rule] : rule_table()) {
     if (std::optional<Finding> finding = rule(summary, thresholds)) findings.push_back(std::move(*finding));
   }
+  apportion_step_time(summary, findings);
   return findings;
 }
 

@@ -103,11 +103,22 @@ std::string after_compiling(const Summary& s, const Thresholds& t) {
   return out;
 }
 
+// The trace's device timeline shows how much collective time is hidden: where it does, that measured
+// figure decides, and collectives launched from backward that still wait exposed are not overlap.
+bool overlap_measured(const Summary& s) { return s.comm_total_pct && *s.comm_total_pct > 0 && s.comm_overlapped_pct; }
+
 bool overlap_in_place(const Summary& s, const Thresholds& t) {
   if (s.comm_mode == "overlap") return true;
-  if (s.comm_in_backward_pct && *s.comm_in_backward_pct >= t.value(threshold::exposed_communication::in_backward_pct)) return true;
-  return s.comm_total_pct && *s.comm_total_pct > 0 &&
-         s.shares.communication_pct / *s.comm_total_pct * 100.0 < t.value(threshold::exposed_communication::unhidden_share_pct);
+  if (s.comm_total_pct && *s.comm_total_pct > 0 &&
+      s.shares.communication_pct / *s.comm_total_pct * 100.0 < t.value(threshold::exposed_communication::unhidden_share_pct))
+    return true;
+  if (overlap_measured(s)) return false;  // at least unhidden_share_pct of it exposed: not overlapping
+  return s.comm_in_backward_pct && *s.comm_in_backward_pct >= t.value(threshold::exposed_communication::in_backward_pct);
+}
+
+bool launched_in_backward_but_exposed(const Summary& s, const Thresholds& t) {
+  return s.comm_mode != "overlap" && !overlap_in_place(s, t) && s.comm_in_backward_pct &&
+         *s.comm_in_backward_pct >= t.value(threshold::exposed_communication::in_backward_pct);
 }
 
 std::string overlap_evidence(const Summary& s, const Thresholds& t) {
@@ -115,7 +126,8 @@ std::string overlap_evidence(const Summary& s, const Thresholds& t) {
     return "the run already overlaps (--comm-mode overlap" +
            (s.bucket_mb ? format_text(", --bucket-mb %g", *s.bucket_mb) : std::string()) + ")";
   }
-  if (s.comm_in_backward_pct && *s.comm_in_backward_pct >= t.value(threshold::exposed_communication::in_backward_pct)) {
+  if (!overlap_measured(s) && s.comm_in_backward_pct &&
+      *s.comm_in_backward_pct >= t.value(threshold::exposed_communication::in_backward_pct)) {
     return format_text("collectives already overlap with backward: %.0f %% of the %.3g collective calls per step are "
                        "launched while backward runs (inside autograd::engine::evaluate_function, from DDP's gradient "
                        "hooks)",
@@ -177,6 +189,18 @@ std::string model_sync_advice(const Summary& s) {
          "skips the check, or compute it once outside the step.";
 }
 
+bool bf16_fast(const Summary& s) {
+  return !s.on_gpu || s.rocm || !s.compute_capability || *s.compute_capability >= 8.0 - 1e-9;
+}
+
+std::string lower_precision_words(const Summary& s) {
+  if (bf16_fast(s)) return "torch.autocast with bf16";
+  return "torch.autocast with fp16 and a torch.amp.GradScaler (the " + s.device +
+         format_text(", compute capability %.1f, has fp16 Tensor Cores but no bf16 fast path)", *s.compute_capability);
+}
+
+std::string allocator_calls(const Summary& s) { return s.rocm ? "hipMalloc/hipFree" : "cudaMalloc/cudaFree"; }
+
 Finding make(const char* rule_id, Severity severity, Suspect suspect) {
   Finding f;
   f.rule_id = rule_id;
@@ -203,6 +227,7 @@ Finding slow_steps_finding(const char* rule_id, const Summary& s, const Threshol
   f.times_fired = static_cast<int64_t>(slow_steps.size());
   f.data_points = static_cast<int64_t>(s.step_ms.size());
   f.saving_pct = saving;
+  f.step_indices = slow_steps;
   return f;
 }
 

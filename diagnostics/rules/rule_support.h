@@ -54,6 +54,10 @@ bool overlap_in_place(const Summary& s, const Thresholds& t);
 
 std::string overlap_evidence(const Summary& s, const Thresholds& t);
 
+// DDP's hooks launch the collectives while backward runs, yet the device timeline shows most of their
+// time exposed: launched early is not hidden (they queue behind each other, or the step waits on them).
+bool launched_in_backward_but_exposed(const Summary& s, const Thresholds& t);
+
 // Collective calls per step: the loop's launches from the trace, else the trace's collective args.
 std::optional<double> collective_calls(const Summary& s);
 
@@ -81,6 +85,20 @@ int ranks_here(const Summary& s);
 // Ranks x intra-op threads above the machine's cores, on CPU: every rank's GEMMs wait for threads
 // the other ranks on the machine hold.
 bool oversubscribed(const Summary& s);
+
+// --- The device's capabilities (Summary::rocm, compute_capability).
+
+// bf16 has a fast path here: CPUs (measured by the probe where a run has one), ROCm's MI-series, and
+// CUDA devices from compute capability 8.0 (Ampere); not on a V100 or T4 (7.x), which have fp16 Tensor
+// Cores only. Unknown capability counts as having it.
+bool bf16_fast(const Summary& s);
+
+// "torch.autocast with bf16" or, where bf16 has no fast path, "torch.autocast with fp16 and a
+// GradScaler (the Tesla V100 (compute capability 7.0) has no bf16 fast path)".
+std::string lower_precision_words(const Summary& s);
+
+// "cudaMalloc/cudaFree" or, on ROCm, "hipMalloc/hipFree".
+std::string allocator_calls(const Summary& s);
 
 // --- The Finding a rule builds.
 

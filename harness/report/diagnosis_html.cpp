@@ -445,7 +445,7 @@ void job_banner(std::ostringstream& o, const JobDiagnosis& job, const Summary& s
   const SuspectStyle style = style_of(job.primary);
   o << "<div class=\"banner" << (job.inconclusive ? " inconclusive" : "") << "\" style=\"border-left-color:"
     << style.colour << "\"><div class=\"kicker\">Job of " << job.ranks << " ranks</div><div class=\"primary\">"
-    << (job.inconclusive ? std::string("INCONCLUSIVE") : job.imbalanced ? std::string("Rank imbalance") : style.label);
+    << (job.inconclusive ? std::string("INCONCLUSIVE") : style.label);  // the JSON's suspect; the straggler is in the headline
   if (!job.inconclusive)
     o << " <span class=\"badge conf-" << escape_html(job.confidence) << "\">confidence: " << escape_html(job.confidence)
       << "</span>";
@@ -462,6 +462,8 @@ void job_banner(std::ostringstream& o, const JobDiagnosis& job, const Summary& s
 void verdict_section(std::ostringstream& o, const ReportInput& in) {
   section_open(o, "verdict", "1 · Verdict");
   if (in.job != nullptr) job_banner(o, *in.job, *in.summary);
+  if (!in.summary->cold_start_line.empty() && !in.summary->all_cold_start)
+    o << "<p class=\"policy\">Start-up: " << escape_html(in.summary->cold_start_line) << ".</p>\n";
   const Verdict* v = in.verdict;
   if (v == nullptr) {
     o << "<div class=\"banner neutral\"><div class=\"kicker\">Verdict</div><div class=\"primary\">" << kDash
@@ -510,7 +512,9 @@ void actions_section(std::ostringstream& o, const ReportInput& in) {
        "<th class=\"num\">Saving</th><th class=\"num\">Speed-up</th></tr></thead><tbody>\n";
   int rank = 0;
   for (const RankedAction& a : in.verdict->actions) {
-    o << "<tr><td class=\"num\">" << ++rank << "</td><td>" << escape_html(a.action) << "</td><td><code>"
+    o << "<tr><td class=\"num\">" << ++rank << "</td><td>" << escape_html(a.action)
+      << (a.why_first.empty() ? std::string() : "<br><small>(" + escape_html(a.why_first) + ")</small>")
+      << "</td><td><code>"
       << escape_html(a.rule_id) << "</code></td><td>"
       << (a.change.empty() ? kDash : "<code>" + escape_html(a.change) + "</code>")
       << "</td><td class=\"num\">" << format_pct(a.saving_pct) << "</td><td class=\"num\">"

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 namespace trainlab::rule_test {
@@ -67,6 +68,64 @@ TEST(RulesTest, PeriodicSlowStepsNotInNoiseOrTooFew) {
   two.step_ms[10] = two.step_ms[20] = 200;
   EXPECT_FALSE(find(two, "periodic_slow_steps"));
   EXPECT_FALSE(find(no_steps(), "periodic_slow_steps"));
+}
+
+}  // namespace
+}  // namespace trainlab::rule_test
+
+namespace trainlab::rule_test {
+namespace {
+
+// Issue 55: slow steps that wait in the DataLoader (the loader's batches run out every few steps) are
+// data wait, the data pipeline action's time: the periodic finding is traced to the data pipeline and
+// claims none of that time again, and the savings add up to at most the step.
+TEST(RulesTest, PeriodicSlowStepsThatWaitOnDataAreTheDataPipelines) {
+  Summary s = quiet(40, 10);
+  s.step_shares.assign(40, StepShares{0, 0, 70, 0, 20, 10});
+  for (int i = 3; i < 40; i += 4) {  // every 4th step waits 30 ms for its batch
+    s.step_ms[i] = 40;
+    s.step_shares[i] = {75, 0, 17.5, 0, 5, 2.5};
+  }
+  // The whole's shares, time-weighted over the steps, as the Summary's are.
+  const auto weigh = [](Summary& x) {
+    double total = 0;
+    StepShares sum{};
+    for (size_t i = 0; i < x.step_ms.size(); ++i) {
+      const StepShares& sh = x.step_shares[i];
+      const double ms = x.step_ms[i];
+      total += ms;
+      sum.data_wait_pct += ms * sh.data_wait_pct;
+      sum.compute_pct += ms * sh.compute_pct;
+      sum.framework_pct += ms * sh.framework_pct;
+      sum.other_pct += ms * sh.other_pct;
+    }
+    x.shares = {sum.data_wait_pct / total, 0, sum.compute_pct / total, 0, sum.framework_pct / total,
+                sum.other_pct / total};
+  };
+  weigh(s);
+  const std::vector<Finding> findings = run_rules(s, defaults());
+  const auto periodic = std::find_if(findings.begin(), findings.end(),
+                                     [](const Finding& f) { return f.rule_id == "periodic_slow_steps"; });
+  const auto input = std::find_if(findings.begin(), findings.end(), [](const Finding& f) { return f.rule_id == "input_bound"; });
+  ASSERT_NE(periodic, findings.end());
+  ASSERT_NE(input, findings.end());
+  EXPECT_NEAR(input->saving_pct, s.shares.data_wait_pct, 1e-9);
+  EXPECT_EQ(periodic->suspect, Suspect::kDataPipeline);
+  EXPECT_TRUE(contains(periodic->recommendation, "wait in the DataLoader")) << periodic->recommendation;
+  EXPECT_FALSE(contains(periodic->recommendation, "checkpoint, logging")) << periodic->recommendation;
+  EXPECT_LT(periodic->saving_pct, 0.5);  // its time is the data wait input_bound already claims
+  double saving = 0;
+  for (const Finding& f : findings) saving += f.saving_pct;
+  EXPECT_LE(saving, 100.0 + 1e-9);
+
+  // The same slow steps spent in the loop's own host work stay a callback's, with their own time.
+  for (int i = 3; i < 40; i += 4) s.step_shares[i] = {0, 0, 17.5, 0, 5, 77.5};
+  weigh(s);
+  const std::optional<Finding> callback = find(s, "periodic_slow_steps");
+  ASSERT_TRUE(callback);
+  EXPECT_EQ(callback->suspect, Suspect::kNone);
+  EXPECT_TRUE(contains(callback->recommendation, "checkpoint, logging")) << callback->recommendation;
+  EXPECT_GT(callback->saving_pct, 20.0);
 }
 
 }  // namespace

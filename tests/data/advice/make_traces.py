@@ -12,6 +12,14 @@ Cases:
   loader_workers  a data-bound loop whose DataLoader already has 2 worker processes.
   model_syncs   a model whose forward calls .item() (like Hugging Face models' data-dependent
                 checks), traced with stacks so the module is named.
+  data_starved  num_workers=0 over a Dataset stored in shards of 32 samples whose first sample opens
+                the shard from slow storage (40 ms, a sleep): every 4th batch waits in the DataLoader
+                (periodic slow steps that are data wait); 16 profiled steps.
+  transform_syncs  num_workers=0 and a Dataset whose per-sample transforms read random parameters with
+                .item() (as torchvision's RandomResizedCrop and RandomHorizontalFlip do): dozens of
+                .item() calls per step inside the DataLoader span, one loss.item() in the loop.
+  cold_start    a torch.compile'd model (backend aot_eager) profiled from its very first iteration:
+                iteration 0 holds the compilation, the five after it are the steady state.
 """
 import gzip
 import os
@@ -181,8 +189,105 @@ def model_syncs():
     run_steps(step, "model_syncs", with_stack=True)
 
 
+class ShardedSet(torch.utils.data.Dataset):
+    """Samples stored in shards of 32 (WebDataset, TFRecord or HDF5 style): the first sample of a shard
+    opens and reads it from slow storage (40 ms, a sleep), the others come from the open shard."""
+
+    def __len__(self):
+        return 100_000
+
+    def __getitem__(self, i):
+        if i % 32 == 0:
+            time.sleep(0.040)
+        return torch.randn(256), torch.tensor(i % 10)
+
+
+def data_starved():
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    loader = torch.utils.data.DataLoader(ShardedSet(), batch_size=8, num_workers=0)
+    model = mlp(width=256, depth=4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    it = iter(loader)
+
+    def step():
+        x, y = next(it)
+        opt.zero_grad(set_to_none=True)
+        for _ in range(2):
+            model(x).square().mean().backward()
+        opt.step()
+
+    # 2 + 16 steps: a shard every 4 batches, four of them in the window
+    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=1, warmup=1, active=16)) as prof:
+        for _ in range(18):
+            step()
+            prof.step()
+    write_gz(prof, "data_starved")
+
+
+class RandomCropSet(torch.utils.data.Dataset):
+    """Per-sample transforms that draw their random parameters as torchvision's do:
+    RandomResizedCrop.get_params reads torch.empty(1).uniform_(...).item() and torch.randint(...).item()
+    up to ten times, RandomHorizontalFlip torch.rand(1).item(); then a crop and a normalisation."""
+
+    def __len__(self):
+        return 10_000
+
+    def __getitem__(self, i):
+        img = torch.rand(3, 96, 96)
+        for _ in range(3):  # get_params' attempts
+            scale = torch.empty(1).uniform_(0.08, 1.0).item()
+            ratio = torch.empty(1).uniform_(0.75, 1.33).item()
+            top = torch.randint(0, 32, size=(1,)).item()
+            left = torch.randint(0, 32, size=(1,)).item()
+        crop = img[:, top:top + 64, left:left + 64]
+        if torch.rand(1).item() < 0.5:
+            crop = crop.flip(-1)
+        crop = (crop - 0.5) / 0.25
+        return crop.reshape(-1)[:1024] * scale * ratio, torch.tensor(i % 10)
+
+
+def transform_syncs():
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    loader = torch.utils.data.DataLoader(RandomCropSet(), batch_size=16, num_workers=0)
+    model = nn.Sequential(nn.Linear(1024, 256), nn.ReLU(), nn.Linear(256, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    it = iter(loader)
+
+    def step():
+        x, y = next(it)
+        opt.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        loss.item()  # the loop's one read of the loss
+
+    run_steps(step, "transform_syncs")
+
+
+def cold_start():
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = torch.compile(mlp(width=256, depth=4), backend="aot_eager")
+    x = torch.randn(64, 256)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        model(x).square().mean().backward()
+        opt.step()
+
+    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=0, active=6, repeat=1)) as prof:
+        for _ in range(6):  # from the very first iteration: iteration 0 compiles
+            step()
+            prof.step()
+    write_gz(prof, "cold_start")
+
+
 CASES = {"compiled": compiled, "ddp_overlap": ddp_overlap, "loader_workers": loader_workers,
-         "model_syncs": model_syncs}
+         "model_syncs": model_syncs, "data_starved": data_starved, "transform_syncs": transform_syncs,
+         "cold_start": cold_start}
 
 if __name__ == "__main__":
     for case in sys.argv[1:] or list(CASES):
