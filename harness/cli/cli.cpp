@@ -52,19 +52,32 @@ void add_python_options(const std::vector<Subcommand>& commands, std::string& py
   }
 }
 
-int parse_and_run(int argc, const char* const* argv) {
+// trainlab's whole command line: the app, every subcommand with its options (their values live in
+// the subcommands' closures) and the shared --python.
+struct CommandLine {
   CLI::App app{"trainlab: find out why training is slow, then verify the fix by measurement"};
-  app.require_subcommand(1);
-  app.set_help_all_flag("--help-all");
-  app.set_version_flag("--version", version_text,
-                       "print trainlab's version, git revision, and the LibTorch and CUDA toolkit versions it was "
-                       "built against");
-  const std::vector<Subcommand> commands = {
-      add_list_command(app),     add_run_command(app),      add_profile_command(app), add_baseline_command(app),
-      add_sweep_command(app),    add_diagnose_command(app), add_validate_command(app), add_compare_command(app),
-      add_history_command(app),  add_doctor_command(app),   add_model_command(app)};
+  std::vector<Subcommand> commands;
   std::string python;
-  add_python_options(commands, python);
+
+  CommandLine() {
+    app.require_subcommand(1);
+    app.set_help_all_flag("--help-all");
+    app.set_version_flag("--version", version_text,
+                         "print trainlab's version, git revision, and the LibTorch and CUDA toolkit versions it was "
+                         "built against");
+    commands = {add_list_command(app),     add_run_command(app),      add_profile_command(app),
+                add_baseline_command(app), add_sweep_command(app),    add_diagnose_command(app),
+                add_validate_command(app), add_compare_command(app),  add_history_command(app),
+                add_doctor_command(app),   add_model_command(app)};
+    add_python_options(commands, python);
+  }
+};
+
+int parse_and_run(int argc, const char* const* argv) {
+  CommandLine line;
+  CLI::App& app = line.app;
+  const std::vector<Subcommand>& commands = line.commands;
+  const std::string& python = line.python;
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;
     bool known = false;
@@ -115,6 +128,11 @@ int parse_and_run(int argc, const char* const* argv) {
 }
 
 }  // namespace
+
+void with_command_line(const std::function<void(CLI::App&)>& use) {
+  CommandLine line;
+  use(line.app);
+}
 
 int run_cli(int argc, const char* const* argv) {
   try {

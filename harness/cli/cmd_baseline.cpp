@@ -20,6 +20,10 @@ Subcommand add_baseline_command(CLI::App& app) {
   };
   auto o = std::make_shared<Options>();
   Subcommand baseline{app.add_subcommand("baseline", "the three-run lab: fp32, bf16, bf16+compiled"), nullptr};
+  add_examples(baseline.app, "docs/lab.md",
+               {"trainlab baseline --scenario recsys",
+                "trainlab baseline --scenario tinyops --override bf16:batch=64 -k depth=96",
+                "trainlab baseline --model models/make_model"});
   add_variant_options(baseline.app, o->variant, CommandKind::kLab);
   baseline.app->add_option("--override", o->overrides,
                            "per-variant setting VARIANT:NAME=VALUE, e.g. bf16:batch=32 (repeatable)");

@@ -27,6 +27,10 @@ Subcommand add_compare_command(CLI::App& app) {
   Subcommand compare{
       app.add_subcommand("compare", "before/after: changes with confidence intervals; exit 1 on a regression"), nullptr};
   CLI::App* cmd = compare.app;
+  add_examples(cmd, "docs/compare.md",
+               {"trainlab compare results/BEFORE results/AFTER",
+                "trainlab compare results/BEFORE results/AFTER --format markdown",
+                "trainlab run --scenario recsys --ab cache=1"});
   cmd->add_option("before", o->before, "run folder or run.json")->required();
   cmd->add_option("after", o->after, "run folder or run.json (leave out to compare an A/B run's A with its B)");
   real_number_in(cmd->add_option("--threshold", o->compare.threshold_pct, "changes under this % are unchanged (default 5)"),

@@ -23,6 +23,10 @@ Subcommand add_diagnose_command(CLI::App& app) {
                                      "or a folder of rank traces"),
       nullptr};
   CLI::App* cmd = diagnose.app;
+  add_examples(cmd, "docs/diagnosis.md",
+               {"trainlab diagnose rank0.pt.trace.json.gz --fail-on high",
+                "trainlab diagnose results/RUN-ID",
+                "trainlab diagnose tests/data/advice/loader_workers.pt.trace.json.gz"});
   cmd->add_option("input", o->input, "run folder, trace file or folder of traces")->required();
   cmd->add_option("--fail-on", o->fail_on, "exit 1 when a finding fires: high, moderate or a rule id");
   cmd->add_option("--out", o->out, "folder for diagnosis.json and report.html (default: the run folder, "

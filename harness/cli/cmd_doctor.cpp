@@ -30,6 +30,9 @@ Subcommand add_doctor_command(CLI::App& app) {
       app.add_subcommand("doctor", "diagnose a configuration, try each finding's fix as an A/B run, report the verified gains"),
       nullptr};
   CLI::App* cmd = doctor.app;
+  add_examples(cmd, "docs/diagnosis.md",
+               {"trainlab doctor --scenario recsys --preset data-bound",
+                "trainlab doctor --model models/two_tower"});
   add_variant_options(cmd, o->variant, CommandKind::kDoctor);
   whole_number_in(
       cmd->add_option("--max-changes", o->max_changes,

@@ -18,6 +18,9 @@ Subcommand add_history_command(CLI::App& app) {
   };
   auto o = std::make_shared<Options>();
   Subcommand history{app.add_subcommand("history", "list the runs in the results folder"), nullptr};
+  add_examples(history.app, "docs/compare.md",
+               {"trainlab history",
+                "trainlab history --format json"});
   history.app->add_option("--results", o->results_dir, "results folder (default ./results)");
   add_format_option(history.app, o->format);
   history.run = [o] {

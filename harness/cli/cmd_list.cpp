@@ -87,6 +87,9 @@ nlohmann::json list_json() {
 Subcommand add_list_command(CLI::App& app) {
   auto format_text = std::make_shared<std::string>("table");
   Subcommand list{app.add_subcommand("list", "list the built-in scenarios and their knobs"), nullptr};
+  add_examples(list.app, "docs/lab.md",
+               {"trainlab list",
+                "trainlab list --format json"});
   add_format_option(list.app, *format_text);
   list.run = [format_text] {
     const OutputFormat format = parse_output_format(*format_text);

@@ -225,6 +225,11 @@ Subcommand add_model_command(CLI::App& app) {
                    nullptr};
   model.app->require_subcommand(1);
   CLI::App* add = model.app->add_subcommand("add", "write a model bundle from FILE.py:FACTORY (a function returning the nn.Module)");
+  const std::vector<std::string> model_examples = {
+      "trainlab model add mymodel.py:make_model --input x:float32[32,3,224,224] --target y:int64[32]:0..999",
+      "trainlab model add examples/small_cnn.py:small_cnn --input images:float32[32,3,32,32] --target labels:int64[32]:0..9"};
+  add_examples(model.app, "docs/model.md", model_examples);
+  add_examples(add, "docs/model.md", model_examples);
   add->add_option("source", o->source, "FILE.py:FACTORY")->required();
   add->add_option(
       "--input", o->inputs,

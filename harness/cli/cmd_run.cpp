@@ -24,6 +24,10 @@ Subcommand add_run_command(CLI::App& app) {
   };
   auto o = std::make_shared<Options>();
   Subcommand run{app.add_subcommand("run", "run one variant of a scenario"), nullptr};
+  add_examples(run.app, "docs/lab.md",
+               {"trainlab run --scenario mlp --precision bf16",
+                "trainlab run --scenario recsys -k cache=1",
+                "trainlab run --scenario mlp --repeat 3"});
   add_variant_options(run.app, o->variant, CommandKind::kRun);
   run.app->add_option("--ab", o->ab_changes,
                       "A/B: also run the variant with these changes (NAME=VALUE,...; e.g. workers=2), "

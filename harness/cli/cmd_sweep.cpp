@@ -26,6 +26,10 @@ Subcommand add_sweep_command(CLI::App& app) {
   };
   auto o = std::make_shared<Options>();
   Subcommand sweep{app.add_subcommand("sweep", "dataloader sweep: workers x prefetch x pinned memory x batch"), nullptr};
+  add_examples(sweep.app, "docs/sweep.md",
+               {"trainlab sweep --scenario vision --workers 0,1,2,4 --prefetch 2,4 --pin-memory off,on",
+                "trainlab sweep --scenario vision --threads 1 --workers 0,1,2,4 --prefetch 2,4",
+                "trainlab sweep --scenario recsys --workers 0,1,2 --repeat 3"});
   CLI::App* cmd = sweep.app;
   add_variant_options(cmd, o->variant, CommandKind::kSweep);
   cmd->add_option("--workers", o->workers,

@@ -26,6 +26,9 @@ Subcommand add_validate_command(CLI::App& app) {
                          "run the seeded bottleneck cases and print the confusion matrix (expected vs named suspect)"),
       nullptr};
   CLI::App* cmd = validate.app;
+  add_examples(cmd, "docs/diagnosis.md",
+               {"trainlab validate --ci",
+                "trainlab validate --cases configs/seeded_cases_cuda.json"});
   cmd->add_option("--cases", o->validate.cases_path, "seeded cases file replacing configs/seeded_cases.json");
   cmd->add_option("--only", o->only, "comma-separated case names to run");
   cmd->add_flag("--ci", o->validate.ci_subset, "only the fast subset marked ci");

@@ -24,6 +24,14 @@ inline CLI::Option* add_format_option(CLI::App* cmd, std::string& format) {
   return cmd->add_option("--format", format, kFormatHelp);
 }
 
+// The example lines that end a subcommand's --help (CLI11's footer), under the docs page that shows
+// the same lines; tests/docs_commands_test.cpp checks that each parses and is on that page.
+inline void add_examples(CLI::App* cmd, const std::string& docs_page, const std::vector<std::string>& examples) {
+  std::string text = "\nExamples (" + docs_page + "):\n";
+  for (const std::string& example : examples) text += "  " + example + "\n";
+  cmd->footer(text);
+}
+
 Subcommand add_list_command(CLI::App& app);
 Subcommand add_run_command(CLI::App& app);
 Subcommand add_profile_command(CLI::App& app);
