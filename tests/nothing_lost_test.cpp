@@ -129,13 +129,14 @@ TEST(NothingLostTest, AFifoAtTheReportsOldTemporaryNameDoesNotHang) {
 }
 
 // Two diagnoses of one folder at once shared the temporary name: one renamed it away under the
-// other, which exited 3 ("internal error: cannot write report ..."). Four at once, ten times.
+// other, which exited 3 ("internal error: cannot write report ..."). Eight at once (forks of this
+// process, so they reach the write together), twenty times.
 TEST(NothingLostTest, DiagnosesOfOneFolderAtOnceAllExit0) {
   const fs::path dir = fresh_dir("report_race");
   write(dir / "t.json", small_trace());
-  for (int round = 0; round < 10; ++round) {
+  for (int round = 0; round < 20; ++round) {
     std::vector<pid_t> diagnoses;
-    for (int i = 0; i < 4; ++i) diagnoses.push_back(start_diagnose(dir / "t.json", dir / "out"));
+    for (int i = 0; i < 8; ++i) diagnoses.push_back(start_diagnose(dir / "t.json", dir / "out"));
     for (size_t i = 0; i < diagnoses.size(); ++i) {
       EXPECT_EQ(exit_status_within(diagnoses[i], 120), 0) << "round " << round << ", diagnosis " << i;
     }
@@ -204,13 +205,14 @@ TEST(NothingLostTest, ARunJsonOfEmptyArraysIsOneLineWithinASmallMultipleOfItsSiz
   const std::string said = report.substr(report.find('\n') + 1);
   EXPECT_NE(said.find("too many JSON values for a side file"), std::string::npos) << said;
   EXPECT_EQ(said.find('\n'), std::string::npos) << said;
-  // The file once (read_file), and not the values: about 1x; it was 22x.
-  EXPECT_LT(growth_kb, 2 * file_kb) << "peak growth " << growth_kb << " KB for a " << file_kb << " KB file";
+  // The file once (read_file), and not the values: 1.7-2.0x measured here (the fork's copied
+  // pages count too); it was 22x.
+  EXPECT_LT(growth_kb, 3 * file_kb) << "peak growth " << growth_kb << " KB for a " << file_kb << " KB file";
   std::cout << "peak RSS growth " << growth_kb << " KB for a " << file_kb << " KB run.json ("
             << static_cast<double>(growth_kb) / static_cast<double>(file_kb) << "x)\n";
 
   // Through the commands: history names the run unreadable and carries on; diagnose is one line.
-  const CliResult listed = run({"history", "--results", dir.string()});
+  const CliResult listed = run({"history", "--results", dir.string(), "--format", "json"});
   EXPECT_EQ(listed.status, 0) << listed.err;
   EXPECT_NE(listed.out.find("too many JSON values"), std::string::npos) << listed.out;
   test_cli::expect_one_error_line(run({"diagnose", (dir / "run").string(), "--out", (dir / "out").string()}),
