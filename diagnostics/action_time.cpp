@@ -34,11 +34,22 @@ double pool_share(const StepShares& sh, TimePool pool) {
 
 bool is_slow_steps(const Finding& f) { return f.rule_id == "periodic_slow_steps" || f.rule_id == "step_outliers"; }
 
+// Findings that explain why their pool's time is lost more precisely than the pool's general finding
+// (a saturated CPU or IO under the data wait, a straggler under the communication, oversubscribed
+// threads under the compute) claim it first: their action is the one to take.
+bool is_specific(const Finding& f) {
+  return f.rule_id == "cpu_bottleneck" || f.rule_id == "io_bottleneck" || f.rule_id == "rank_imbalance" ||
+         f.rule_id == "oversubscription";
+}
+
 // The pools a finding's saving comes out of, in the order it draws on them.
 std::vector<TimePool> pools_of(const Finding& f) {
   const std::string& id = f.rule_id;
   if (id == "input_bound" || id == "loader_settings" || id == "io_bottleneck") return {TimePool::kData};
-  if (id == "exposed_communication" || id == "rank_imbalance") return {TimePool::kCommunication};
+  if (id == "exposed_communication") return {TimePool::kCommunication};
+  // A straggler's extra work is what the other ranks wait for at the collectives, and on the straggler
+  // itself its own compute.
+  if (id == "rank_imbalance") return {TimePool::kCommunication, TimePool::kCompute};
   if (id == "dispatch_overhead" || id == "host_syncs") return {TimePool::kFramework};
   if (id == "precision" || id == "gemm_alignment" || id == "model_compute" || id == "oversubscription")
     return {TimePool::kCompute};
@@ -123,6 +134,8 @@ void apportion_step_time(const Summary& s, std::vector<Finding>& findings) {
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     const bool slow_a = is_slow_steps(findings[a]), slow_b = is_slow_steps(findings[b]);
     if (slow_a != slow_b) return !slow_a;
+    const bool specific_a = is_specific(findings[a]), specific_b = is_specific(findings[b]);
+    if (specific_a != specific_b) return specific_a;
     return findings[a].saving_pct > findings[b].saving_pct;
   });
   for (size_t k : order) {

@@ -1,7 +1,8 @@
 // Actions from disjoint time (issue 55): every finding's saving is step time that no other finding
 // also claims. The step's shares are pools (data pipeline: data wait + host-to-device copies; model
 // compute; exposed communication; framework overhead; other); each finding draws its saving from the
-// pool of the time it would remove, largest claim first, never more than the pool still holds, so the
+// pool of the time it would remove (the findings that name a more precise cause first: a saturated CPU
+// or IO, a straggler, oversubscription), largest claim first, never more than the pool holds, so the
 // savings of one diagnosis add up to at most the step. Slow steps (periodic or outliers) are split by
 // what their time above the usual step was spent on: the part spent waiting in the DataLoader is data
 // wait, the data pipeline action's, and slow steps that are mostly data wait are traced to the data

@@ -34,12 +34,14 @@ TEST(RulesTest, SmallBatchWithPerStepOverhead) {
 TEST(RulesTest, SmallBatchLeavingTheGpuIdle) {
   Summary s = quiet_on_gpu();
   s.batch_size = 8;
-  s.shares = {0, 0, 40, 0, 5, 55};
+  s.shares = {0, 0, 40, 0, 5, 5};
   s.device_busy_pct = 40;
   auto f = find(s, "batch_too_small");
   ASSERT_TRUE(f);
   EXPECT_TRUE(has_evidence(*f, "device_busy_pct", 40));
-  EXPECT_EQ(f->saving_pct, 30);
+  // Half the idle share is 30 %, but a saving is time the shares hold (issue 55): these shares give
+  // the framework and other pools 10 % between them.
+  EXPECT_EQ(f->saving_pct, 10);
   s.shares.data_wait_pct = 20;  // the idle time is data wait's: not the batch
   EXPECT_FALSE(find(s, "batch_too_small"));
 }
