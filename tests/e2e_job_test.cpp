@@ -187,7 +187,8 @@ TEST(JobE2E, RealRecorderOnASmallTrainingScript) {
 // points of it, with a share within 10 points of the hand-timed one. Needs a Python with
 // torchvision: $TRAINLAB_JOB_TEST_PYTHON (tests/job_recorder_test.py makes such a side venv).
 TEST(JobE2E, ImageFolderJobNamesTheHandTimedTopStage) {
-  const std::string jobs = std::string(TRAINLAB_SOURCE_DIR) + "/tests/jobs";
+  const char* jobs_env = std::getenv("TRAINLAB_JOB_SCRIPTS_DIR");  // another checkout's tests/jobs
+  const std::string jobs = jobs_env != nullptr && *jobs_env ? jobs_env : std::string(TRAINLAB_SOURCE_DIR) + "/tests/jobs";
   const char* py = std::getenv("TRAINLAB_JOB_TEST_PYTHON");
   if (py == nullptr || !fs::exists(jobs + "/image_folder_train.py")) GTEST_SKIP() << "no tests/jobs or TRAINLAB_JOB_TEST_PYTHON";
   const char* env = std::getenv("TRAINLAB_JOB_RECORDER_DIR");
@@ -202,7 +203,7 @@ TEST(JobE2E, ImageFolderJobNamesTheHandTimedTopStage) {
   EXPECT_EQ(d["verdict"]["primary"], "data_pipeline") << d["verdict"]["headline"];
   const nlohmann::json& stages = d["summary"]["loader_stages"]["stages"];
   ASSERT_FALSE(stages.empty());
-  const nlohmann::json hand = nlohmann::json::parse(run_command(std::string(py) + " " + jobs + "/stages_by_hand.py image " + data + " 64"));
+  const nlohmann::json hand = nlohmann::json::parse(run_command(std::string(py) + " " + jobs + "/stages_by_hand.py image " + data + " 96 2"));
   // The recorder's stage names as the hand timing groups them (a JPEG's read, its decode).
   const auto group_of = [](const nlohmann::json& st) -> std::string {
     const std::string name = st["name"], kind = st["kind"];
