@@ -115,6 +115,19 @@ TEST(JobE2E, FailingJobKeepsItsRecordAndSaysSoInOneLine) {
   EXPECT_NE(job["stderr_tail"].get<std::string>().find("ValueError"), std::string::npos);
 }
 
+TEST(JobE2E, JobKilledBySigkillSaysSoAndKeepsItsRecord) {  // as the OOM killer does
+  const std::string results = fresh_results_dir("job_sigkill");
+  const CliResult r = run_trainlab("profile --results " + results + " -- sh -c 'echo dying >&2; kill -9 $$'", fake_env());
+  EXPECT_EQ(r.exit_status, 1) << r.err;
+  EXPECT_NE(r.err.find("trainlab: the job was killed by signal 9 (Killed): out of memory (the kernel's OOM killer) or "
+                       "killed from outside: dying"),
+            std::string::npos)
+      << r.err;
+  const nlohmann::json job = read_json(only_run_dir(results) + "/run.json")["variants"][0]["job"];
+  EXPECT_EQ(job["signal"], 9);
+  EXPECT_EQ(job["ended"], "failed");
+}
+
 TEST(JobE2E, JobWithoutStepsOffersTheStepFunction) {
   const std::string results = fresh_results_dir("job_nosteps");
   const CliResult r = run_trainlab("profile --results " + results + " -- " + loop("nosteps"), fake_env());

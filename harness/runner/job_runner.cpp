@@ -628,7 +628,7 @@ JobOutcome run_job(const JobOptions& options, std::ostream& progress) {
     outcome.line = "the job was " + exit.describe() + "; its process tree was ended; what it measured is kept";
   } else if (job.ended == "failed") {
     outcome.failed = true;
-    outcome.line = "the job ended with " + exit.describe() +
+    outcome.line = (exit.signal != 0 ? "the job was " : "the job ended with ") + exit.describe() +
                    (last_stderr_line.empty() ? std::string() : ": " + last_stderr_line);
   } else if (measured == 0) {
     outcome.failed = true;
