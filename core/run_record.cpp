@@ -529,6 +529,145 @@ Disturbance disturbance_from_json(const nlohmann::json& j) {
 }
 }  // namespace
 
+namespace {
+
+nlohmann::json optional_int_json(const std::optional<int64_t>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+std::optional<int64_t> optional_int_of(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+  return field_as<int64_t>(j[key], key);
+}
+std::optional<bool> optional_bool_of(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+  return field_as<bool>(j[key], key);
+}
+std::string string_of(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && !j[key].is_null() ? field_as<std::string>(j[key], key) : std::string();
+}
+const nlohmann::json& array_of(const nlohmann::json& j, const char* key) {
+  static const nlohmann::json empty = nlohmann::json::array();
+  if (!j.contains(key)) return empty;
+  if (!j[key].is_array()) throw InputError(std::string("field \"") + key + "\" is not a list");
+  return j[key];
+}
+
+}  // namespace
+
+nlohmann::json to_json(const JobInfo& job) {
+  nlohmann::json loaders = nlohmann::json::array(), groups = nlohmann::json::array(),
+                 processes = nlohmann::json::array();
+  for (const JobLoader& l : job.loaders) {
+    loaders.push_back({{"loader_id", l.loader_id}, {"rank", l.rank}, {"file", l.file}, {"line", l.line},
+                       {"num_workers", l.num_workers}, {"prefetch_factor", optional_int_json(l.prefetch_factor)},
+                       {"batch_size", optional_int_json(l.batch_size)}, {"pin_memory", l.pin_memory},
+                       {"persistent_workers", l.persistent_workers}, {"dataset", l.dataset},
+                       {"collate_fn", l.collate_fn}, {"overridden", l.overridden},
+                       {"training", l.training ? nlohmann::json(*l.training) : nlohmann::json(nullptr)}});
+  }
+  for (const JobStageGroup& g : job.stage_groups) {
+    nlohmann::json stages = nlohmann::json::array();
+    for (const JobStage& st : g.stages) {
+      stages.push_back({{"name", st.name}, {"kind", st.kind}, {"wall_ns", st.wall_ns}, {"cpu_ns", st.cpu_ns},
+                        {"calls", st.calls}});
+    }
+    groups.push_back({{"role", g.role}, {"rank", g.rank}, {"loader_id", optional_int_json(g.loader_id)},
+                      {"processes", g.processes}, {"snapshots", g.snapshots}, {"busy_wall_ns", g.busy_wall_ns}, {"busy_cpu_ns", g.busy_cpu_ns},
+                      {"samples", g.samples}, {"batches", g.batches}, {"stages", stages}});
+  }
+  for (const JobProcess& p : job.processes) {
+    processes.push_back({{"pid", p.pid}, {"ppid", p.ppid}, {"role", p.role}, {"label", p.label}, {"rank", p.rank},
+                         {"worker_id", optional_int_json(p.worker_id)}, {"cpu_s", p.cpu_s},
+                         {"peak_rss_bytes", p.peak_rss_bytes}, {"read_bytes", p.read_bytes},
+                         {"write_bytes", p.write_bytes}, {"ended", p.ended}});
+  }
+  return {{"command", job.command}, {"interpreter", job.interpreter}, {"python_version", job.python_version},
+          {"torch_version", job.torch_version}, {"device_name", job.device_name}, {"world_size", job.world_size},
+          {"ended", job.ended}, {"exit_status", job.exit_status}, {"signal", job.signal},
+          {"stderr_tail", job.stderr_tail}, {"steps_limit", job.steps_limit}, {"warmup_steps", job.warmup_steps},
+          {"capture", job.capture}, {"stages_on", job.stages_on}, {"step_function", job.step_function},
+          {"data_not_ready_ns", job.data_not_ready_ns}, {"data_receive_ns", job.data_receive_ns},
+          {"backward_ns", optional_int_json(job.backward_ns)}, {"loaders", loaders}, {"stage_groups", groups},
+          {"processes", processes}, {"tree_peak_rss_bytes", job.tree_peak_rss_bytes},
+          {"malformed_lines", job.malformed_lines}, {"warnings", job.warnings}, {"no_steps", job.no_steps}};
+}
+
+JobInfo job_info_from_json(const nlohmann::json& j) {
+  JobInfo job;
+  for (const nlohmann::json& a : array_of(j, "command")) job.command.push_back(field_as<std::string>(a, "command"));
+  job.interpreter = string_of(j, "interpreter");
+  job.python_version = string_of(j, "python_version");
+  job.torch_version = string_of(j, "torch_version");
+  job.device_name = string_of(j, "device_name");
+  job.world_size = integer_or<int>(j, "world_size", 1);
+  job.ended = string_of(j, "ended");
+  job.exit_status = integer_or<int>(j, "exit_status", 0);
+  job.signal = integer_or<int>(j, "signal", 0);
+  job.stderr_tail = string_of(j, "stderr_tail");
+  job.steps_limit = integer_or<int64_t>(j, "steps_limit", 0);
+  job.warmup_steps = integer_or<int64_t>(j, "warmup_steps", 0);
+  job.capture = string_of(j, "capture");
+  job.stages_on = !j.contains("stages_on") || field_as<bool>(j["stages_on"], "stages_on");
+  job.step_function = string_of(j, "step_function");
+  job.data_not_ready_ns = integer_or<int64_t>(j, "data_not_ready_ns", 0);
+  job.data_receive_ns = integer_or<int64_t>(j, "data_receive_ns", 0);
+  job.backward_ns = optional_int_of(j, "backward_ns");
+  for (const nlohmann::json& l : array_of(j, "loaders")) {
+    JobLoader loader;
+    loader.loader_id = integer_or<int64_t>(l, "loader_id", 0);
+    loader.rank = integer_or<int>(l, "rank", 0);
+    loader.file = string_of(l, "file");
+    loader.line = integer_or<int64_t>(l, "line", 0);
+    loader.num_workers = integer_or<int64_t>(l, "num_workers", 0);
+    loader.prefetch_factor = optional_int_of(l, "prefetch_factor");
+    loader.batch_size = optional_int_of(l, "batch_size");
+    loader.pin_memory = l.contains("pin_memory") && field_as<bool>(l["pin_memory"], "pin_memory");
+    loader.persistent_workers = l.contains("persistent_workers") && field_as<bool>(l["persistent_workers"], "persistent_workers");
+    loader.dataset = string_of(l, "dataset");
+    loader.collate_fn = string_of(l, "collate_fn");
+    loader.overridden = string_of(l, "overridden");
+    loader.training = optional_bool_of(l, "training");
+    job.loaders.push_back(std::move(loader));
+  }
+  for (const nlohmann::json& g : array_of(j, "stage_groups")) {
+    JobStageGroup group;
+    group.role = string_of(g, "role");
+    group.rank = integer_or<int>(g, "rank", 0);
+    group.loader_id = optional_int_of(g, "loader_id");
+    group.processes = integer_or<int64_t>(g, "processes", 0);
+    group.snapshots = integer_or<int64_t>(g, "snapshots", 0);
+    group.busy_wall_ns = integer_or<int64_t>(g, "busy_wall_ns", 0);
+    group.busy_cpu_ns = integer_or<int64_t>(g, "busy_cpu_ns", 0);
+    group.samples = integer_or<int64_t>(g, "samples", 0);
+    group.batches = integer_or<int64_t>(g, "batches", 0);
+    for (const nlohmann::json& st : array_of(g, "stages")) {
+      group.stages.push_back({string_of(st, "name"), string_of(st, "kind"), integer_or<int64_t>(st, "wall_ns", 0),
+                              integer_or<int64_t>(st, "cpu_ns", 0), integer_or<int64_t>(st, "calls", 0)});
+    }
+    job.stage_groups.push_back(std::move(group));
+  }
+  for (const nlohmann::json& p : array_of(j, "processes")) {
+    JobProcess process;
+    process.pid = integer_or<int64_t>(p, "pid", 0);
+    process.ppid = integer_or<int64_t>(p, "ppid", 0);
+    process.role = string_of(p, "role");
+    process.label = string_of(p, "label");
+    process.rank = integer_or<int>(p, "rank", 0);
+    process.worker_id = optional_int_of(p, "worker_id");
+    process.cpu_s = real_or(p, "cpu_s", 0.0);
+    process.peak_rss_bytes = integer_or<int64_t>(p, "peak_rss_bytes", 0);
+    process.read_bytes = integer_or<int64_t>(p, "read_bytes", 0);
+    process.write_bytes = integer_or<int64_t>(p, "write_bytes", 0);
+    process.ended = string_of(p, "ended");
+    job.processes.push_back(std::move(process));
+  }
+  job.tree_peak_rss_bytes = integer_or<int64_t>(j, "tree_peak_rss_bytes", 0);
+  job.malformed_lines = integer_or<int64_t>(j, "malformed_lines", 0);
+  for (const nlohmann::json& w : array_of(j, "warnings")) job.warnings.push_back(field_as<std::string>(w, "warnings"));
+  job.no_steps = string_of(j, "no_steps");
+  return job;
+}
+
 nlohmann::json to_json(const VariantRecord& record) {
   nlohmann::json steps = nlohmann::json::array();
   for (const StepRecord& step : record.steps) {
@@ -585,6 +724,7 @@ nlohmann::json to_json(const VariantRecord& record) {
   if (record.steps_added_for_min_loop > 0) j["steps_added_for_min_loop"] = record.steps_added_for_min_loop;
   // Issue 32: the modules whose FLOPs the counter left out; no key when it counted everything.
   if (!record.flops_not_counted.empty()) j["flops_not_counted"] = record.flops_not_counted;
+  if (record.job) j["job"] = to_json(*record.job);  // issue 54: the user's own job
   return j;
 }
 
@@ -618,6 +758,7 @@ VariantRecord variant_record_from_json(const nlohmann::json& j) {
   if (j.contains("disturbed_kept") && j["disturbed_kept"].is_string())
     record.disturbed_kept = j["disturbed_kept"].get<std::string>();
   if (j.contains("superseded") && j["superseded"].is_string()) record.superseded = j["superseded"].get<std::string>();
+  if (j.contains("job") && j["job"].is_object()) record.job = job_info_from_json(j["job"]);
   record.loader = loader_from_json(j.value("loader", nlohmann::json::object()));
   record.dataset = dataset_from_json(j.value("data", nlohmann::json::object()));
   record.profile = profile_from_json(j.value("profile", nlohmann::json::object()));

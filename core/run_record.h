@@ -253,6 +253,70 @@ struct Disturbance {
   bool measured() const { return other_cpu_pct || runqueue_wait_pct || steal_pct; }
 };
 
+// The user's own job (`trainlab profile -- COMMAND...`, harness/runner/job_runner.h): what ran,
+// how it ended, the DataLoaders it built (with the user's file:line), the stages inside the data
+// pipeline (summed over the workers of a loader on a rank), and each process of its tree. In
+// run.json "job": {...}; no key for a built-in variant.
+struct JobStage {
+  std::string name, kind;             // "PIL.Image.Image.convert", "decode"
+  int64_t wall_ns = 0, cpu_ns = 0, calls = 0;
+};
+struct JobStageGroup {
+  std::string role;                   // "worker" (DataLoader workers) or "main" (num_workers=0)
+  int rank = 0;
+  std::optional<int64_t> loader_id;
+  int64_t processes = 0;              // distinct producers (worker ids) whose snapshots were summed
+  int64_t snapshots = 0;              // process snapshots summed (workers restart each epoch unless persistent)
+  int64_t busy_wall_ns = 0, busy_cpu_ns = 0, samples = 0, batches = 0;
+  std::vector<JobStage> stages;       // largest wall time first
+};
+struct JobLoader {
+  int64_t loader_id = 0;
+  int rank = 0;
+  std::string file;                   // the user's file that built it, as the script named it
+  int64_t line = 0;
+  int64_t num_workers = 0;
+  std::optional<int64_t> prefetch_factor, batch_size;
+  bool pin_memory = false, persistent_workers = false;
+  std::string dataset, collate_fn;
+  std::string overridden;             // JSON text of the settings replaced at construction ("{}")
+  std::optional<bool> training;       // the loader whose batches feed the optimizer steps
+};
+struct JobProcess {
+  int64_t pid = 0, ppid = 0;
+  std::string role;                   // "main", "worker" or "other" (no process line: bash, an agent)
+  std::string label;                  // "main", "worker 1", "rank 1 worker 0", "pid 123 (bash)"
+  int rank = 0;
+  std::optional<int64_t> worker_id;
+  double cpu_s = 0;                   // CPU time the sampler saw it use
+  int64_t peak_rss_bytes = 0;
+  int64_t read_bytes = 0, write_bytes = 0;  // storage IO it caused while sampled
+  std::string ended;                  // the recorder's end reason, "" when none was written
+};
+struct JobInfo {
+  std::vector<std::string> command;   // as the user typed it after --
+  std::string interpreter, python_version, torch_version, device_name;
+  int world_size = 1;
+  // How it ended: "steps reached", "exited", "failed", "timed out", "interrupted", "not started".
+  std::string ended;
+  int exit_status = 0;                // the command's exit status (when it exited)
+  int signal = 0;                     // the signal that ended it (0: none)
+  std::string stderr_tail;            // the last lines of its stderr
+  int64_t steps_limit = 0, warmup_steps = 0;   // --steps, --warmup
+  std::string capture;                // "5:3" or "off"
+  bool stages_on = true;
+  std::string step_function;          // --step-function, "" when none
+  int64_t data_not_ready_ns = 0, data_receive_ns = 0;  // over the measured steps of rank 0
+  std::optional<int64_t> backward_ns; // over the measured steps of rank 0; absent when not measured
+  std::vector<JobLoader> loaders;
+  std::vector<JobStageGroup> stage_groups;
+  std::vector<JobProcess> processes;
+  int64_t tree_peak_rss_bytes = 0;    // the most the whole tree held at once (sampled)
+  int64_t malformed_lines = 0;        // recorder lines skipped
+  std::vector<std::string> warnings;  // recorder warnings and what could not be read
+  std::string no_steps;               // the recorder's no_steps message, when it wrote one
+};
+
 struct VariantRecord {
   VariantSpec spec;
   std::string error;                   // empty when the variant completed
@@ -311,6 +375,7 @@ struct VariantRecord {
   ParameterFingerprint final_parameters;  // after the last measured step
   DistributedRun distributed;
   Environment environment;
+  std::optional<JobInfo> job;          // the user's own job; absent for built-in scenarios
 
   bool ok() const { return error.empty(); }
   // Whether the repetition enters estimates: it completed and no lab left it out (disturbed, or
@@ -415,6 +480,8 @@ struct RunRecord {
 };
 
 nlohmann::json to_json(const VariantRecord& record);
+nlohmann::json to_json(const JobInfo& job);
+JobInfo job_info_from_json(const nlohmann::json& j);
 VariantRecord variant_record_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const RunRecord& record);
 nlohmann::json to_json(const Bf16ProbeTimings& probe);

@@ -907,6 +907,20 @@ nlohmann::json to_json(const Distribution& d) {
           {"p99", d.p99},     {"max", d.max}, {"mean", d.mean}, {"stddev", d.stddev}};
 }
 
+nlohmann::json to_json(const LoaderStages& l) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const LoaderStageShare& st : l.stages) {
+    stages.push_back({{"name", st.name}, {"kind", st.kind}, {"share_pct", st.share_pct}, {"cpu_pct", st.cpu_pct},
+                      {"ms_per_batch", st.ms_per_batch}});
+  }
+  const auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  return {{"producers", l.producers}, {"processes", l.processes}, {"busy_ms_per_batch", l.busy_ms_per_batch},
+          {"busy_cpu_pct", l.busy_cpu_pct}, {"named_pct", l.named_pct}, {"shares_of", l.shares_of},
+          {"runqueue_wait_pct", opt(l.runqueue_wait_pct)}, {"stages", stages}, {"kind_pct", l.kind_pct},
+          {"wait_not_ready_pct", opt(l.wait_not_ready_pct)}, {"wait_receive_pct", opt(l.wait_receive_pct)},
+          {"loader_call", l.loader_call}, {"loader_settings", l.loader_settings}, {"dataset", l.dataset}};
+}
+
 nlohmann::json to_json(const Summary& s) {
   nlohmann::json system = nlohmann::json::object();
   for (const auto& [name, d] : s.system) system[name] = to_json(d);
@@ -957,6 +971,7 @@ nlohmann::json to_json(const Summary& s) {
           {"dataloader_next_ms", opt(s.dataloader_next_ms)},
           {"data_wait_python_frames", python_frames_json(s.data_wait_python_frames, "pct_of_data_wait")},
           {"host_python_frames", python_frames_json(s.host_python_frames, "pct_of_step")},
+          {"loader_stages", s.loader_stages ? to_json(*s.loader_stages) : nlohmann::json(nullptr)},
           {"world_size", s.world_size},
           {"ranks_on_machine", opt(s.ranks_on_machine)},
           {"intra_op_threads", opt(s.intra_op_threads)},

@@ -21,6 +21,7 @@ bool add_captured_window(const Profile& profile, Summary& s, double op_sample = 
 Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, const std::string& label);
 
 nlohmann::json to_json(const Summary& summary);
+nlohmann::json to_json(const LoaderStages& stages);
 nlohmann::json to_json(const Distribution& distribution);
 
 // Distribution of a series (empty series: count 0, all zero).

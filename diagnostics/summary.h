@@ -62,9 +62,42 @@ struct ModelSync {
   double per_step = 0;
 };
 
+// Inside the data pipeline of a user's job (`trainlab profile -- COMMAND`): where the loader's
+// producers (DataLoader workers, or the training process with num_workers=0) spend their busy time,
+// stage by stage, as the in-job recorder timed it; and the main process's wait for batches split
+// into "no batch was ready" and receiving one.
+struct LoaderStageShare {
+  std::string name;         // "PIL.Image.Image.convert", "RandomResizedCrop", "default_collate"
+  std::string kind;         // read, decode, transform, dataset, collate, handoff, other
+  double share_pct = 0;     // of the producers' busy wall time
+  double cpu_pct = 0;       // the stage's CPU time over its wall time (low: waiting, e.g. on storage)
+  double ms_per_batch = 0;  // wall time per batch built
+};
+struct LoaderStages {
+  std::string producers;    // "2 workers", "the main process"
+  int64_t processes = 0;    // producer processes summed (workers)
+  double busy_ms_per_batch = 0;  // producers' busy wall time per batch
+  double busy_cpu_pct = 0;       // their CPU over their busy wall time
+  double named_pct = 0;          // share of busy time under a named stage (not "other")
+  // What the shares are of: "wall" (busy wall time), or "cpu" (busy CPU time) where the job's
+  // threads waited for a CPU much of the time (a shared machine): there wall time is mostly the
+  // run queue's, and the stages are ranked by the work they did.
+  std::string shares_of = "wall";
+  std::optional<double> runqueue_wait_pct;  // the job's, over its measured steps (why "cpu")
+  std::vector<LoaderStageShare> stages;  // largest first
+  std::map<std::string, double> kind_pct;  // share of busy time by kind
+  // The main process's data wait (the steps' data_wait), in % of it: no batch was ready (workers
+  // too slow or too few) versus receiving one; absent without the split.
+  std::optional<double> wait_not_ready_pct, wait_receive_pct;
+  // The training DataLoader as the user's code built it: where, and its settings today.
+  std::string loader_call;       // "train.py:212"
+  std::string loader_settings;   // "num_workers=2, prefetch_factor=2, pin_memory=False, persistent_workers=False"
+  std::string dataset;           // the Dataset class
+};
+
 struct Summary {
   // --- where it came from
-  std::string source;                // "trainlab" (a run's variant) or "kineto" (an imported trace)
+  std::string source;                // "trainlab" (a run's variant), "job" (the user's own job) or "kineto" (an imported trace)
   std::string label;                 // variant name or trace file name
   std::string host;                  // the machine it ran on, where the source says (trainlab's traces and records)
   std::string scenario;              // trainlab runs; empty for traces
@@ -144,6 +177,7 @@ struct Summary {
   std::optional<double> dataloader_next_ms;   // traces: DataLoader __next__ per step
   std::vector<PythonFrameShare> data_wait_python_frames;  // traces with stacks: the user's functions in it
   std::vector<PythonFrameShare> host_python_frames;       // ... and their own time, as a share of the step
+  std::optional<LoaderStages> loader_stages;  // a job's stages inside the data pipeline (recorder)
 
   // --- data parallel
   int world_size = 1;

@@ -20,6 +20,8 @@
 // the named suspect leads step by step, how far the busy share is from the line.
 #include "diagnostics/verdict.h"
 
+#include "diagnostics/loader_stages.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -434,6 +436,11 @@ std::string headline_of(const Summary& summary, const std::vector<Finding>& find
   }
   std::string headline = suspect_words(primary) + ": " + with_interval(chosen) + " of the step; up to " +
                          format_speedup(chosen.share_pct) + " if removed";
+  // A job's data pipeline: which stage inside it owns the producers' time.
+  if (primary == Suspect::kDataPipeline && summary.loader_stages) {
+    const std::string stages = loader_stages_clause(*summary.loader_stages);
+    if (!stages.empty()) headline += "; " + stages;
+  }
   const std::string causes = idle_causes_text(summary, primary);
   if (!causes.empty()) headline += " (device idle " + causes + ")";
   headline += "; " + choice.busy_text;

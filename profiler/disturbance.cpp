@@ -73,6 +73,41 @@ DisturbanceSnapshot take_disturbance_snapshot(const std::string& proc_root) {
   return snapshot;
 }
 
+DisturbanceSnapshot take_tree_disturbance_snapshot(const std::vector<int>& pids, const std::string& proc_root) {
+  DisturbanceSnapshot snapshot;
+  const fs::path root(proc_root);
+  try {
+    if (const auto text = read_small_file(root / "stat")) snapshot.machine = parse_proc_stat(*text).total;
+  } catch (const std::exception&) {
+  }
+  uint64_t ticks = 0;
+  for (int pid : pids) {
+    const fs::path dir = root / std::to_string(pid);
+    try {
+      const auto text = read_small_file(dir / "stat");
+      if (!text) continue;
+      const uint64_t t = parse_process_stat(*text).cpu_ticks();
+      snapshot.process_ticks_by_pid[pid] = t;
+      ticks += t;
+    } catch (const std::exception&) {
+      continue;
+    }
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir / "task", ec)) {
+      int64_t tid = 0;
+      const std::string name = entry.path().filename().string();
+      const auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), tid);
+      if (error != std::errc() || end != name.data() + name.size()) continue;
+      try {
+        if (const auto text = read_small_file(entry.path() / "schedstat")) snapshot.threads[tid] = parse_schedstat(*text);
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  snapshot.process_cpu_ticks = ticks;
+  return snapshot;
+}
+
 CpuDisturbance disturbance_between(const DisturbanceSnapshot& before, const DisturbanceSnapshot& after) {
   CpuDisturbance d;
   if (before.machine && after.machine) {
@@ -86,7 +121,15 @@ CpuDisturbance disturbance_between(const DisturbanceSnapshot& before, const Dist
       const double busy_pct = 100.0 * static_cast<double>(total > idle + steal ? total - idle - steal : 0) / ticks;
       d.steal_pct = 100.0 * static_cast<double>(std::min(steal, total)) / ticks;
       if (before.process_cpu_ticks && after.process_cpu_ticks) {
-        const double own = static_cast<double>(delta_or_zero(*before.process_cpu_ticks, *after.process_cpu_ticks));
+        double own = static_cast<double>(delta_or_zero(*before.process_cpu_ticks, *after.process_cpu_ticks));
+        if (!before.process_ticks_by_pid.empty() || !after.process_ticks_by_pid.empty()) {
+          uint64_t tree = 0;
+          for (const auto& [pid, now] : after.process_ticks_by_pid) {
+            const auto then = before.process_ticks_by_pid.find(pid);
+            tree += then == before.process_ticks_by_pid.end() ? now : delta_or_zero(then->second, now);
+          }
+          own = static_cast<double>(tree);
+        }
         d.own_cpu_pct = std::min(100.0, 100.0 * own / ticks);
         d.other_cpu_pct = std::max(0.0, busy_pct - *d.own_cpu_pct);
       }

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "profiler/proc_parsers.h"
 
@@ -27,11 +28,19 @@ struct DisturbanceSnapshot {
   std::optional<CpuTimes> machine;
   std::optional<uint64_t> process_cpu_ticks;
   std::map<int64_t, ThreadSchedstat> threads;
+  // A process tree's snapshot (take_tree_disturbance_snapshot): each process's CPU ticks by pid.
+  // When both snapshots have them, own CPU is the processes' deltas (a process new in `after`
+  // counts all of its ticks), so one that starts between the two does not read as another's load.
+  std::map<int64_t, uint64_t> process_ticks_by_pid;
 };
 
 // Reads proc_root/stat, proc_root/self/stat and proc_root/self/task/*/schedstat. A file that cannot
 // be read or parsed leaves its part absent (never throws).
 DisturbanceSnapshot take_disturbance_snapshot(const std::string& proc_root = "/proc");
+
+// The same over a set of processes (a job's tree): their CPU ticks summed (and by pid), every
+// thread of each. A process that ended meanwhile is left out.
+DisturbanceSnapshot take_tree_disturbance_snapshot(const std::vector<int>& pids, const std::string& proc_root = "/proc");
 
 // Between two snapshots, in % (each absent when its inputs were):
 //   own_cpu_pct: this process's CPU over the machine's ticks;

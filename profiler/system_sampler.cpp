@@ -3,6 +3,10 @@
 // here: no nvml.h needed). See system_sampler.h for the tracks and their meaning.
 #include "profiler/system_sampler.h"
 
+#include <fstream>
+#include <iterator>
+#include "profiler/process_tree.h"
+
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -228,6 +232,19 @@ struct SystemSampler::State {
   std::vector<int> core_track;  // by core number; -1 = none yet
   std::map<std::pair<unsigned int, int>, int> gpu_track;  // (device, 0 util / 1 memory / 2 power)
 
+  // The job's process tree (options.tree_root_pid > 0).
+  struct TreeProcess {
+    TreeProcessTotals totals;
+    uint64_t first_cpu = 0, last_cpu = 0, first_read = 0, last_read = 0, first_write = 0, last_write = 0;
+    int64_t last_time_ns = 0;
+    bool io_known = false;
+    int cpu_track = -1, rss_track = -1, read_track = -1, write_track = -1;
+  };
+  std::map<int, TreeProcess> tree;
+  int tree_cpu_track = -1, tree_rss_track = -1;
+  int64_t tree_peak_rss = 0;
+  std::vector<int> tree_pids;
+
   std::vector<std::string> notes;
   size_t notes_taken = 0;
   int64_t samples = 0, samples_at_take = 0;
@@ -354,7 +371,96 @@ struct SystemSampler::State {
       }
     }
     previous = std::move(now);
+    if (options.tree_root_pid > 0) sample_tree(time_ns);
     ++samples;
+  }
+
+  static std::optional<std::string> read_text(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) return std::nullopt;
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return text;
+  }
+
+  void sample_tree(int64_t time_ns) {
+    tree_pids = descendants_of(options.tree_root_pid, options.proc_root);
+    if (tree_cpu_track < 0) {
+      tree_cpu_track = track_for("tree.cpu_core_pct", "pct");
+      tree_rss_track = track_for("tree.rss_bytes", "bytes");
+    }
+    double cpu_sum = 0;
+    int64_t rss_sum = 0;
+    bool any_cpu = false;
+    for (int pid : tree_pids) {
+      const std::string dir = options.proc_root + "/" + std::to_string(pid);
+      const auto stat_text = read_text(dir + "/stat");
+      if (!stat_text) continue;  // ended meanwhile
+      ProcessStat stat;
+      try {
+        stat = parse_process_stat(*stat_text, dir + "/stat");
+      } catch (const std::runtime_error&) {
+        continue;
+      }
+      std::optional<ProcessIo> io;
+      if (const auto io_text = read_text(dir + "/io")) {
+        try {
+          io = parse_process_io(*io_text, dir + "/io");
+        } catch (const std::runtime_error&) {
+        }
+      }
+      auto [it, first] = tree.try_emplace(pid);
+      TreeProcess& p = it->second;
+      const std::string prefix = "proc." + std::to_string(pid) + ".";
+      const int64_t rss = static_cast<int64_t>(stat.rss_pages) * page_bytes;
+      if (first) {
+        p.totals.pid = pid;
+        p.totals.ppid = parent_pid_in_stat(*stat_text);
+        p.totals.comm = process_comm(pid, options.proc_root);
+        p.first_cpu = stat.cpu_ticks();
+        p.cpu_track = track_for(prefix + "cpu_core_pct", "pct");
+        p.rss_track = track_for(prefix + "rss_bytes", "bytes");
+        if (io) {
+          p.io_known = true;
+          p.first_read = io->read_bytes;
+          p.first_write = io->write_bytes;
+          p.read_track = track_for(prefix + "read_bytes_per_s", "bytes_per_s");
+          p.write_track = track_for(prefix + "write_bytes_per_s", "bytes_per_s");
+        }
+      } else {
+        const int64_t wall_ns = time_ns - p.last_time_ns;
+        if (wall_ns > 0 && ticks_per_s > 0) {
+          const double cpu_pct = 100.0 * static_cast<double>(stat.cpu_ticks() - std::min(stat.cpu_ticks(), p.last_cpu)) /
+                                 static_cast<double>(ticks_per_s) / (static_cast<double>(wall_ns) / 1e9);
+          tracks[p.cpu_track].samples.push_back({time_ns, cpu_pct});
+          cpu_sum += cpu_pct;
+          any_cpu = true;
+          if (io && p.io_known) {
+            if (auto rate = rate_per_s(p.last_read, io->read_bytes, wall_ns)) tracks[p.read_track].samples.push_back({time_ns, *rate});
+            if (auto rate = rate_per_s(p.last_write, io->write_bytes, wall_ns)) tracks[p.write_track].samples.push_back({time_ns, *rate});
+          }
+        }
+      }
+      tracks[p.rss_track].samples.push_back({time_ns, static_cast<double>(rss)});
+      rss_sum += rss;
+      p.last_cpu = stat.cpu_ticks();
+      if (io && p.io_known) {
+        p.last_read = io->read_bytes;
+        p.last_write = io->write_bytes;
+      }
+      p.last_time_ns = time_ns;
+      ++p.totals.samples;
+      p.totals.peak_rss_bytes = std::max(p.totals.peak_rss_bytes, rss);
+      // The process's own counters since it started (every process of the tree started after the
+      // root began sampling it, so these are the job's).
+      p.totals.cpu_s = ticks_per_s > 0 ? static_cast<double>(p.last_cpu) / static_cast<double>(ticks_per_s) : 0;
+      if (p.io_known) {
+        p.totals.read_bytes = static_cast<int64_t>(p.last_read);
+        p.totals.write_bytes = static_cast<int64_t>(p.last_write);
+      }
+    }
+    if (any_cpu) tracks[tree_cpu_track].samples.push_back({time_ns, cpu_sum});
+    tracks[tree_rss_track].samples.push_back({time_ns, static_cast<double>(rss_sum)});
+    tree_peak_rss = std::max(tree_peak_rss, rss_sum);
   }
 
   void sample_gpus(int64_t time_ns) {
@@ -428,10 +534,28 @@ bool SystemSampler::running() const {
 }
 
 void SystemSampler::sample_once(int64_t time_ns) {
+  std::vector<int> pids;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    const int64_t started_ns = now_ns();
+    state_->sample(time_ns);
+    state_->cost_ns_total += now_ns() - started_ns;
+    pids = state_->tree_pids;
+  }
+  // Outside the lock: the callback may take its time (a disturbance snapshot of the tree).
+  if (state_->options.tree_root_pid > 0 && state_->options.on_tree_sample) state_->options.on_tree_sample(time_ns, pids);
+}
+
+std::map<int, TreeProcessTotals> SystemSampler::tree_totals() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
-  const int64_t started_ns = now_ns();
-  state_->sample(time_ns);
-  state_->cost_ns_total += now_ns() - started_ns;
+  std::map<int, TreeProcessTotals> out;
+  for (const auto& [pid, p] : state_->tree) out[pid] = p.totals;
+  return out;
+}
+
+int64_t SystemSampler::tree_peak_rss_bytes() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->tree_peak_rss;
 }
 
 void SystemSampler::run_loop() {

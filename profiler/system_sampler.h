@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +20,25 @@ struct SystemSamplerOptions {
   bool include_per_core = true;     // cpu.core<N>_pct tracks
   bool include_gpu = true;          // NVML tracks gpu<N>.*
   std::string nvml_library = "libnvidia-ml.so.1";
+  // A job's process tree (harness/runner/job_runner.h): when > 0, every sample also finds the
+  // descendants of this pid through /proc (profiler/process_tree.h) and reads each one's CPU, RSS
+  // and storage IO: tracks proc.<pid>.cpu_core_pct (pct of one core), proc.<pid>.rss_bytes,
+  // proc.<pid>.read_bytes_per_s, proc.<pid>.write_bytes_per_s, and the tree's sums
+  // tree.cpu_core_pct and tree.rss_bytes. The root itself is not counted.
+  int tree_root_pid = 0;
+  // Called on the sampler's thread after each sample with the pids found (tree_root_pid > 0).
+  std::function<void(int64_t time_ns, const std::vector<int>& pids)> on_tree_sample;
+};
+
+// What the sampler saw of one process of the tree over the whole time it was sampled.
+struct TreeProcessTotals {
+  int pid = 0;
+  int64_t ppid = 0;
+  std::string comm;
+  double cpu_s = 0;              // CPU time it had used at its last sample (since it started)
+  int64_t peak_rss_bytes = 0;
+  int64_t read_bytes = 0, write_bytes = 0;  // storage IO it had caused at its last sample
+  int64_t samples = 0;
 };
 
 // One step of the absolute sampling schedule. A sample due at `scheduled_ns` finished at `now_ns`;
@@ -73,6 +94,11 @@ class SystemSampler {
   int64_t missed_ticks() const;
   std::vector<std::string> notes() const;
   int64_t mean_sample_cost_ns() const;  // wall time one sample_once() takes, 0 before any
+
+  // With tree_root_pid: each process of the tree ever sampled, by pid; and the most RSS the tree
+  // held at one sample.
+  std::map<int, TreeProcessTotals> tree_totals() const;
+  int64_t tree_peak_rss_bytes() const;
 
   static int64_t now_ns();  // steady clock, the clock of monotonic_ns()
 

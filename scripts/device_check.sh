@@ -55,7 +55,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$device" in cuda|cpu) ;; *) die_usage "--device must be cuda or cpu, not '$device'" ;; esac
-all_steps=",cuda_tests,lab_mlp,profile_vs_torch,validate,sweep_pinning,lab_recsys,doctor,"
+all_steps=",cuda_tests,lab_mlp,profile_vs_torch,validate,sweep_pinning,lab_recsys,job,doctor,"
 for name in ${only//,/ }; do
   [[ "$all_steps" == *",$name,"* ]] || die_usage "unknown step '$name' in --only (steps: ${all_steps:1:-1})"
 done
@@ -375,6 +375,26 @@ if any(t.get("verdict") in ("failed", "interrupted") for t in trials): fail("a t
 '
 }
 
+# The user's own job (issue 54): a small training script profiled unmodified through the in-job
+# recorder; on CUDA its kernels must be in the job's trace (the recorder's torch.profiler window).
+check_job() {
+  pycheck "$1" "$2" '
+if rc != 0: fail("exit %d: %s" % (rc, open(log).read().strip().splitlines()[-1:]))
+r = load(os.path.join(run, "run.json"))
+v = r["variants"][0]
+job = v.get("job") or {}
+if job.get("ended") != "steps reached": fail("the job ended: %s" % job.get("ended"))
+trace = os.path.join(run, (v.get("profile") or {}).get("trace") or "")
+if not os.path.isfile(trace): fail("no trace in the job folder")
+events = load(trace).get("traceEvents", [])
+kernels = sum(1 for e in events if e.get("cat") == "kernel")
+if device == "cuda" and kernels == 0: fail("no CUDA kernel in the job trace (%d events)" % len(events))
+d = load(os.path.join(run, "diagnosis.json"))["diagnoses"][0]
+print("job %s on %s: %d steps, %d kernels in the trace; verdict: %s" % (
+    job.get("torch_version"), v.get("device"), len(v.get("steps", [])), kernels, d["verdict"]["headline"][:200]))
+'
+}
+
 # Sizes: the device's (seconds per step matter little on a GPU) and the dry run's (a loaded 2-core CPU).
 if [ "$device" = cuda ] && [ $quick = 0 ]; then
   # Four rounds a lab: with 2 a GPU's 4x bf16 gain read [-39 %, +2492 %]; the lab's own choice (3,
@@ -411,6 +431,8 @@ step validate 120 check_validate run_validate validate
 step sweep_pinning 90 check_sweep "$tl" sweep --device "$device" "${sweep_args[@]}" --warmup 3 --results "$work/results/sweep_pinning"
 step lab_recsys 200 check_lab "$tl" baseline --scenario recsys --device "$device" "${lab_recsys_args[@]}" --steps "$steps" \
   --warmup 3 "${repeat_args[@]}" --results "$work/results/lab_recsys"
+step job 120 check_job env TRAINLAB_JOB_RECORDER_DIR="${TRAINLAB_JOB_RECORDER_DIR:-$repo/profiler/job_recorder}" "$tl" profile --steps 12 --warmup 2 --capture 6:3 --results "$work/results/job" \
+  -- "$py" "$repo/tests/fixtures/job_scripts/small_train.py" --device "$device" --steps 1000
 step doctor 150 check_doctor "$tl" doctor --device "$device" "${doctor_args[@]}" --warmup 3 --results "$work/results/doctor"
 
 # Keep the small records (run.json, diagnosis.json, validate.json, doctor.json; no traces or datasets).

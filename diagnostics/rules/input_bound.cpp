@@ -2,6 +2,7 @@
 #include "diagnostics/rules/rule_list.h"
 
 #include "diagnostics/rules/rule_support.h"
+#include "diagnostics/loader_stages.h"
 #include "diagnostics/text_format.h"
 
 namespace trainlab::rules {
@@ -92,6 +93,9 @@ std::optional<Finding> input_bound(const Summary& s, const Thresholds& t) {
                         100.0 / (100.0 - share))
           : format_text("data wait is %.1f %% of the step: the loop does little but wait for batches", share);
   add_loader_action(f, s, t);
+  // A job: the action names the user's own DataLoader call and the stage that owns its time.
+  const std::string job_action = job_loader_action(s);
+  if (!job_action.empty()) f.recommendation = job_action;
   fired_on_every_step(f, s);  // only the aggregate share is known: it holds for the run
   f.saving_pct = share;
   return f;

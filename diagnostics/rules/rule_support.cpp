@@ -53,7 +53,7 @@ double sum(const std::vector<double>& values) {
 }
 
 std::string in_users_words(const Summary& s, const std::string& trainlab_words, const std::string& pytorch_words) {
-  return s.source == "kineto" ? pytorch_words : trainlab_words;
+  return s.source == "kineto" || s.source == "job" ? pytorch_words : trainlab_words;
 }
 
 bool compiled_in_place(const Summary& s) { return s.compiled_regions_per_step || !s.compiled_by.empty(); }

@@ -1150,6 +1150,63 @@ void data_section(std::ostringstream& o, const ReportInput& in) {
   o << "</section>\n";
 }
 
+// --- 10, a job's own loader: the stages inside its data pipeline ------------------------------------
+
+// The producers' busy time stage by stage (bars: share of the busy time; the darker part, the
+// stage's CPU time), the wait split, and the user's DataLoader call with its settings.
+void pipeline_section(std::ostringstream& o, const ReportInput& in) {
+  if (!in.summary->loader_stages) return;
+  const LoaderStages& l = *in.summary->loader_stages;
+  o << "<section id=\"pipeline\">\n<h2>Inside the data pipeline</h2>\n";
+  o << "<table class=\"kv\"><tbody>\n";
+  if (!l.loader_call.empty()) kv_row(o, "DataLoader", l.loader_call + " (" + l.loader_settings + ")");
+  if (!l.dataset.empty()) kv_row(o, "Dataset", l.dataset);
+  kv_row(o, "Producers", l.producers.empty() ? kDash : l.producers);
+  kv_row(o, "Busy time per batch", l.busy_ms_per_batch > 0 ? format_ms(l.busy_ms_per_batch) : kDash);
+  kv_row(o, "CPU over busy time", l.stages.empty() ? kDash : format_pct(l.busy_cpu_pct));
+  kv_row(o, "Named stages", l.stages.empty() ? kDash : format_pct(l.named_pct) + " of the busy time");
+  kv_row(o, "Data wait: no batch ready", or_dash(l.wait_not_ready_pct, format_pct));
+  kv_row(o, "Data wait: receiving the batch", or_dash(l.wait_receive_pct, format_pct));
+  o << "</tbody></table>\n";
+  if (l.stages.empty()) {
+    empty_note(o, "no stage was timed inside the loader (stage attribution off, or the recorder could not wrap it)");
+    o << "</section>\n";
+    return;
+  }
+  const size_t shown = std::min<size_t>(l.stages.size(), 12);
+  const double row_h = 26, left = 260, right = kChartWidth - 90, top = 6;
+  const int height = static_cast<int>(top + row_h * static_cast<double>(shown) + 34);
+  const Scale x{0, 100, left, right};
+  const double bottom = top + row_h * static_cast<double>(shown);
+  svg_open(o, kChartWidth, height, "stages inside the data pipeline, share of the producers' busy time");
+  x_axis(o, x, make_ticks(0, 100, 5, 1, false), AxisUnit{1, "%", "%"}, bottom, top);
+  for (size_t i = 0; i < shown; ++i) {
+    const LoaderStageShare& st = l.stages[i];
+    const double y0 = top + row_h * static_cast<double>(i);
+    std::string label = st.name;
+    if (label.size() > 38) label = label.substr(0, 37) + "…";
+    svg_text(o, left - 8, y0 + row_h / 2 + 4, label + " [" + st.kind + "]", "end", "row-label");
+    const double w = std::max(0.0, x(std::clamp(st.share_pct, 0.0, 100.0)) - left);
+    const double cpu_w = w * std::clamp(st.cpu_pct, 0.0, 100.0) / 100.0;
+    o << "<rect class=\"phase-bar\" x=\"" << px(left) << "\" y=\"" << px(y0 + 5) << "\" width=\"" << px(w)
+      << "\" height=\"" << px(row_h - 10) << "\" fill=\"#f2b56b\"/>\n";
+    o << "<rect class=\"phase-bar\" x=\"" << px(left) << "\" y=\"" << px(y0 + 5) << "\" width=\"" << px(cpu_w)
+      << "\" height=\"" << px(row_h - 10) << "\" fill=\"#e8833a\"/>\n";
+    svg_text(o, left + w + 6, y0 + row_h / 2 + 4, format_pct(st.share_pct), "start", "value-label");
+  }
+  svg_text(o, right, height - 4, "share of the producers' busy time (%); dark: on the CPU, light: waiting", "end",
+           "axis-title");
+  o << "</svg>\n";
+  o << "<table class=\"data\"><thead><tr><th>Stage</th><th>Kind</th><th class=\"num\">Share</th>"
+       "<th class=\"num\">On the CPU</th><th class=\"num\">Per batch</th></tr></thead><tbody>\n";
+  for (const LoaderStageShare& st : l.stages) {
+    o << "<tr><td>" << escape_html(st.name) << "</td><td>" << escape_html(st.kind) << "</td><td class=\"num\">"
+      << format_pct(st.share_pct) << "</td><td class=\"num\">" << format_pct(st.cpu_pct) << "</td><td class=\"num\">"
+      << format_ms(st.ms_per_batch) << "</td></tr>\n";
+  }
+  o << "</tbody></table>\n</section>\n";
+}
+
 // --- 11: data parallel -----------------------------------------------------------------------------
 
 // Each rank of a job: its trace (and machine, where the trace says), step, own work, the waiting and
@@ -1414,6 +1471,7 @@ std::string render_report_html(const ReportInput& input) {
   ops_section(o, input);
   device_section(o, input);
   data_section(o, input);
+  pipeline_section(o, input);
   parallel_section(o, input);
   rules_section(o, input);
 

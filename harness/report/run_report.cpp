@@ -133,6 +133,53 @@ void write_profile_window(const std::string& run_dir, const VariantRecord& v, st
             << ", with torch-tb-profiler)\n";
 }
 
+// A job's own lines: the command and its Python, the loaders its code built, each process of its
+// tree, how it ended, and its trace.
+void write_job_lines(const std::string& run_dir, const VariantRecord& v, std::ostream& out) {
+  const JobInfo& job = *v.job;
+  std::string command;
+  for (const std::string& a : job.command) command += (command.empty() ? "" : " ") + a;
+  out << "\nJob: " << command << "\n  " << (job.interpreter.empty() ? "python ?" : job.interpreter)
+      << (job.python_version.empty() ? "" : " (Python " + job.python_version + ")") << ", torch "
+      << (job.torch_version.empty() ? "not imported" : job.torch_version) << ", on " << v.device
+      << (job.device_name.empty() ? "" : " (" + job.device_name + ")") << "; " << count_noun(job.world_size, "rank")
+      << "; ended: " << job.ended << (job.ended == "failed" ? " (" + v.error + ")" : "") << "\n";
+  for (const JobLoader& l : job.loaders) {
+    out << "  DataLoader at " << l.file << ":" << l.line << (job.world_size > 1 ? " (rank " + std::to_string(l.rank) + ")" : "")
+        << ": num_workers=" << l.num_workers;
+    if (l.prefetch_factor) out << ", prefetch_factor=" << *l.prefetch_factor;
+    out << ", pin_memory=" << (l.pin_memory ? "True" : "False") << ", persistent_workers="
+        << (l.persistent_workers ? "True" : "False");
+    if (l.batch_size) out << ", batch_size=" << *l.batch_size;
+    if (!l.dataset.empty()) out << "; dataset " << l.dataset;
+    if (l.training && *l.training) out << " (the training loader)";
+    if (!l.overridden.empty() && l.overridden != "{}") out << "; replaced: " << l.overridden;
+    out << "\n";
+  }
+  const size_t shown = std::min<size_t>(job.processes.size(), 12);
+  for (size_t i = 0; i < shown; ++i) {
+    const JobProcess& p = job.processes[i];
+    out << "  process " << p.pid << " " << p.label << ": CPU " << format_text("%.2f", p.cpu_s) << " s, peak RSS "
+        << format_text("%.0f", bytes_to_mib(p.peak_rss_bytes)) << " MiB, read "
+        << format_text("%.1f", bytes_to_mib(p.read_bytes)) << " MiB\n";
+  }
+  if (job.processes.size() > shown) out << "  ... " << job.processes.size() - shown << " more processes in run.json\n";
+  out << "  the whole tree: peak RSS " << format_text("%.0f", bytes_to_mib(job.tree_peak_rss_bytes)) << " MiB";
+  if (v.disturbance.other_cpu_pct || v.disturbance.runqueue_wait_pct) {
+    out << "; while its steps ran, other processes took "
+        << (v.disturbance.other_cpu_pct ? format_text("%.0f", *v.disturbance.other_cpu_pct) : std::string("?"))
+        << " % of the CPU, its threads waited for a CPU "
+        << (v.disturbance.runqueue_wait_pct ? format_text("%.0f", *v.disturbance.runqueue_wait_pct) : std::string("?"))
+        << " % of the time";
+  }
+  out << (v.disturbed_kept.empty() ? "" : " (disturbed: " + v.disturbed_kept + ")") << "\n";
+  if (!v.profile.trace.empty()) {
+    out << "  trace of steps " << v.profile.window_start << ".." << v.profile.window_start + v.profile.window_steps - 1
+        << ": " << trace_path_in_run(run_dir, v) << " (open it in Perfetto, ui.perfetto.dev, or chrome://tracing)\n";
+  }
+  for (const std::string& w : job.warnings) out << "  note: " << w << "\n";
+}
+
 }  // namespace
 
 void write_run_text(const RunRecord& record, const std::string& run_dir, std::ostream& out) {
@@ -142,8 +189,13 @@ void write_run_text(const RunRecord& record, const std::string& run_dir, std::os
     for (const std::string& line : record.reading) out << "  - " << line << "\n";
   }
   write_data_parallel(record, out);
-  write_system_lines(record, out);
+  const bool job = !record.variants.empty() && record.variants.front().job;
+  if (!job) write_system_lines(record, out);
   for (const VariantRecord& v : record.variants) {
+    if (v.job) {
+      write_job_lines(run_dir, v, out);
+      continue;
+    }
     if (v.profile.empty()) continue;
     write_profile_window(run_dir, v, out);
   }

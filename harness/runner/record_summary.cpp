@@ -2,6 +2,7 @@
 #include "harness/runner/record_summary.h"
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 #include "diagnostics/profiler_cost.h"
@@ -125,7 +126,7 @@ void add_phase_shares(const VariantRecord& record, const VariantAggregate& agg, 
     s.shares.framework_pct =
         std::min(compute_pct, 100.0 * record.ops_per_step * record.dispatch_ns_per_op / step_mean_ns);
     s.ops_per_step = record.ops_per_step;
-  } else {
+  } else if (!record.job) {
     s.notes.push_back("framework overhead not estimated: no per-op dispatch cost in the record");
   }
   s.shares.compute_pct = compute_pct - s.shares.framework_pct;
@@ -207,6 +208,124 @@ void add_data_parallel(const VariantRecord& record, const VariantAggregate& agg,
   }
 }
 
+// The read and decode stages of one library taken together, as a user reads them ("decoding JPEGs
+// with PIL" is PIL's file header read, its load and its convert): two or more stages of the same kind
+// whose names start with the same library ("PIL.", "torchvision.io.", "pyarrow.", "numpy.") become
+// one, named "PIL (ImageFile.load, Image.load, Image.convert)". Transforms stay one stage each.
+std::vector<JobStage> grouped_by_library(const std::vector<JobStage>& stages) {
+  const auto library_of = [](const JobStage& st) -> std::string {
+    if (st.kind != "read" && st.kind != "decode") return "";
+    for (const char* lib : {"PIL.", "torchvision.io.", "pyarrow.parquet.", "pyarrow.", "numpy."}) {
+      if (st.name.rfind(lib, 0) == 0) return lib;
+    }
+    return "";
+  };
+  std::map<std::pair<std::string, std::string>, int> members;  // (kind, library) -> stages
+  for (const JobStage& st : stages) {
+    const std::string lib = library_of(st);
+    if (!lib.empty()) ++members[{st.kind, lib}];
+  }
+  std::vector<JobStage> out;
+  std::map<std::pair<std::string, std::string>, size_t> at;
+  for (const JobStage& st : stages) {
+    const std::string lib = library_of(st);
+    if (lib.empty() || members[{st.kind, lib}] < 2) {
+      out.push_back(st);
+      continue;
+    }
+    const std::string short_name = st.name.substr(lib.size());
+    const auto it = at.find({st.kind, lib});
+    if (it == at.end()) {
+      at[{st.kind, lib}] = out.size();
+      out.push_back({lib.substr(0, lib.size() - 1) + " (" + short_name, st.kind, st.wall_ns, st.cpu_ns, st.calls});
+    } else {
+      JobStage& g = out[it->second];
+      g.name += ", " + short_name;
+      g.wall_ns += st.wall_ns;
+      g.cpu_ns += st.cpu_ns;
+      g.calls += st.calls;
+    }
+  }
+  for (const auto& [key, index] : at) out[index].name += ")";
+  return out;
+}
+
+// A job's loader (its training DataLoader as the user's code built it) and the stages inside its
+// data pipeline: the producers of rank 0's training loader (its workers, or the main process).
+void add_job(const VariantRecord& record, Summary& s) {
+  if (!record.job) return;
+  const JobInfo& job = *record.job;
+  s.source = "job";
+  s.label = "job";
+  const JobLoader* loader = nullptr;
+  for (const JobLoader& l : job.loaders) {
+    if (l.rank != record.rank) continue;
+    if (loader == nullptr || (l.training && *l.training)) loader = &l;
+  }
+  // The training loader's producers; else the busiest producers on this rank.
+  const JobStageGroup* group = nullptr;
+  for (const JobStageGroup& g : job.stage_groups) {
+    if (g.rank != record.rank || g.busy_wall_ns <= 0) continue;
+    const bool trains = loader != nullptr && g.loader_id && *g.loader_id == loader->loader_id;
+    const bool best_trains = group != nullptr && loader != nullptr && group->loader_id && *group->loader_id == loader->loader_id;
+    if (group == nullptr || (trains && !best_trains) || (trains == best_trains && g.busy_wall_ns > group->busy_wall_ns))
+      group = &g;
+  }
+  if (group == nullptr && loader == nullptr) return;
+  LoaderStages l;
+  if (loader != nullptr) {
+    l.loader_call = loader->file + ":" + std::to_string(loader->line);
+    l.loader_settings = "num_workers=" + std::to_string(loader->num_workers);
+    if (loader->num_workers > 0)
+      l.loader_settings += ", prefetch_factor=" + (loader->prefetch_factor ? std::to_string(*loader->prefetch_factor) : "2");
+    l.loader_settings += std::string(", pin_memory=") + (loader->pin_memory ? "True" : "False");
+    if (loader->num_workers > 0)
+      l.loader_settings += std::string(", persistent_workers=") + (loader->persistent_workers ? "True" : "False");
+    if (loader->batch_size) l.loader_settings += ", batch_size=" + std::to_string(*loader->batch_size);
+    l.dataset = loader->dataset;
+  }
+  if (group != nullptr) {
+    // On a shared machine the producers' wall time is largely waiting for a CPU: then the stages
+    // are ranked by their CPU time (the work each did), and the clause says so.
+    const double line = 30;  // % of the time the job's threads wanted a CPU and waited for one
+    const bool by_cpu = record.disturbance.runqueue_wait_pct && *record.disturbance.runqueue_wait_pct > line &&
+                        group->busy_cpu_ns > 0;
+    l.shares_of = by_cpu ? "cpu" : "wall";
+    l.runqueue_wait_pct = record.disturbance.runqueue_wait_pct;
+    const double busy = static_cast<double>(by_cpu ? group->busy_cpu_ns : group->busy_wall_ns);
+    l.processes = group->processes;
+    l.producers = group->role == "main" ? "the main process"
+                                        : std::to_string(group->processes) + (group->processes == 1 ? " worker" : " workers");
+    if (group->batches > 0) l.busy_ms_per_batch = ns_to_ms(group->busy_wall_ns) / static_cast<double>(group->batches);
+    l.busy_cpu_pct = 100.0 * static_cast<double>(group->busy_cpu_ns) / static_cast<double>(group->busy_wall_ns);
+    double named = 0;
+    for (const JobStage& st : grouped_by_library(group->stages)) {
+      LoaderStageShare share;
+      share.name = st.name;
+      share.kind = st.kind;
+      share.share_pct = 100.0 * static_cast<double>(by_cpu ? st.cpu_ns : st.wall_ns) / busy;
+      share.cpu_pct = st.wall_ns > 0 ? 100.0 * static_cast<double>(st.cpu_ns) / static_cast<double>(st.wall_ns) : 0;
+      if (group->batches > 0) share.ms_per_batch = ns_to_ms(st.wall_ns) / static_cast<double>(group->batches);
+      if (st.kind != "other") named += share.share_pct;
+      l.kind_pct[st.kind] += share.share_pct;
+      l.stages.push_back(share);
+    }
+    std::sort(l.stages.begin(), l.stages.end(),
+              [](const LoaderStageShare& a, const LoaderStageShare& b) { return a.share_pct > b.share_pct; });
+    l.named_pct = named;
+  }
+  const int64_t wait = job.data_not_ready_ns + job.data_receive_ns;
+  if (wait > 0) {
+    l.wait_not_ready_pct = 100.0 * static_cast<double>(job.data_not_ready_ns) / static_cast<double>(wait);
+    l.wait_receive_pct = 100.0 * static_cast<double>(job.data_receive_ns) / static_cast<double>(wait);
+  }
+  s.loader_stages = std::move(l);
+  if (!record.disturbed_kept.empty()) s.notes.push_back("job measured while disturbed: " + record.disturbed_kept);
+  for (const std::string& w : job.warnings) {
+    if (s.notes.size() < 60) s.notes.push_back("job: " + w);
+  }
+}
+
 }  // namespace
 
 // The record's Summary: settings, measured steps, shares, efficiency, pipeline, ranks, captured window.
@@ -219,6 +338,7 @@ Summary summarise_variant(const VariantRecord& measured, const std::string& scen
   Summary s;
   if (!profiler_note.empty()) s.notes.push_back(profiler_note);
   describe_run(record, scenario, s);
+  add_job(record, s);
   const int64_t measured_ns = add_measured_steps(record, s);
   if (s.step_ms.empty()) {
     s.notes.push_back("no measured steps: " + (record.ok() ? std::string("none were run") : record.error));
