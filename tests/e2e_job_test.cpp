@@ -203,7 +203,7 @@ TEST(JobE2E, ImageFolderJobNamesTheHandTimedTopStage) {
   const char* jobs_env = std::getenv("TRAINLAB_JOB_SCRIPTS_DIR");  // another checkout's tests/jobs
   const std::string jobs = jobs_env != nullptr && *jobs_env ? jobs_env : std::string(TRAINLAB_SOURCE_DIR) + "/tests/jobs";
   const char* py = std::getenv("TRAINLAB_JOB_TEST_PYTHON");
-  if (py == nullptr || !fs::exists(jobs + "/image_folder_train.py")) GTEST_SKIP() << "no tests/jobs or TRAINLAB_JOB_TEST_PYTHON";
+  if (py == nullptr || !fs::exists(py) || !fs::exists(jobs + "/image_folder_train.py")) GTEST_SKIP() << "no tests/jobs or TRAINLAB_JOB_TEST_PYTHON";
   const char* env = std::getenv("TRAINLAB_JOB_RECORDER_DIR");
   const std::string recorder = env != nullptr && *env ? env : std::string(TRAINLAB_SOURCE_DIR) + "/profiler/job_recorder";
   const std::string data = ::testing::TempDir() + "/job_image_data";
