@@ -337,6 +337,23 @@ fs::path write_profiled_run(const std::string& name, const std::string& rank0_tr
   return dir;
 }
 
+// Issue 53: a truncated rank-0 trace made the whole `diagnose RUN` exit 2, although the other rank
+// and both records were intact: the run is diagnosed from what reads, the trace named.
+TEST(JobInputTest, ARunWithATruncatedRankZeroTraceIsDiagnosedFromWhatReads) {
+  const std::string whole = kineto_trace({0, 2});
+  const fs::path dir = write_profiled_run("truncated", whole.substr(0, whole.find("},{") + 2), kineto_trace({1, 2}));
+  const CliResult r = run({"diagnose", dir.string()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("Not diagnosed: traces/fp32/rank0.pt.trace.json: truncated JSON"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.rfind("Job of 2 ranks: ", 0), 0u) << r.out;  // from the ranks' records
+  EXPECT_NE(r.out.find("from the ranks' records: 1 of the run's traces could not be read"), std::string::npos) << r.out;
+  const nlohmann::json doc = read_json(dir / "diagnosis.json");
+  ASSERT_EQ(doc["unreadable_traces"].size(), 1u) << doc.dump().substr(0, 400);
+  EXPECT_EQ(doc["unreadable_traces"][0]["file"], "traces/fp32/rank0.pt.trace.json");
+  EXPECT_EQ(doc["diagnoses"].size(), 1u);
+  EXPECT_EQ(doc["job"]["ranks"], 2);
+}
+
 // Issue 53: a profiled 2-rank run with rank 1's trace replaced by another run's read "+5877.5 %".
 TEST(JobInputTest, AProfiledRunWithARankTraceFromAnotherRunGetsNoJobVerdict) {
   const fs::path dir =

@@ -459,7 +459,12 @@ DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir
       const std::string trace = trace_path_in_run(run_dir, v);
       traces.push_back(trace.substr(run_dir.size() + 1));
       std::error_code ec;
-      if (fs::exists(trace, ec)) profile = import_trace(trace).profile;
+      // A trace that does not read leaves its variant diagnosed from its record, the trace named.
+      try {
+        if (fs::exists(trace, ec)) profile = import_trace(trace).profile;
+      } catch (const InputError& e) {
+        outcome.unreadable_traces.push_back({traces.back(), reason_without_path(e.what(), trace)});
+      }
     }
     if (profile && !have_timelines) {
       timelines = timelines_of(&*profile);
@@ -481,9 +486,16 @@ DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir
         traces.clear();
         for (const fs::path& t : ranks.read) traces.push_back(t.string().substr(run_dir.size() + 1));
       }
+      for (const UnreadableTrace& t : ranks.unreadable) {
+        const std::string in_run = (fs::path(rank_traces.front()).parent_path() / t.file).string().substr(run_dir.size() + 1);
+        if (std::none_of(outcome.unreadable_traces.begin(), outcome.unreadable_traces.end(),
+                         [&](const UnreadableTrace& u) { return u.file == in_run; }))
+          outcome.unreadable_traces.push_back({in_run, t.reason});
+      }
     }
   }
-  // A run of several ranks without traces: the job's verdict from every rank's own record. (Traces that are not one job's give none: the run was tampered with.)
+  // A run of several ranks without traces, or whose traces could not all be read: the job's verdict
+  // from every rank's own record. (Traces that are not one job's give none: the run was tampered with.)
   const VariantRecord& first = record.variants.front();
   if (!outcome.job && outcome.no_job_verdict.empty() && record.variants.size() == 1 && first.ok() &&
       first.distributed.ranks.size() >= 2) {
@@ -492,6 +504,11 @@ DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir
         diagnose_rank_records(first, record.scenario, run_dir, *options.thresholds, members, outcome.no_job_verdict);
     if (outcome.no_job_verdict.empty())
       outcome.job = diagnose_ranks_as_job(ranks, members, "rank records", *options.thresholds, outcome.no_job_verdict);
+    if (outcome.job && !outcome.unreadable_traces.empty()) {
+      outcome.job->confidence_reasons.push_back(
+          "from the ranks' records: " + std::to_string(outcome.unreadable_traces.size()) +
+          " of the run's traces could not be read (each named as not diagnosed)");
+    }
   }
   outcome.gate_reasons = gate_reasons(outcome.diagnoses, options.fail_on);
   outcome.gate_failed = !outcome.gate_reasons.empty();
