@@ -221,6 +221,23 @@ TEST(JobInputTest, ARankKeptPlainAndGzippedIsNamed) {
                 "rank0.pt.trace.json.gz (one trace kept plain and gzipped? keep one of them)");
 }
 
+// Issue 53: `diagnose F --out F` a second time read its own diagnosis.json as a rank ("job view
+// incomplete: 1 of 3 trace files could not be read").
+TEST(JobInputTest, DiagnoseIntoTheFolderItReadsNeverReadsItsOwnOutputBack) {
+  const fs::path dir = fresh_dir("own_output");
+  write(dir / "rank0.json", kineto_trace({0, 2}));
+  write(dir / "rank1.json", kineto_trace({1, 2}));
+  for (int time = 0; time < 2; ++time) {
+    const CliResult r = run({"diagnose", dir.string(), "--out", dir.string()});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out.rfind("Job of 2 ranks: ", 0), 0u) << time << "\n" << r.out;
+    EXPECT_EQ(r.out.find("could not be read"), std::string::npos) << time << "\n" << r.out;
+    const nlohmann::json doc = read_json(dir / "diagnosis.json");
+    EXPECT_EQ(doc["diagnoses"].size(), 2u) << time;
+    EXPECT_FALSE(doc.contains("unreadable_traces")) << time << doc["unreadable_traces"].dump();
+  }
+}
+
 // A run of two ranks, as `run --nproc 2` writes it: run.json's merged variant naming each rank's
 // own record (variants/fp32.rank<N>.json), each rank `steps` measured steps after 2 of warm-up.
 struct RankRecords {

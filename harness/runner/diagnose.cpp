@@ -37,6 +37,17 @@ bool is_trace_file(const fs::path& p) {
   return ends_with(name, ".json") || ends_with(name, ".json.gz");
 }
 
+// The JSON files trainlab itself writes (diagnose --out, the run folder, doctor, validate, bundles):
+// never read back as a trace, even in a folder of traces that diagnose wrote into before.
+bool is_trainlab_output(const fs::path& p) {
+  const std::string name = p.filename().string();
+  for (const char* output : {"diagnosis.json", "run.json", "doctor.json", "validate.json", "manifest.json",
+                             "build.json", "bf16_probe.json"}) {
+    if (name == output) return true;
+  }
+  return ends_with(name, ".spec.json") || ends_with(name, ".refused.json");
+}
+
 std::vector<ReportTimeline> timelines_of(const Profile* profile) {
   std::vector<ReportTimeline> out;
   if (profile == nullptr) return out;
@@ -542,7 +553,7 @@ DiagnoseOutcome diagnose_path(const std::string& path, const DiagnoseOptions& op
     std::vector<fs::path> json_files;
     // Entries that cannot be followed (a symlink loop, a dangling link) are skipped.
     for (const auto& entry : fs::directory_iterator(p, ec)) {
-      if (!entry.is_regular_file(ec) || !is_trace_file(entry.path())) continue;
+      if (!entry.is_regular_file(ec) || !is_trace_file(entry.path()) || is_trainlab_output(entry.path())) continue;
       json_files.push_back(entry.path());
       if (entry.path().filename().string().find(".trace.json") != std::string::npos)
         traces.push_back(entry.path());
