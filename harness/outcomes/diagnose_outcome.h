@@ -17,6 +17,7 @@ namespace trainlab {
 struct DiagnoseOutcome {
   std::vector<Diagnosis> diagnoses;  // one per variant (runs) or per rank trace
   std::optional<JobDiagnosis> job;   // a folder of two or more rank traces: the job's one verdict
+  std::string no_job_verdict;        // several ranks but no job verdict: why ("these traces are not one job: ...")
   std::string input;                 // the run folder or trace(s) as given
   bool from_run_record = false;      // a run folder, not traces
   VariantSpec spec;                  // a run folder's first variant: what to profile or doctor next

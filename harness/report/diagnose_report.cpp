@@ -51,6 +51,7 @@ nlohmann::json diagnosis_file_json(const DiagnoseOutcome& outcome) {
       diagnosis_document(outcome.diagnoses, outcome.input, utc_now("%Y-%m-%dT%H:%M:%SZ"), outcome.gate_reasons,
                          outcome.unreadable_traces);
   if (outcome.job) document["job"] = to_json(*outcome.job);
+  if (!outcome.no_job_verdict.empty()) document["no_job_verdict"] = outcome.no_job_verdict;
   return document;
 }
 
@@ -69,6 +70,9 @@ std::string render_diagnoses(const DiagnoseOutcome& outcome, OutputFormat format
   if (outcome.job) {
     out += format == OutputFormat::kTable ? render_job_text(*outcome.job) + "\n"
                                           : "### Job\n\n```\n" + render_job_text(*outcome.job) + "```\n\n";
+  } else if (!outcome.no_job_verdict.empty()) {
+    out += (format == OutputFormat::kTable ? "" : "**") + std::string("No job verdict") +
+           (format == OutputFormat::kTable ? "" : "**") + ": " + outcome.no_job_verdict + "\n\n";
   }
   for (const Diagnosis& d : outcome.diagnoses) {
     if (format == OutputFormat::kTable) {

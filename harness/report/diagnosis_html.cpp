@@ -462,6 +462,10 @@ void job_banner(std::ostringstream& o, const JobDiagnosis& job, const Summary& s
 void verdict_section(std::ostringstream& o, const ReportInput& in) {
   section_open(o, "verdict", "1 · Verdict");
   if (in.job != nullptr) job_banner(o, *in.job, *in.summary);
+  if (in.job == nullptr && !in.no_job_verdict.empty()) {
+    o << "<div class=\"notes\"><b>No job verdict.</b> " << escape_html(in.no_job_verdict)
+      << ". No figure across the ranks is drawn from them.</div>\n";
+  }
   if (!in.summary->cold_start_line.empty() && !in.summary->all_cold_start)
     o << "<p class=\"policy\">Start-up: " << escape_html(in.summary->cold_start_line) << ".</p>\n";
   const Verdict* v = in.verdict;

@@ -42,6 +42,7 @@ struct ReportInput {
   // named in the run summary with how to open them (Perfetto, chrome://tracing, HTA, TensorBoard).
   std::vector<std::string> traces;
   const JobDiagnosis* job = nullptr;  // optional: a job of several ranks (job banner, its rank table)
+  std::string no_job_verdict;         // several ranks but no job verdict: why (a note where the banner would be)
 };
 
 // Throws std::invalid_argument when input.summary is null.

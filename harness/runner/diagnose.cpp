@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <sstream>
 
 #include "harness/report/diagnosis_html.h"
+#include "diagnostics/job_membership.h"
 #include "diagnostics/summarise.h"
 #include "harness/report/diagnose_report.h"
 #include "harness/runner/record_summary.h"
@@ -33,6 +35,17 @@ namespace {
 bool is_trace_file(const fs::path& p) {
   const std::string name = p.filename().string();
   return ends_with(name, ".json") || ends_with(name, ".json.gz");
+}
+
+// The JSON files trainlab itself writes (diagnose --out, the run folder, doctor, validate, bundles):
+// never read back as a trace, even in a folder of traces that diagnose wrote into before.
+bool is_trainlab_output(const fs::path& p) {
+  const std::string name = p.filename().string();
+  for (const char* output : {"diagnosis.json", "run.json", "doctor.json", "validate.json", "manifest.json",
+                             "build.json", "bf16_probe.json"}) {
+    if (name == output) return true;
+  }
+  return ends_with(name, ".spec.json") || ends_with(name, ".refused.json");
 }
 
 std::vector<ReportTimeline> timelines_of(const Profile* profile) {
@@ -96,6 +109,7 @@ void write_outputs(DiagnoseOutcome& outcome, const std::string& input, const nlo
                                                   : main.summary.scenario + " · " + main.summary.label) +
                    " — trainlab diagnosis";
   }
+  report.no_job_verdict = outcome.no_job_verdict;
   report.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
   report.summary = &main.summary;
   report.findings = &main.findings;
@@ -125,6 +139,7 @@ nlohmann::json environment_of(const Environment& env, const VariantRecord& v) {
 // dropped before the next is read, so memory does not grow with the number of ranks.
 struct RankDiagnoses {
   std::vector<Diagnosis> diagnoses;              // in the traces' order
+  std::vector<JobMember> members;                // what each says about its job, in the same order
   std::vector<fs::path> read;                    // the traces diagnosed
   std::vector<ReportTimeline> first_timelines;   // the system metrics of the first trace read
   std::vector<UnreadableTrace> unreadable;       // the traces skipped, with why
@@ -254,6 +269,10 @@ RankDiagnoses diagnose_traces(const std::vector<fs::path>& traces, const Thresho
     for (const std::string& w : group.imported.warnings) s.notes.push_back(w);
     if (group.files.size() > 1) s.notes.push_back(spans_note(group));
     if (out.read.empty()) out.first_timelines = timelines_of(&group.imported.profile);
+    std::optional<std::pair<int64_t, int64_t>> steps_file_ns;
+    if (group.spans.front().track >= 0) steps_file_ns = {{group.spans.front().start_ns, group.spans.back().end_ns}};
+    out.members.push_back(job_member_of_trace(group.imported.metadata, group.files.front().filename().string(),
+                                              steps_file_ns, static_cast<int64_t>(s.step_ms.size())));
     out.diagnoses.push_back(diagnose_summary(std::move(s), thresholds));
     out.read.insert(out.read.end(), group.files.begin(), group.files.end());
     pending.reset();
@@ -318,11 +337,16 @@ std::vector<fs::path> rank_traces_beside(const std::string& first_rank_trace) {
 
 // Ranks of one job: in rank order, each told the job's straggler and paired spread (so a rank's own
 // verdict calls imbalance exactly when the job does), diagnosed once, then the job's one verdict
-// from the ranks' verdicts.
-std::optional<JobDiagnosis> diagnose_ranks_as_job(std::vector<Diagnosis>& ranks, const Thresholds& thresholds) {
+// from the ranks' verdicts. Ranks that are not one job's (`members`, in the ranks' order: see
+// job_membership.h) get no job verdict and no cross-rank figure; `why` says why.
+std::optional<JobDiagnosis> diagnose_ranks_as_job(std::vector<Diagnosis>& ranks, const std::vector<JobMember>& members,
+                                                  const std::string& what, const Thresholds& thresholds,
+                                                  std::string& why) {
+  if (ranks.size() < 2) return std::nullopt;
+  why = why_not_one_job(members, what);
+  if (!why.empty()) return std::nullopt;
   std::stable_sort(ranks.begin(), ranks.end(),
                    [](const Diagnosis& a, const Diagnosis& b) { return a.summary.rank < b.summary.rank; });
-  if (ranks.size() < 2) return std::nullopt;
   add_rank_spread(ranks);
   if (const std::optional<JobDiagnosis> spread = job_spread(ranks); spread && spread->steps_paired > 0) {
     for (Diagnosis& d : ranks) {
@@ -336,14 +360,60 @@ std::optional<JobDiagnosis> diagnose_ranks_as_job(std::vector<Diagnosis>& ranks,
   return diagnose_job(ranks, thresholds);
 }
 
+// The N of a rank record's name, <stem>.rank<N>.json; none for another name.
+std::optional<int> rank_in_record_name(const fs::path& record) {
+  std::string name = record.filename().string();
+  if (!ends_with(name, ".json")) return std::nullopt;
+  name.resize(name.size() - 5);
+  const size_t at = name.rfind(".rank");
+  if (at == std::string::npos || at + 5 >= name.size() || name.size() - at - 5 > 9) return std::nullopt;
+  for (size_t i = at + 5; i < name.size(); ++i)
+    if (name[i] < '0' || name[i] > '9') return std::nullopt;
+  return std::stoi(name.substr(at + 5));
+}
+
+// What a rank record says against itself or against run.json: its own rank beside the one run.json
+// gives it, and step times below zero. "" when none.
+std::string rank_record_contradiction(const RankSummary& r, const VariantRecord& own) {
+  const std::string named = "rank " + std::to_string(r.rank) + "'s record " + r.record;
+  if (own.rank != r.rank) return named + " says it is rank " + std::to_string(own.rank);
+  for (const StepRecord& step : own.steps) {
+    if (step.step_ns < 0)
+      return named + " has a negative step time (step " + std::to_string(step.index) + ": " +
+             format_text("%.3f", ns_to_ms(step.step_ns)) + " ms)";
+  }
+  return "";
+}
+
+// run.json's list of ranks against itself: a rank twice or past the world size, one record named
+// for two ranks. "" when none.
+std::string rank_list_contradiction(const DistributedRun& run, int world_size) {
+  std::map<int, int> ranks_seen;
+  std::map<std::string, int> record_of;
+  for (const RankSummary& r : run.ranks) {
+    if (r.rank < 0 || r.rank >= world_size)
+      return "run.json names rank " + std::to_string(r.rank) + " of " + std::to_string(world_size);
+    if (++ranks_seen[r.rank] > 1) return "run.json names rank " + std::to_string(r.rank) + " twice";
+    if (r.record.empty()) continue;
+    const auto [it, fresh] = record_of.emplace(fs::path(r.record).lexically_normal().string(), r.rank);
+    if (!fresh)
+      return "ranks " + std::to_string(it->second) + " and " + std::to_string(r.rank) + " name one record, " + r.record;
+  }
+  return "";
+}
+
 // A run of several ranks without traces (run --nproc N): each rank's own record (the merged record
-// names them, variants/<stem>.rank<N>.json) summarised and diagnosed as one rank of the job. Empty,
-// with the reason in `why`, when a rank failed, its record is not named (runs made before) or cannot
-// be read: the run's own diagnosis stands without a job verdict.
+// names them, variants/<stem>.rank<N>.json) summarised and diagnosed as one rank of the job, with
+// what each says about the job in `members`. Empty, with the reason in `why`, when a rank failed,
+// its record is not named (runs made before), cannot be read or contradicts itself or run.json:
+// the run's own diagnosis stands without a job verdict.
 std::vector<Diagnosis> diagnose_rank_records(const VariantRecord& merged, const std::string& scenario,
                                              const std::string& run_dir, const Thresholds& thresholds,
-                                             std::string& why) {
+                                             std::vector<JobMember>& members, std::string& why) {
   std::vector<Diagnosis> ranks;
+  const int world_size = std::max(merged.world_size, merged.distributed.world_size);
+  why = rank_list_contradiction(merged.distributed, world_size);
+  if (!why.empty()) return {};
   for (const RankSummary& r : merged.distributed.ranks) {
     if (!r.ok || r.record.empty()) {
       why = "rank " + std::to_string(r.rank) + (r.ok ? " has no record named in run.json" : " did not finish");
@@ -354,6 +424,10 @@ std::vector<Diagnosis> diagnose_rank_records(const VariantRecord& merged, const 
       why = "rank " + std::to_string(r.rank) + "'s record \"" + r.record + "\" is not in the run's variants/ folder";
       return {};
     }
+    if (const std::optional<int> in_name = rank_in_record_name(r.record); in_name && *in_name != r.rank) {
+      why = "rank " + std::to_string(r.rank) + "'s record " + r.record + " is named for rank " + std::to_string(*in_name);
+      return {};
+    }
     VariantRecord own;
     try {
       own = read_variant_record(run_dir + "/" + r.record);
@@ -361,6 +435,14 @@ std::vector<Diagnosis> diagnose_rank_records(const VariantRecord& merged, const 
       why = "rank " + std::to_string(r.rank) + "'s record could not be read (" + e.what() + ")";
       return {};
     }
+    why = rank_record_contradiction(r, own);
+    if (!why.empty()) return {};
+    JobMember member;
+    member.label = r.record;
+    member.rank = own.rank;
+    member.world_size = own.world_size;
+    member.measured_steps = std::count_if(own.steps.begin(), own.steps.end(), [](const StepRecord& s) { return !s.warmup; });
+    members.push_back(std::move(member));
     Summary summary = summarise_variant(own, scenario, nullptr);
     summary.rank = r.rank;
     summary.label = r.record;
@@ -388,7 +470,12 @@ DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir
       const std::string trace = trace_path_in_run(run_dir, v);
       traces.push_back(trace.substr(run_dir.size() + 1));
       std::error_code ec;
-      if (fs::exists(trace, ec)) profile = import_trace(trace).profile;
+      // A trace that does not read leaves its variant diagnosed from its record, the trace named.
+      try {
+        if (fs::exists(trace, ec)) profile = import_trace(trace).profile;
+      } catch (const InputError& e) {
+        outcome.unreadable_traces.push_back({traces.back(), reason_without_path(e.what(), trace)});
+      }
     }
     if (profile && !have_timelines) {
       timelines = timelines_of(&*profile);
@@ -404,20 +491,35 @@ DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir
     const std::vector<fs::path> rank_traces = rank_traces_beside(trace_path_in_run(run_dir, record.variants.front()));
     if (!rank_traces.empty()) {
       RankDiagnoses ranks = diagnose_traces(rank_traces, *options.thresholds, /*skip_unreadable=*/true);
-      outcome.job = diagnose_ranks_as_job(ranks.diagnoses, *options.thresholds);
+      outcome.job = diagnose_ranks_as_job(ranks.diagnoses, ranks.members, "traces", *options.thresholds,
+                                          outcome.no_job_verdict);
       if (outcome.job) {
         traces.clear();
         for (const fs::path& t : ranks.read) traces.push_back(t.string().substr(run_dir.size() + 1));
       }
+      for (const UnreadableTrace& t : ranks.unreadable) {
+        const std::string in_run = (fs::path(rank_traces.front()).parent_path() / t.file).string().substr(run_dir.size() + 1);
+        if (std::none_of(outcome.unreadable_traces.begin(), outcome.unreadable_traces.end(),
+                         [&](const UnreadableTrace& u) { return u.file == in_run; }))
+          outcome.unreadable_traces.push_back({in_run, t.reason});
+      }
     }
   }
-  // A run of several ranks without traces: the job's verdict from every rank's own record.
+  // A run of several ranks without traces, or whose traces could not all be read: the job's verdict
+  // from every rank's own record. (Traces that are not one job's give none: the run was tampered with.)
   const VariantRecord& first = record.variants.front();
-  if (!outcome.job && record.variants.size() == 1 && first.ok() && first.distributed.ranks.size() >= 2) {
-    std::string why;
-    std::vector<Diagnosis> ranks = diagnose_rank_records(first, record.scenario, run_dir, *options.thresholds, why);
-    outcome.job = diagnose_ranks_as_job(ranks, *options.thresholds);
-    if (!why.empty()) outcome.diagnoses.front().summary.notes.push_back("no job verdict: " + why);
+  if (!outcome.job && outcome.no_job_verdict.empty() && record.variants.size() == 1 && first.ok() &&
+      first.distributed.ranks.size() >= 2) {
+    std::vector<JobMember> members;
+    std::vector<Diagnosis> ranks =
+        diagnose_rank_records(first, record.scenario, run_dir, *options.thresholds, members, outcome.no_job_verdict);
+    if (outcome.no_job_verdict.empty())
+      outcome.job = diagnose_ranks_as_job(ranks, members, "rank records", *options.thresholds, outcome.no_job_verdict);
+    if (outcome.job && !outcome.unreadable_traces.empty()) {
+      outcome.job->confidence_reasons.push_back(
+          "from the ranks' records: " + std::to_string(outcome.unreadable_traces.size()) +
+          " of the run's traces could not be read (each named as not diagnosed)");
+    }
   }
   outcome.gate_reasons = gate_reasons(outcome.diagnoses, options.fail_on);
   outcome.gate_failed = !outcome.gate_reasons.empty();
@@ -451,7 +553,7 @@ DiagnoseOutcome diagnose_path(const std::string& path, const DiagnoseOptions& op
     std::vector<fs::path> json_files;
     // Entries that cannot be followed (a symlink loop, a dangling link) are skipped.
     for (const auto& entry : fs::directory_iterator(p, ec)) {
-      if (!entry.is_regular_file(ec) || !is_trace_file(entry.path())) continue;
+      if (!entry.is_regular_file(ec) || !is_trace_file(entry.path()) || is_trainlab_output(entry.path())) continue;
       json_files.push_back(entry.path());
       if (entry.path().filename().string().find(".trace.json") != std::string::npos)
         traces.push_back(entry.path());
@@ -475,7 +577,8 @@ DiagnoseOutcome diagnose_path(const std::string& path, const DiagnoseOptions& op
   outcome.diagnoses = std::move(ranks.diagnoses);
   outcome.unreadable_traces = std::move(ranks.unreadable);
   // Ranks in rank order when the traces say which they are; two or more are one job.
-  outcome.job = diagnose_ranks_as_job(outcome.diagnoses, *options.thresholds);
+  outcome.job = diagnose_ranks_as_job(outcome.diagnoses, ranks.members, "traces", *options.thresholds,
+                                      outcome.no_job_verdict);
   note_incomplete_job(outcome, traces.size());
   outcome.gate_reasons = gate_reasons(outcome.diagnoses, options.fail_on);
   outcome.gate_failed = !outcome.gate_reasons.empty();
