@@ -39,6 +39,17 @@ TEST(JobE2E, CommandNotFoundIsOneLineAndExitTwo) {
   EXPECT_TRUE(fs::is_empty(results));  // nothing ran, no folder
 }
 
+// `profile --` with nothing after it is bad input, not the default scenario's profile (the hostile
+// job campaign found it running recsys for minutes).
+TEST(JobE2E, NothingAfterTheSeparatorIsOneLineAndExitTwo) {
+  const std::string results = fresh_results_dir("job_nothing_after");
+  const CliResult r = run_trainlab("profile --results " + results + " --", fake_env());
+  EXPECT_EQ(r.exit_status, 2) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("nothing after --"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_empty(results));
+}
+
 TEST(JobE2E, DataBoundJobNamesTheStageAndTheUsersLoader) {
   const std::string results = fresh_results_dir("job_data");
   const CliResult r =

@@ -87,6 +87,15 @@ int parse_and_run(int argc, const char* const* argv) {
     }
     if (!known) throw InputError(std::string("unknown command '") + argv[1] + "' (commands: " + names + ")");
   }
+  // `trainlab profile --` with nothing after it names no job: without this it would profile the
+  // default scenario, a run of minutes the user did not ask for.
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) != "--") continue;
+    if (i == argc - 1) {
+      throw InputError("nothing after --: name the command to run, e.g. trainlab profile -- python train.py");
+    }
+    break;  // the rest is the user's command
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
