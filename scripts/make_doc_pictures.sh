@@ -42,13 +42,13 @@ newest_run() { ls -d "$results"/*-"$1" 2>/dev/null | sort | tail -1; }
 # 1. The lab, as the quick start runs it; its table and reading drawn as the terminal shows them.
 echo "==> baseline --scenario recsys"
 "$trainlab" baseline --scenario recsys --results "$results" >"$work/lab.txt"
-# The table and the reading, wrapped at 110 columns. Left out of the picture (all in lab.txt): the
+# The table and the reading, wrapped at 110 columns. Left out of the picture (the terminal shows them): the
 # per-repetition disturbance notes, the System lines, and the table's rows past its first 9 (the
 # first round or three; a busy machine runs up to 20), counted in one line.
 awk '/^System /{exit}
      / left out of every figure | kept, measured under load| kept though disturbed/{next}
      /^---/{print; table=1; next}
-     table && /^$/{if (rows > 9) printf "... %d more rows: the other rounds (lab.txt)\n", rows - 9; table=0}
+     table && /^$/{if (rows > 9) printf "... %d more rows: the other rounds, left out of this picture\n", rows - 9; table=0}
      table{rows++; if (rows <= 9) print; next}
      {print}' "$work/lab.txt" >"$work/lab_table.txt"
 rows="$(awk '{ n += (length($0) > 110 ? int((length($0) + 109) / 110) : 1) } END { print n }' "$work/lab_table.txt")"
