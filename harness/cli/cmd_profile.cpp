@@ -116,8 +116,7 @@ Subcommand add_profile_command(CLI::App& app) {
   Subcommand profile{app.add_subcommand("profile", "one variant with the profiler on: record + Chrome trace"), nullptr};
   add_examples(profile.app, "docs/profiler.md",
                {"trainlab profile --scenario recsys --window 5:10 --interval-ms 500",
-                "trainlab profile --model models/small_cnn",
-                "trainlab profile --steps 50 -- python train.py"});
+                "trainlab profile --model models/small_cnn"});
   add_variant_options(profile.app, o->variant, CommandKind::kRun);
   profile.app->add_option("--fail-on", o->fail_on, "exit 1 when a finding fires: high, moderate or a rule id");
   add_format_option(profile.app, o->format);
