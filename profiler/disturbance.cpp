@@ -30,6 +30,22 @@ bool to_u64(std::string_view token, uint64_t& value) {
 
 uint64_t delta_or_zero(uint64_t before, uint64_t after) { return after > before ? after - before : 0; }
 
+// The schedstat of every thread in a /proc task folder, by thread id. A thread may end between
+// listing and reading: then it is simply not counted.
+void add_thread_schedstats(const fs::path& task_dir, DisturbanceSnapshot& snapshot) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(task_dir, ec)) {
+    int64_t tid = 0;
+    const std::string name = entry.path().filename().string();
+    const auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), tid);
+    if (error != std::errc() || end != name.data() + name.size()) continue;
+    try {
+      if (const auto text = read_small_file(entry.path() / "schedstat")) snapshot.threads[tid] = parse_schedstat(*text);
+    } catch (const std::exception&) {
+    }
+  }
+}
+
 }  // namespace
 
 ThreadSchedstat parse_schedstat(std::string_view text, std::string_view source) {
@@ -58,18 +74,7 @@ DisturbanceSnapshot take_disturbance_snapshot(const std::string& proc_root) {
     }
   } catch (const std::exception&) {
   }
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(root / "self" / "task", ec)) {
-    int64_t tid = 0;
-    const std::string name = entry.path().filename().string();
-    const auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), tid);
-    if (error != std::errc() || end != name.data() + name.size()) continue;
-    try {
-      // A thread may end between listing and reading: then it is simply not counted.
-      if (const auto text = read_small_file(entry.path() / "schedstat")) snapshot.threads[tid] = parse_schedstat(*text);
-    } catch (const std::exception&) {
-    }
-  }
+  add_thread_schedstats(root / "self" / "task", snapshot);
   return snapshot;
 }
 
@@ -92,17 +97,7 @@ DisturbanceSnapshot take_tree_disturbance_snapshot(const std::vector<int>& pids,
     } catch (const std::exception&) {
       continue;
     }
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(dir / "task", ec)) {
-      int64_t tid = 0;
-      const std::string name = entry.path().filename().string();
-      const auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), tid);
-      if (error != std::errc() || end != name.data() + name.size()) continue;
-      try {
-        if (const auto text = read_small_file(entry.path() / "schedstat")) snapshot.threads[tid] = parse_schedstat(*text);
-      } catch (const std::exception&) {
-      }
-    }
+    add_thread_schedstats(dir / "task", snapshot);
   }
   snapshot.process_cpu_ticks = ticks;
   return snapshot;
