@@ -150,6 +150,7 @@ nlohmann::json compile_info_to_json(const CompileInfo& c) {
                       {"optimized_graph_nodes", c.optimized_graph_nodes},
                       {"fusion_groups", c.fusion_groups},
                       {"ops_inside_fusion_groups", c.ops_inside_fusion_groups}};
+  if (c.method == "torch.compile") j["compile_s"] = c.compile_s;  // a job's torch.compile (job_variants.h)
   if (c.method == kInductorMethod) {
     j["compile_s"] = c.compile_s;
     j["cache_hit"] = c.cache_hit;

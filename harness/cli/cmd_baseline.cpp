@@ -5,6 +5,7 @@
 
 #include "core/errors.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/job_command.h"
 #include "harness/cli/next_step.h"
 #include "harness/cli/run_report.h"
 #include "harness/cli/variant_options.h"
@@ -15,8 +16,9 @@ Subcommand add_baseline_command(CLI::App& app) {
   struct Options {
     VariantOptions variant;
     std::vector<std::string> overrides;
-    std::string emulated_bf16 = "skip", format = "table";
+    std::string emulated_bf16 = "skip", format = "table", compile_mode;
     Thresholds thresholds;
+    std::vector<std::string> command;  // the user's job, after --
   };
   auto o = std::make_shared<Options>();
   Subcommand baseline{app.add_subcommand("baseline", "the three-run lab: fp32, bf16, bf16+compiled"), nullptr};
@@ -31,9 +33,27 @@ Subcommand add_baseline_command(CLI::App& app) {
                            "skip (default): where a GEMM probe finds bf16 over 5x slower than fp32 on this CPU "
                            "(emulated), leave the bf16 runs out and compile the fp32 model; run: run them anyway");
   add_format_option(baseline.app, o->format);
+  add_job_command_option(baseline.app, o->command);
+  baseline.app->add_option("--compile-mode", o->compile_mode,
+                           "job: torch.compile's mode for the compiled variant (default, reduce-overhead, "
+                           "max-autotune, ...)");
   CLI::App* cmd = baseline.app;
   baseline.run = [o, cmd] {
     const OutputFormat format = parse_output_format(o->format);
+    if (!o->command.empty()) {  // the lab on the user's own job (harness/runner/job_variants.h)
+      if (!o->overrides.empty() || o->emulated_bf16 != "skip") {
+        throw InputError("--override and --emulated-bf16 are for built-in scenarios, not a job after --");
+      }
+      refuse_under_launcher("baseline -- COMMAND");
+      JobCompareOptions job = job_compare_options(o->variant, o->command, "baseline", {}, &o->thresholds);
+      job.repeat_given = cmd->count("--repeat") > 0;
+      if (!o->compile_mode.empty()) job.compile_mode = o->compile_mode;
+      const LabOutcome outcome = run_job_lab(job, std::cerr);
+      const int status = report_run(outcome, format);
+      if (status != kExitBadInput) print_next_step(std::cerr, next_after_run(outcome.run_dir));
+      return status;
+    }
+    if (!o->compile_mode.empty()) throw InputError("--compile-mode is for a job: trainlab baseline -- COMMAND");
     LabOptions lab = build_lab_options(o->variant, &o->thresholds);
     for (const std::string& text : o->overrides) {
       const auto colon = text.find(':');

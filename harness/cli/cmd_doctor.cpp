@@ -4,16 +4,19 @@
 // the children get that spec back as arguments (core/run_options.h).
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
 #include "core/errors.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/job_command.h"
 #include "harness/cli/next_step.h"
 #include "harness/cli/option_bounds.h"
 #include "harness/cli/variant_options.h"
 #include "harness/report/doctor_report.h"
 #include "harness/runner/doctor.h"
+#include "harness/runner/job_variants.h"
 
 namespace trainlab {
 
@@ -24,6 +27,7 @@ Subcommand add_doctor_command(CLI::App& app) {
     int max_rounds = kDefaultMaxRounds;
     std::string ab, format = "table";
     Thresholds thresholds;
+    std::vector<std::string> command;  // the user's job, after --
   };
   auto o = std::make_shared<Options>();
   Subcommand doctor{
@@ -44,9 +48,19 @@ Subcommand add_doctor_command(CLI::App& app) {
                   kMinDoctorRepeat, kMaxRepeat);
   cmd->add_option("--ab", o->ab)->group("");  // refused: doctor makes its own A/B runs
   add_format_option(cmd, o->format);
+  add_job_command_option(cmd, o->command);
   doctor.run = [o, cmd] {
     refuse_under_launcher("doctor");
     const OutputFormat format = parse_output_format(o->format);
+    if (!o->command.empty()) {  // the user's own job: its data pipeline's fixes tried on the job itself
+      if (cmd->count("--ab") > 0) throw InputError("doctor chooses --ab itself");
+      JobCompareOptions job = job_compare_options(o->variant, o->command, "doctor", {}, &o->thresholds);
+      job.repeat = cmd->count("--repeat") > 0 ? std::max(kMinDoctorRepeat, o->variant.repeat) : 3;
+      job.repeat_given = true;
+      const DoctorOutcome outcome = run_job_doctor(job, o->max_changes, std::cerr);
+      std::cout << (format == OutputFormat::kJson ? "" : "\n") << render_doctor(outcome, format);
+      return kExitOk;
+    }
     for (const char* own : {"profile", "window"}) {
       if (o->variant.was_given(own)) throw InputError(std::string("doctor chooses --") + own + " itself");
     }

@@ -8,6 +8,7 @@
 
 #include "core/errors.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/job_command.h"
 #include "harness/cli/next_step.h"
 #include "harness/cli/run_report.h"
 #include "harness/report/run_report.h"
@@ -21,8 +22,10 @@ Subcommand add_sweep_command(CLI::App& app) {
   struct Options {
     VariantOptions variant;
     std::string workers = "0,1,2,4", prefetch = "2", pin = "off", batch, format = "table";
+    std::string persistent;
     double tolerance_pct = 5.0;
     Thresholds thresholds;
+    std::vector<std::string> command;  // the user's job, after --
   };
   auto o = std::make_shared<Options>();
   Subcommand sweep{app.add_subcommand("sweep", "dataloader sweep: workers x prefetch x pinned memory x batch"), nullptr};
@@ -40,9 +43,33 @@ Subcommand add_sweep_command(CLI::App& app) {
   cmd->add_option("--batch,-b", o->batch, "batch sizes, e.g. 32,64 (default: the scenario's)");
   cmd->add_option("--tolerance-pct", o->tolerance_pct,
                   "recommend the cheapest point within this % of the best (default 5)");
+  cmd->add_option("--persistent", o->persistent, "persistent_workers: off, on or off,on (default: as given)");
   add_format_option(cmd, o->format);
+  add_job_command_option(cmd, o->command);
   sweep.run = [o, cmd] {
     const OutputFormat format = parse_output_format(o->format);
+    if (!(o->tolerance_pct >= 0 && o->tolerance_pct < 100)) {
+      throw InputError("invalid --tolerance-pct (must be 0 to under 100)");
+    }
+    if (!o->command.empty()) {  // the user's own job: its training DataLoader (harness/runner/job_variants.h)
+      if (cmd->count("--batch") > 0) throw InputError("--batch is not swept on a job: its batch size is the script's");
+      refuse_under_launcher("sweep -- COMMAND");
+      JobCompareOptions job = job_compare_options(o->variant, o->command, "sweep", {}, &o->thresholds);
+      job.repeat_given = cmd->count("--repeat") > 0;
+      if (!job.repeat_given) job.repeat = 3;  // rounds: the recommendation needs the noise measured
+      JobSweepGrid grid;
+      grid.tolerance_pct = o->tolerance_pct;
+      if (cmd->count("--workers") > 0) grid.workers = parse_setting_list("workers", o->workers, &VariantSpec::workers);
+      if (cmd->count("--prefetch") > 0) grid.prefetch = parse_setting_list("prefetch", o->prefetch, &VariantSpec::prefetch);
+      if (cmd->count("--pin-memory") > 0) grid.pin_memory = parse_setting_list("pin-memory", o->pin, &VariantSpec::pin_memory);
+      if (cmd->count("--persistent") > 0) {
+        grid.persistent = parse_setting_list("persistent-workers", o->persistent, &VariantSpec::persistent_workers);
+      }
+      const SweepOutcome outcome = run_job_sweep(job, grid, std::cerr);
+      std::cout << render_sweep_report(outcome, format);
+      print_next_step(std::cerr, next_after_run(outcome.run_dir));
+      return kExitOk;
+    }
     SweepOptions options;
     options.grid.workers = parse_setting_list("workers", o->workers, &VariantSpec::workers);
     options.grid.prefetch = parse_setting_list("prefetch", o->prefetch, &VariantSpec::prefetch);
@@ -50,8 +77,8 @@ Subcommand add_sweep_command(CLI::App& app) {
     if (!o->batch.empty() || cmd->count("--batch") > 0) {
       options.grid.batch_sizes = parse_setting_list("batch", o->batch, &VariantSpec::batch_size);
     }
-    if (!(o->tolerance_pct >= 0 && o->tolerance_pct < 100)) {
-      throw InputError("invalid --tolerance-pct (must be 0 to under 100)");
+    if (cmd->count("--persistent") > 0) {
+      options.grid.persistent = parse_setting_list("persistent-workers", o->persistent, &VariantSpec::persistent_workers);
     }
     options.tolerance_pct = o->tolerance_pct;
     refuse_under_launcher("sweep");

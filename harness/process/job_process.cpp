@@ -70,10 +70,10 @@ void reap_children(pid_t command, bool* command_done, int* status) {
   }
 }
 
-// Passes the command's stderr through to ours, keeping its tail.
+// Passes the command's stderr through to ours (or to the output file), keeping its tail.
 class StderrRelay {
  public:
-  StderrRelay(int fd, size_t tail_bytes) : fd_(fd), tail_bytes_(tail_bytes) {
+  StderrRelay(int fd, size_t tail_bytes, int out_fd) : fd_(fd), out_fd_(out_fd), tail_bytes_(tail_bytes) {
     thread_ = std::thread([this] { run(); });
   }
   ~StderrRelay() { finish(); }
@@ -111,7 +111,7 @@ class StderrRelay {
         return;
       }
       for (ssize_t off = 0; off < n;) {
-        const ssize_t w = ::write(STDERR_FILENO, buffer + off, static_cast<size_t>(n - off));
+        const ssize_t w = ::write(out_fd_, buffer + off, static_cast<size_t>(n - off));
         if (w <= 0) break;  // our stderr went away: keep the tail all the same
         off += w;
       }
@@ -122,6 +122,7 @@ class StderrRelay {
   }
 
   int fd_;
+  int out_fd_;
   size_t tail_bytes_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
@@ -236,6 +237,19 @@ JobExit run_job_process(const JobLaunch& launch, const std::function<void(pid_t)
   for (const std::string& a : launch.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
 
+  int output_fd = -1;
+  if (!launch.output_file.empty()) {
+    output_fd = ::open(launch.output_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (output_fd < 0) {
+      throw std::runtime_error("cannot write the job's output to " + launch.output_file + ": " + std::strerror(errno));
+    }
+  }
+  struct FdCloser {
+    int fd;
+    ~FdCloser() {
+      if (fd >= 0) ::close(fd);
+    }
+  } output_closer{output_fd};
   int err_pipe[2];
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   const pid_t parent = ::getpid();
@@ -254,6 +268,7 @@ JobExit run_job_process(const JobLaunch& launch, const std::function<void(pid_t)
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::signal(SIGPIPE, SIG_DFL);
     ::dup2(err_pipe[1], STDERR_FILENO);
+    if (output_fd >= 0) ::dup2(output_fd, STDOUT_FILENO);
     ::execve(executable.c_str(), argv.data(), envp.data());
     const std::string message = "trainlab: cannot run " + executable + ": " + std::strerror(errno) + "\n";
     (void)!::write(STDERR_FILENO, message.data(), message.size());
@@ -261,7 +276,7 @@ JobExit run_job_process(const JobLaunch& launch, const std::function<void(pid_t)
   }
   ::setpgid(pid, pid);  // either side may get there first
   ::close(err_pipe[1]);
-  StderrRelay relay(err_pipe[0], launch.stderr_tail_bytes);
+  StderrRelay relay(err_pipe[0], launch.stderr_tail_bytes, output_fd >= 0 ? output_fd : STDERR_FILENO);
   if (on_started) on_started(pid);
 
   JobExit out;

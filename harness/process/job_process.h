@@ -30,6 +30,10 @@ struct JobLaunch {
   // (DataLoader workers and torchrun's children shutting down) before they are ended.
   double leftovers_grace_s = 2;
   size_t stderr_tail_bytes = 4096;
+  // Non-empty: the command's stdout and stderr go to this file (created, or truncated; never through
+  // a link) instead of the terminal, the stderr tail still kept. The lab and the sweep run a job many
+  // times; their progress lines stay readable and each run's output stays beside its record.
+  std::string output_file;
 };
 
 struct JobExit {

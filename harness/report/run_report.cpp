@@ -180,6 +180,38 @@ void write_job_lines(const std::string& run_dir, const VariantRecord& v, std::os
   for (const std::string& w : job.warnings) out << "  note: " << w << "\n";
 }
 
+// The runs of a comparing command on a job (the lab, the sweep, an A/B: job_variants.h): the job
+// once, then a line a run (how it ended, the tree's peak, what was changed inside it or refused).
+void write_job_runs(const RunRecord& record, std::ostream& out) {
+  const VariantRecord& first = record.variants.front();
+  const JobInfo& job = *first.job;
+  std::string command;
+  for (const std::string& a : job.command) command += (command.empty() ? "" : " ") + a;
+  out << "\nJob: " << command << "\n  " << (job.interpreter.empty() ? "python ?" : job.interpreter)
+      << ", torch " << (job.torch_version.empty() ? "not imported" : job.torch_version) << ", on " << first.device
+      << "; " << count_noun(record.variants.size(), "run") << ", each in its folder jobs/<run>/ (output.log, the recorder's files)\n";
+  for (const VariantRecord& v : record.variants) {
+    std::string name = v.label.empty() ? v.spec.name() : v.label;
+    if (record.kind == "sweep") name = v.spec.loader_label();
+    out << "  " << name << " #" << v.repetition + 1 << ": ";
+    if (!v.job) {
+      out << (v.ok() ? "measured" : v.error) << "\n";
+      continue;
+    }
+    out << v.job->ended << (v.ok() ? "" : " (" + v.error + ")") << ", tree peak "
+        << format_text("%.0f", bytes_to_mib(v.job->tree_peak_rss_bytes)) << " MiB";
+    if (!v.disturbed.empty()) out << "; left out, disturbed: " << v.disturbed;
+    if (!v.disturbed_kept.empty()) out << "; disturbed: " << v.disturbed_kept;
+    for (const std::string& w : v.job->warnings) {
+      const size_t colon = w.find(": ");
+      const std::string words = colon == std::string::npos ? w : w.substr(colon + 2);
+      if (words.find("applied") != std::string::npos || words.find("override failed") != std::string::npos)
+        out << "; " << words;
+    }
+    out << "\n";
+  }
+}
+
 }  // namespace
 
 void write_run_text(const RunRecord& record, const std::string& run_dir, std::ostream& out) {
@@ -191,9 +223,10 @@ void write_run_text(const RunRecord& record, const std::string& run_dir, std::os
   write_data_parallel(record, out);
   const bool job = !record.variants.empty() && record.variants.front().job;
   if (!job) write_system_lines(record, out);
+  if (job && record.variants.size() > 1) write_job_runs(record, out);
   for (const VariantRecord& v : record.variants) {
     if (v.job) {
-      write_job_lines(run_dir, v, out);
+      if (record.variants.size() == 1) write_job_lines(run_dir, v, out);
       continue;
     }
     if (v.profile.empty()) continue;

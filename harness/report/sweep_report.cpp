@@ -198,15 +198,61 @@ std::vector<SweepTableRow> sweep_layout(const RunRecord& record) {
 namespace {
 
 // The table's columns; with rounds, a samples/s range column after samples/s.
-void set_sweep_columns(Table& table, size_t repeat) {
+void set_sweep_columns(Table& table, size_t repeat, bool job) {
   table.left_align_last = true;
   table.columns = {{"point", "point"},         {"samples/s", "samples_per_s"}, {"data wait", "data_wait_pct"},
                    {"CPU util", "cpu_util_pct"}, {"peak MiB", "peak_mib"},       {"step p50 ms", "step_p50_ms"},
                    {"", "remark"}};
+  if (job) {  // a job's tree: the step's own time, each role's CPU, the workers' start
+    table.columns.insert(table.columns.end() - 1, {{"compute ms", "compute_ms"},
+                                                   {"main CPU s", "main_cpu_s"},
+                                                   {"workers CPU s", "workers_cpu_s"},
+                                                   {"first batch s", "first_batch_s"}});
+  }
   if (repeat > 1) {
     table.columns.insert(table.columns.begin() + 2,
                          {"range (" + std::to_string(repeat) + " rounds)", "samples_per_s_range"});
   }
+}
+
+// A job point's own cells (the median over its counted rounds): the step less its data wait (does
+// the training step slow as workers take cores?), the main process's and the workers' CPU over the
+// run, and the first step's wait for a batch (the workers' start-up and first batch).
+std::vector<TableCell> job_point_cells(const RunRecord& record, const SweepTableRow& point) {
+  std::vector<double> compute_ms, main_cpu_s, workers_cpu_s, first_batch_s;
+  for (size_t index : point.records) {
+    const VariantRecord& v = record.variants[index];
+    if (!v.ok() || !v.job || !v.disturbed.empty()) continue;
+    const VariantAggregate agg = aggregate(v);
+    if (agg.measured_steps <= 0) continue;
+    int64_t own_ns = 0;
+    for (const StepRecord& st : v.steps) {
+      if (!st.warmup) own_ns += st.step_ns - st.phase_ns[static_cast<size_t>(Phase::kDataWait)];
+    }
+    compute_ms.push_back(static_cast<double>(own_ns) / 1e6 / static_cast<double>(agg.measured_steps));
+    // The main process as the sampler saw it; the workers by their own clocks (the recorder's
+    // stage groups): workers that restart each epoch live too briefly for the sampler's ticks.
+    double main_s = 0, workers_s = 0;
+    for (const JobProcess& p : v.job->processes) {
+      if (p.role == "main") main_s += p.cpu_s;
+    }
+    for (const JobStageGroup& g : v.job->stage_groups) {
+      if (g.role == "worker") workers_s += static_cast<double>(g.busy_cpu_ns) / 1e9;
+    }
+    main_cpu_s.push_back(main_s);
+    workers_cpu_s.push_back(workers_s);
+    if (!v.steps.empty()) {
+      first_batch_s.push_back(static_cast<double>(v.steps.front().phase_ns[static_cast<size_t>(Phase::kDataWait)]) / 1e9);
+    }
+  }
+  const auto cell = [](const std::vector<double>& values, const char* format) {
+    return values.empty() ? missing_cell() : number_cell(stats::median(values), format);
+  };
+  return {cell(compute_ms, "%.1f"), cell(main_cpu_s, "%.1f"), cell(workers_cpu_s, "%.1f"), cell(first_batch_s, "%.2f")};
+}
+
+bool is_job_sweep(const RunRecord& record) {
+  return std::any_of(record.variants.begin(), record.variants.end(), [](const VariantRecord& v) { return v.job.has_value(); });
 }
 
 // A measured point's row: its figures (the median of its rounds), peak memory, step p50 and its mark.
@@ -261,6 +307,10 @@ std::vector<TableCell> sweep_point_row(const RunRecord& record, const SweepTable
     row = measured_point_row(record, point, f, repeat, rec);
   }
   if (repeat > 1 && row.size() == 7) row.insert(row.begin() + 2, missing_cell());
+  if (is_job_sweep(record)) {
+    const std::vector<TableCell> cells = job_point_cells(record, point);
+    row.insert(row.end() - 1, cells.begin(), cells.end());
+  }
   return row;
 }
 
@@ -304,7 +354,7 @@ Table sweep_table(const RunRecord& record, const std::vector<SweepTableRow>& lay
       record.details.sweep ? record.details.sweep->recommendation : std::nullopt;
   // With rounds, each figure is the median of the point's rounds and samples/s shows their range.
   Table table;
-  set_sweep_columns(table, repeat);
+  set_sweep_columns(table, repeat, is_job_sweep(record));
   for (const SweepTableRow& point : layout) table.rows.push_back(sweep_point_row(record, point, repeat, rec));
   add_sweep_notes(record, layout, repeat, table);
   return table;

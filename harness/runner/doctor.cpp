@@ -206,11 +206,9 @@ std::string settings_for_change(const std::string& change, const VariantSpec& sp
   return "";
 }
 
-namespace {
-
 // doctor.json and report.html: what finished; after an interrupt, the stage it stopped in
 // ("interrupted") and the trials it kept from starting.
-void write_doctor_files(const DoctorOutcome& outcome, int repeat, const nlohmann::json& diagnosis) {
+void write_doctor_outcome(const DoctorOutcome& outcome, int repeat, const nlohmann::json& diagnosis) {
   nlohmann::json trials = nlohmann::json::array();
   for (const DoctorTrial& t : outcome.trials) trials.push_back(to_json(t));
   const nlohmann::json doc = {{"schema_version", 1},
@@ -233,8 +231,6 @@ void write_doctor_files(const DoctorOutcome& outcome, int repeat, const nlohmann
   write_file_atomically(outcome.out_dir + "/doctor.json", json_text(doc, 2) + "\n");
   write_file_atomically(outcome.out_dir + "/report.html", render_doctor_html(outcome));
 }
-
-}  // namespace
 
 namespace {
 
@@ -403,7 +399,7 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
     outcome.interrupted = "during the profile of the configuration as given";
     outcome.diagnosis_headline = "not diagnosed: the doctor was interrupted during the profile";
     progress << "    " << outcome.diagnosis_headline << std::endl;
-    write_doctor_files(outcome, options.repeat, {{"headline", outcome.diagnosis_headline}});
+    write_doctor_outcome(outcome, options.repeat, {{"headline", outcome.diagnosis_headline}});
     return outcome;
   }
   const std::string& profiled = profile.folder;
@@ -421,7 +417,7 @@ DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress) {
   run_combined_trial(helpful, variant_args, stages, outcome);
   profile_the_best(profile_args, stages, outcome);
 
-  write_doctor_files(outcome, options.repeat, to_json(d));
+  write_doctor_outcome(outcome, options.repeat, to_json(d));
   return outcome;
 }
 

@@ -11,6 +11,8 @@
 #include <ostream>
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "core/variant.h"
 #include "harness/outcomes/doctor_outcome.h"
 #include "harness/runner/lab.h"
@@ -39,6 +41,9 @@ struct DoctorOptions {
 std::string settings_for_change(const std::string& change, const VariantSpec& base_spec, bool on_gpu);
 
 DoctorOutcome run_doctor(const DoctorOptions& options, std::ostream& progress);
+// doctor.json and report.html into outcome.out_dir (written atomically): what finished; `diagnosis`
+// is the first diagnosis as JSON (null when there is none). The job's doctor writes through it too.
+void write_doctor_outcome(const DoctorOutcome& outcome, int repeat, const nlohmann::json& diagnosis);
 // doctor.json read back (history): what the outcome holds, the folder aside. Throws InputError on
 // a missing or malformed file.
 DoctorOutcome read_doctor_file(const std::string& path);

@@ -215,8 +215,8 @@ const JobLoaderLine* training_loader(const JobProcessFile* main) {
   return &main->loaders.front();
 }
 
-void copy_traces(const JobRecords& records, const fs::path& job_dir, const fs::path& run_dir, VariantRecord& v,
-                 std::vector<std::string>& warnings) {
+void copy_traces(const JobRecords& records, const fs::path& job_dir, const fs::path& run_dir,
+                 const std::string& trace_stem, VariantRecord& v, std::vector<std::string>& warnings) {
   std::map<int64_t, fs::path> by_rank;
   for (const JobProcessFile& f : records.files) {
     for (const JobTraceLine& t : f.traces) {
@@ -233,7 +233,7 @@ void copy_traces(const JobRecords& records, const fs::path& job_dir, const fs::p
     by_rank.emplace(std::stoll(digits), entry.path());
   }
   if (by_rank.empty()) return;
-  const fs::path traces = run_dir / "traces" / "job";
+  const fs::path traces = run_dir / "traces" / trace_stem;
   fs::create_directories(traces, ec);
   for (const auto& [rank, path] : by_rank) {
     const fs::path to = traces / ("rank" + std::to_string(rank) + ".pt.trace.json");
@@ -304,16 +304,15 @@ void check_job_options(const JobOptions& o) {
   }
 }
 
-JobOutcome run_job(const JobOptions& options, std::ostream& progress) {
-  check_job_options(options);
+namespace {
+
+// One run of the job: the recorder's files into job_dir, its trace (when captured) under
+// run_dir/traces/<trace_stem>/; the outcome's record holds the one variant. Writes no record.
+JobOutcome measure_into(const JobOptions& options, const fs::path& run_dir, const fs::path& job_dir,
+                        const std::string& trace_stem, std::ostream* progress) {
   JobOutcome outcome;
-  std::string run_id;
-  outcome.run_dir = make_run_dir(options.results_dir, "job-" + job_name(options.command), "profile", &run_id);
-  const fs::path run_dir(outcome.run_dir);
-  const fs::path job_dir = fs::absolute(run_dir / "job");
+  outcome.run_dir = run_dir.string();
   fs::create_directories(job_dir);
-  fs::create_directories(run_dir / "variants");
-  RunningMark running(outcome.run_dir);
 
   const std::string recorder = fs::absolute(job_recorder_dir()).string();
   const char* old_path = std::getenv("PYTHONPATH");
@@ -333,6 +332,8 @@ JobOutcome run_job(const JobOptions& options, std::ostream& progress) {
       {"TRAINLAB_JOB_STAGES", options.stages ? "on" : "off"},
   };
   if (!options.step_function.empty()) launch.environment.push_back({"TRAINLAB_JOB_STEP_FUNCTION", options.step_function});
+  for (const auto& variable : options.environment) launch.environment.push_back(variable);
+  launch.output_file = options.output_file;
 
   // The sampler over the tree, and a disturbance snapshot of the tree at each of its samples.
   std::mutex snapshots_mutex;
@@ -348,8 +349,10 @@ JobOutcome run_job(const JobOptions& options, std::ostream& progress) {
   };
   SystemSampler sampler(sampler_options);
 
-  progress << "trainlab: profiling " << quoted_command(options.command) << " (results in " << outcome.run_dir << ")"
-           << std::endl;
+  if (progress != nullptr) {
+    *progress << "trainlab: profiling " << quoted_command(options.command) << " (results in " << outcome.run_dir << ")"
+              << std::endl;
+  }
   const int64_t started_ns = SystemSampler::now_ns();
   sampler.start();
   JobExit exit;
@@ -375,7 +378,6 @@ JobOutcome run_job(const JobOptions& options, std::ostream& progress) {
   const JobProcessFile* main = main_loop_file(records, 0);
 
   RunRecord& record = outcome.record;
-  record.run_id = run_id;
   record.kind = "profile";
   record.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
   record.scenario = "job " + job_name(options.command);
@@ -560,6 +562,23 @@ JobOutcome run_job(const JobOptions& options, std::ostream& progress) {
     if (name.rfind("proc.", 0) == 0) continue;  // processes without a role stay in job.processes
     v.system.metrics[name] = MetricSummary{c.unit, c.samples, c.min, c.p50, c.p95, c.p99, c.max, c.mean};
   }
+  // The tree's CPU over its measured steps (its samples inside them; all of them for a run too
+  // short to hold one), as a share of the machine's cores: the variants' "CPU util".
+  for (const CounterTrack& t : counters.counters) {
+    if (t.name != "tree.cpu_core_pct" || t.samples.empty()) continue;
+    double inside = 0, all = 0;
+    int n_inside = 0;
+    for (const CounterSample& c : t.samples) {
+      all += c.value;
+      if (first_measured_start >= 0 && c.time_ns >= first_measured_start && c.time_ns <= last_measured_end) {
+        inside += c.value;
+        ++n_inside;
+      }
+    }
+    const double mean_core_pct = n_inside > 0 ? inside / n_inside : all / static_cast<double>(t.samples.size());
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    v.cpu_util_pct = mean_core_pct / static_cast<double>(cores);
+  }
   v.system.interval_ms = options.sample_interval_ms;
   v.system.missed_ticks = sampler.missed_ticks();
   v.system.sample_cost_us = static_cast<double>(sampler.mean_sample_cost_ns()) / 1000.0;
@@ -590,7 +609,7 @@ JobOutcome run_job(const JobOptions& options, std::ostream& progress) {
   v.environment = env;
   record.environment = env;
 
-  copy_traces(records, job_dir, run_dir, v, job.warnings);
+  copy_traces(records, job_dir, run_dir, trace_stem, v, job.warnings);
   if (options.capture_start >= 0) {
     v.profile.window_start = options.capture_start;
     v.profile.window_steps = options.capture_steps;
@@ -655,10 +674,37 @@ JobOutcome run_job(const JobOptions& options, std::ostream& progress) {
   }
   v.job = std::move(job);
   record.variants.push_back(std::move(v));
-
-  write_variant_record((run_dir / "variants" / "job.json").string(), record.variants.front());
-  write_run_record((run_dir / "run.json").string(), record);
   return outcome;
 }
+
+}  // namespace
+
+JobOutcome run_job(const JobOptions& options, std::ostream& progress) {
+  check_job_options(options);
+  std::string run_id;
+  const std::string run_path = make_run_dir(options.results_dir, "job-" + job_name(options.command), "profile", &run_id);
+  const fs::path run_dir(run_path);
+  fs::create_directories(run_dir / "variants");
+  RunningMark running(run_path);
+  JobOutcome outcome = measure_into(options, run_dir, fs::absolute(run_dir / "job"), "job", &progress);
+  outcome.record.run_id = run_id;
+  write_variant_record((run_dir / "variants" / "job.json").string(), outcome.record.variants.front());
+  write_run_record((run_dir / "run.json").string(), outcome.record);
+  return outcome;
+}
+
+VariantRecord measure_job_run(const JobOptions& options, const std::string& run_dir, const std::string& job_dir,
+                              const std::string& stem) {
+  JobOutcome outcome = measure_into(options, fs::path(run_dir), fs::absolute(fs::path(job_dir)), stem, nullptr);
+  VariantRecord v = std::move(outcome.record.variants.front());
+  if (!outcome.measured && v.error.empty()) {
+    v.error = outcome.line.empty() ? "the job measured no step" : outcome.line;
+    v.error_kind = "runtime";
+  }
+  return v;
+}
+
+std::string job_name_of(const std::vector<std::string>& command) { return job_name(command); }
+std::string quoted_job_command(const std::vector<std::string>& command) { return quoted_command(command); }
 
 }  // namespace trainlab

@@ -17,6 +17,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/run_record.h"
@@ -37,6 +38,10 @@ struct JobOptions {
   std::string results_dir = "results";
   int64_t sample_interval_ms = 500;
   const Thresholds* thresholds = &Thresholds::defaults();
+  // The comparing commands on a job (job_variants.h): more variables for the recorder
+  // (TRAINLAB_JOB_LOADER, _AUTOCAST, _COMPILE, _SEED, _THREADS) and the job's output into a file.
+  std::vector<std::pair<std::string, std::string>> environment;
+  std::string output_file;
 };
 
 // The folder the recorder is loaded from: $TRAINLAB_JOB_RECORDER_DIR, else the source folder this
@@ -58,5 +63,15 @@ struct JobOutcome {
 // Runs the job to its end and writes the results folder (run.json atomically, as every file).
 // Progress and the lines above go to `progress` (stderr).
 JobOutcome run_job(const JobOptions& options, std::ostream& progress);
+
+// One run of the job for a comparing command (the lab, the sweep, the doctor: job_variants.h): the
+// recorder's files into job_dir, a captured trace under run_dir/traces/<stem>/, nothing printed;
+// the run as one variant record, whose error says how a run that measured nothing ended.
+VariantRecord measure_job_run(const JobOptions& options, const std::string& run_dir, const std::string& job_dir,
+                              const std::string& stem);
+
+// "train" of `python train.py ...` (the run folder's name), and the command as one could type it.
+std::string job_name_of(const std::vector<std::string>& command);
+std::string quoted_job_command(const std::vector<std::string>& command);
 
 }  // namespace trainlab

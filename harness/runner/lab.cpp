@@ -60,7 +60,8 @@ LabVariantFigures figures_of(const RunRecord& record, const std::string& name) {
     }
     if (!v.compile_info.empty()) {
       figures.compile_method = v.compile_info.method;
-      figures.fused_groups = v.compile_info.fusion_groups;
+      // A job's torch.compile reports no fusion count (the kernels stay inside its process).
+      if (v.compile_info.method != "torch.compile") figures.fused_groups = v.compile_info.fusion_groups;
       figures.compiler_workaround = v.compile_info.compiler_workaround;
     }
   }
@@ -438,7 +439,8 @@ VariantRecord& run_repetition(VariantsLoop& loop, size_t i, size_t rep, size_t t
                       loop.variants_done > 0 ? loop.variants_s / static_cast<double>(loop.variants_done) : -1.0);
   }
   RunRecord& record = loop.record;
-  record.variants.push_back(run_variant_isolated(loop.run_specs[i], run_options));
+  record.variants.push_back(loop.options.measure ? loop.options.measure(loop.run_specs[i], run_options)
+                                                 : run_variant_isolated(loop.run_specs[i], run_options));
   loop.ticker.stop();
   record.variants.back().repetition = static_cast<int>(rep);
   if (!loop.labels.empty()) record.variants.back().label = loop.labels[i];
@@ -732,8 +734,8 @@ std::optional<Bf16Probe> probe_bf16(const LabOptions& options, LabOutcome& outco
 std::string build_compiled_package(std::vector<VariantSpec>& specs, const LabOptions& options,
                                    LabOutcome& outcome, std::ostream& progress) {
   VariantSpec& compiled = specs.back();
-  // Ranks build at their shard's batch, inside their own children.
-  if (options.launch || !compiled.compiled || compiled.compiler != Compiler::kInductor || compiled.nproc > 1) return "";
+  // Ranks build at their shard's batch, inside their own children; a job compiles inside itself.
+  if (options.measure || options.launch || !compiled.compiled || compiled.compiler != Compiler::kInductor || compiled.nproc > 1) return "";
   auto build = [&](const VariantSpec& spec, std::string* said) {
     const std::string stem = (fs::path(outcome.run_dir) / ("compiled_package_" + to_string(spec.precision))).string();
     write_file_atomically(stem + ".spec.json", json_text(nlohmann::json(spec), 1) + "\n");
@@ -861,7 +863,7 @@ std::vector<VariantSpec> baseline_variants(const LabOptions& options) {
         apply_setting(spec, key, value);
       }
     }
-    resolve(spec, scenario_of(spec));
+    if (!options.measure) resolve(spec, scenario_of(spec));
     specs.push_back(spec);
   }
   for (const auto& [name, settings] : options.overrides) {
@@ -997,7 +999,7 @@ LabOutcome run_ab(const LabOptions& options, const std::vector<std::pair<std::st
   if (changes.empty()) throw InputError("--ab needs at least one change, e.g. --ab workers=2");
   VariantSpec b = options.base;
   for (const auto& [key, value] : changes) apply_setting(b, key, value);
-  resolve(b, scenario_of(b));
+  if (!options.measure) resolve(b, scenario_of(b));
   std::string described;
   for (const auto& [key, value] : changes) described += (described.empty() ? "" : ", ") + key + "=" + value;
   // More rounds (options.extra_rounds) while the change cannot be read yet; not under a launcher.

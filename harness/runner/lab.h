@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "diagnostics/thresholds.h"
 #include "core/run_record.h"
 #include "harness/runner/launch_group.h"
+#include "harness/runner/variant_runner.h"
 #include "core/output_format.h"
 
 namespace trainlab {
@@ -46,6 +48,11 @@ struct LabOptions {
   // Rewrite one progress line while each variant runs (stderr is a terminal): variant, step,
   // elapsed, time left. Off: one line per finished variant only.
   bool live_progress = false;
+  // What measures one variant (a lab repetition, an A/B side, a sweep point). Empty: the built-in
+  // trainer in its own child (run_variant_isolated). The comparing commands on the user's own job
+  // (harness/runner/job_variants.h) run the job instead; their specs name no scenario to resolve
+  // and have no Inductor package to build.
+  std::function<VariantRecord(const VariantSpec&, const VariantRunOptions&)> measure;
 };
 
 class RunningMark;

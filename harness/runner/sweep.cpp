@@ -101,8 +101,10 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options, std::vector<st
   }
   std::vector<int64_t> batches = grid.batch_sizes;
   if (batches.empty()) batches.push_back(options.lab.base.batch_size);
+  const std::vector<bool> persistent =
+      grid.persistent.empty() ? std::vector<bool>{options.lab.base.persistent_workers} : grid.persistent;
   size_t planned_per_setting = 0;  // per (batch, pin): workers=0 runs once, other counts once per prefetch
-  for (int workers : grid.workers) planned_per_setting += workers == 0 ? 1 : grid.prefetch.size();
+  for (int workers : grid.workers) planned_per_setting += workers == 0 ? 1 : grid.prefetch.size() * persistent.size();
   const size_t planned = planned_per_setting * batches.size() * grid.pin_memory.size();
   if (planned > kMaxSweepPoints) {
     throw InputError("invalid sweep grid of " + std::to_string(planned) + " points (must be 1 to " +
@@ -114,21 +116,24 @@ std::vector<SweepPoint> expand_sweep(const SweepOptions& options, std::vector<st
     for (bool pin : grid.pin_memory) {
       for (int workers : grid.workers) {
         for (size_t p = 0; p < grid.prefetch.size(); ++p) {
-          if (workers == 0 && p > 0) {  // with 0 workers nothing is prefetched: one point, not several
-            prefetch_collapsed = true;
-            continue;
+          for (size_t k = 0; k < persistent.size(); ++k) {
+            if (workers == 0 && (p > 0 || k > 0)) {  // with 0 workers nothing is prefetched: one point, not several
+              prefetch_collapsed = true;
+              continue;
+            }
+            SweepPoint point;
+            point.spec = options.lab.base;
+            point.spec.batch_size = batch;
+            point.spec.workers = workers;
+            point.spec.prefetch = grid.prefetch[p];
+            point.spec.pin_memory = pin;
+            point.spec.persistent_workers = workers > 0 ? bool(persistent[k]) : options.lab.base.persistent_workers;
+            if (!options.lab.measure) resolve(point.spec, scenario_of(point.spec));  // validates every value
+            if (pin && !options.cuda_available) {
+              point.not_applicable = "pinned memory needs a CUDA device (batches stay on the CPU here)";
+            }
+            points.push_back(point);
           }
-          SweepPoint point;
-          point.spec = options.lab.base;
-          point.spec.batch_size = batch;
-          point.spec.workers = workers;
-          point.spec.prefetch = grid.prefetch[p];
-          point.spec.pin_memory = pin;
-          resolve(point.spec, scenario_of(point.spec));  // validates every value
-          if (pin && !options.cuda_available) {
-            point.not_applicable = "pinned memory needs a CUDA device (batches stay on the CPU here)";
-          }
-          points.push_back(point);
         }
       }
     }
@@ -298,7 +303,8 @@ void measure_point(SweepRun& run, ProgressTicker& ticker, size_t i, size_t rep, 
   const std::string first_stem = run_options.file_stem;
   for (int attempt = 0;; ++attempt) {
     if (attempt > 0) run_options.file_stem = first_stem + ".rerun" + std::to_string(attempt);
-    record.variants.push_back(run_variant_isolated(run.points[i].spec, run_options));
+    record.variants.push_back(run.options.lab.measure ? run.options.lab.measure(run.points[i].spec, run_options)
+                                                      : run_variant_isolated(run.points[i].spec, run_options));
     VariantRecord& ran = record.variants.back();
     ran.repetition = static_cast<int>(rep);
     const DisturbanceCall call = judge_disturbance(ran, *run.options.lab.thresholds, interrupted() ? 0 : run.max_reruns,
@@ -437,7 +443,12 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   record.kind = "sweep";
   record.scenario = options.lab.base.scenario;
   record.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
-  outcome.run_dir = make_run_dir(options.lab.results_dir, record.scenario, "sweep", &record.run_id);
+  if (options.run_dir.empty()) {
+    outcome.run_dir = make_run_dir(options.lab.results_dir, record.scenario, "sweep", &record.run_id);
+  } else {
+    outcome.run_dir = options.run_dir;
+    record.run_id = fs::path(options.run_dir).filename().string();
+  }
   const RunningMark running(outcome.run_dir);  // from the first run.json to the finished one
 
   std::set<int64_t> batches;
@@ -445,7 +456,7 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   run.with_batch = batches.size() > 1;
   const size_t runnable = static_cast<size_t>(std::count_if(
       run.points.begin(), run.points.end(), [](const SweepPoint& p) { return p.not_applicable.empty(); }));
-  progress << "trainlab sweep: scenario " << record.scenario << ", " << count_noun(runnable, "point") << " to run"
+  progress << "trainlab sweep: " << (options.lab.measure ? "" : "scenario ") << record.scenario << ", " << count_noun(runnable, "point") << " to run"
            << (runnable < run.points.size() ? " (" + std::to_string(run.points.size() - runnable) + " not applicable)" : "")
            << ", results in " << outcome.run_dir << std::endl;
   choose_threads_at_start(run);

@@ -23,6 +23,7 @@ struct SweepGrid {
   std::vector<int> prefetch;
   std::vector<bool> pin_memory;
   std::vector<int64_t> batch_sizes;  // empty: the base spec's batch size
+  std::vector<bool> persistent;      // empty: the base spec's (a job's loader: persistent_workers)
 };
 
 // The most points a grid may have (each runs in its own child, --repeat times).
@@ -41,6 +42,9 @@ struct SweepOptions {
   bool cuda_available = false;    // pinned memory applies only when batches go to a CUDA device
   double tolerance_pct = 5.0;     // "within 5 % of the best"
   bool live_progress = false;     // rewrite one progress line (a terminal) instead of a line per point
+  // A sweep of the user's job (job_variants.h): the folder made before the grid (its discovery run
+  // is there already); empty: run_sweep makes one.
+  std::string run_dir;
 };
 
 struct SweepPoint {

@@ -17,6 +17,11 @@ class Settings:
         self.job_dir = env.get("TRAINLAB_JOB_DIR", "")
         self.steps = _int(env.get("TRAINLAB_JOB_STEPS"), 0)
         self.warmup = _int(env.get("TRAINLAB_JOB_WARMUP"), 0)
+        # The comparing commands (trainlab baseline/sweep/doctor -- COMMAND): past STEPS, the loop goes
+        # on until its measured steps have lasted this long (a single process only: ranks must stop
+        # at the same step), at most MAX_STEPS steps in all.
+        self.min_measured_s = _float(env.get("TRAINLAB_JOB_MIN_MEASURED_S"), 0.0)
+        self.max_steps = _int(env.get("TRAINLAB_JOB_MAX_STEPS"), 0)
         self.capture = None  # (first step, count)
         capture = env.get("TRAINLAB_JOB_CAPTURE", "off").strip()
         self.capture_error = None
@@ -34,6 +39,14 @@ class Settings:
         self.loader = env.get("TRAINLAB_JOB_LOADER", "").strip() or None
         self.autocast = env.get("TRAINLAB_JOB_AUTOCAST", "off").strip().lower() or "off"
         self.compile = env.get("TRAINLAB_JOB_COMPILE", "off").strip() or "off"
+
+
+def _float(text, default):
+    try:
+        value = float(text) if text not in (None, "") else default
+        return value if value >= 0 and value == value else default
+    except ValueError:
+        return default
 
 
 def _int(text, default):

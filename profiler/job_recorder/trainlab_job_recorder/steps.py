@@ -22,6 +22,7 @@ NOT_READY_NS = [0]
 class StepState:
     def __init__(self):
         self.steps_done = 0
+        self.measured_ns = 0  # the measured (post warm-up) steps' wall time, for TRAINLAB_JOB_MIN_MEASURED_S
         self.step_start_ns = None
         self.step_cpu_start_ns = 0
         self.data = {}  # loader_id -> [wait_ns, not_ready_ns, batches, samples]
@@ -345,7 +346,9 @@ def _end_step(now):
     _capture_at_step_end(step)
     state.step_start_ns = monotonic_ns()
     state.step_cpu_start_ns = process_time_ns()
-    if settings.steps and state.steps_done >= settings.steps:
+    if step >= settings.warmup:
+        state.measured_ns += now - start
+    if settings.steps and state.steps_done >= settings.steps and _measured_long_enough(state, settings, proc):
         finish_capture("steps_reached")
         from . import stages
         stages.flush_main()
@@ -353,6 +356,14 @@ def _end_step(now):
         return True
     _capture_at_step_start(state.steps_done)
     return False
+
+
+def _measured_long_enough(state, settings, proc):
+    if settings.min_measured_s <= 0 or proc.world_size > 1:
+        return True
+    if settings.max_steps and state.steps_done >= settings.max_steps:
+        return True
+    return state.measured_ns >= settings.min_measured_s * 1e9
 
 
 def _device_line():

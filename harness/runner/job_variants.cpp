@@ -1,0 +1,650 @@
+// The lab, the sweep and the doctor on the user's own job (job_variants.h).
+#include "harness/runner/job_variants.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
+#include "core/comparison_stats.h"
+#include "core/errors.h"
+#include "core/statistics.h"
+#include "core/text.h"
+#include "diagnostics/rules.h"
+#include "harness/process/interrupt.h"
+#include "harness/report/sweep_figures.h"
+#include "harness/runner/compare.h"
+#include "harness/runner/diagnose.h"
+#include "harness/runner/doctor.h"
+#include "harness/runner/run_liveness.h"
+
+namespace fs = std::filesystem;
+
+namespace trainlab {
+namespace {
+
+double elapsed_s_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// "proc-12.jsonl: torch.compile(mode=default) applied, 21.400000 s" (the records' override words):
+// the seconds of the first compile.
+std::optional<double> compile_seconds_of(const JobInfo& job) {
+  for (const std::string& w : job.warnings) {
+    const size_t at = w.find("torch.compile(mode=");
+    const size_t applied = w.find(") applied, ", at == std::string::npos ? 0 : at);
+    if (at == std::string::npos || applied == std::string::npos) continue;
+    try {
+      return std::stod(w.substr(applied + 11));
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+// The recorder's line about a part it could not apply ("override failed: autocast: ..."), or "".
+std::string override_failure(const JobInfo& job, const std::string& part) {
+  const std::string marker = "override failed: " + part + ": ";
+  for (const std::string& w : job.warnings) {
+    const size_t at = w.find(marker);
+    if (at != std::string::npos) return w.substr(at + marker.size());
+  }
+  return "";
+}
+
+bool override_applied(const JobInfo& job, const std::string& words) {
+  return std::any_of(job.warnings.begin(), job.warnings.end(),
+                     [&](const std::string& w) { return w.find(words) != std::string::npos; });
+}
+
+// Where a variant asked for what the job could not take: recorded as not measured (the lab reads
+// the others), with the one line that says why.
+void mark_unapplied_variant(const VariantSpec& spec, VariantRecord& v) {
+  if (!v.job) return;
+  const JobInfo& job = *v.job;
+  std::string why;
+  if (spec.precision == Precision::kBf16) {
+    if (const std::string failed = override_failure(job, "autocast"); !failed.empty()) {
+      why = "bf16 autocast could not be applied: " + failed;
+    } else if (v.ok() && !override_applied(job, "autocast ")) {
+      why = "bf16 autocast was not applied: the recorder found no module trained by the optimizer (see docs/job.md)";
+    }
+  }
+  if (why.empty() && spec.compiled) {
+    if (const std::string failed = override_failure(job, "compile"); !failed.empty()) {
+      why = failed;
+    } else if (v.ok() && !override_applied(job, "torch.compile(")) {
+      why = "torch.compile was not applied: the recorder found no module trained by the optimizer";
+    }
+  }
+  if (why.empty() && !v.ok() && (spec.precision != Precision::kFp32 || spec.compiled)) {
+    why = spec.name() + " cannot run this job: " + v.error;  // e.g. a custom op that refuses bf16
+  }
+  if (why.empty()) return;
+  v.error = why;
+  v.error_kind = "unavailable";
+}
+
+// One run of the job for a variant: its folder run_dir/jobs/<stem>/ (the recorder's files, the job's
+// output), the spec it stands for with what the job measured (batch, steps), and the record beside
+// the built-in variants' (variants/<stem>.json).
+VariantRecord measure_job_variant(const JobCompareOptions& options, const std::optional<JobTrainingLoader>& loader,
+                                  const VariantSpec& spec, const VariantRunOptions& run) {
+  JobOptions job = options.job;
+  job.timeout_s = run.timeout_s > 0 ? run.timeout_s : options.run_timeout_s;
+  const std::string stem = run.file_stem.empty() ? spec.name() : run.file_stem;
+  const fs::path dir = fs::absolute(fs::path(run.run_dir) / "jobs" / stem);
+  std::error_code ec;
+  fs::remove_all(dir, ec);  // a re-run of the same stem starts clean (each has its own stem: never the user's files)
+  fs::create_directories(dir);
+  job.output_file = (dir / "output.log").string();
+  job.environment = job_overrides_for(spec, loader ? &*loader : nullptr, options.compile_mode, run.run_dir);
+  if (options.min_measured_s > 0) {
+    job.environment.push_back({"TRAINLAB_JOB_MIN_MEASURED_S", format_text("%g", options.min_measured_s)});
+    job.environment.push_back({"TRAINLAB_JOB_MAX_STEPS", std::to_string(job.warmup + kMaxExtendedSteps)});
+  }
+  VariantRecord v = measure_job_run(job, run.run_dir, dir.string(), stem);
+  const VariantSpec measured = v.spec;
+  v.spec = spec;
+  // A loop without a DataLoader gives the recorder no batch size: its figures are then per step
+  // (batch 1: "samples/s" reads steps/s; run_job_lab says so).
+  v.spec.batch_size = measured.batch_size > 0 ? measured.batch_size : 1;
+  v.spec.steps = measured.steps;
+  v.spec.warmup_steps = measured.warmup_steps;
+  v.spec.sample_interval_ms = measured.sample_interval_ms;
+  if (!loader) {  // the job's own loader: what it ran
+    v.spec.workers = measured.workers;
+    v.spec.prefetch = measured.prefetch;
+    v.spec.pin_memory = measured.pin_memory;
+    v.spec.persistent_workers = measured.persistent_workers;
+  }
+  v.label.clear();
+  if (spec.compiled && v.job) {
+    v.compile_info.method = "torch.compile";
+    if (const auto s = compile_seconds_of(*v.job)) v.compile_info.compile_s = *s;
+  }
+  v.disturbed_kept.clear();  // the lab's and the sweep's guard judge it (judge_disturbance)
+  mark_unapplied_variant(spec, v);
+  fs::create_directories(fs::path(run.run_dir) / "variants", ec);
+  write_variant_record((fs::path(run.run_dir) / "variants" / (stem + ".json")).string(), v);
+  return v;
+}
+
+LabOptions job_lab_options(const JobCompareOptions& options, const std::optional<JobTrainingLoader>& loader,
+                           const VariantSpec& base) {
+  LabOptions lab;
+  lab.base = base;
+  lab.results_dir = options.job.results_dir;
+  lab.variant_timeout_s = options.run_timeout_s;
+  lab.repeat = options.repeat;
+  lab.thresholds = options.job.thresholds;
+  lab.live_progress = options.live_progress;
+  lab.measure = [options, loader](const VariantSpec& spec, const VariantRunOptions& run) {
+    return measure_job_variant(options, loader, spec, run);
+  };
+  return lab;
+}
+
+// The spec every variant of a job starts from: the job's name as the scenario, its steps; the
+// loader's settings as the job built them (when known).
+VariantSpec job_base_spec(const JobCompareOptions& options, const std::optional<JobTrainingLoader>& loader) {
+  VariantSpec base;
+  base.scenario = "job " + job_name_of(options.job.command);
+  base.warmup_steps = options.job.warmup;
+  base.steps = std::max<int64_t>(0, options.job.steps - options.job.warmup);
+  base.sample_interval_ms = options.job.sample_interval_ms;
+  base.max_loop_s = 0;
+  base.min_loop_s = 0;
+  base.device = DeviceChoice::kAuto;
+  base.threads = options.threads;
+  if (loader) {
+    base.workers = loader->workers;
+    base.prefetch = loader->prefetch;
+    base.pin_memory = loader->pin_memory;
+    base.persistent_workers = loader->persistent_workers;
+  }
+  return base;
+}
+
+// A short run of the job as written, before a sweep or the doctor: which loader trains, with what
+// settings, on which device. Its folder stays in the run folder (jobs/as-written/).
+VariantRecord discover(const JobCompareOptions& options, const std::string& run_dir, std::ostream& progress) {
+  progress << "trainlab: a short run of the job as written, to find its training DataLoader" << std::endl;
+  JobCompareOptions shortened = options;
+  shortened.job.steps = std::min<int64_t>(options.job.steps, options.job.warmup + 2);
+  shortened.min_measured_s = 0;
+  VariantRunOptions run;
+  run.run_dir = run_dir;
+  run.timeout_s = options.run_timeout_s;
+  run.file_stem = "as-written";
+  const VariantSpec base = job_base_spec(options, std::nullopt);
+  return measure_job_variant(shortened, std::nullopt, base, run);
+}
+
+std::string loader_words(const JobTrainingLoader& l) {
+  std::string w = "num_workers=" + std::to_string(l.workers);
+  if (l.workers > 0) w += ", prefetch_factor=" + std::to_string(l.prefetch);
+  w += std::string(", pin_memory=") + (l.pin_memory ? "True" : "False");
+  if (l.workers > 0) w += std::string(", persistent_workers=") + (l.persistent_workers ? "True" : "False");
+  return w;
+}
+
+std::vector<int> default_workers(const JobTrainingLoader& own, int cores) {
+  std::set<int> workers = {0, own.workers};
+  for (int w = 1; w <= std::max(1, cores); w *= 2) workers.insert(w);
+  workers.insert(std::max(1, cores));
+  return {workers.begin(), workers.end()};
+}
+
+// The counted rounds' samples/s of the points whose label is `label`, by round.
+std::map<int, double> rounds_of(const RunRecord& record, const std::string& label) {
+  std::map<int, double> out;
+  for (const VariantRecord& v : record.variants) {
+    if (!v.counts() || sweep_point_label(v.spec, false) != label) continue;
+    const VariantAggregate agg = aggregate(v);
+    if (agg.measured_steps > 0) out[v.repetition] = agg.samples_per_s;
+  }
+  return out;
+}
+
+struct PointGain {
+  stats::ChangeEstimate change;
+  bool has_interval = false;
+};
+
+std::optional<PointGain> paired_gain(const RunRecord& record, const std::string& from, const std::string& to) {
+  const std::map<int, double> a = rounds_of(record, from), b = rounds_of(record, to);
+  std::vector<double> av, bv;
+  for (const auto& [round, sps] : a) {
+    const auto it = b.find(round);
+    if (it != b.end() && sps > 0 && it->second > 0) {
+      av.push_back(sps);
+      bv.push_back(it->second);
+    }
+  }
+  if (av.empty()) return std::nullopt;
+  PointGain g;
+  if (av.size() >= 2) {
+    g.change = stats::paired_robust_change(av, bv);
+    g.has_interval = true;
+  } else {
+    g.change.change_pct = g.change.low_pct = g.change.high_pct = 100.0 * (bv[0] - av[0]) / av[0];
+    g.change.pairs = 1;
+  }
+  return g;
+}
+
+std::string gain_words(const PointGain& g) {
+  if (!g.has_interval) return format_text("%+.1f %% samples/s (one round: no interval)", g.change.change_pct);
+  return format_text("%+.1f %% samples/s", g.change.change_pct) + " [" + format_text("%+.1f", g.change.low_pct) + ", " +
+         format_text("%+.1f", g.change.high_pct) + "] over " + std::to_string(g.change.pairs) + " paired rounds";
+}
+
+// A counted record of the point `label` (the first), or null.
+const VariantRecord* first_record_of(const RunRecord& record, const std::string& label) {
+  for (const VariantRecord& v : record.variants) {
+    if (v.counts() && sweep_point_label(v.spec, false) == label) return &v;
+  }
+  return nullptr;
+}
+
+double data_wait_pct_of(const VariantRecord& v) {
+  return aggregate(v).phase_pct[static_cast<size_t>(Phase::kDataWait)];
+}
+
+// "its top stage is ColorJitter (33 % of the loader's time)": the stage the profile names first.
+std::string top_stage_words(const VariantRecord& v) {
+  if (!v.job || v.job->stage_groups.empty()) return "";
+  const JobStageGroup* group = &v.job->stage_groups.front();
+  for (const JobStageGroup& g : v.job->stage_groups) {
+    if (g.busy_wall_ns > group->busy_wall_ns) group = &g;
+  }
+  if (group->stages.empty() || group->busy_wall_ns <= 0) return "";
+  const JobStage& top = group->stages.front();
+  return "its top stage is " + top.name + " (" + top.kind + ", " +
+         format_text("%.0f %%", 100.0 * static_cast<double>(top.wall_ns) / static_cast<double>(group->busy_wall_ns)) +
+         " of the loader's time)";
+}
+
+// The sweep's answer in the user's code: the change to make at the DataLoader(...) call with its
+// measured gain over the script's own settings, or why there is none; then the next knob where the
+// loader still bounds the best point.
+std::vector<std::string> job_sweep_reading(const SweepOutcome& outcome, const JobTrainingLoader& own,
+                                           const VariantSpec& own_spec, const Thresholds& thresholds) {
+  std::vector<std::string> lines;
+  const RunRecord& record = outcome.record;
+  const std::string own_label = sweep_point_label(own_spec, false);
+  const VariantRecord* own_run = first_record_of(record, own_label);
+  const double moderate_pct = thresholds.value(threshold::input_bound::moderate_pct);
+  const double high_pct = thresholds.value(threshold::input_bound::high_pct);
+  const std::string site = own.file + " line " + std::to_string(own.line);
+  // The candidate: the sweep's recommendation, else (tied) the fastest point.
+  std::string candidate;
+  if (record.details.sweep && record.details.sweep->recommendation) {
+    const RecommendedPoint& rec = *record.details.sweep->recommendation;
+    candidate = sweep_point_label(record.variants.at(static_cast<size_t>(rec.variant_index)).spec, false);
+  }
+  if (own_run == nullptr) {
+    lines.push_back("In your code: no recommendation; the script's own settings (" + loader_words(own) + ", " + site +
+                    ") have no counted round to compare with.");
+    return lines;
+  }
+  const double own_wait_pct = data_wait_pct_of(*own_run);
+  const bool loader_bound = own_wait_pct >= moderate_pct;
+  const std::string not_bound =
+      loader_bound ? ""
+                   : "The loader is not the bound: data wait " + format_text("%.1f %%", own_wait_pct) +
+                         " of the step at the script's own settings (" + loader_words(own) + ", " + site + "). ";
+  const VariantRecord* candidate_run = candidate.empty() ? nullptr : first_record_of(record, candidate);
+  if (candidate_run == nullptr || candidate == own_label) {
+    lines.push_back(not_bound + "In your code: keep DataLoader(" + loader_words(own) + ") at " + site +
+                    (candidate == own_label ? ": the script's own settings are the sweep's recommendation."
+                                            : ": no point was separated from the others beyond noise."));
+    return lines;
+  }
+  const std::optional<PointGain> gain = paired_gain(record, own_label, candidate);
+  std::string today;
+  const std::string arguments = dataloader_arguments(candidate_run->spec, own, &today);
+  const bool beyond_noise = gain && gain->has_interval && gain->change.low_pct > 0;
+  if (!beyond_noise) {
+    lines.push_back(not_bound + "In your code: no change. " + candidate + " measured " +
+                    (gain ? gain_words(*gain) : std::string("no paired round")) +
+                    " against the script's own settings (" + own_label + "), " +
+                    (gain && gain->has_interval ? "within noise" : "which cannot tell it from noise: --repeat 3") + ".");
+    return lines;
+  }
+  lines.push_back("In your code: set DataLoader(" + arguments + ") in " + site + " (today: " + today + "): " +
+                  gain_words(*gain) + ".");
+  const double best_wait_pct = data_wait_pct_of(*candidate_run);
+  if (best_wait_pct >= high_pct) {
+    const std::string stage = top_stage_words(*candidate_run);
+    lines.push_back("Still input-bound at " + candidate + " (data wait " + format_text("%.1f %%", best_wait_pct) +
+                    " of the step)" + (stage.empty() ? "" : ": " + stage) +
+                    "; the next knob is the samples' own cost: cheaper transforms, caching decoded samples, or "
+                    "augmenting on the GPU.");
+  }
+  return lines;
+}
+
+void rewrite_run_json(const SweepOutcome& outcome) {
+  write_run_record((fs::path(outcome.run_dir) / "run.json").string(), outcome.record);
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> job_overrides_for(const VariantSpec& spec,
+                                                                   const JobTrainingLoader* loader,
+                                                                   const std::string& compile_mode,
+                                                                   const std::string& run_dir) {
+  std::vector<std::pair<std::string, std::string>> env = {{"TRAINLAB_JOB_SEED", std::to_string(spec.seed)}};
+  if (spec.precision == Precision::kBf16) env.push_back({"TRAINLAB_JOB_AUTOCAST", "bf16"});
+  if (spec.compiled) {
+    env.push_back({"TRAINLAB_JOB_COMPILE", compile_mode.empty() ? "default" : compile_mode});
+    // Shared by the run's compiled repetitions: the later ones load what the first compiled.
+    env.push_back({"TORCHINDUCTOR_CACHE_DIR", fs::absolute(fs::path(run_dir) / "inductor-cache").string()});
+  }
+  if (spec.threads > 0) {
+    env.push_back({"TRAINLAB_JOB_THREADS", std::to_string(spec.threads)});
+    env.push_back({"OMP_NUM_THREADS", std::to_string(spec.threads)});
+  }
+  if (loader != nullptr) {
+    nlohmann::json l = {{"num_workers", spec.workers},
+                        {"pin_memory", spec.pin_memory},
+                        {"persistent_workers", spec.workers > 0 && spec.persistent_workers},
+                        {"at", loader->at()}};
+    l["prefetch_factor"] = spec.workers > 0 ? nlohmann::json(spec.prefetch) : nlohmann::json(nullptr);
+    env.push_back({"TRAINLAB_JOB_LOADER", l.dump()});
+  }
+  return env;
+}
+
+std::optional<JobTrainingLoader> training_loader_of(const VariantRecord& run) {
+  if (!run.job || run.job->loaders.empty()) return std::nullopt;
+  const JobLoader* chosen = nullptr;
+  for (const JobLoader& l : run.job->loaders) {
+    if (l.rank == 0 && l.training && *l.training) chosen = &l;
+  }
+  for (const JobLoader& l : run.job->loaders) {
+    if (chosen == nullptr && l.rank == 0) chosen = &l;
+  }
+  if (chosen == nullptr) chosen = &run.job->loaders.front();
+  JobTrainingLoader out;
+  out.file = chosen->file;
+  out.line = chosen->line;
+  out.workers = static_cast<int>(chosen->num_workers);
+  out.prefetch_given = chosen->prefetch_factor.has_value();
+  out.prefetch = static_cast<int>(chosen->prefetch_factor.value_or(2));
+  out.pin_memory = chosen->pin_memory;
+  out.persistent_workers = chosen->persistent_workers;
+  return out;
+}
+
+std::string dataloader_arguments(const VariantSpec& point, const JobTrainingLoader& today, std::string* today_words) {
+  std::vector<std::pair<std::string, std::string>> changed, was;
+  const auto py_bool = [](bool b) { return std::string(b ? "True" : "False"); };
+  if (point.workers != today.workers) {
+    changed.push_back({"num_workers", std::to_string(point.workers)});
+    was.push_back({"num_workers", std::to_string(today.workers)});
+  }
+  if (point.workers > 0 && (point.prefetch != today.prefetch || today.workers == 0)) {
+    if (point.prefetch != 2 || today.prefetch_given) {
+      changed.push_back({"prefetch_factor", std::to_string(point.prefetch)});
+      was.push_back({"prefetch_factor", today.workers > 0 ? std::to_string(today.prefetch) : "None"});
+    }
+  }
+  if (point.pin_memory != today.pin_memory) {
+    changed.push_back({"pin_memory", py_bool(point.pin_memory)});
+    was.push_back({"pin_memory", py_bool(today.pin_memory)});
+  }
+  const bool persistent = point.workers > 0 && point.persistent_workers;
+  if (persistent != today.persistent_workers) {
+    changed.push_back({"persistent_workers", py_bool(persistent)});
+    was.push_back({"persistent_workers", py_bool(today.persistent_workers)});
+  }
+  const auto join = [](const std::vector<std::pair<std::string, std::string>>& kv) {
+    std::string out;
+    for (const auto& [k, v] : kv) out += (out.empty() ? "" : ", ") + k + "=" + v;
+    return out;
+  };
+  if (today_words != nullptr) *today_words = join(was);
+  return join(changed);
+}
+
+LabOutcome run_job_lab(const JobCompareOptions& options, std::ostream& progress) {
+  check_job_options(options.job);
+  const auto start = std::chrono::steady_clock::now();
+  LabOptions lab = job_lab_options(options, std::nullopt, job_base_spec(options, std::nullopt));
+  if (!options.repeat_given) {  // as the built-in lab: three rounds, more while a gain is undecided
+    lab.repeat = 3;
+    lab.extra_rounds = kDefaultMaxRounds - lab.repeat;
+    lab.rounds_budget_s = kExtraRoundsBudgetS;
+  }
+  progress << "trainlab baseline: the three-run lab on " << quoted_job_command(options.job.command)
+           << " (fp32 as written, its trained module under bf16 autocast, and compiled with torch.compile)"
+           << std::endl;
+  LabOutcome outcome = run_baseline_lab(lab, progress);
+  // What the lab changed inside the job, and how long it took, after the reading.
+  RunRecord& record = outcome.record;
+  std::vector<double> compile_s;
+  for (const VariantRecord& v : record.variants) {
+    if (v.ok() && v.spec.compiled && v.compile_info.compile_s > 0) compile_s.push_back(v.compile_info.compile_s);
+  }
+  std::string notes = "Inside the job: every run seeded (TRAINLAB_JOB_SEED " + std::to_string(lab.base.seed) +
+                      "); bf16 is torch.autocast around the forward of the module the optimizer trains, the optimizer "
+                      "untouched; compiled is that module's forward through torch.compile (mode " +
+                      options.compile_mode + ")";
+  if (!compile_s.empty()) {
+    notes += format_text(", its compile %.1f s", compile_s.front()) +
+             (compile_s.size() > 1 ? format_text(" at the first run, %.1f s at the later ones (cache)",
+                                                 stats::median({compile_s.begin() + 1, compile_s.end()}))
+                                   : std::string()) +
+             " kept out of the measured steps";
+  }
+  // The reading's pointers are the built-in scenarios'; on a job they are the job's commands.
+  for (std::string& line : record.reading) {
+    const std::string builtin = " (`trainlab sweep` finds the loader setting; -k cache=1 measures decode-once).";
+    const size_t at = line.find(builtin);
+    if (at != std::string::npos) {
+      line.replace(at, builtin.size(), " (`trainlab sweep -- " + quoted_job_command(options.job.command) +
+                                           "` finds the DataLoader setting; `trainlab profile -- ...` names the "
+                                           "stage inside it).");
+    }
+  }
+  const bool per_step = std::any_of(record.variants.begin(), record.variants.end(), [](const VariantRecord& v) {
+    return v.ok() && v.job && v.job->loaders.empty();
+  });
+  if (per_step) notes += "; the job builds no DataLoader, so its batch size is unknown: samples/s here are steps/s";
+  record.reading.push_back(notes + format_text(". The lab took %.0f s.", elapsed_s_since(start)));
+  write_run_record((fs::path(outcome.run_dir) / "run.json").string(), record);
+  return outcome;
+}
+
+SweepOutcome run_job_sweep(const JobCompareOptions& options, const JobSweepGrid& grid, std::ostream& progress) {
+  check_job_options(options.job);
+  const auto start = std::chrono::steady_clock::now();
+  std::string run_id;
+  const std::string run_dir =
+      make_run_dir(options.job.results_dir, "job-" + job_name_of(options.job.command), "sweep", &run_id);
+  VariantRecord first;
+  {
+    const RunningMark running(run_dir);
+    first = discover(options, run_dir, progress);
+  }
+  const std::optional<JobTrainingLoader> own = training_loader_of(first);
+  if (!own) {
+    // Nothing to keep: the folder holds only this short run, which the line below says all of.
+    std::error_code ec;
+    if (first.ok()) fs::remove_all(run_dir, ec);
+    if (!first.ok()) throw InputError("the job as written did not run to a step: " + first.error + " (its output: " + run_dir + "/jobs/as-written/output.log)");
+    throw InputError("the job builds no torch.utils.data.DataLoader: there is no loader to sweep (trainlab profile -- " +
+                     quoted_job_command(options.job.command) + " says where its time goes)");
+  }
+  if (own->file.empty() || own->line <= 0) {
+    throw InputError("the job's DataLoader was built where the recorder could not name the file and line");
+  }
+  progress << "trainlab: the training DataLoader is at " << own->at() << " (" << loader_words(*own) << ")" << std::endl;
+
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  SweepOptions sweep;
+  sweep.run_dir = run_dir;
+  sweep.tolerance_pct = grid.tolerance_pct;
+  sweep.live_progress = options.live_progress;
+  sweep.cuda_available = first.device.rfind("cuda", 0) == 0;
+  const VariantSpec own_spec = job_base_spec(options, own);
+  sweep.lab = job_lab_options(options, own, own_spec);
+  sweep.grid.workers = grid.workers.empty() ? default_workers(*own, cores) : grid.workers;
+  sweep.grid.prefetch = grid.prefetch.empty() ? std::vector<int>{own->prefetch} : grid.prefetch;
+  sweep.grid.pin_memory = grid.pin_memory.empty() ? std::vector<bool>{own->pin_memory} : grid.pin_memory;
+  sweep.grid.persistent = grid.persistent.empty() ? std::vector<bool>{own->persistent_workers} : grid.persistent;
+  std::vector<std::string> notes;
+  expand_sweep(sweep, &notes);  // validates the grid before the points run
+  SweepOutcome outcome = run_sweep(sweep, progress);
+  RunRecord& record = outcome.record;
+  const std::vector<std::string> answer = job_sweep_reading(outcome, *own, own_spec, *options.job.thresholds);
+  record.reading.insert(record.reading.begin(), answer.begin(), answer.end());
+  record.reading.push_back(format_text("Note: the sweep took %.0f s, ", elapsed_s_since(start)) +
+                           "each point a run of the job with its DataLoader at " + own->at() +
+                           " given the point's settings (TRAINLAB_JOB_LOADER), every run seeded alike.");
+  rewrite_run_json(outcome);
+  return outcome;
+}
+
+DoctorOutcome run_job_doctor(const JobCompareOptions& options, int max_changes, std::ostream& progress) {
+  check_job_options(options.job);
+  DoctorOutcome outcome;
+  std::string run_id;
+  outcome.out_dir = make_run_dir(options.job.results_dir, "job-" + job_name_of(options.job.command), "doctor", &run_id);
+  outcome.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  outcome.configuration = {quoted_job_command(options.job.command)};
+  const Thresholds& thresholds = *options.job.thresholds;
+
+  // [1] The job profiled as written, and its diagnosis.
+  progress << "[1] profile the job as written" << std::endl;
+  JobOptions profile = options.job;
+  profile.results_dir = outcome.out_dir;
+  profile.output_file = (fs::path(outcome.out_dir) / "profile-output.log").string();
+  const JobOutcome profiled = run_job(profile, progress);
+  nlohmann::json diagnosis_json = nullptr;
+  if (!profiled.measured) {
+    outcome.diagnosis_headline = "the job measured no step: " + profiled.line;
+    write_doctor_outcome(outcome, options.repeat, diagnosis_json);
+    return outcome;
+  }
+  DiagnoseOptions diagnose_options;
+  diagnose_options.thresholds = &thresholds;
+  const DiagnoseOutcome diagnosis = diagnose_run(profiled.record, profiled.run_dir, diagnose_options);
+  const Diagnosis& d = diagnosis.diagnoses.front();
+  outcome.diagnosis_headline = d.verdict.headline;
+  outcome.diagnosis_report = (fs::path(profiled.run_dir) / "report.html").string();
+  diagnosis_json = {{"primary", to_string(d.verdict.primary)}, {"headline", d.verdict.headline}};
+  progress << "    " << d.verdict.headline << std::endl;
+  const VariantRecord& as_written = profiled.record.variants.front();
+  const std::optional<JobTrainingLoader> own = training_loader_of(as_written);
+  const double wait_pct = data_wait_pct_of(as_written);
+  for (const Finding& f : d.findings) {
+    if (f.suspect != Suspect::kDataPipeline) outcome.unaddressed_findings.push_back(f.title);
+  }
+  if (!own || (d.verdict.primary != Suspect::kDataPipeline &&
+               wait_pct < thresholds.value(threshold::input_bound::moderate_pct))) {
+    outcome.unaddressed_findings.insert(
+        outcome.unaddressed_findings.begin(),
+        !own ? "the job builds no DataLoader: no loader setting to try"
+             : "the data pipeline is not the bound (data wait " + format_text("%.1f %%", wait_pct) +
+                   " of the step): the doctor tries no loader change");
+    write_doctor_outcome(outcome, options.repeat, diagnosis_json);
+    return outcome;
+  }
+
+  // [2..] Each loader change as an A/B on the job: the script's own settings (A) against the change (B).
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> changes;
+  const int more = std::max(own->workers + 1, cores);
+  changes.push_back({"more_workers", {{"workers", std::to_string(more)}}});
+  if (!own->persistent_workers || own->prefetch < 4) {
+    changes.push_back({"workers_prefetch_persistent",
+                       {{"workers", std::to_string(more)}, {"prefetch", "4"}, {"persistent-workers", "on"}}});
+  }
+  if (static_cast<int>(changes.size()) > max_changes) changes.resize(static_cast<size_t>(max_changes));
+  const VariantSpec base = job_base_spec(options, own);
+  int step = 2;
+  for (const auto& [name, settings] : changes) {
+    std::string described;
+    for (const auto& [k, v] : settings) described += (described.empty() ? "" : ",") + k + "=" + v;
+    DoctorTrial trial{name, described, "input_bound"};
+    if (interrupted()) {
+      trial.verdict = "not run: the doctor was interrupted";
+      outcome.trials.push_back(trial);
+      continue;
+    }
+    progress << "[" << step++ << "] A/B on the job: as written against " << described << std::endl;
+    JobCompareOptions ab_options = options;
+    ab_options.job.results_dir = outcome.out_dir;
+    LabOptions lab = job_lab_options(ab_options, own, base);
+    lab.repeat = std::max(2, options.repeat);
+    lab.extra_rounds = kDefaultMaxRounds - lab.repeat;
+    lab.rounds_budget_s = kExtraRoundsBudgetS;
+    const LabOutcome ab = run_ab(lab, settings, progress);
+    trial.run_dir = ab.run_dir;
+    try {
+      const CompareOutcome compared = compare_ab(ab.record, CompareOptions{});
+      for (const CompareRow& row : compared.rows) {
+        if (row.metric != "samples/s") continue;
+        trial.gain_pct = row.change.change_pct;
+        trial.low_pct = row.change.low_pct;
+        trial.high_pct = row.change.high_pct;
+        trial.verdict = row.verdict;
+      }
+    } catch (const InputError& e) {
+      trial.verdict = std::string("failed: ") + e.what();
+    }
+    if (trial.verdict.empty()) trial.verdict = "failed: no measured samples/s";
+    progress << "    " << described << ": " << format_text("%+.1f %%", trial.gain_pct) << " ["
+             << format_text("%+.1f", trial.low_pct) << ", " << format_text("%+.1f", trial.high_pct)
+             << "]: " << trial.verdict << std::endl;
+    if (trial.verdict == "improved" && trial.gain_pct > outcome.best_gain_pct) {
+      outcome.best_gain_pct = trial.gain_pct;
+      outcome.best_settings = described;
+    }
+    outcome.trials.push_back(trial);
+  }
+  outcome.unaddressed_findings.push_back(
+      "not tried on a job: caching the Dataset's decoded samples (a what-if the built-in doctor runs on its "
+      "scenarios)");
+
+  // The best measured configuration profiled again: what remains.
+  if (!outcome.best_settings.empty() && !interrupted()) {
+    progress << "[" << step << "] profile the job with " << outcome.best_settings << std::endl;
+    VariantSpec best = base;
+    for (const DoctorTrial& t : outcome.trials) {
+      if (t.settings != outcome.best_settings) continue;
+      for (const auto& [name, settings] : changes) {
+        if (name == t.change) {
+          for (const auto& [k, v] : settings) apply_setting(best, k, v);
+        }
+      }
+    }
+    JobOptions after = options.job;
+    after.results_dir = outcome.out_dir;
+    after.output_file = (fs::path(outcome.out_dir) / "after-output.log").string();
+    after.environment = job_overrides_for(best, &*own, options.compile_mode, outcome.out_dir);
+    const JobOutcome again = run_job(after, progress);
+    if (again.measured) {
+      const DiagnoseOutcome diagnosed = diagnose_run(again.record, again.run_dir, diagnose_options);
+      const Diagnosis& a = diagnosed.diagnoses.front();
+      outcome.after_headline = a.verdict.headline;
+      outcome.after_report = (fs::path(again.run_dir) / "report.html").string();
+      for (const Finding& f : a.findings) outcome.after_findings.push_back(std::string(to_string(f.severity)) + ": " + f.title);
+    }
+  }
+  write_doctor_outcome(outcome, options.repeat, diagnosis_json);
+  return outcome;
+}
+
+}  // namespace trainlab
