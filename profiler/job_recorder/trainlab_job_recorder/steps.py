@@ -333,6 +333,7 @@ def _end_step(now):
         "cpu_ns": process_time_ns() - state.step_cpu_start_ns, "rank": proc.rank})
     if step == 0:
         _device_line()
+        _threads_line()
     state.steps_done = step + 1
     state.data = {}
     state.forward_ns = 0
@@ -367,6 +368,17 @@ def _device_line():
         pass
     core.PROC.write({"type": "torch", "torch_version": torch.__version__,
                      "cuda_available": bool(torch.cuda.is_available()), "device_name": name})
+
+
+def _threads_line():
+    """torch's intra-op and inter-op thread counts as the training process runs them, at the end
+    of its first step (after the script's own torch.set_num_threads, if any)."""
+    torch = _torch
+    try:
+        core.PROC.write({"type": "threads", "intra_op": int(torch.get_num_threads()),
+                         "inter_op": int(torch.get_num_interop_threads()), "at_ns": monotonic_ns()})
+    except Exception as error:
+        core.PROC.warning("steps", "reading torch's thread counts: %r" % (error,))
 
 
 # -- a named step function ----------------------------------------------------------------------
