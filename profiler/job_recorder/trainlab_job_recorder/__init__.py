@@ -30,6 +30,7 @@ def activate():
     atexit.register(_at_exit)
     if settings.seed is not None:
         _part("seed", lambda: random.seed(int(settings.seed)))
+        _part("seed", _watch_random_reseeds)
     _part("import", _watch_imports)
 
 
@@ -105,6 +106,11 @@ def _watch_imports():
     sys.meta_path.insert(0, Watcher())
 
 
+def _watch_random_reseeds():
+    from . import seeds
+    seeds.wrap(random, "seed", "random.seed")
+
+
 def _on_numpy(numpy):
     seed = core.SETTINGS.seed
     if seed is None:
@@ -113,6 +119,16 @@ def _on_numpy(numpy):
         numpy.random.seed(int(seed) % (2 ** 32))
     except Exception as error:
         core.PROC.warning("seed", "numpy.random.seed: %r" % (error,))
+        return
+    from . import seeds
+    _part("seed", lambda: seeds.wrap(numpy.random, "seed", "numpy.random.seed"))
+
+
+def _watch_torch_reseeds(torch):
+    from . import seeds
+    seeds.skip_calls_from(os.path.dirname(os.path.abspath(torch.__file__)))
+    seeds.wrap(torch, "manual_seed", "torch.manual_seed")
+    seeds.wrap(torch.random, "manual_seed", "torch.manual_seed")
 
 
 def _on_torch(torch):
@@ -120,6 +136,7 @@ def _on_torch(torch):
     proc = core.PROC
     if settings.seed is not None:
         _part("seed", lambda: torch.manual_seed(int(settings.seed)))
+        _part("seed", lambda: _watch_torch_reseeds(torch))
     try:
         proc.write({"type": "torch", "torch_version": torch.__version__,
                     "cuda_available": bool(torch.cuda.is_available()), "device_name": None})
