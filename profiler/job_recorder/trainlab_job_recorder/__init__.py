@@ -25,6 +25,8 @@ def activate():
         proc.write_process_line()  # a spawned child says what it is once it knows (worker or not)
     if settings.capture_error:
         proc.warning("profiler", settings.capture_error)
+    if settings.threads_error and not proc.mp_child:
+        proc.warning("threads", settings.threads_error)
     _part("fork", lambda: os.register_at_fork(after_in_child=_after_fork))
     _part("signal", _install_sigterm)
     atexit.register(_at_exit)
@@ -144,11 +146,18 @@ def _on_torch(torch):
         proc.warning("torch", "reading torch's version: %r" % (error,))
     if proc.launcher:
         return
+    if settings.threads is not None:
+        _part("threads", lambda: _keep_threads(torch))
     from . import steps, loader, stages
     _part("steps", lambda: steps.install(torch))
     _part("loader", lambda: loader.install(torch))
     if settings.stages:
         _part("stages", stages.install_fetchers)
+
+
+def _keep_threads(torch):
+    from . import threads
+    threads.keep(torch, core.SETTINGS.threads)
 
 
 # -- the end ------------------------------------------------------------------------------------

@@ -34,6 +34,17 @@ class Settings:
         self.loader = env.get("TRAINLAB_JOB_LOADER", "").strip() or None
         self.autocast = env.get("TRAINLAB_JOB_AUTOCAST", "off").strip().lower() or "off"
         self.compile = env.get("TRAINLAB_JOB_COMPILE", "off").strip() or "off"
+        self.threads = None  # TRAINLAB_JOB_THREADS: torch's intra-op threads kept at this count
+        self.threads_error = None
+        threads = env.get("TRAINLAB_JOB_THREADS", "").strip()
+        if threads:
+            try:
+                self.threads = int(threads)
+                if self.threads < 1:
+                    raise ValueError
+            except ValueError:
+                self.threads = None
+                self.threads_error = "TRAINLAB_JOB_THREADS=%r is not a thread count >= 1; left out" % threads
 
 
 def _int(text, default):
