@@ -4,7 +4,7 @@ DataLoader (the loader is then not what bounds the job). Prints its step count, 
 dtype of the model's output at the first step (bfloat16 when trainlab's lab puts the forward under
 autocast).
 
-  python compute_train.py [--steps S] [--width W] [--batch-size B] [--threads N]
+  python compute_train.py [--steps S] [--width W] [--depth D] [--batch-size B] [--threads N]
          [--loader [--workers K]] [--break autocast|compile]
 
 --break puts in the model a part that cannot take one of the lab's variants, as a hand-written
@@ -43,6 +43,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--width", type=int, default=512)
+    parser.add_argument("--depth", type=int, default=2, help="hidden Linear + ReLU layers (more compute per sample)")
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     parser.add_argument("--loader", action="store_true", help="batches from a DataLoader over a TensorDataset")
@@ -57,7 +58,9 @@ def main():
         layers.append(Float32OnlyScale())
     elif args.breaks == "compile":
         layers.append(FusedScale())
-    layers += [torch.nn.Linear(w, w), torch.nn.ReLU(), torch.nn.Linear(w, 10)]
+    for _ in range(args.depth - 1):
+        layers += [torch.nn.Linear(w, w), torch.nn.ReLU()]
+    layers.append(torch.nn.Linear(w, 10))
     model = torch.nn.Sequential(*layers)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     if args.loader:
