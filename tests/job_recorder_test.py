@@ -276,6 +276,9 @@ def steps_limit_and_overrides():
     job = os.path.join(WORK, "job-compile")
     env = recorder_env(job, compile="default")
     env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # no pool of compile worker processes: quicker on 2 cores
+    # Fewer of inductor's CPU vector-ISA probes (each a Python subprocess importing torch, run at
+    # every compile, cache or not): ~9 s less here, 23.5 -> 14.6 s and 30.1 -> 20.4 s in two rounds.
+    env["TORCHINDUCTOR_VEC_ISA_OK"] = "1"
     rc, out, err = run([PYTHON, compute, "--steps", "4", "--width", "64"], env, timeout=600)
     main = main_records(read_job(job))
     compiled = of_type(main, "compile")
