@@ -152,6 +152,13 @@ def _leading_dim(batch):
 def _begin_first_step(now_ns):
     STATE.step_start_ns = now_ns
     STATE.step_cpu_start_ns = process_time_ns()
+    proc = core.PROC
+    if core.SETTINGS.threads is not None and proc.mp_child and proc.role in ("main", "child"):
+        try:  # a spawned process that trains (torch.multiprocessing.spawn): no DataLoader worker
+            from . import threads
+            threads.keep(_torch, core.SETTINGS.threads, spawned_trainer=True)
+        except Exception as error:
+            proc.warning("threads", "threads: %r" % (error,))
     _capture_at_step_start(0)
 
 

@@ -1,6 +1,6 @@
 """TRAINLAB_JOB_THREADS=N: torch's intra-op threads kept at N in the job's main and child
 processes (how the lab leaves cores to other processes): torch.set_num_threads(N) at torch's
-import, and the script's own later torch.set_num_threads calls keep N (a warning line says what
+import (a multiprocessing-spawned process: at its first step), and the script's own later torch.set_num_threads calls keep N (a warning line says what
 the script asked for, the first MAX_WARNINGS times). DataLoader workers are left alone: torch
 sets 1 thread in each itself, and a call from torch's own files always goes through."""
 import os
@@ -11,9 +11,12 @@ from . import core
 MAX_WARNINGS = 4
 
 
-def keep(torch, count):
+def keep(torch, count, spawned_trainer=False):
+    """spawned_trainer: a multiprocessing-spawned process (torch.multiprocessing.spawn's ranks)
+    at its first step, so no DataLoader worker; at torch's import such a process is left alone,
+    as it may be one."""
     proc = core.PROC
-    if proc.role not in ("main", "child") or proc.mp_child:
+    if proc.role not in ("main", "child") or (proc.mp_child and not spawned_trainer):
         return  # a spawned process may be a DataLoader worker: torch sets its threads
     original = torch.set_num_threads
     if getattr(original, "_trainlab_threads", False):
