@@ -40,7 +40,9 @@ class Fields {
       n = v.get<int64_t>();
     } else if (v.is_number_float()) {
       const double d = v.get<double>();
-      if (!std::isfinite(d) || d != std::floor(d) || d < static_cast<double>(low) || d > static_cast<double>(high))
+      // 2^63 itself would pass `d > (double)INT64_MAX` (the cast rounds up): checked first.
+      if (!std::isfinite(d) || d != std::floor(d) || d >= 0x1p63 || d < -0x1p63 || d < static_cast<double>(low) ||
+          d > static_cast<double>(high))
         bad(key, "not a whole number in range");
       n = static_cast<int64_t>(d);
     } else {
@@ -246,6 +248,20 @@ void parse_one(const json& j, JobProcessFile& out, const JobRecordLimits& limits
     out.overrides.push_back("torch.compile(mode=" + f.str("mode") + ") applied, " + std::to_string(seconds) + " s");
   } else if (type == "autocast") {
     out.overrides.push_back("autocast " + f.str("dtype") + " on " + f.str("device_type") + " applied");
+  } else if (type == "threads") {
+    // torch.get_num_threads() / get_num_interop_threads(): at least 1; 2^16 is beyond any machine.
+    const int64_t intra = f.req_int("intra_op", 1, 1 << 16);
+    const int64_t inter = f.req_int("inter_op", 1, 1 << 16);
+    out.intra_op_threads = intra;
+    out.inter_op_threads = inter;
+  } else if (type == "reseed") {
+    JobReseed r;
+    r.call = f.str("call", true);
+    if (r.call.empty()) Fields::bad("call", "empty");
+    r.seed = f.opt_int("seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+    r.file = f.str("file");
+    r.line = f.int_or("line", 0, 0, 1 << 30);
+    if (static_cast<int64_t>(out.reseeds.size()) < limits.max_reseeds) out.reseeds.push_back(std::move(r));
   } else if (type == "no_steps") {
     out.no_steps = f.str("message");
   } else if (type == "end") {

@@ -22,6 +22,7 @@ struct JobRecordLimits {
   int64_t max_files = 4096;                     // proc-*.jsonl files read from one folder
   int64_t max_loaders = 256;                    // loader lines kept per file
   int64_t max_messages = 200;                   // warning lines kept per file
+  int64_t max_reseeds = 64;                     // reseed lines kept per file (the recorder writes up to 8)
 };
 
 // {"type":"process"}: written first by every process that loads the recorder; {"type":"torch"}
@@ -75,6 +76,14 @@ struct JobStagesLine {
   std::vector<JobStageTime> stages;
 };
 
+// {"type":"reseed"}: the script seeded again after trainlab seeded the process (TRAINLAB_JOB_SEED).
+struct JobReseed {
+  std::string call;             // "torch.manual_seed", "random.seed", "numpy.random.seed"
+  std::optional<int64_t> seed;  // null: no integer seed (a string, an array, none, >= 2^63)
+  std::string file;             // the user's file and line that made the call
+  int64_t line = 0;
+};
+
 struct JobTraceLine {
   int64_t rank = 0;
   std::string path;  // a file name inside the job folder
@@ -89,6 +98,8 @@ struct JobProcessFile {
   std::vector<JobStepLine> steps;            // in file order
   std::vector<JobStagesLine> stages;         // the last snapshot per loader_id, in the order first seen
   std::vector<JobTraceLine> traces;
+  std::optional<int64_t> intra_op_threads, inter_op_threads;  // the threads line (the end of step 0)
+  std::vector<JobReseed> reseeds;            // in file order, at most max_reseeds
   std::vector<std::string> warnings;         // "part: message" of warning / override_failed lines
   std::vector<std::string> overrides;        // compile / autocast lines, in words
   std::optional<std::string> no_steps;       // the no_steps line's message

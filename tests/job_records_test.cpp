@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "profiler/job_records.h"
 
@@ -97,6 +98,42 @@ TEST(JobRecords, SkipsAndCountsLinesThatDoNotHold) {
   EXPECT_EQ(f.process->pid, 7);
   EXPECT_EQ(f.malformed_examples.size(), 3u);
   EXPECT_EQ(f.malformed_examples[0], "not JSON");
+}
+
+TEST(JobRecords, ReadsThreadsAndReseeds) {
+  JobRecordLimits limits;
+  limits.max_reseeds = 3;
+  const std::string text =
+      std::string(R"({"type":"process","pid":7,"role":"main"})") + "\n" +
+      R"({"type":"reseed","call":"torch.manual_seed","seed":0,"file":"train.py","line":42})" + "\n" +
+      R"({"type":"reseed","call":"random.seed","seed":null,"file":"train.py","line":43})" + "\n" +
+      R"({"type":"reseed","call":"numpy.random.seed","seed":-9223372036854775808,"file":"lib/seed.py","line":7})" + "\n" +
+      R"({"type":"reseed","call":"torch.manual_seed","seed":5,"file":"train.py","line":90})" + "\n" +  // past the cap
+      R"({"type":"reseed","call":"torch.manual_seed","seed":18446744073709551615})" + "\n" +  // 1: beyond int64
+      R"({"type":"reseed","call":"torch.manual_seed","seed":"zero"})" + "\n" +                // 2: a string seed
+      R"({"type":"reseed","seed":1})" + "\n" +                                               // 3: no call
+      R"({"type":"reseed","call":"torch.manual_seed","seed":9.223372036854775808e18})" + "\n" +  // 4: 2^63
+      R"({"type":"threads","intra_op":0,"inter_op":2})" + "\n" +                             // 5: no thread
+      R"({"type":"threads","intra_op":"4","inter_op":2})" + "\n" +                           // 6: a string
+      R"({"type":"threads","intra_op":4})" + "\n" +                                          // 7: no inter_op
+      R"({"type":"threads","intra_op":4,"inter_op":2,"at_ns":5000})" + "\n";
+  const JobProcessFile f = parse_job_lines(text, "proc-7.jsonl", limits);
+  EXPECT_EQ(f.malformed_lines, 7);
+  ASSERT_TRUE(f.intra_op_threads && f.inter_op_threads);
+  EXPECT_EQ(*f.intra_op_threads, 4);
+  EXPECT_EQ(*f.inter_op_threads, 2);
+  ASSERT_EQ(f.reseeds.size(), 3u);
+  EXPECT_EQ(f.reseeds[0].call, "torch.manual_seed");
+  EXPECT_EQ(*f.reseeds[0].seed, 0);
+  EXPECT_EQ(f.reseeds[0].file, "train.py");
+  EXPECT_EQ(f.reseeds[0].line, 42);
+  EXPECT_FALSE(f.reseeds[1].seed);
+  EXPECT_EQ(*f.reseeds[2].seed, std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(f.reseeds[2].file, "lib/seed.py");
+
+  const JobProcessFile none = parse_job_lines(R"({"type":"process","pid":8,"role":"main"})", "proc-8.jsonl");
+  EXPECT_FALSE(none.intra_op_threads);
+  EXPECT_TRUE(none.reseeds.empty());
 }
 
 TEST(JobRecords, BoundsLinesStepsAndStrings) {

@@ -2,11 +2,15 @@
 read through torchvision.datasets.ImageFolder, torchvision transforms, a small CNN, SGD.
 
   python image_folder_train.py DATA_DIR [--make-data N] [--workers 0|2] [--steps S]
-         [--start-method fork|spawn] [--transforms v1|v2] [--report FILE]
+         [--start-method fork|spawn] [--transforms v1|v2] [--threads N] [--prefetch K]
+         [--persistent] [--pin-memory] [--report FILE]
 
 --make-data N writes N noisy JPEGs per class (2 classes) into DATA_DIR first when it has none.
+--threads (default 1) is torch.set_num_threads; --prefetch, --persistent and --pin-memory are the
+DataLoader's prefetch_factor, persistent_workers and pin_memory (default: DataLoader's defaults).
 Prints its step count and last loss (deterministic: the script seeds itself); --report writes the
-script's own timing of its loader (seconds spent in next() on the DataLoader iterator) as JSON.
+script's own timing as JSON: seconds spent in next() on the DataLoader iterator, and samples_per_s
+over the steps after the first 2 (null with 2 steps or fewer).
 """
 import argparse
 import json
@@ -70,19 +74,26 @@ def main():
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--start-method", default=None, help="the workers' start: fork (Linux's default) or spawn")
     parser.add_argument("--transforms", choices=("v1", "v2"), default="v1", help="torchvision.transforms or .v2")
+    parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
+    parser.add_argument("--prefetch", type=int, default=None, help="the DataLoader's prefetch_factor")
+    parser.add_argument("--persistent", action="store_true", help="the DataLoader's persistent_workers")
+    parser.add_argument("--pin-memory", action="store_true", help="the DataLoader's pin_memory")
     parser.add_argument("--report", default=None)
     args = parser.parse_args()
     if args.make_data and not os.path.isdir(os.path.join(args.data, "cat")):
         make_data(args.data, args.make_data)
     torch.manual_seed(0)
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     dataset = torchvision.datasets.ImageFolder(args.data, transform=make_pipeline(args.transforms))
     loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch_size, shuffle=True,
-                                         num_workers=args.workers, multiprocessing_context=args.start_method)
+                                         num_workers=args.workers, multiprocessing_context=args.start_method,
+                                         prefetch_factor=args.prefetch, persistent_workers=args.persistent,
+                                         pin_memory=args.pin_memory)
     model = SmallCNN()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
     steps, loader_wait_s, loss = 0, 0.0, None
+    timed_from, timed_samples = None, 0  # from the end of the first 2 steps on
     start = time.perf_counter()
     while steps < args.steps:
         batches = iter(loader)
@@ -98,12 +109,19 @@ def main():
             loss.backward()
             optimizer.step()
             steps += 1
-    elapsed_s = time.perf_counter() - start
+            if timed_from is not None:
+                timed_samples += labels.shape[0]
+            elif steps == 2:
+                timed_from = time.perf_counter()
+    end = time.perf_counter()
+    elapsed_s = end - start
+    samples_per_s = timed_samples / (end - timed_from) if timed_samples else None
     print("steps %d" % steps)
     print("loss %.5f" % loss.item())
     if args.report:
         with open(args.report, "w") as f:
-            json.dump({"steps": steps, "loader_wait_s": loader_wait_s, "elapsed_s": elapsed_s}, f)
+            json.dump({"steps": steps, "loader_wait_s": loader_wait_s, "elapsed_s": elapsed_s,
+                       "samples_per_s": samples_per_s}, f)
 
 
 if __name__ == "__main__":

@@ -25,11 +25,14 @@ def activate():
         proc.write_process_line()  # a spawned child says what it is once it knows (worker or not)
     if settings.capture_error:
         proc.warning("profiler", settings.capture_error)
+    if settings.threads_error and not proc.mp_child:
+        proc.warning("threads", settings.threads_error)
     _part("fork", lambda: os.register_at_fork(after_in_child=_after_fork))
     _part("signal", _install_sigterm)
     atexit.register(_at_exit)
     if settings.seed is not None:
         _part("seed", lambda: random.seed(int(settings.seed)))
+        _part("seed", _watch_random_reseeds)
     _part("import", _watch_imports)
 
 
@@ -105,6 +108,11 @@ def _watch_imports():
     sys.meta_path.insert(0, Watcher())
 
 
+def _watch_random_reseeds():
+    from . import seeds
+    seeds.wrap(random, "seed", "random.seed")
+
+
 def _on_numpy(numpy):
     seed = core.SETTINGS.seed
     if seed is None:
@@ -113,6 +121,16 @@ def _on_numpy(numpy):
         numpy.random.seed(int(seed) % (2 ** 32))
     except Exception as error:
         core.PROC.warning("seed", "numpy.random.seed: %r" % (error,))
+        return
+    from . import seeds
+    _part("seed", lambda: seeds.wrap(numpy.random, "seed", "numpy.random.seed"))
+
+
+def _watch_torch_reseeds(torch):
+    from . import seeds
+    seeds.skip_calls_from(os.path.dirname(os.path.abspath(torch.__file__)))
+    seeds.wrap(torch, "manual_seed", "torch.manual_seed")
+    seeds.wrap(torch.random, "manual_seed", "torch.manual_seed")
 
 
 def _on_torch(torch):
@@ -120,6 +138,7 @@ def _on_torch(torch):
     proc = core.PROC
     if settings.seed is not None:
         _part("seed", lambda: torch.manual_seed(int(settings.seed)))
+        _part("seed", lambda: _watch_torch_reseeds(torch))
     try:
         proc.write({"type": "torch", "torch_version": torch.__version__,
                     "cuda_available": bool(torch.cuda.is_available()), "device_name": None})
@@ -127,11 +146,18 @@ def _on_torch(torch):
         proc.warning("torch", "reading torch's version: %r" % (error,))
     if proc.launcher:
         return
+    if settings.threads is not None:
+        _part("threads", lambda: _keep_threads(torch))
     from . import steps, loader, stages
     _part("steps", lambda: steps.install(torch))
     _part("loader", lambda: loader.install(torch))
     if settings.stages:
         _part("stages", stages.install_fetchers)
+
+
+def _keep_threads(torch):
+    from . import threads
+    threads.keep(torch, core.SETTINGS.threads)
 
 
 # -- the end ------------------------------------------------------------------------------------

@@ -39,6 +39,17 @@ class Settings:
         self.loader = env.get("TRAINLAB_JOB_LOADER", "").strip() or None
         self.autocast = env.get("TRAINLAB_JOB_AUTOCAST", "off").strip().lower() or "off"
         self.compile = env.get("TRAINLAB_JOB_COMPILE", "off").strip() or "off"
+        self.threads = None  # TRAINLAB_JOB_THREADS: torch's intra-op threads kept at this count
+        self.threads_error = None
+        threads = env.get("TRAINLAB_JOB_THREADS", "").strip()
+        if threads:
+            try:
+                self.threads = int(threads)
+                if self.threads < 1:
+                    raise ValueError
+            except ValueError:
+                self.threads = None
+                self.threads_error = "TRAINLAB_JOB_THREADS=%r is not a thread count >= 1; left out" % threads
 
 
 def _float(text, default):
@@ -170,6 +181,37 @@ def _is_launcher(argv):
         if arg == "-m" and argv[i + 1] in ("torch.distributed.run", "torch.distributed.launch"):
             return True
     return False
+
+
+def path_as_given(path):
+    """A source path as the command gave it: the script's own path as in argv (relative when it
+    was), a path under the working folder relative to it, else as it is."""
+    try:
+        script = sys.argv[0] if sys.argv else ""
+        if script and os.path.abspath(script) == os.path.abspath(path):
+            return script
+        cwd = os.getcwd()
+        if os.path.abspath(path).startswith(cwd + os.sep):
+            return os.path.relpath(path, cwd)
+    except Exception:
+        pass
+    return path
+
+
+def user_call_site(frame, skip_dirs):
+    """(file, line) of the first frame from `frame` outwards whose file lies in none of skip_dirs
+    (absolute folders: torch's, the recorder's), the file as path_as_given gives it; (None, None)
+    when there is none."""
+    prefixes = tuple(d.rstrip(os.sep) + os.sep for d in skip_dirs)
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not path.startswith(prefixes):
+            return (path_as_given(frame.f_code.co_filename), frame.f_lineno)
+        frame = frame.f_back
+    return (None, None)
+
+
+RECORDER_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 def qualified_name(obj):

@@ -84,27 +84,7 @@ def _parse_override(text):
 
 
 def _call_site(torch_dir, recorder_dir):
-    frame = sys._getframe(2)
-    while frame is not None:
-        path = os.path.abspath(frame.f_code.co_filename)
-        if not (path.startswith(torch_dir + os.sep) or path.startswith(recorder_dir + os.sep)):
-            return (_as_given(frame.f_code.co_filename), frame.f_lineno)
-        frame = frame.f_back
-    return (None, None)
-
-
-def _as_given(path):
-    """The script's path as the command gave it (relative when it was)."""
-    try:
-        script = sys.argv[0] if sys.argv else ""
-        if script and os.path.abspath(script) == os.path.abspath(path):
-            return script
-        cwd = os.getcwd()
-        if os.path.abspath(path).startswith(cwd + os.sep):
-            return os.path.relpath(path, cwd)
-    except Exception:
-        pass
-    return path
+    return core.user_call_site(sys._getframe(2), (torch_dir, recorder_dir))
 
 
 def _shuffles(arguments):

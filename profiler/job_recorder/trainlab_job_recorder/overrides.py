@@ -62,6 +62,17 @@ def _autocast(module, requested, in_forward):
     core.PROC.write({"type": "autocast", "dtype": dtype_name, "device_type": device_type})
 
 
+def _error_text(error):
+    """TYPE: the first line of the message, with torch.compile's "Explanation:" line when it has
+    one (the first line alone is often generic: "RuntimeError when making fake tensor call")."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    text = "%s: %s" % (type(error).__name__, lines[0] if lines else "")
+    explanation = next((line for line in lines[1:6] if line.startswith("Explanation:")), None)
+    if explanation:
+        text += " (%s)" % explanation[len("Explanation:"):].strip()
+    return text
+
+
 def _compile(module, mode):
     import torch
     if type(module).__name__ == "OptimizedModule":
@@ -87,8 +98,8 @@ def _compile(module, mode):
                 del module.forward
             except AttributeError:
                 pass
-            _failed("compile", "torch.compile(mode=%r) failed at the first call: %s: %s" %
-                    (mode, type(error).__name__, str(error).splitlines()[0] if str(error) else ""))
+            _failed("compile", "torch.compile(mode=%r) failed at %s: %s" %
+                    (mode, "the first call" if state["first"] else "a later call", _error_text(error)))
             return eager_forward(*args, **kwargs)
         if state["first"]:
             state["first"] = False

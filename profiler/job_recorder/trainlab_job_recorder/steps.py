@@ -153,6 +153,13 @@ def _leading_dim(batch):
 def _begin_first_step(now_ns):
     STATE.step_start_ns = now_ns
     STATE.step_cpu_start_ns = process_time_ns()
+    proc = core.PROC
+    if core.SETTINGS.threads is not None and proc.mp_child and proc.role in ("main", "child"):
+        try:  # a spawned process that trains (torch.multiprocessing.spawn): no DataLoader worker
+            from . import threads
+            threads.keep(_torch, core.SETTINGS.threads, spawned_trainer=True)
+        except Exception as error:
+            proc.warning("threads", "threads: %r" % (error,))
     _capture_at_step_start(0)
 
 
@@ -334,6 +341,7 @@ def _end_step(now):
         "cpu_ns": process_time_ns() - state.step_cpu_start_ns, "rank": proc.rank})
     if step == 0:
         _device_line()
+        _threads_line()
     state.steps_done = step + 1
     state.data = {}
     state.forward_ns = 0
@@ -378,6 +386,17 @@ def _device_line():
         pass
     core.PROC.write({"type": "torch", "torch_version": torch.__version__,
                      "cuda_available": bool(torch.cuda.is_available()), "device_name": name})
+
+
+def _threads_line():
+    """torch's intra-op and inter-op thread counts as the training process runs them, at the end
+    of its first step (after the script's own torch.set_num_threads, if any)."""
+    torch = _torch
+    try:
+        core.PROC.write({"type": "threads", "intra_op": int(torch.get_num_threads()),
+                         "inter_op": int(torch.get_num_interop_threads()), "at_ns": monotonic_ns()})
+    except Exception as error:
+        core.PROC.warning("steps", "reading torch's thread counts: %r" % (error,))
 
 
 # -- a named step function ----------------------------------------------------------------------
