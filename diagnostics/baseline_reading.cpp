@@ -277,6 +277,8 @@ void read_precision(const LabVariantFigures& fp32, const LabVariantFigures& bf16
     reading.precision_gain->against_line = "below";
   reading.lines.push_back(reading.precision_gain
                               ? precision_line(*reading.precision_gain, precision_min, expected, probe)
+                          : !bf16.ok && !bf16.unavailable.empty()
+                              ? "fp32 -> bf16: bf16 could not be measured: " + bf16.unavailable + "."
                               : "fp32 -> bf16: no reading (a variant failed).");
 }
 
@@ -332,6 +334,7 @@ struct LabConclusionFigures {
   bool compute_bound = false;                   // compute_pct at or above the CPU's device-busy level
   double fp32_wait_pct = 0, bf16_wait_pct = 0;  // data wait, share of each step
   double precision_min_pct = 0, input_high_pct = 0, input_moderate_pct = 0;  // thresholds
+  std::string bf16_unavailable;                 // why bf16 could not be measured at all ("" when it could)
 };
 
 // The data pipeline bounds the run: fp32 waits on data, or bf16's faster compute only left it waiting.
@@ -402,6 +405,12 @@ std::string lab_conclusion(const LabConclusionFigures& f) {
     if (f.fp32_wait_pct >= f.input_moderate_pct)
       c += "; data wait is " + plain_pct(f.fp32_wait_pct) + " of the step";
     c += "; run more repetitions or `trainlab profile`.";
+  } else if (f.fp32_ok && !f.bf16_unavailable.empty()) {
+    // bf16 cannot run this model (a custom op refuses it): the lab reads fp32 alone.
+    c = "no precision reading: bf16 cannot run here (" + f.bf16_unavailable + "); the fp32 step is " +
+        (f.compute_pct >= 0 ? plain_pct(f.compute_pct) + " compute" : std::string("measured")) +
+        (f.fp32_wait_pct >= f.input_moderate_pct ? ", " + plain_pct(f.fp32_wait_pct) + " data wait" : std::string()) +
+        "; `trainlab profile` names its bottleneck.";
   } else {
     c = "no reading: a variant failed.";
   }
@@ -488,6 +497,7 @@ LabReading read_baseline_lab(const LabVariantFigures& fp32, const LabVariantFigu
   figures.precision_min_pct = precision_min;
   figures.input_high_pct = input_high;
   figures.input_moderate_pct = input_moderate;
+  if (!bf16.ok) figures.bf16_unavailable = bf16.unavailable;
   reading.conclusion = "Reading: " + lab_conclusion(figures);
   reading.lines.push_back(reading.conclusion);
   return reading;

@@ -145,6 +145,69 @@ TEST(JobCompareE2E, LabOnTheDataBoundImageScriptSaysTheLoaderBoundsIt) {
   EXPECT_NE(reading.find("trainlab sweep -- "), std::string::npos) << reading;  // the job's own next command
 }
 
+// Issue 57: a model part that torch.compile cannot trace (a custom op with no fake kernel,
+// compute_train.py --break compile): the compiled variant is recorded as not measured with
+// torch.compile's reason, fp32 and bf16 are measured, and the lab reads what it has (exit 0).
+TEST(JobCompareE2E, LabRecordsAVariantThatCannotCompileAsNotMeasuredAndReadsTheOthers) {
+  NEED_PYTHON();
+  const std::string results = fresh_results_dir("job_lab_break");
+  const CliResult r = run_trainlab("baseline --results " + results + " --repeat 2 --warmup 2 -- " +
+                                       compute_job("--break compile"),
+                                   recorder_env());
+  ASSERT_EQ(r.exit_status, 0) << r.err << r.out;
+  const nlohmann::json run = read_json(only_run_dir(results) + "/run.json");
+  EXPECT_NE(variant_named(run, "fp32"), nullptr) << r.err;
+  EXPECT_NE(variant_named(run, "bf16"), nullptr) << r.err;
+  EXPECT_EQ(variant_named(run, "bf16+compiled"), nullptr);
+  std::string why;
+  for (const auto& v : run["variants"]) {
+    if (v["spec"].value("compiled", false) && v.value("error_kind", std::string()) == "unavailable") why = v["error"];
+  }
+  EXPECT_NE(why.find("torch.compile"), std::string::npos) << why;
+  const std::string reading = reading_of(run);
+  EXPECT_NE(reading.find("compiling could not be measured"), std::string::npos) << reading;
+  EXPECT_NE(reading.find("fp32 -> bf16 "), std::string::npos) << reading;
+}
+
+// Issue 57: a model that refuses bf16 (a hand-fused layer that takes float32 only,
+// compute_train.py --break autocast): both bf16 variants are not measured, with the job's own
+// error; fp32 is.
+TEST(JobCompareE2E, LabRecordsAModelThatRefusesBf16AsNotMeasured) {
+  NEED_PYTHON();
+  const std::string results = fresh_results_dir("job_lab_break_bf16");
+  const CliResult r = run_trainlab("baseline --results " + results + " --repeat 1 --warmup 2 -- " +
+                                       compute_job("--break autocast"),
+                                   recorder_env());
+  ASSERT_EQ(r.exit_status, 0) << r.err << r.out;
+  const nlohmann::json run = read_json(only_run_dir(results) + "/run.json");
+  EXPECT_NE(variant_named(run, "fp32"), nullptr) << r.err;
+  int refused = 0;
+  for (const auto& v : run["variants"]) {
+    if (v["spec"]["precision"] == "bf16" && v.value("error_kind", std::string()) == "unavailable" &&
+        v["error"].get<std::string>().find("float32 only") != std::string::npos)
+      ++refused;
+  }
+  EXPECT_GE(refused, 1) << r.err;
+  const std::string reading = reading_of(run);
+  EXPECT_NE(reading.find("fp32 -> bf16: bf16 could not be measured: "), std::string::npos) << reading;
+  EXPECT_NE(reading.find("no precision reading: bf16 cannot run here"), std::string::npos) << reading;
+}
+
+// Issue 56: on a compute-bound script whose DataLoader is cheap, the sweep says the loader is not
+// the bound and recommends no change.
+TEST(JobCompareE2E, SweepOfAComputeBoundScriptSaysTheLoaderIsNotTheBound) {
+  NEED_PYTHON();
+  const std::string results = fresh_results_dir("job_sweep_compute");
+  const CliResult r = run_trainlab("sweep --results " + results + " --workers 0,1 --repeat 2 -- " +
+                                       compute_job("--loader --width 1024 --depth 4"),
+                                   recorder_env());
+  ASSERT_EQ(r.exit_status, 0) << r.err << r.out;
+  const std::string reading = reading_of(read_json(only_run_dir(results) + "/run.json"));
+  EXPECT_NE(reading.find("The loader is not the bound"), std::string::npos) << reading;
+  EXPECT_EQ(reading.find("In your code: set DataLoader("), std::string::npos) << reading;
+  EXPECT_NE(reading.find("compute_train.py line "), std::string::npos) << reading;
+}
+
 // Issue 56: a script without a DataLoader is one line and exit 2, after one short run.
 TEST(JobCompareE2E, SweepOfAScriptWithoutADataLoaderIsOneLine) {
   NEED_PYTHON();
