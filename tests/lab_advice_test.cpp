@@ -194,6 +194,47 @@ TEST(LabAdvice, NoVariantIsAdvisedAboveWhatTheLabMeasuredForIt) {
   }
 }
 
+// A lab that left bf16 out (its probe found bf16 emulated on that CPU: tests/fixtures/results_previous,
+// fp32 and fp32+compiled): the probe is what it measured for bf16, and the fp32 variant is not told
+// to try bf16; compiling is read fp32 -> fp32+compiled.
+TEST(LabAdvice, ALabWhoseProbeLeftBf16OutAdvisesNoBf16) {
+  const RunRecord record =
+      read_run_record(std::string(TRAINLAB_FIXTURES_DIR) + "/results_previous/20261124-014008-mlp-baseline");
+  const Diagnosed d = diagnose_lab(record, "probe_left_bf16_out");
+  ASSERT_TRUE(d.outcome.lab);
+  ASSERT_TRUE(d.outcome.lab->bf16_probe_gain);
+  EXPECT_LT(d.outcome.lab->bf16_probe_gain->high_pct, -80);
+  ASSERT_EQ(d.outcome.lab->variants.size(), 2u);
+  ASSERT_TRUE(d.outcome.lab->variants[1].gain);
+  EXPECT_EQ(d.outcome.lab->variants[1].gain->comparison, "fp32 -> fp32+compiled");
+  const Diagnosis& fp32 = d.outcome.diagnoses.front();
+  ASSERT_EQ(fp32.summary.compute_dtype, "fp32");
+  for (const RankedAction& a : fp32.verdict.actions) EXPECT_NE(a.change, "bf16") << a.action;
+  Summary without = fp32.summary;
+  without.lab_measured.clear();
+  bool advised = false;
+  for (const RankedAction& a : diagnose_summary(without, Thresholds::defaults()).verdict.actions)
+    advised = advised || a.change == "bf16";
+  EXPECT_TRUE(advised);  // the profile's estimate alone would advise it
+}
+
+// bf16 failed in every repetition: bf16+compiled against fp32 would be two changes at once, so the
+// lab has no compile gain, and the bf16 variant says why it was not measured.
+TEST(LabAdvice, NoCompileGainWhereTheEagerVariantAtItsPrecisionKeptNothing) {
+  RunRecord record = fixture_lab();
+  for (VariantRecord& v : record.variants) {
+    if (v.spec.name() == "bf16") v.error = "the bf16 child failed (made so by the test)";
+  }
+  const Diagnosed d = diagnose_lab(record, "bf16_failed");
+  ASSERT_TRUE(d.outcome.lab);
+  ASSERT_EQ(d.outcome.lab->variants.size(), 3u);
+  EXPECT_TRUE(d.outcome.lab->variants[1].samples_per_s.empty());
+  EXPECT_EQ(d.outcome.lab->variants[1].not_measured, "the bf16 child failed (made so by the test)");
+  EXPECT_FALSE(d.outcome.lab->variants[1].gain);
+  EXPECT_FALSE(d.outcome.lab->variants[2].gain);
+  for (const Diagnosis& diagnosis : d.outcome.diagnoses) EXPECT_FALSE(lab_measured_for(diagnosis.summary, "compiled"));
+}
+
 TEST(LabAdvice, AMeasuredGainBoundsTheActionsSaving) {
   RunRecord record = fixture_lab();
   slow_down(record, "fp32", 1.05);  // bf16 measured a little above fp32

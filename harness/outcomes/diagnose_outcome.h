@@ -35,6 +35,9 @@ struct LabAnswer {
   std::vector<std::string> reading;        // run.json's reading, as the lab wrote it
   std::vector<LabRepetition> repetitions;  // in the order they ran
   size_t shown = 0;  // the diagnosis report.html shows: the first kept repetition of the first variant
+  // The lab left its bf16 variants out (its probe found bf16 emulated): what the probe measured, one
+  // Linear layer's forward+backward fp32 -> bf16, the only bf16 figure the lab has.
+  std::optional<LabMeasuredGain> bf16_probe_gain;
 };
 
 struct DiagnoseOutcome {

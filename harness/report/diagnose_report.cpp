@@ -113,7 +113,9 @@ std::vector<std::string> lab_answer_lines(const DiagnoseOutcome& outcome) {
     const std::string gain = v.gain ? measured_gain_words(*v.gain)
                              : v.samples_per_s.empty() ? "not measured" + (v.not_measured.empty() ? "" : ": " + v.not_measured)
                                                        : "";
-    lines.push_back("  " + format_text("%-*s %10s  %s", static_cast<int>(width), v.name.c_str(), sps.c_str(), gain.c_str()));
+    std::string row = "  " + format_text("%-*s %10s  %s", static_cast<int>(width), v.name.c_str(), sps.c_str(), gain.c_str());
+    while (!row.empty() && row.back() == ' ') row.pop_back();
+    lines.push_back(std::move(row));
   }
   std::vector<std::string> profile;
   for (const LabVariantAnswer& v : lab.variants) {

@@ -504,8 +504,6 @@ LabAnswer lab_answer_of(const RunRecord& record) {
   for (const VariantRecord& v : record.variants) {
     if (std::find(names.begin(), names.end(), v.spec.name()) == names.end()) names.push_back(v.spec.name());
   }
-  const bool has_bf16 = std::find(names.begin(), names.end(), "bf16") != names.end() &&
-                        lab_variant_figures(record, "bf16").ok;
   bool shown_set = false;
   for (size_t i = 0; i < record.variants.size(); ++i) {
     const VariantRecord& v = record.variants[i];
@@ -542,10 +540,27 @@ LabAnswer lab_answer_of(const RunRecord& record) {
     if (name == "bf16") {
       answer.gain = measured_gain(record, "fp32", name, "bf16");
     } else if (first->spec.compiled) {
-      const bool from_bf16 = first->spec.precision == Precision::kBf16 && has_bf16;
-      answer.gain = measured_gain(record, from_bf16 ? "bf16" : "fp32", name, "compiled");
+      // Against the eager variant at its precision: bf16+compiled over bf16 (none where bf16 kept
+      // nothing: fp32 -> bf16+compiled would be two changes at once), fp32+compiled over fp32.
+      answer.gain = measured_gain(record, first->spec.precision == Precision::kBf16 ? "bf16" : "fp32", name, "compiled");
     }
     lab.variants.push_back(std::move(answer));
+  }
+  const bool ran_bf16 = std::find(names.begin(), names.end(), "bf16") != names.end();
+  const std::optional<Bf16ProbeTimings>& probe = record.details.bf16_probe;
+  const Bf16Probe read = probe && !ran_bf16 ? read_bf16_probe(probe->fp32_ns, probe->bf16_ns, "", /*skip_below_pct=*/-100)
+                                             : Bf16Probe{};
+  if (read.measured) {
+    const GainEstimate& g = read.gemm_gain;
+    LabMeasuredGain gain;
+    gain.change = "bf16";
+    gain.comparison = "the lab's probe (one Linear layer's forward+backward) fp32 -> bf16";
+    gain.gain_pct = g.gain_pct;
+    gain.low_pct = g.low_pct;
+    gain.high_pct = g.high_pct;
+    gain.has_interval = g.has_interval;
+    gain.repetitions = read.pairs;  // as the lab's reading counts them
+    lab.bf16_probe_gain = gain;
   }
   return lab;
 }
@@ -559,6 +574,7 @@ std::vector<LabMeasuredGain> measured_for(const LabAnswer& lab, const VariantRec
     if (a.gain->change == "bf16" && v.spec.precision == Precision::kFp32 && !v.spec.compiled) out.push_back(*a.gain);
     if (a.gain->change == "compiled" && !v.spec.compiled) out.push_back(*a.gain);
   }
+  if (lab.bf16_probe_gain && v.spec.precision == Precision::kFp32 && !v.spec.compiled) out.push_back(*lab.bf16_probe_gain);
   return out;
 }
 
