@@ -420,6 +420,10 @@ std::string lab_conclusion(const LabConclusionFigures& f) {
 
 }  // namespace
 
+std::optional<GainEstimate> paired_gain(const LabVariantFigures& a, const LabVariantFigures& b, double line_pct) {
+  return gain_of(a, b, line_pct);
+}
+
 bool probe_found_bf16_unit(const Bf16Probe& probe) {
   return probe.cpu_isa.find("avx512_bf16 yes") != std::string::npos ||
          probe.cpu_isa.find("amx_bf16 yes") != std::string::npos;

@@ -52,6 +52,10 @@ struct GainEstimate {
   std::string against_line;
 };
 
+// B over A as the lab reads it (the paired interval over 2+ repetitions each, a point otherwise),
+// against line_pct; none where either side has no repetition with samples/s above 0.
+std::optional<GainEstimate> paired_gain(const LabVariantFigures& a, const LabVariantFigures& b, double line_pct);
+
 // The lab's bf16 pre-flight (harness/train/precision_probe): one GEMM timed in fp32 and bf16,
 // interleaved, on the CPU the lab runs on.
 struct Bf16Probe {

@@ -900,6 +900,16 @@ nlohmann::json in_place_json(const Summary& s) {
           {"pin_memory_evidence", s.pin_memory_evidence},
           {"model_syncs", syncs}};
 }
+// What a lab measured for the changes the variant lacks (empty outside a lab).
+nlohmann::json lab_measured_json(const Summary& s) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const LabMeasuredGain& g : s.lab_measured) {
+    out.push_back({{"change", g.change}, {"comparison", g.comparison}, {"gain_pct", g.gain_pct},
+                   {"low_pct", g.low_pct}, {"high_pct", g.high_pct}, {"has_interval", g.has_interval},
+                   {"repetitions", g.repetitions}});
+  }
+  return out;
+}
 }  // namespace
 
 nlohmann::json to_json(const Distribution& d) {
@@ -998,6 +1008,7 @@ nlohmann::json to_json(const Summary& s) {
                           {"pct_of_trace", s.cold_start_pct},
                           {"all", s.all_cold_start},
                           {"line", s.cold_start_line}}},
+          {"lab_measured", lab_measured_json(s)},
           {"dropped_events", s.dropped_events},
           {"notes", s.notes}};
 }

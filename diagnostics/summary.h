@@ -95,6 +95,17 @@ struct LoaderStages {
   std::string dataset;           // the Dataset class
 };
 
+// What a baseline lab measured for a change the variant lacks (bf16 over fp32, compiling over the
+// eager variant), from its kept repetitions, paired (diagnostics/lab_measured.h uses it).
+struct LabMeasuredGain {
+  std::string change;      // the finding's change it answers: "bf16" or "compiled"
+  std::string comparison;  // what was compared, e.g. "fp32 -> bf16" or "bf16 -> bf16+compiled"
+  double gain_pct = 0;     // samples/s, B over A
+  double low_pct = 0, high_pct = 0;  // its 95 % interval; equal to gain_pct without one
+  bool has_interval = false;
+  int repetitions = 0;     // paired repetitions behind it
+};
+
 struct Summary {
   // --- where it came from
   std::string source;                // "trainlab" (a run's variant), "job" (the user's own job) or "kineto" (an imported trace)
@@ -209,6 +220,8 @@ struct Summary {
   std::optional<double> achieved_flops_per_s;
   std::optional<double> peak_flops_per_s;     // measured by a GEMM on the same device
   std::optional<double> bf16_gemm_speedup;    // measured bf16 GEMM peak over fp32 on the same device
+  // A lab's variant: what the lab measured for the changes this variant lacks; empty elsewhere.
+  std::vector<LabMeasuredGain> lab_measured;
 
   // --- the run around the loop
   std::optional<double> init_ms;              // process start to first step

@@ -192,11 +192,14 @@ std::vector<SuspectShare> attribution_by_share(const Summary& summary) {
   return attribution;
 }
 
-// The actions: every finding with a saving and a recommendation, largest saving first.
+// The actions: every finding with a saving and a recommendation, largest saving first. A finding whose
+// time another action already claimed in full (under 0.05 % of the step left: "up to 0.0 %") is no
+// action of its own: its cause is that action's (a loader setting beside the data wait's action).
+constexpr double kNoSavingPct = 0.05;
 std::vector<RankedAction> actions_by_saving(const std::vector<Finding>& findings) {
   std::vector<RankedAction> actions;
   for (const Finding& f : findings) {
-    if (f.saving_pct <= 0 || f.recommendation.empty()) continue;
+    if (f.saving_pct < kNoSavingPct || f.recommendation.empty()) continue;
     RankedAction a{f.rule_id, f.recommendation, f.change, f.saving_pct, 100.0 / std::max(1e-9, 100.0 - f.saving_pct)};
     a.suspect = f.suspect;
     actions.push_back(a);

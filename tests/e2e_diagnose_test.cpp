@@ -12,6 +12,8 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
+#include <vector>
 
 #include "e2e_support.h"
 
@@ -247,6 +249,85 @@ TEST(DiagnoseE2E, ProfileEndsWithADiagnosisAndGatesOnFindings) {
   const CliResult ungated = run_trainlab("diagnose " + run_dir + " --fail-on non_finite_loss");
   EXPECT_EQ(ungated.exit_status, 0) << ungated.err;
   expect_bad_input("diagnose " + run_dir + " --fail-on no_such_rule", "unknown --fail-on 'no_such_rule'");
+}
+
+// A three-run lab's folder (issue 55), made here by the tiny recsys lab of e2e_baseline_test: the
+// lab's answer first in at most 15 lines, no action claiming more for bf16 or compiling than the lab
+// measured for it (where it measured no gain, no such action at all), report.html leading with the
+// lab and showing a kept repetition, and no diagnosis's actions adding up past the step.
+TEST(DiagnoseE2E, ALabFolderGetsTheLabsAnswerFirstAndAdviceWithinWhatItMeasured) {
+  const std::string results = fresh_results_dir("diagnose_lab");
+  const CliResult lab = run_trainlab(
+      "baseline --scenario recsys --batch 16 --steps 6 --warmup 3 -k items=500 -k dim=32 -k layers=1 -k heads=2 "
+      "-k seq_len=8 -k user_vocab=50 -k categories=20 -k samples=128 -k mean_history=40 -k max_history=100 "
+      "--repeat 2 --max-loop-s 0 --emulated-bf16 run --results " + results);
+  ASSERT_EQ(lab.exit_status, 0) << lab.err;
+  const std::string run_dir = only_run_dir(results);
+  const CliResult r = run_trainlab("diagnose " + run_dir);
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(r.out);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+  }
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.front().rfind("Lab of recsys: fp32, bf16, bf16+compiled;", 0), 0u) << r.out;
+  size_t detail = 0;
+  while (detail < lines.size() && lines[detail].rfind("Kept repetitions", 0) != 0 &&
+         lines[detail].rfind("Diagnosis ", 0) != 0)
+    ++detail;
+  ASSERT_LT(detail, lines.size()) << r.out;
+  EXPECT_EQ(lines[detail].rfind("Kept repetitions", 0), 0u) << r.out;
+  EXPECT_LE(detail, 16u) << r.out;  // 15 lines of the lab's answer and the blank line after them
+  EXPECT_EQ(r.out.find("Diagnosis fp32"), std::string::npos) << r.out;  // full diagnoses only with --all
+  const CliResult all = run_trainlab("diagnose " + run_dir + " --all");
+  EXPECT_NE(all.out.find("Diagnosis fp32 #1"), std::string::npos) << all.out;
+
+  const nlohmann::json doc = read_json(run_dir + "/diagnosis.json");
+  ASSERT_TRUE(doc.contains("lab")) << doc.dump(1).substr(0, 2000);
+  const nlohmann::json& variants = doc["lab"]["variants"];
+  ASSERT_EQ(variants.size(), 3u);
+  EXPECT_EQ(variants[0]["name"], "fp32");
+  EXPECT_EQ(variants[1]["name"], "bf16");
+  EXPECT_EQ(variants[2]["name"], "bf16+compiled");
+  int measured_advice_checked = 0;
+  for (const nlohmann::json& d : doc["diagnoses"]) {
+    double total = 0;
+    for (const nlohmann::json& a : d["verdict"]["actions"]) total += a["saving_pct"].get<double>();
+    EXPECT_LE(total, 100.0 + 1e-9) << d["label"];
+    for (const nlohmann::json& m : d["summary"]["lab_measured"]) {
+      const double gain = m["gain_pct"].get<double>();
+      const double bound = gain > 0 ? 100.0 * (1.0 - 1.0 / (1.0 + gain / 100.0)) : 0.0;
+      ++measured_advice_checked;
+      for (const nlohmann::json& a : d["verdict"]["actions"]) {
+        if (a["change"] != m["change"]) continue;
+        EXPECT_GT(gain, 0) << d["label"] << ": " << a["action"];  // no action where it measured no gain
+        EXPECT_LE(a["saving_pct"].get<double>(), bound + 1e-9) << d["label"] << ": " << a["action"];
+        EXPECT_NE(a["action"].get<std::string>().find("The lab measured it here: " + m["comparison"].get<std::string>()),
+                  std::string::npos) << a["action"];
+      }
+    }
+  }
+  EXPECT_GE(measured_advice_checked, 4);  // fp32 (bf16 and compiling) and bf16 (compiling), two repetitions each
+
+  const std::string html = slurp(run_dir + "/report.html");
+  const size_t first_section = html.find("<section");
+  EXPECT_EQ(html.find("<section id=\"lab\">"), first_section);
+  const size_t verdict = html.find("<section id=\"verdict\">");
+  ASSERT_NE(verdict, std::string::npos);
+  const std::string lab_html = html.substr(first_section, verdict - first_section);
+  EXPECT_NE(lab_html.find("The lab · fp32, bf16, bf16+compiled"), std::string::npos);
+  const size_t shown = doc["lab"]["report_shows"].get<size_t>();
+  EXPECT_TRUE(doc["lab"]["repetitions"][shown]["counted"].get<bool>());
+  for (const nlohmann::json& rep : doc["lab"]["repetitions"]) {
+    if (rep["counted"].get<bool>()) {
+      char sps[32];
+      std::snprintf(sps, sizeof sps, "%.1f", rep["samples_per_s"].get<double>());
+      EXPECT_NE(lab_html.find(sps), std::string::npos) << rep["label"];
+    } else {
+      EXPECT_NE(lab_html.find("<b>" + rep["label"].get<std::string>() + "</b>: "), std::string::npos) << rep["label"];
+    }
+  }
 }
 
 // A folder of per-rank traces (a 2-rank data-parallel profile's traces/fp32/): one diagnosis per rank,

@@ -1,6 +1,7 @@
 // 14. fp32 compute on a compute-heavy step: bf16 autocast left on the table.
 #include "diagnostics/rules/rule_list.h"
 
+#include "diagnostics/lab_measured.h"
 #include "diagnostics/rules/rule_support.h"
 #include "diagnostics/text_format.h"
 
@@ -54,7 +55,8 @@ std::optional<Finding> precision(const Summary& s, const Thresholds& t) {
         s, "Run forward and backward under bf16 autocast (--precision bf16; the optimizer state stays fp32)",
         "Run forward and backward under torch.autocast(device_type=\"" + std::string(s.on_gpu ? "cuda" : "cpu") +
             "\", dtype=torch.bfloat16) (keep the optimizer state in fp32)") +
-                       std::string(s.on_gpu ? "." : "; on CPUs without AMX or AVX512-BF16 measure it first.");
+                       std::string(s.on_gpu || lab_measured_for(s, "bf16") ? "."
+                                                                            : "; on CPUs without AMX or AVX512-BF16 measure it first.");
     f.change = "bf16";
   }
   fired_on_every_step(f, s);

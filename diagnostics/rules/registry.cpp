@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "diagnostics/action_time.h"
+#include "diagnostics/lab_measured.h"
 #include "diagnostics/rules/rule_list.h"
 
 namespace trainlab {
@@ -89,6 +90,7 @@ std::vector<Finding> run_rules(const Summary& summary, const Thresholds& thresho
   for (const auto& [id, rule] : rule_table()) {
     if (std::optional<Finding> finding = rule(summary, thresholds)) findings.push_back(std::move(*finding));
   }
+  apply_lab_measurements(summary, findings);  // a lab's measured gain in place of the rule's estimate
   apportion_step_time(summary, findings);
   return findings;
 }

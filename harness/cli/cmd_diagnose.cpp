@@ -15,6 +15,7 @@ Subcommand add_diagnose_command(CLI::App& app) {
   struct Options {
     std::string input, fail_on, out, thresholds_path, format = "table";
     std::string results_dir = "results";
+    bool all = false;
     Thresholds thresholds;
   };
   auto o = std::make_shared<Options>();
@@ -34,6 +35,7 @@ Subcommand add_diagnose_command(CLI::App& app) {
   cmd->add_option("--thresholds", o->thresholds_path, "rule thresholds file replacing configs/thresholds.json");
   cmd->add_option("--results", o->results_dir, "where a trace's diagnosis folder is made when --out is not given")
       ->capture_default_str();
+  cmd->add_flag("--all", o->all, "a lab's folder: every repetition's full diagnosis after the lab's answer");
   add_format_option(cmd, o->format);
   diagnose.run = [o] {
     const OutputFormat format = parse_output_format(o->format);
@@ -47,7 +49,7 @@ Subcommand add_diagnose_command(CLI::App& app) {
     options.out_dir = o->out;
     options.results_dir = o->results_dir;
     const DiagnoseOutcome outcome = diagnose_path(o->input, options);
-    const int status = report_diagnosis(outcome, format);
+    const int status = report_diagnosis(outcome, format, o->all);
     print_next_step(std::cerr, next_after_diagnose(outcome));
     return status;
   };

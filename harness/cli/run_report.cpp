@@ -48,8 +48,8 @@ int report_run(const LabOutcome& outcome, OutputFormat format, const nlohmann::j
   return run_status(outcome);
 }
 
-int report_diagnosis(const DiagnoseOutcome& outcome, OutputFormat format) {
-  std::cout << render_diagnoses(outcome, format);
+int report_diagnosis(const DiagnoseOutcome& outcome, OutputFormat format, bool all) {
+  std::cout << render_diagnoses(outcome, format, all);
   if (outcome.gate_failed) {
     for (const std::string& reason : outcome.gate_reasons) std::cerr << "trainlab: gate: " << reason << "\n";
     return kExitGateFailed;

@@ -23,6 +23,6 @@ int report_run(const LabOutcome& outcome, OutputFormat format = OutputFormat::kT
 
 // Prints the diagnoses (render_diagnoses) and where they were written; the gate's reasons go to
 // stderr; 1 when the --fail-on gate failed.
-int report_diagnosis(const DiagnoseOutcome& outcome, OutputFormat format = OutputFormat::kTable);
+int report_diagnosis(const DiagnoseOutcome& outcome, OutputFormat format = OutputFormat::kTable, bool all = false);
 
 }  // namespace trainlab

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -22,7 +23,19 @@ Table actions_table(const Diagnosis& diagnosis);
 nlohmann::json diagnosis_file_json(const DiagnoseOutcome& outcome);
 // What diagnose prints: table, the terminal summary of each diagnosis; markdown, the same with
 // the three tables; json, diagnosis.json's document with where the files are. Then where they are.
-std::string render_diagnoses(const DiagnoseOutcome& outcome, OutputFormat format);
+// A lab's folder: the lab's answer first (lab_answer_lines), then one line per kept repetition
+// (lab_repetition_lines); each repetition's full diagnosis only with `all` (--all). JSON is complete.
+std::string render_diagnoses(const DiagnoseOutcome& outcome, OutputFormat format, bool all = false);
+
+// The lab's answer, at most kLabAnswerMaxLines lines: its variants with their kept repetitions'
+// median samples/s and the gains it measured, its reading as run.json holds it (cut in the middle,
+// the conclusion kept, where it would not fit), and per variant the suspect and first action most
+// kept repetitions' diagnoses name. Empty outside a lab.
+inline constexpr size_t kLabAnswerMaxLines = 15;
+std::vector<std::string> lab_answer_lines(const DiagnoseOutcome& outcome);
+// One line per kept repetition (samples/s, suspect, first action), then one line naming those left out.
+std::vector<std::string> lab_repetition_lines(const DiagnoseOutcome& outcome);
+nlohmann::json to_json(const LabAnswer& lab);
 nlohmann::json diagnoses_json(const DiagnoseOutcome& outcome);
 
 }  // namespace trainlab

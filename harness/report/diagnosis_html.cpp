@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "diagnostics/lab_measured.h"
 #include "diagnostics/series.h"
 #include "core/statistics.h"
 #include "diagnostics/thresholds.h"
@@ -386,6 +387,69 @@ std::string inline_bar(double fraction, const char* colour) {
   const double pct = std::clamp(fraction, 0.0, 1.0) * 100.0;
   return "<span class=\"ibar\"><span style=\"width:" + format_text("%.1f", pct) + "%;background:" + colour +
          "\"></span></span>";
+}
+
+// --- the lab (a baseline lab's folder) ------------------------------------------------------------
+
+// The lab's own answer before any repetition's diagnosis: its variants with their kept repetitions,
+// samples/s and gains, its reading, the kept repetitions' verdicts, and those left out (never shown
+// as the run).
+void lab_section(std::ostringstream& o, const ReportInput& in) {
+  const LabAnswer& lab = *in.lab;
+  std::string names;
+  for (const LabVariantAnswer& v : lab.variants) names += (names.empty() ? "" : ", ") + v.name;
+  o << "<section id=\"lab\">\n<h2>The lab · " << escape_html(names) << "</h2>\n";
+  o << "<table class=\"data\"><thead><tr><th>Variant</th><th class=\"num\">Kept repetitions</th>"
+       "<th class=\"num\">samples/s (median)</th><th>Each kept repetition, samples/s</th><th>Gain measured by the lab "
+       "(95 % interval)</th></tr></thead><tbody>\n";
+  for (const LabVariantAnswer& v : lab.variants) {
+    std::string each;
+    for (double sps : v.samples_per_s) each += (each.empty() ? "" : ", ") + format_text("%.1f", sps);
+    std::string gain = kDash;
+    if (v.gain) gain = escape_html(measured_gain_words(*v.gain));
+    o << "<tr><td><b>" << escape_html(v.name) << "</b></td><td class=\"num\">" << v.samples_per_s.size()
+      << "</td><td class=\"num\">"
+      << (v.samples_per_s.empty() ? std::string(kDash) : format_text("%.1f", v.median_samples_per_s))
+      << "</td><td>" << (each.empty() ? escape_html(v.not_measured.empty() ? std::string(kDash) : "not measured: " + v.not_measured)
+                                      : escape_html(each))
+      << "</td><td>" << gain << "</td></tr>\n";
+  }
+  o << "</tbody></table>\n";
+  if (!lab.reading.empty()) {
+    o << "<h3>The lab's reading</h3>\n<ul class=\"reasons\">";
+    for (const std::string& line : lab.reading) o << "<li>" << escape_html(line) << "</li>";
+    o << "</ul>\n";
+  }
+  o << "<h3>Kept repetitions</h3>\n<table class=\"data\"><thead><tr><th>Repetition</th><th class=\"num\">"
+       "samples/s</th><th>Primary suspect</th><th>First action</th><th class=\"num\">Saving</th></tr></thead>"
+       "<tbody>\n";
+  std::vector<const LabRepetition*> left_out;
+  for (const LabRepetition& r : lab.repetitions) {
+    if (!r.counted) {
+      left_out.push_back(&r);
+      continue;
+    }
+    const Diagnosis* d = in.lab_diagnoses != nullptr && r.diagnosis && *r.diagnosis < in.lab_diagnoses->size()
+                             ? &(*in.lab_diagnoses)[*r.diagnosis]
+                             : nullptr;
+    const bool has_verdict = d != nullptr && !d->verdict.inconclusive;
+    const RankedAction* first = d != nullptr && !d->verdict.actions.empty() ? &d->verdict.actions.front() : nullptr;
+    o << "<tr><td>" << escape_html(r.label) << "</td><td class=\"num\">" << format_text("%.1f", r.samples_per_s)
+      << "</td><td>" << (has_verdict ? style_of(d->verdict.primary).label : std::string("inconclusive")) << "</td><td>"
+      << (first ? escape_html(first->action) : std::string(kDash)) << "</td><td class=\"num\">"
+      << (first ? format_pct(first->saving_pct) : std::string(kDash)) << "</td></tr>\n";
+  }
+  o << "</tbody></table>\n";
+  if (!left_out.empty()) {
+    o << "<h3>Left out of every figure (" << left_out.size() << ")</h3>\n<p class=\"policy\">Not the lab's run: "
+         "the lab left these out of its figures; their records stay in run.json and diagnosis.json.</p>\n"
+         "<ul class=\"left-out\">";
+    for (const LabRepetition* r : left_out)
+      o << "<li><b>" << escape_html(r->label) << "</b>: " << escape_html(r->left_out) << "</li>";
+    o << "</ul>\n";
+  }
+  o << "<p class=\"policy\">Below: the diagnosis of <b>" << escape_html(in.summary->label)
+    << "</b>, a kept repetition of the lab; every repetition's diagnosis is in diagnosis.json.</p>\n</section>\n";
 }
 
 // --- 1: verdict and attribution -----------------------------------------------------------------
@@ -1456,7 +1520,7 @@ std::string render_report_html(const ReportInput& input) {
   meta.push_back("created " + (input.created_utc.empty() ? std::string(kDash) : input.created_utc));
   for (size_t i = 0; i < meta.size(); ++i) o << (i ? " · " : "") << escape_html(meta[i]);
   o << "</div></header>\n";
-  o << "<nav><a href=\"#verdict\">Verdict</a><a href=\"#actions\">Actions</a><a href=\"#run\">Run</a>"
+  o << "<nav>" << (input.lab != nullptr ? "<a href=\"#lab\">Lab</a>" : "") << "<a href=\"#verdict\">Verdict</a><a href=\"#actions\">Actions</a><a href=\"#run\">Run</a>"
        "<a href=\"#system\">System</a><a href=\"#steps\">Steps</a><a href=\"#phases\">Phases</a>"
        "<a href=\"#timeline\">Timeline</a><a href=\"#ops\">Ops</a><a href=\"#device\">Device</a>"
        "<a href=\"#data\">Data</a>"
@@ -1465,6 +1529,7 @@ std::string render_report_html(const ReportInput& input) {
             : "")
     << "<a href=\"#rules\">Rules</a></nav>\n";
 
+  if (input.lab != nullptr) lab_section(o, input);
   verdict_section(o, input);
   actions_section(o, input);
   run_section(o, input);

@@ -3,7 +3,7 @@
 // usage, step-time statistics and histogram, phase breakdown, utilisation timeline, top ops and
 // kernels, device activity, dataloading, data parallel (for a job of several ranks: the job verdict
 // first and the per-rank table) and the rule table. Every string that came
-// from data is HTML-escaped. A figure the Summary does not have (an empty optional) shows "—".
+// from data is HTML-escaped. A lab's folder leads with the lab. A figure the Summary does not have (an empty optional) shows "—".
 // No LibTorch.
 #pragma once
 
@@ -17,6 +17,7 @@
 #include "diagnostics/rules.h"
 #include "diagnostics/summary.h"
 #include "diagnostics/verdict.h"
+#include "harness/outcomes/diagnose_outcome.h"
 
 namespace trainlab {
 
@@ -43,6 +44,10 @@ struct ReportInput {
   std::vector<std::string> traces;
   const JobDiagnosis* job = nullptr;  // optional: a job of several ranks (job banner, its rank table)
   std::string no_job_verdict;         // several ranks but no job verdict: why (a note where the banner would be)
+  // A baseline lab's folder: the lab first (its variants, kept repetitions, gains and reading, the
+  // repetitions left out listed as such); `summary` etc. are then one kept repetition's diagnosis.
+  const LabAnswer* lab = nullptr;
+  const std::vector<Diagnosis>* lab_diagnoses = nullptr;  // one per repetition (LabRepetition::diagnosis)
 };
 
 // Throws std::invalid_argument when input.summary is null.

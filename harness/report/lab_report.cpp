@@ -95,6 +95,37 @@ Table variant_table(const RunRecord& record) {
   return table;
 }
 
+LabVariantFigures lab_variant_figures(const RunRecord& record, const std::string& name) {
+  LabVariantFigures figures;
+  double ops_sum = 0;
+  int ops_count = 0;
+  for (const VariantRecord& v : record.variants) {
+    if (v.spec.name() == name && !v.ok() && v.error_kind == "unavailable") figures.unavailable = v.error;
+    if (v.spec.name() != name || !v.counts()) continue;
+    const VariantAggregate agg = aggregate(v);
+    if (agg.measured_steps <= 0) continue;
+    figures.ok = true;
+    if (first_loss_not_finite(v)) figures.loss_not_finite_from_start = true;
+    figures.samples_per_s.push_back(agg.samples_per_s);
+    figures.data_wait_pct.push_back(agg.phase_pct[static_cast<size_t>(Phase::kDataWait)]);
+    figures.compute_pct.push_back(agg.phase_pct[static_cast<size_t>(Phase::kForward)] +
+                                  agg.phase_pct[static_cast<size_t>(Phase::kBackward)] +
+                                  agg.phase_pct[static_cast<size_t>(Phase::kOptimizer)]);
+    figures.step_ms.push_back(agg.step_ms_mean);
+    if (v.ops_per_step > 0) {
+      ops_sum += v.ops_per_step;
+      ++ops_count;
+    }
+    if (!v.compile_info.empty()) {
+      figures.compile_method = v.compile_info.method;
+      figures.fused_groups = v.compile_info.fusion_groups;
+      figures.compiler_workaround = v.compile_info.compiler_workaround;
+    }
+  }
+  if (ops_count > 0) figures.ops_per_step = ops_sum / ops_count;
+  return figures;
+}
+
 std::string render_variant_table(const RunRecord& record) { return render_table_text(variant_table(record)); }
 
 }  // namespace trainlab

@@ -13,7 +13,9 @@
 #include <sstream>
 
 #include "harness/report/diagnosis_html.h"
+#include "harness/report/lab_report.h"
 #include "diagnostics/job_membership.h"
+#include "diagnostics/series.h"
 #include "diagnostics/summarise.h"
 #include "harness/report/diagnose_report.h"
 #include "harness/runner/record_summary.h"
@@ -22,7 +24,6 @@
 #include "core/errors.h"
 #include "core/text.h"
 #include "harness/runner/lab.h"
-#include "core/text.h"
 #include "profiler/chrome_trace.h"
 #include "core/units.h"
 #include "core/json_text.h"
@@ -91,15 +92,22 @@ std::vector<std::pair<double, double>> step_marks_of(const Summary& s, const Var
 }
 
 // `timelines`: the system metrics of the first input that has a profile (the report's charts).
+// `shown_record`: the record of the diagnosis the report shows, where it is a run's.
 void write_outputs(DiagnoseOutcome& outcome, const std::string& input, const nlohmann::json& environment,
-                   std::vector<ReportTimeline> timelines, const VariantRecord* first_record,
+                   std::vector<ReportTimeline> timelines, const VariantRecord* shown_record,
                    const std::vector<std::string>& traces) {
   ensure_writable_dir(outcome.out_dir);
   write_file_atomically(outcome.out_dir + "/diagnosis.json", json_text(diagnosis_file_json(outcome), 2) + "\n");
-  // The report shows the first diagnosis (the first variant, or rank 0) with every rank's summary.
-  const Diagnosis& main = outcome.diagnoses.front();
+  // The report shows the first diagnosis (the first variant, or rank 0) with every rank's summary; a
+  // lab's, the lab first, then the first kept repetition of its first variant (never a left-out one).
+  const Diagnosis& main = outcome.diagnoses[outcome.lab ? outcome.lab->shown : 0];
   ReportInput report;
-  if (outcome.job) {
+  if (outcome.lab) {
+    report.title = (outcome.lab->scenario.empty() ? std::string("lab") : outcome.lab->scenario + " · lab") +
+                   " — trainlab diagnosis";
+    report.lab = &*outcome.lab;
+    report.lab_diagnoses = &outcome.diagnoses;
+  } else if (outcome.job) {
     const fs::path named = fs::path(input).has_filename() ? fs::path(input) : fs::path(input).parent_path();
     report.title = "job of " + std::to_string(outcome.job->ranks) + " ranks · " + named.filename().string() +
                    " — trainlab diagnosis";
@@ -115,7 +123,7 @@ void write_outputs(DiagnoseOutcome& outcome, const std::string& input, const nlo
   report.findings = &main.findings;
   report.verdict = &main.verdict;
   report.timelines = std::move(timelines);
-  report.step_marks = step_marks_of(main.summary, first_record);
+  report.step_marks = step_marks_of(main.summary, shown_record);
   report.environment = environment;
   report.traces = traces;
   if (outcome.diagnoses.size() > 1 && main.summary.source == "kineto") {
@@ -451,6 +459,125 @@ std::vector<Diagnosis> diagnose_rank_records(const VariantRecord& merged, const 
   return ranks;
 }
 
+// --- a baseline lab's folder: its answer before any repetition's diagnosis ---------------------
+
+// "fp32 #2" where the lab repeated its variants, the variant's name where it ran once.
+std::string repetition_label(const RunRecord& record, const VariantRecord& v) {
+  const bool repeated = std::any_of(record.variants.begin(), record.variants.end(),
+                                    [](const VariantRecord& r) { return r.repetition > 0; });
+  return v.spec.name() + (repeated ? " #" + std::to_string(v.repetition + 1) : "");
+}
+
+// Why a repetition is not in the lab's figures; "" when it is.
+std::string left_out_why(const VariantRecord& v) {
+  if (!v.ok()) return (v.error_kind == "unavailable" ? "not measured: " : "failed: ") + v.error;
+  if (!v.superseded.empty()) return "superseded: " + v.superseded;
+  if (!v.disturbed.empty()) return "disturbed (run again): " + v.disturbed + " while it was measured";
+  return "";
+}
+
+// The lab's gain for `name` over the variant it changes, as the lab's reading pairs them.
+std::optional<LabMeasuredGain> measured_gain(const RunRecord& record, const std::string& base, const std::string& name,
+                                             const std::string& change) {
+  const std::optional<GainEstimate> g =
+      paired_gain(lab_variant_figures(record, base), lab_variant_figures(record, name), /*line_pct=*/0);
+  if (!g) return std::nullopt;
+  LabMeasuredGain out;
+  out.change = change;
+  out.comparison = base + " -> " + name;
+  out.gain_pct = g->gain_pct;
+  out.low_pct = g->low_pct;
+  out.high_pct = g->high_pct;
+  out.has_interval = g->has_interval;
+  out.repetitions = g->repetitions;
+  return out;
+}
+
+// The lab's variants, their kept repetitions' samples/s and gains, its reading and every repetition
+// (diagnoses, one per record, are in the record's order). The bf16 gain is fp32 -> bf16; the compile
+// gain is from the variant compiling started at (bf16, or fp32 where bf16 was left out or refused).
+LabAnswer lab_answer_of(const RunRecord& record) {
+  LabAnswer lab;
+  lab.scenario = record.scenario;
+  lab.reading = record.reading;
+  std::vector<std::string> names;
+  for (const VariantRecord& v : record.variants) {
+    if (std::find(names.begin(), names.end(), v.spec.name()) == names.end()) names.push_back(v.spec.name());
+  }
+  bool shown_set = false;
+  for (size_t i = 0; i < record.variants.size(); ++i) {
+    const VariantRecord& v = record.variants[i];
+    LabRepetition rep;
+    rep.label = repetition_label(record, v);
+    rep.counted = v.counts();
+    rep.left_out = left_out_why(v);
+    rep.samples_per_s = v.ok() ? aggregate(v).samples_per_s : 0;
+    rep.diagnosis = i;
+    if (!shown_set && rep.counted && v.spec.name() == names.front()) {
+      lab.shown = i;
+      shown_set = true;
+    }
+    lab.repetitions.push_back(std::move(rep));
+  }
+  if (!shown_set) {  // the first variant kept nothing: the first kept repetition, else the first
+    for (size_t i = 0; i < lab.repetitions.size() && !shown_set; ++i) {
+      if (lab.repetitions[i].counted) {
+        lab.shown = i;
+        shown_set = true;
+      }
+    }
+  }
+  for (const std::string& name : names) {
+    LabVariantAnswer answer;
+    answer.name = name;
+    answer.samples_per_s = lab_variant_figures(record, name).samples_per_s;
+    if (!answer.samples_per_s.empty()) answer.median_samples_per_s = series::median(answer.samples_per_s);
+    for (const VariantRecord& v : record.variants) {
+      if (v.spec.name() == name && !v.ok() && answer.samples_per_s.empty()) answer.not_measured = v.error;
+    }
+    const auto first = std::find_if(record.variants.begin(), record.variants.end(),
+                                    [&](const VariantRecord& v) { return v.spec.name() == name; });
+    if (name == "bf16") {
+      answer.gain = measured_gain(record, "fp32", name, "bf16");
+    } else if (first->spec.compiled) {
+      // Against the eager variant at its precision: bf16+compiled over bf16 (none where bf16 kept
+      // nothing: fp32 -> bf16+compiled would be two changes at once), fp32+compiled over fp32.
+      answer.gain = measured_gain(record, first->spec.precision == Precision::kBf16 ? "bf16" : "fp32", name, "compiled");
+    }
+    lab.variants.push_back(std::move(answer));
+  }
+  const bool ran_bf16 = std::find(names.begin(), names.end(), "bf16") != names.end();
+  const std::optional<Bf16ProbeTimings>& probe = record.details.bf16_probe;
+  const Bf16Probe read = probe && !ran_bf16 ? read_bf16_probe(probe->fp32_ns, probe->bf16_ns, "", /*skip_below_pct=*/-100)
+                                             : Bf16Probe{};
+  if (read.measured) {
+    const GainEstimate& g = read.gemm_gain;
+    LabMeasuredGain gain;
+    gain.change = "bf16";
+    gain.comparison = "the lab's probe (one Linear layer's forward+backward) fp32 -> bf16";
+    gain.gain_pct = g.gain_pct;
+    gain.low_pct = g.low_pct;
+    gain.high_pct = g.high_pct;
+    gain.has_interval = g.has_interval;
+    gain.repetitions = read.pairs;  // as the lab's reading counts them
+    lab.bf16_probe_gain = gain;
+  }
+  return lab;
+}
+
+// What the lab measured for the changes variant v lacks: bf16 for an fp32 eager variant, compiling
+// for an eager one.
+std::vector<LabMeasuredGain> measured_for(const LabAnswer& lab, const VariantRecord& v) {
+  std::vector<LabMeasuredGain> out;
+  for (const LabVariantAnswer& a : lab.variants) {
+    if (!a.gain) continue;
+    if (a.gain->change == "bf16" && v.spec.precision == Precision::kFp32 && !v.spec.compiled) out.push_back(*a.gain);
+    if (a.gain->change == "compiled" && !v.spec.compiled) out.push_back(*a.gain);
+  }
+  if (lab.bf16_probe_gain && v.spec.precision == Precision::kFp32 && !v.spec.compiled) out.push_back(*lab.bf16_probe_gain);
+  return out;
+}
+
 }  // namespace
 
 DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir,
@@ -464,7 +591,9 @@ DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir
   std::vector<ReportTimeline> timelines;
   bool have_timelines = false;
   std::vector<std::string> traces;  // as the report (in the run folder) links them
-  for (const VariantRecord& v : record.variants) {
+  if (record.kind == "baseline" && !record.variants.empty()) outcome.lab = lab_answer_of(record);
+  for (size_t i = 0; i < record.variants.size(); ++i) {
+    const VariantRecord& v = record.variants[i];
     std::optional<Profile> profile;
     if (!v.profile.trace.empty()) {
       const std::string trace = trace_path_in_run(run_dir, v);
@@ -477,12 +606,18 @@ DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir
         outcome.unreadable_traces.push_back({traces.back(), reason_without_path(e.what(), trace)});
       }
     }
-    if (profile && !have_timelines) {
+    // A lab's report shows its first kept repetition: that one's system metrics where it has them.
+    const bool shown = outcome.lab && outcome.lab->shown == i;
+    if (profile && (!have_timelines || shown)) {
       timelines = timelines_of(&*profile);
       have_timelines = true;
     }
-    outcome.diagnoses.push_back(diagnose_summary(
-        summarise_variant(v, record.scenario, profile ? &*profile : nullptr), *options.thresholds));
+    Summary summary = summarise_variant(v, record.scenario, profile ? &*profile : nullptr);
+    if (outcome.lab) {
+      summary.label = outcome.lab->repetitions[i].label;
+      summary.lab_measured = measured_for(*outcome.lab, v);
+    }
+    outcome.diagnoses.push_back(diagnose_summary(std::move(summary), *options.thresholds));
   }
   if (outcome.diagnoses.empty()) throw InputError(run_dir + ": the run has no variants to diagnose");
   // A profiled run of several ranks (profile --nproc N): the job's verdict from every rank's trace,
@@ -523,8 +658,9 @@ DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir
   }
   outcome.gate_reasons = gate_reasons(outcome.diagnoses, options.fail_on);
   outcome.gate_failed = !outcome.gate_reasons.empty();
-  write_outputs(outcome, run_dir, environment_of(record.environment, record.variants.front()), std::move(timelines),
-                &record.variants.front(), options.out_dir.empty() ? traces : std::vector<std::string>{});
+  const VariantRecord& shown = record.variants[outcome.lab ? outcome.lab->shown : 0];
+  write_outputs(outcome, run_dir, environment_of(record.environment, shown), std::move(timelines), &shown,
+                options.out_dir.empty() ? traces : std::vector<std::string>{});
   return outcome;
 }
 
