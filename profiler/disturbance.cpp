@@ -91,7 +91,10 @@ DisturbanceSnapshot take_tree_disturbance_snapshot(const std::vector<int>& pids,
     try {
       const auto text = read_small_file(dir / "stat");
       if (!text) continue;
-      const uint64_t t = parse_process_stat(*text).cpu_ticks();
+      // With the children it reaped: DataLoader workers that restart each epoch live and end
+      // between two snapshots, and their CPU lands in their parent's cutime/cstime.
+      const ProcessStat stat = parse_process_stat(*text);
+      const uint64_t t = stat.cpu_ticks() + stat.reaped_children_ticks;
       snapshot.process_ticks_by_pid[pid] = t;
       ticks += t;
     } catch (const std::exception&) {
@@ -118,12 +121,17 @@ CpuDisturbance disturbance_between(const DisturbanceSnapshot& before, const Dist
       if (before.process_cpu_ticks && after.process_cpu_ticks) {
         double own = static_cast<double>(delta_or_zero(*before.process_cpu_ticks, *after.process_cpu_ticks));
         if (!before.process_ticks_by_pid.empty() || !after.process_ticks_by_pid.empty()) {
-          uint64_t tree = 0;
+          uint64_t tree = 0, gone = 0;
           for (const auto& [pid, now] : after.process_ticks_by_pid) {
             const auto then = before.process_ticks_by_pid.find(pid);
             tree += then == before.process_ticks_by_pid.end() ? now : delta_or_zero(then->second, now);
           }
-          own = static_cast<double>(tree);
+          // A process that ended meanwhile: its parent's reaped-children ticks now hold its whole
+          // life, of which the part before `before` was counted there already.
+          for (const auto& [pid, then] : before.process_ticks_by_pid) {
+            if (after.process_ticks_by_pid.count(pid) == 0) gone += then;
+          }
+          own = static_cast<double>(tree > gone ? tree - gone : 0);
         }
         d.own_cpu_pct = std::min(100.0, 100.0 * own / ticks);
         d.other_cpu_pct = std::max(0.0, busy_pct - *d.own_cpu_pct);

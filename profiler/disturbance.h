@@ -31,6 +31,9 @@ struct DisturbanceSnapshot {
   // A process tree's snapshot (take_tree_disturbance_snapshot): each process's CPU ticks by pid.
   // When both snapshots have them, own CPU is the processes' deltas (a process new in `after`
   // counts all of its ticks), so one that starts between the two does not read as another's load.
+  // Each process's ticks include the children it reaped (cutime + cstime), so one that started and
+  // ended between the two (a DataLoader worker of one epoch) is the tree's too; one in `before`
+  // that ended has its ticks of `before` taken off (its parent's now hold its whole life).
   std::map<int64_t, uint64_t> process_ticks_by_pid;
 };
 

@@ -119,17 +119,25 @@ ProcessStat parse_process_stat(std::string_view text, std::string_view source) {
   if (close == std::string_view::npos || text.find('(') > close) malformed(source, "file (no '(comm)')", text);
   std::string_view rest = text.substr(close + 1);
   // After ')': field 3 (state) is token 0, so field k is token k - 3.
-  constexpr int kUtime = 14 - 3, kStime = 15 - 3, kRss = 24 - 3;
+  constexpr int kUtime = 14 - 3, kStime = 15 - 3, kCutime = 16 - 3, kCstime = 17 - 3, kRss = 24 - 3;
   ProcessStat stat;
+  uint64_t cutime = 0, cstime = 0;
   for (int token_index = 0; token_index <= kRss; ++token_index) {
     const std::string_view token = next_token(rest);
     if (token.empty()) malformed(source, "file (truncated)", text);
-    uint64_t* field = token_index == kUtime ? &stat.utime_ticks
-                    : token_index == kStime ? &stat.stime_ticks
-                    : token_index == kRss   ? &stat.rss_pages
-                                            : nullptr;
-    if (field != nullptr && !to_u64(token, *field)) malformed(source, "number", token);
+    uint64_t* field = token_index == kUtime  ? &stat.utime_ticks
+                    : token_index == kStime  ? &stat.stime_ticks
+                    : token_index == kCutime ? &cutime
+                    : token_index == kCstime ? &cstime
+                    : token_index == kRss    ? &stat.rss_pages
+                                             : nullptr;
+    // cutime/cstime are signed in proc(5) (long); a negative one reads as none.
+    if (field != nullptr && !to_u64(token, *field)) {
+      if (field == &cutime || field == &cstime) continue;
+      malformed(source, "number", token);
+    }
   }
+  stat.reaped_children_ticks = cutime + cstime;
   return stat;
 }
 

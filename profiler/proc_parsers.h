@@ -39,6 +39,8 @@ struct ProcessStat {
   uint64_t utime_ticks = 0;
   uint64_t stime_ticks = 0;
   uint64_t rss_pages = 0;
+  // cutime + cstime: the CPU of its children that ended and that it waited for (reaped).
+  uint64_t reaped_children_ticks = 0;
   uint64_t cpu_ticks() const { return utime_ticks + stime_ticks; }
 };
 

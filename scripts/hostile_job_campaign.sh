@@ -98,6 +98,19 @@ run_case bad_timeout 2 -- profile $(res to) --timeout abc -- "$python" "$faults"
 run_case results_is_a_file 2 -- profile --results "$repo/README.md" -- "$python" "$faults" exit_nonzero
 ln -s "$work/nowhere/at/all" "$work/dangling"
 run_case results_dangling_link 2 -- profile --results "$work/dangling" -- "$python" "$faults" exit_nonzero
+# The comparing commands on a job (issues 56, 57): every run of the job is a run like the above.
+run_case lab_exit_nonzero 0 1 -- baseline $(res lab_exit) --repeat 1 -- "$python" "$faults" exit_nonzero
+run_case lab_hang_timeout 0 1 -- baseline $(res lab_hang) --repeat 1 --timeout-s 8 -- "$python" "$faults" hang
+run_case lab_daemonize 0 1 -- baseline $(res lab_daemon) --repeat 1 --steps 2 -- "$python" "$faults" daemonize --child-file "$work/child-file2"
+run_case lab_big_output 0 1 -- baseline $(res lab_big) --repeat 1 -- "$python" "$faults" big_output
+run_case lab_bad_option 2 -- baseline $(res lab_bad) --workers 2 -- "$python" "$faults" exit_nonzero
+run_case sweep_exit_nonzero 1 2 -- sweep $(res sweep_exit) -- "$python" "$faults" exit_nonzero
+run_case sweep_worker_exit 0 1 2 -- sweep $(res sweep_worker) --repeat 1 --timeout-s 60 -- "$python" "$faults" worker_exit
+run_case sweep_ignore_sigterm 0 1 2 -- sweep $(res sweep_ignore) --repeat 1 --timeout-s 10 -- "$python" "$faults" ignore_sigterm
+run_case sweep_bad_grid 2 -- sweep $(res sweep_grid) --workers -1 -- "$python" "$faults" exit_nonzero
+run_case sweep_nothing_after 2 -- sweep $(res sweep_empty) --
+run_case doctor_exit_nonzero 1 -- doctor $(res doctor_exit) -- "$python" "$faults" exit_nonzero
+run_case doctor_hang_timeout 1 -- doctor $(res doctor_hang) --timeout-s 8 -- "$python" "$faults" hang
 # A full disk under the results folder (a small tmpfs; skipped where mount is not allowed).
 mkdir -p "$work/small"
 if mount -t tmpfs -o size=24k tmpfs "$work/small" 2>/dev/null; then

@@ -234,7 +234,7 @@ TEST(JobCompareE2E, SweepRecommendsMoreWorkersAtTheLoaderLineAndTheScriptConfirm
   NEED_PYTHON();
   if (const std::string busy = cores_taken(); !busy.empty()) GTEST_SKIP() << busy;
   const std::string results = fresh_results_dir("job_sweep_image");
-  const CliResult r = run_trainlab("sweep --results " + results + " --workers 0,2 --repeat 3 -- " +
+  const CliResult r = run_trainlab("sweep --results " + results + " --workers 0,2 --persistent off,on --repeat 5 -- " +
                                        image_job("--workers 0"),
                                    recorder_env());
   ASSERT_EQ(r.exit_status, 0) << r.err << r.out;
@@ -243,14 +243,18 @@ TEST(JobCompareE2E, SweepRecommendsMoreWorkersAtTheLoaderLineAndTheScriptConfirm
   const size_t at = reading.find("In your code: set DataLoader(num_workers=2");
   ASSERT_NE(at, std::string::npos) << reading << r.out;
   EXPECT_NE(reading.find("image_folder_train.py line ", at), std::string::npos) << reading;
-  EXPECT_NE(reading.find("(today: num_workers=0)", at), std::string::npos) << reading;
-  // The separate measurement: the script's own samples/s, 0 and 2 workers alternated.
+  EXPECT_NE(reading.find("(today: num_workers=0", at), std::string::npos) << reading;
+  // The separate measurement: the script's own samples/s, its own settings and the recommended
+  // ones alternated.
+  const std::string line = reading.substr(at, reading.find('\n', at) - at);
+  const std::string persistent = line.find("persistent_workers=True") != std::string::npos ? " --persistent" : "";
   std::vector<double> own, recommended;
   for (int round = 0; round < 3; ++round) {
     for (int workers : {0, 2}) {
       const std::string report = results + "/hand-" + std::to_string(round) + "-" + std::to_string(workers) + ".json";
       run_command(test_python() + " " + jobs_dir() + "/image_folder_train.py " + ::testing::TempDir() +
-                  "/job_compare_images --steps 40 --workers " + std::to_string(workers) + " --report " + report +
+                  "/job_compare_images --steps 40 --workers " + std::to_string(workers) +
+                  (workers > 0 ? persistent : std::string()) + " --report " + report +
                   " > /dev/null");
       const nlohmann::json j = read_json(report);
       (workers == 0 ? own : recommended).push_back(j["samples_per_s"].get<double>());

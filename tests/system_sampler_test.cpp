@@ -290,6 +290,33 @@ TEST(Disturbance, StealIsNeitherOwnNorOtherCpu) {
   EXPECT_FALSE(missing_root.other_cpu_pct || missing_root.runqueue_wait_pct);
 }
 
+// A job's tree: workers that start and end between two snapshots (one epoch's), and one that ends
+// after the first: their CPU reaches the snapshots through their parent's reaped-children ticks, and
+// is the tree's own, not another process's.
+TEST(Disturbance, WorkersThatEndBetweenSnapshotsAreTheTreesOwnCpu) {
+  DisturbanceSnapshot before, after;
+  before.machine = CpuTimes{};
+  after.machine = CpuTimes{};
+  after.machine->user = 80;  // 80 of 100 ticks busy: all of it the job's
+  after.machine->idle = 20;
+  before.process_ticks_by_pid = {{10, 100}, {11, 30}};  // main (10) and a worker (11) alive
+  // After: the worker ended (reaped: its 30 + 20 more in main's), another came and went (25), main
+  // itself ran 35.
+  after.process_ticks_by_pid = {{10, 100 + 35 + 50 + 25}};
+  before.process_cpu_ticks = 130;
+  after.process_cpu_ticks = 210;
+  const CpuDisturbance d = disturbance_between(before, after);
+  EXPECT_DOUBLE_EQ(*d.own_cpu_pct, 80.0);  // 35 + 20 + 25
+  EXPECT_DOUBLE_EQ(*d.other_cpu_pct, 0.0);
+}
+
+TEST(Disturbance, ProcessStatReadsReapedChildrenTicks) {
+  const ProcessStat s = parse_process_stat("7 (python) S 1 7 7 0 -1 4194560 100 0 0 0 12 3 40 5 20 0 4 0 99 1000 50 0");
+  EXPECT_EQ(s.cpu_ticks(), 15u);
+  EXPECT_EQ(s.reaped_children_ticks, 45u);
+  EXPECT_EQ(s.rss_pages, 50u);
+}
+
 TEST(Disturbance, SchedstatParsesAndRefusesJunk) {
   const ThreadSchedstat s = parse_schedstat("123 456 7\n");
   EXPECT_EQ(s.run_ns, 123u);

@@ -59,7 +59,8 @@ Subcommand add_doctor_command(CLI::App& app) {
       job.repeat_given = true;
       const DoctorOutcome outcome = run_job_doctor(job, o->max_changes, std::cerr);
       std::cout << (format == OutputFormat::kJson ? "" : "\n") << render_doctor(outcome, format);
-      return kExitOk;
+      // The job did not run to a measured step as written: nothing was diagnosed or tried.
+      return outcome.diagnosis_report.empty() ? kExitGateFailed : kExitOk;
     }
     for (const char* own : {"profile", "window"}) {
       if (o->variant.was_given(own)) throw InputError(std::string("doctor chooses --") + own + " itself");

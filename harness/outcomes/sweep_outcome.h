@@ -19,6 +19,7 @@ struct SweepFigures {
   bool ok = false;
   int workers = 0, prefetch = 0;
   bool pin_memory = false;
+  bool persistent_workers = true;  // false: workers restart at each epoch ("restart" in labels)
   int64_t batch_size = 0;
   double samples_per_s = 0;
   double data_wait_pct = 0;

@@ -16,6 +16,7 @@ SweepFigures sweep_figures_of(const VariantRecord& record) {
   f.workers = record.spec.workers;
   f.prefetch = record.spec.workers > 0 ? record.spec.prefetch : 0;
   f.pin_memory = record.spec.pin_memory;
+  f.persistent_workers = record.spec.persistent_workers;
   f.batch_size = record.spec.batch_size;
   if (!record.ok()) return f;
   const VariantAggregate agg = aggregate(record);
@@ -55,6 +56,7 @@ std::string sweep_figures_label(const SweepFigures& f, bool with_batch) {
   std::string label = "workers=" + std::to_string(f.workers);
   if (f.workers > 0) label += " prefetch=" + std::to_string(f.prefetch);
   label += std::string(" pin=") + (f.pin_memory ? "on" : "off");
+  if (f.workers > 0 && !f.persistent_workers) label += " restart";
   if (with_batch) label += " batch=" + std::to_string(f.batch_size);
   return label;
 }

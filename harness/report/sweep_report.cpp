@@ -57,14 +57,14 @@ SvgFrame svg_frame_of(const std::vector<SweepFigures>& figures) {
   return frame;
 }
 
-using SvgSeries = std::map<std::tuple<int, bool, int64_t>, std::vector<const SweepFigures*>>;
+using SvgSeries = std::map<std::tuple<int, bool, int64_t, bool>, std::vector<const SweepFigures*>>;
 
 // The successful points by series (prefetch, pin, batch).
 SvgSeries svg_series_of(const std::vector<SweepFigures>& figures) {
   // Series: (prefetch, pin, batch); the workers=0 point belongs to every series with that pin/batch.
   SvgSeries series;
   for (const SweepFigures& f : figures) {
-    if (f.ok && f.workers > 0) series[{f.prefetch, f.pin_memory, f.batch_size}].push_back(&f);
+    if (f.ok && f.workers > 0) series[{f.prefetch, f.pin_memory, f.batch_size, f.persistent_workers}].push_back(&f);
   }
   for (const SweepFigures& f : figures) {
     if (!f.ok || f.workers != 0) continue;
@@ -75,7 +75,7 @@ SvgSeries svg_series_of(const std::vector<SweepFigures>& figures) {
         placed = true;
       }
     }
-    if (!placed) series[{0, f.pin_memory, f.batch_size}].push_back(&f);
+    if (!placed) series[{0, f.pin_memory, f.batch_size, true}].push_back(&f);
   }
   return series;
 }
@@ -138,6 +138,7 @@ double write_svg_series(std::ostringstream& svg, const SvgFrame& frame, SvgSerie
     }
     std::string name = "prefetch " + std::to_string(std::get<0>(key)) + ", pin " + (std::get<1>(key) ? "on" : "off");
     if (with_batch) name += ", batch " + std::to_string(std::get<2>(key));
+    if (!std::get<3>(key)) name += ", restart";
     svg << "<line x1=\"" << left + plot_w + 20 << "\" y1=\"" << legend_y << "\" x2=\"" << left + plot_w + 40
         << "\" y2=\"" << legend_y << "\" stroke=\"" << c << "\" stroke-width=\"2\"/>\n<text x=\"" << left + plot_w + 46
         << "\" y=\"" << legend_y + 4 << "\">" << escape_html(name) << "</text>\n";

@@ -44,9 +44,10 @@ std::vector<std::string> split_commas(const std::string& text) {
 }
 
 // Cost order: worker threads first (CPU cores), then batches in flight (memory), then pinned
-// memory (page-locked RAM), then batch size (memory).
-std::tuple<int, int, int, int64_t> cost_of(const SweepFigures& f) {
-  return {f.workers, f.workers * f.prefetch, f.pin_memory ? 1 : 0, f.batch_size};
+// memory (page-locked RAM), then workers kept alive between epochs (their memory), then batch size.
+std::tuple<int, int, int, int, int64_t> cost_of(const SweepFigures& f) {
+  return {f.workers, f.workers * f.prefetch, f.pin_memory ? 1 : 0, f.workers > 0 && f.persistent_workers ? 1 : 0,
+          f.batch_size};
 }
 
 // Whether the best point beats the runner-up beyond the noise of the rounds: their rounds paired
