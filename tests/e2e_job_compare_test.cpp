@@ -74,8 +74,8 @@ std::string cores_taken() {
 
 const nlohmann::json* variant_named(const nlohmann::json& run, const std::string& name) {
   for (const auto& v : run["variants"]) {
-    if (v.contains("error") && !v["error"].is_null() && !v["error"].get<std::string>().empty()) continue;
-    if (v.contains("disturbed") && !v["disturbed"].get<std::string>().empty()) continue;
+    if (v.contains("error") && v["error"].is_string() && !v["error"].get<std::string>().empty()) continue;
+    if (v.contains("disturbed") && v["disturbed"].is_string() && !v["disturbed"].get<std::string>().empty()) continue;
     std::string n = v["spec"]["precision"].get<std::string>();
     if (v["spec"].value("compiled", false)) n += "+compiled";
     if (n == name) return &v;
@@ -282,7 +282,10 @@ TEST(JobCompareE2E, SweepBesideAStepOnEveryCoreShowsTheStepSlowingAndPicksTheFas
   std::map<int, std::vector<double>> compute_ms;
   std::map<int, std::vector<double>> samples_per_s, wait_pct;
   for (const auto& v : run["variants"]) {
-    if (!v.value("error", std::string()).empty() || !v.value("disturbed", std::string()).empty()) continue;
+    const auto text_of = [&](const char* key) {
+      return v.contains(key) && v[key].is_string() ? v[key].get<std::string>() : std::string();
+    };
+    if (!text_of("error").empty() || !text_of("disturbed").empty()) continue;
     double own_ns = 0, wait_ns = 0, wall_ns = 0;
     int n = 0;
     for (const auto& st : v["steps"]) {
@@ -326,7 +329,7 @@ TEST(JobCompareE2E, DoctorOnTheDataBoundScriptVerifiesALoaderGain) {
   NEED_PYTHON();
   if (const std::string busy = cores_taken(); !busy.empty()) GTEST_SKIP() << busy;
   const std::string results = fresh_results_dir("job_doctor_image");
-  const CliResult r = run_trainlab("doctor --results " + results + " --repeat 3 --max-changes 1 -- " +
+  const CliResult r = run_trainlab("doctor --results " + results + " --repeat 3 --max-rounds 6 --max-changes 1 -- " +
                                        image_job("--workers 0"),
                                    recorder_env());
   ASSERT_EQ(r.exit_status, 0) << r.err << r.out;

@@ -57,7 +57,7 @@ Subcommand add_doctor_command(CLI::App& app) {
       JobCompareOptions job = job_compare_options(o->variant, o->command, "doctor", {}, &o->thresholds);
       job.repeat = cmd->count("--repeat") > 0 ? std::max(kMinDoctorRepeat, o->variant.repeat) : 3;
       job.repeat_given = true;
-      const DoctorOutcome outcome = run_job_doctor(job, o->max_changes, std::cerr);
+      const DoctorOutcome outcome = run_job_doctor(job, o->max_changes, o->max_rounds, std::cerr);
       std::cout << (format == OutputFormat::kJson ? "" : "\n") << render_doctor(outcome, format);
       // The job did not run to a measured step as written: nothing was diagnosed or tried.
       return outcome.diagnosis_report.empty() ? kExitGateFailed : kExitOk;

@@ -535,7 +535,7 @@ SweepOutcome run_job_sweep(const JobCompareOptions& options, const JobSweepGrid&
   return outcome;
 }
 
-DoctorOutcome run_job_doctor(const JobCompareOptions& options, int max_changes, std::ostream& progress) {
+DoctorOutcome run_job_doctor(const JobCompareOptions& options, int max_changes, int max_rounds, std::ostream& progress) {
   check_job_options(options.job);
   DoctorOutcome outcome;
   std::string run_id;
@@ -611,7 +611,7 @@ DoctorOutcome run_job_doctor(const JobCompareOptions& options, int max_changes, 
     ab_options.job.results_dir = outcome.out_dir;
     LabOptions lab = job_lab_options(ab_options, own, base);
     lab.repeat = std::max(2, options.repeat);
-    lab.extra_rounds = kDefaultMaxRounds - lab.repeat;
+    lab.extra_rounds = std::max(0, max_rounds - lab.repeat);
     lab.rounds_budget_s = kExtraRoundsBudgetS;
     const LabOutcome ab = run_ab(lab, settings, progress);
     trial.run_dir = ab.run_dir;

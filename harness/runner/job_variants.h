@@ -77,6 +77,7 @@ struct JobSweepGrid {  // empty lists: chosen from the machine and the job's own
 // Throws InputError before any point runs when the job builds no DataLoader ("one line").
 SweepOutcome run_job_sweep(const JobCompareOptions& options, const JobSweepGrid& grid, std::ostream& progress);
 
-DoctorOutcome run_job_doctor(const JobCompareOptions& options, int max_changes, std::ostream& progress);
+// max_rounds: the most rounds an A/B runs in all while its interval is wide (doctor's --max-rounds).
+DoctorOutcome run_job_doctor(const JobCompareOptions& options, int max_changes, int max_rounds, std::ostream& progress);
 
 }  // namespace trainlab
