@@ -273,7 +273,7 @@ TEST(JobCompareE2E, SweepBesideAStepOnEveryCoreShowsTheStepSlowingAndPicksTheFas
   if (cores < 2) GTEST_SKIP() << "one core";
   const std::string results = fresh_results_dir("job_sweep_contention");
   const CliResult r = run_trainlab("sweep --results " + results + " --workers 0,1," + std::to_string(2 * cores) +
-                                       " --repeat 2 -- " +
+                                       " --persistent on --repeat 5 -- " +
                                        image_job("--workers 0 --threads " + std::to_string(cores)),
                                    recorder_env());
   ASSERT_EQ(r.exit_status, 0) << r.err << r.out;

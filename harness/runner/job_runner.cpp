@@ -604,6 +604,7 @@ JobOutcome measure_into(const JobOptions& options, const fs::path& run_dir, cons
   env.cpu_model = cpu_model();
   env.logical_cores = static_cast<int>(std::thread::hardware_concurrency());
   env.libtorch_version = job.torch_version;
+  if (main != nullptr && main->intra_op_threads) env.intra_op_threads = static_cast<int>(*main->intra_op_threads);
   env.cuda_device = v.device == "cpu" ? "" : job.device_name;
   env.hostname = host_name();
   v.environment = env;

@@ -549,9 +549,11 @@ DoctorOutcome run_job_doctor(const JobCompareOptions& options, int max_changes, 
   JobOptions profile = options.job;
   profile.results_dir = outcome.out_dir;
   profile.output_file = (fs::path(outcome.out_dir) / "profile-output.log").string();
+  profile.timeout_s = options.run_timeout_s;  // --timeout-s: each run of the job, this one too
   const JobOutcome profiled = run_job(profile, progress);
   nlohmann::json diagnosis_json = nullptr;
   if (!profiled.measured) {
+    progress << "trainlab: " << profiled.line << " (its output: " << profile.output_file << ")" << std::endl;
     outcome.diagnosis_headline = "the job measured no step: " + profiled.line;
     write_doctor_outcome(outcome, options.repeat, diagnosis_json);
     return outcome;
@@ -656,6 +658,7 @@ DoctorOutcome run_job_doctor(const JobCompareOptions& options, int max_changes, 
     JobOptions after = options.job;
     after.results_dir = outcome.out_dir;
     after.output_file = (fs::path(outcome.out_dir) / "after-output.log").string();
+    after.timeout_s = options.run_timeout_s;
     after.environment = job_overrides_for(best, &*own, options.compile_mode, outcome.out_dir);
     const JobOutcome again = run_job(after, progress);
     if (again.measured) {
