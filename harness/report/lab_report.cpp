@@ -101,7 +101,7 @@ LabVariantFigures lab_variant_figures(const RunRecord& record, const std::string
   int ops_count = 0;
   for (const VariantRecord& v : record.variants) {
     if (v.spec.name() == name && !v.ok() && v.error_kind == "unavailable") figures.unavailable = v.error;
-    if (v.spec.name() != name || !v.counts()) continue;
+    if (v.spec.name() != name || !v.counts()) continue;  // a disturbed repetition was run again
     const VariantAggregate agg = aggregate(v);
     if (agg.measured_steps <= 0) continue;
     figures.ok = true;
@@ -118,7 +118,8 @@ LabVariantFigures lab_variant_figures(const RunRecord& record, const std::string
     }
     if (!v.compile_info.empty()) {
       figures.compile_method = v.compile_info.method;
-      figures.fused_groups = v.compile_info.fusion_groups;
+      // A job's torch.compile reports no fusion count (the kernels stay inside its process).
+      if (v.compile_info.method != "torch.compile") figures.fused_groups = v.compile_info.fusion_groups;
       figures.compiler_workaround = v.compile_info.compiler_workaround;
     }
   }

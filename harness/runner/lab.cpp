@@ -27,7 +27,6 @@
 #include "harness/process/progress_ticker.h"
 #include "harness/report/lab_report.h"
 #include "harness/runner/run_liveness.h"
-#include "core/text.h"
 #include "harness/runner/variant_runner.h"
 #include "profiler/disturbance.h"
 #include "scenarios/registry.h"
@@ -35,39 +34,6 @@
 namespace trainlab {
 namespace fs = std::filesystem;
 namespace {
-
-// One lab variant's figures over its repetitions (failed repetitions left out).
-LabVariantFigures figures_of(const RunRecord& record, const std::string& name) {
-  LabVariantFigures figures;
-  double ops_sum = 0;
-  int ops_count = 0;
-  for (const VariantRecord& v : record.variants) {
-    if (v.spec.name() == name && !v.ok() && v.error_kind == "unavailable") figures.unavailable = v.error;
-    if (v.spec.name() != name || !v.counts()) continue;  // a disturbed repetition was run again
-    const VariantAggregate agg = aggregate(v);
-    if (agg.measured_steps <= 0) continue;
-    figures.ok = true;
-    if (first_loss_not_finite(v)) figures.loss_not_finite_from_start = true;
-    figures.samples_per_s.push_back(agg.samples_per_s);
-    figures.data_wait_pct.push_back(agg.phase_pct[static_cast<size_t>(Phase::kDataWait)]);
-    figures.compute_pct.push_back(agg.phase_pct[static_cast<size_t>(Phase::kForward)] +
-                                  agg.phase_pct[static_cast<size_t>(Phase::kBackward)] +
-                                  agg.phase_pct[static_cast<size_t>(Phase::kOptimizer)]);
-    figures.step_ms.push_back(agg.step_ms_mean);
-    if (v.ops_per_step > 0) {
-      ops_sum += v.ops_per_step;
-      ++ops_count;
-    }
-    if (!v.compile_info.empty()) {
-      figures.compile_method = v.compile_info.method;
-      // A job's torch.compile reports no fusion count (the kernels stay inside its process).
-      if (v.compile_info.method != "torch.compile") figures.fused_groups = v.compile_info.fusion_groups;
-      figures.compiler_workaround = v.compile_info.compiler_workaround;
-    }
-  }
-  if (ops_count > 0) figures.ops_per_step = ops_sum / ops_count;
-  return figures;
-}
 
 void report_progress(std::ostream& progress, size_t k, size_t n, const VariantRecord& record, double wall_s) {
   progress << "[" << k << "/" << n << "] " << record.spec.name() << ": ";
@@ -956,8 +922,8 @@ LabOutcome run_baseline_lab(const LabOptions& options, std::ostream& progress) {
   const std::string bf16_compile_refused = build_compiled_package(specs, options, outcome, progress);
   const Bf16Probe* probe_read = probe ? &*probe : nullptr;
   auto read_lab = [&](const RunRecord& record) {
-    return read_baseline_lab(figures_of(record, "fp32"), figures_of(record, "bf16"),
-                             figures_of(record, specs.back().name()), *options.thresholds, probe_read,
+    return read_baseline_lab(lab_variant_figures(record, "fp32"), lab_variant_figures(record, "bf16"),
+                             lab_variant_figures(record, specs.back().name()), *options.thresholds, probe_read,
                              bf16_compile_refused);
   };
   // Another round only helps a gain whose interval holds its line; a failed variant ends the rounds
