@@ -100,21 +100,7 @@ DoctorTrial measure(const std::string& change, const std::string& settings, cons
       trial.verdict = kInterruptedVerdict;
       return trial;
     }
-    CompareOutcome compared;
-    try {
-      compared = compare_ab(read_run_record(trial.run_dir), CompareOptions{});
-    } catch (const InputError& e) {  // the child's record, not the user's input: e.g. no B finished
-      trial.verdict = std::string("failed: ") + e.what();
-      return trial;
-    }
-    for (const CompareRow& row : compared.rows) {
-      if (row.metric != "samples/s") continue;
-      trial.gain_pct = row.change.change_pct;
-      trial.low_pct = row.change.low_pct;
-      trial.high_pct = row.change.high_pct;
-      trial.verdict = row.verdict;
-    }
-    if (trial.verdict.empty()) trial.verdict = "failed: no measured samples/s";
+    read_ab_samples_per_s(read_run_record(trial.run_dir), trial);
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
@@ -149,6 +135,22 @@ nlohmann::json to_json(const DoctorTrial& t) {
 }
 
 }  // namespace
+
+void read_ab_samples_per_s(const RunRecord& ab, DoctorTrial& trial) {
+  try {
+    for (const CompareRow& row : compare_ab(ab, CompareOptions{}).rows) {
+      if (row.metric != "samples/s") continue;
+      trial.gain_pct = row.change.change_pct;
+      trial.low_pct = row.change.low_pct;
+      trial.high_pct = row.change.high_pct;
+      trial.verdict = row.verdict;
+    }
+  } catch (const InputError& e) {  // the child's record, not the user's input: e.g. no B finished
+    trial.verdict = std::string("failed: ") + e.what();
+    return;
+  }
+  if (trial.verdict.empty()) trial.verdict = "failed: no measured samples/s";
+}
 
 namespace {
 

@@ -47,5 +47,8 @@ void write_doctor_outcome(const DoctorOutcome& outcome, int repeat, const nlohma
 // doctor.json read back (history): what the outcome holds, the folder aside. Throws InputError on
 // a missing or malformed file.
 DoctorOutcome read_doctor_file(const std::string& path);
+// An A/B run's samples/s row (compare_ab: paired change, interval, verdict) into `trial`; a record
+// that compare_ab cannot read, or one without the row, leaves a "failed: ..." verdict.
+void read_ab_samples_per_s(const RunRecord& ab, DoctorTrial& trial);
 
 }  // namespace trainlab
