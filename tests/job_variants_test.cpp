@@ -3,9 +3,17 @@
 // the DataLoader(...) arguments of a recommendation with today's values.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
+#include <unistd.h>
 
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/output_format.h"
+#include "harness/report/sweep_figures.h"
 #include "harness/runner/job_variants.h"
+#include "harness/runner/sweep.h"
 
 namespace trainlab {
 namespace {
@@ -107,6 +115,120 @@ TEST(JobVariants, TheTrainingLoaderIsTheOneMarkedTrainingElseTheFirstOfRankZero)
   EXPECT_TRUE(chosen->persistent_workers);
   run.job->loaders = {validation};
   EXPECT_EQ(training_loader_of(run)->at(), "train.py:90");
+}
+
+// A sweep point's run as the recorder would give it: 5 measured steps of 32 samples at
+// `samples_per_s`, `data_wait` of each step waiting for the batch.
+VariantRecord point_run(int workers, int round, double samples_per_s, double data_wait) {
+  VariantRecord v;
+  v.spec.batch_size = 32;
+  v.spec.workers = workers;
+  v.spec.prefetch = 2;
+  v.spec.persistent_workers = workers > 0;
+  v.repetition = round;
+  v.device = "cpu";
+  const auto step_ns = static_cast<int64_t>(32.0 / samples_per_s * 1e9);
+  for (int k = 0; k < 5; ++k) {
+    StepRecord st;
+    st.step_ns = step_ns;
+    st.phase_ns[static_cast<size_t>(Phase::kDataWait)] = static_cast<int64_t>(data_wait * static_cast<double>(step_ns));
+    v.steps.push_back(st);
+  }
+  return v;
+}
+
+// The rounds of a sweep whose workers=2 point gains scatter: ahead in 4 of 5 rounds by 5 % to
+// 120 %, behind in one (the paired interval holds no change).
+const std::vector<double> kScatteredRatios = {1.05, 2.2, 1.1, 2.0, 0.95};
+
+TEST(JobSweepRounds, TheOwnAndTheFastestPointAreUndecidedWhileTheirIntervalHoldsNoChange) {
+  RunRecord record;
+  for (int round = 0; round < 5; ++round) {
+    record.variants.push_back(point_run(0, round, 300, 0.85));
+    record.variants.push_back(point_run(2, round, 300 * kScatteredRatios[round], 0.6));
+  }
+  const std::string own = sweep_point_label(record.variants[0].spec, false);
+  const std::string more = sweep_point_label(record.variants[1].spec, false);
+  EXPECT_EQ(undecided_against_own(record, own, 40), (std::vector<std::string>{own, more}));
+  // The script's own data wait under the loader's line: the answer keeps the loader, no more rounds.
+  EXPECT_TRUE(undecided_against_own(record, own, 90).empty());
+  // Five more rounds at +50 % each separate them.
+  for (int round = 5; round < 10; ++round) {
+    record.variants.push_back(point_run(0, round, 300, 0.85));
+    record.variants.push_back(point_run(2, round, 450, 0.6));
+  }
+  EXPECT_TRUE(undecided_against_own(record, own, 40).empty());
+}
+
+TEST(JobSweepRounds, TheScriptsOwnPointFastestNeedsNoMoreRounds) {
+  RunRecord record;
+  for (int round = 0; round < 5; ++round) {
+    record.variants.push_back(point_run(0, round, 300 * kScatteredRatios[round], 0.85));
+    record.variants.push_back(point_run(2, round, 280, 0.6));
+  }
+  EXPECT_TRUE(undecided_against_own(record, sweep_point_label(record.variants[0].spec, false), 40).empty());
+}
+
+// run_sweep with a measure that gives each point its scripted figures per round: after the 5
+// planned rounds only the two points the hook names run again, until it names none.
+TEST(JobSweepRounds, TheSweepRunsMoreRoundsOfTheUndecidedPointsOnlyUntilTheyAreDecided) {
+  const std::string dir = ::testing::TempDir() + "/sweep_rounds_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  SweepOptions sweep;
+  sweep.run_dir = dir;
+  sweep.lab.base.batch_size = 32;
+  sweep.lab.base.scenario = "job-test";
+  sweep.lab.repeat = 5;
+  sweep.grid.workers = {0, 1, 2};
+  sweep.grid.prefetch = {2};
+  sweep.grid.pin_memory = {false};
+  sweep.grid.persistent = {true};
+  std::map<int, int> calls;  // by workers
+  sweep.lab.measure = [&](const VariantSpec& spec, const VariantRunOptions&) {
+    const int round = calls[spec.workers]++;
+    const double ratio = round < 5 ? kScatteredRatios[static_cast<size_t>(round)] : 1.5;
+    VariantRecord v = point_run(spec.workers, round, spec.workers == 0 ? 300 : spec.workers == 1 ? 200 : 300 * ratio,
+                                spec.workers == 0 ? 0.85 : 0.6);
+    v.spec = spec;
+    return v;
+  };
+  VariantSpec own = sweep.lab.base;
+  own.workers = 0;
+  const std::string own_label = sweep_point_label(own, false);
+  int asked = 0;
+  sweep.undecided = [&](const RunRecord& record) {
+    ++asked;
+    return undecided_against_own(record, own_label, 40);
+  };
+  sweep.extra_rounds = 15;
+  sweep.rounds_budget_s = 600;
+  std::ostringstream progress;
+  const SweepOutcome outcome = run_sweep(sweep, progress);
+  EXPECT_EQ(calls[1], 5) << "workers=1 is not compared: its planned rounds only";
+  EXPECT_GT(calls[0], 5);
+  EXPECT_EQ(calls[0], calls[2]);
+  EXPECT_LT(calls[0], 20);
+  EXPECT_EQ(asked, calls[0] - 5 + 1) << "asked before each extra round and once more where it named none";
+  EXPECT_TRUE(undecided_against_own(outcome.record, own_label, 40).empty());
+  bool noted = false;
+  for (const std::string& line : outcome.record.reading) {
+    if (line.find(std::to_string(calls[0] - 5) + " more round") != std::string::npos) noted = true;
+  }
+  EXPECT_TRUE(noted) << progress.str();
+  EXPECT_NE(render_table_text(outcome.table).find("range (5-" + std::to_string(calls[0]) + " rounds)"), std::string::npos)
+      << render_table_text(outcome.table);
+
+  // A hook that never decides: the extra rounds stop at extra_rounds.
+  calls.clear();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  sweep.undecided = [&](const RunRecord&) { return std::vector<std::string>{own_label}; };
+  sweep.extra_rounds = 3;
+  run_sweep(sweep, progress);
+  EXPECT_EQ(calls[0], 8);
+  EXPECT_EQ(calls[2], 5);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -199,7 +199,7 @@ std::vector<SweepTableRow> sweep_layout(const RunRecord& record) {
 namespace {
 
 // The table's columns; with rounds, a samples/s range column after samples/s.
-void set_sweep_columns(Table& table, size_t repeat, bool job) {
+void set_sweep_columns(Table& table, size_t repeat, size_t most_rounds, bool job) {
   table.left_align_last = true;
   table.columns = {{"point", "point"},         {"samples/s", "samples_per_s"}, {"data wait", "data_wait_pct"},
                    {"CPU util", "cpu_util_pct"}, {"peak MiB", "peak_mib"},       {"step p50 ms", "step_p50_ms"},
@@ -211,8 +211,10 @@ void set_sweep_columns(Table& table, size_t repeat, bool job) {
                                                    {"first batch s", "first_batch_s"}});
   }
   if (repeat > 1) {
-    table.columns.insert(table.columns.begin() + 2,
-                         {"range (" + std::to_string(repeat) + " rounds)", "samples_per_s_range"});
+    // Points that ran more rounds while their comparison was undecided: "range (5-9 rounds)".
+    const std::string rounds =
+        std::to_string(repeat) + (most_rounds > repeat ? "-" + std::to_string(most_rounds) : std::string());
+    table.columns.insert(table.columns.begin() + 2, {"range (" + rounds + " rounds)", "samples_per_s_range"});
   }
 }
 
@@ -355,7 +357,9 @@ Table sweep_table(const RunRecord& record, const std::vector<SweepTableRow>& lay
       record.details.sweep ? record.details.sweep->recommendation : std::nullopt;
   // With rounds, each figure is the median of the point's rounds and samples/s shows their range.
   Table table;
-  set_sweep_columns(table, repeat, is_job_sweep(record));
+  size_t most_rounds = repeat;
+  for (const SweepTableRow& point : layout) most_rounds = std::max(most_rounds, point.records.size());
+  set_sweep_columns(table, repeat, most_rounds, is_job_sweep(record));
   for (const SweepTableRow& point : layout) table.rows.push_back(sweep_point_row(record, point, repeat, rec));
   add_sweep_notes(record, layout, repeat, table);
   return table;

@@ -273,6 +273,25 @@ std::string top_stage_words(const VariantRecord& v) {
          " of the loader's time)";
 }
 
+// The label of the point whose counted rounds' median samples/s is highest ("" when none counts).
+std::string fastest_point(const RunRecord& record) {
+  std::map<std::string, std::vector<double>> by_point;
+  for (const VariantRecord& v : record.variants) {
+    if (v.counts() && aggregate(v).measured_steps > 0)
+      by_point[sweep_point_label(v.spec, false)].push_back(aggregate(v).samples_per_s);
+  }
+  std::string fastest;
+  double best = -1;
+  for (const auto& [label, sps] : by_point) {
+    if (stats::median(sps) > best) {
+      best = stats::median(sps);
+      fastest = label;
+    }
+  }
+  return fastest;
+}
+
+
 // The sweep's answer in the user's code: the change to make at the DataLoader(...) call with its
 // measured gain over the script's own settings, or why there is none; then the next knob where the
 // loader still bounds the best point.
@@ -292,18 +311,7 @@ std::vector<std::string> job_sweep_reading(const SweepOutcome& outcome, const Jo
     const RecommendedPoint& rec = *record.details.sweep->recommendation;
     candidate = sweep_point_label(record.variants.at(static_cast<size_t>(rec.variant_index)).spec, false);
   } else {
-    std::map<std::string, std::vector<double>> by_point;
-    for (const VariantRecord& v : record.variants) {
-      if (v.counts() && aggregate(v).measured_steps > 0)
-        by_point[sweep_point_label(v.spec, false)].push_back(aggregate(v).samples_per_s);
-    }
-    double best = -1;
-    for (const auto& [label, sps] : by_point) {
-      if (stats::median(sps) > best) {
-        best = stats::median(sps);
-        candidate = label;
-      }
-    }
+    candidate = fastest_point(record);
   }
   if (own_run == nullptr) {
     lines.push_back("In your code: no recommendation; the script's own settings (" + loader_words(own) + ", " + site +
@@ -353,6 +361,18 @@ void rewrite_run_json(const SweepOutcome& outcome) {
 }
 
 }  // namespace
+
+std::vector<std::string> undecided_against_own(const RunRecord& record, const std::string& own_label,
+                                               double moderate_pct) {
+  const VariantRecord* own_run = first_record_of(record, own_label);
+  const std::string fastest = fastest_point(record);
+  if (own_run == nullptr || fastest.empty() || fastest == own_label) return {};
+  if (data_wait_pct_of(*own_run) < moderate_pct) return {};
+  const std::optional<PointGain> gain = paired_gain(record, own_label, fastest);
+  if (!gain || !gain->has_interval) return {};
+  if (gain->change.low_pct < 0 && 0 < gain->change.high_pct) return {own_label, fastest};
+  return {};
+}
 
 std::vector<std::pair<std::string, std::string>> job_overrides_for(const VariantSpec& spec,
                                                                    const JobTrainingLoader* loader,
@@ -522,6 +542,15 @@ SweepOutcome run_job_sweep(const JobCompareOptions& options, const JobSweepGrid&
   sweep.grid.persistent = !grid.persistent.empty()       ? grid.persistent
                           : own->persistent_workers       ? std::vector<bool>{true}
                                                           : std::vector<bool>{false, true};
+  if (!options.repeat_given) {  // more rounds of the two points the answer compares while it cannot tell them
+    const std::string own_label = sweep_point_label(own_spec, false);
+    const double moderate_pct = options.job.thresholds->value(threshold::input_bound::moderate_pct);
+    sweep.undecided = [own_label, moderate_pct](const RunRecord& record) {
+      return undecided_against_own(record, own_label, moderate_pct);
+    };
+    sweep.extra_rounds = kDefaultMaxRounds - sweep.lab.repeat;
+    sweep.rounds_budget_s = kExtraRoundsBudgetS;
+  }
   std::vector<std::string> notes;
   expand_sweep(sweep, &notes);  // validates the grid before the points run
   SweepOutcome outcome = run_sweep(sweep, progress);
@@ -617,19 +646,7 @@ DoctorOutcome run_job_doctor(const JobCompareOptions& options, int max_changes, 
     lab.rounds_budget_s = kExtraRoundsBudgetS;
     const LabOutcome ab = run_ab(lab, settings, progress);
     trial.run_dir = ab.run_dir;
-    try {
-      const CompareOutcome compared = compare_ab(ab.record, CompareOptions{});
-      for (const CompareRow& row : compared.rows) {
-        if (row.metric != "samples/s") continue;
-        trial.gain_pct = row.change.change_pct;
-        trial.low_pct = row.change.low_pct;
-        trial.high_pct = row.change.high_pct;
-        trial.verdict = row.verdict;
-      }
-    } catch (const InputError& e) {
-      trial.verdict = std::string("failed: ") + e.what();
-    }
-    if (trial.verdict.empty()) trial.verdict = "failed: no measured samples/s";
+    read_ab_samples_per_s(ab.record, trial);
     progress << "    " << described << ": " << format_text("%+.1f %%", trial.gain_pct) << " ["
              << format_text("%+.1f", trial.low_pct) << ", " << format_text("%+.1f", trial.high_pct)
              << "]: " << trial.verdict << std::endl;

@@ -69,6 +69,14 @@ std::string dataloader_arguments(const VariantSpec& point, const JobTrainingLoad
 
 LabOutcome run_job_lab(const JobCompareOptions& options, std::ostream& progress);
 
+// The points a job sweep's answer cannot read yet (its SweepOptions::undecided without --repeat):
+// the script's own settings (`own_label`, sweep_point_label) and the fastest point, while the
+// paired interval of the gain between their rounds holds no change and the script's data wait is
+// at least `moderate_pct` (else the answer keeps the loader whatever more rounds say). Empty
+// otherwise.
+std::vector<std::string> undecided_against_own(const RunRecord& record, const std::string& own_label,
+                                               double moderate_pct);
+
 struct JobSweepGrid {  // empty lists: chosen from the machine and the job's own settings
   std::vector<int> workers, prefetch;
   std::vector<bool> pin_memory, persistent;

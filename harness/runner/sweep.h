@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -45,6 +46,13 @@ struct SweepOptions {
   // A sweep of the user's job (job_variants.h): the folder made before the grid (its discovery run
   // is there already); empty: run_sweep makes one.
   std::string run_dir;
+  // More rounds while a comparison cannot be read yet (the job's sweep without --repeat): after the
+  // planned rounds, the points `undecided` names (sweep_point_label without the batch) run another
+  // round each, until it names none, extra_rounds rounds have run, or one more round as long as the
+  // longest would end past rounds_budget_s seconds of extra rounds. Null: the planned rounds only.
+  std::function<std::vector<std::string>(const RunRecord&)> undecided;
+  int extra_rounds = 0;
+  double rounds_budget_s = 0;
 };
 
 struct SweepPoint {
