@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/text.h"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -246,6 +248,11 @@ void parse_one(const json& j, JobProcessFile& out, const JobRecordLimits& limits
   } else if (type == "compile") {
     const auto seconds = j.contains("seconds") && j.at("seconds").is_number() ? j.at("seconds").get<double>() : 0.0;
     out.overrides.push_back("torch.compile(mode=" + f.str("mode") + ") applied, " + std::to_string(seconds) + " s");
+  } else if (type == "decoded_cache") {
+    const auto fill_s = j.contains("fill_s") && j.at("fill_s").is_number() ? j.at("fill_s").get<double>() : 0.0;
+    out.overrides.push_back("decoded cache of " + std::to_string(f.int_or("samples", 0)) + " samples of " +
+                            f.str("dataset") + " applied (filled in " + format_text("%.2f", fill_s) +
+                            " s before the loader was built)");
   } else if (type == "autocast") {
     out.overrides.push_back("autocast " + f.str("dtype") + " on " + f.str("device_type") + " applied");
   } else if (type == "threads") {

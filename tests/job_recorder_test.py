@@ -14,6 +14,7 @@ scripts in tests/jobs/ run with and without the recorder:
 - TRAINLAB_JOB_STEPS, _CAPTURE, _LOADER, _SEED, _AUTOCAST, _COMPILE, _STEP_FUNCTION, _STAGES=off;
 - the threads line, the reseed line, TRAINLAB_JOB_THREADS, the image script's loader settings, and
   compute_train.py --break autocast|compile under the overrides;
+- the decoded cache (TRAINLAB_JOB_LOADER's decoded_cache) on the image script and on an IterableDataset;
 - spawned workers, the user's own sitecustomize, malformed settings;
 - faults.py: non-zero exit, no step, hang and ignored SIGTERM (killed by the test), a daemonised
   child, megabytes of output, a DataLoader worker that exits.
@@ -427,6 +428,65 @@ def threads_reseeds_breaks():
           "layer, stderr's last line says so, no step", plain[0], rc, err[-1000:])
 
 
+ITERABLE_SCRIPT = """
+import torch
+class Stream(torch.utils.data.IterableDataset):
+    def __iter__(self):
+        for k in range(64):
+            yield torch.full((8,), float(k)), k % 2
+model = torch.nn.Linear(8, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+steps = 0
+for x, y in torch.utils.data.DataLoader(Stream(), batch_size=8):
+    optimizer.zero_grad()
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+    optimizer.step()
+    steps += 1
+print("steps %d" % steps)
+"""
+
+
+def decoded_cache():
+    """TRAINLAB_JOB_LOADER's decoded_cache (the doctor's what-if on a job): the image script's
+    training loader serves samples of its ImageFolder read before the loader was built, and its
+    own timing of the loader's wait falls; an IterableDataset cannot take it (override_failed)."""
+    images = os.path.join(WORK, "images")
+    args = [PYTHON, os.path.join(JOBS, "image_folder_train.py"), images, "--make-data", "32", "--workers", "0",
+            "--steps", "30"]
+    waits = {}
+    for name, settings in (("plain", {}), ("cached", {"loader": json.dumps({"num_workers": 0, "decoded_cache": 16})})):
+        report = os.path.join(WORK, "decoded-cache-%s.json" % name)
+        job = os.path.join(WORK, "job-decoded-cache-%s" % name)
+        rc, out, err = run(args + ["--report", report], recorder_env(job, **settings))
+        with open(report) as f:
+            waits[name] = json.load(f)["loader_wait_s"]
+        main = main_records(read_job(job))
+        if name == "cached":
+            lines = of_type(main, "decoded_cache")
+            loader = of_type(main, "loader")[0] if of_type(main, "loader") else {}
+            check(rc == 0 and "steps 30" in out and len(lines) == 1 and lines[0]["samples"] == 16
+                  and lines[0]["dataset_length"] == 64 and lines[0]["fill_s"] > 0
+                  and loader.get("overridden", {}).get("dataset") == "torchvision.datasets.folder.ImageFolder",
+                  "decoded_cache 16: one decoded_cache line (16 of the 64 images, filled in %.2f s before the "
+                  "loader), the loader line's overridden names the script's own Dataset, 30 steps"
+                  % (lines[0]["fill_s"] if lines else -1), rc, lines, loader, err[-2000:])
+    check(waits["cached"] < 0.5 * waits["plain"],
+          "the script's own loader wait over 30 steps: %.2f s as written, %.2f s with the decoded cache"
+          % (waits["plain"], waits["cached"]), waits)
+
+    script = os.path.join(WORK, "iterable_train.py")
+    with open(script, "w") as f:
+        f.write(ITERABLE_SCRIPT)
+    job = os.path.join(WORK, "job-decoded-cache-iterable")
+    rc, out, err = run([PYTHON, script], recorder_env(job, loader=json.dumps({"decoded_cache": 16})))
+    main = main_records(read_job(job))
+    failed = of_type(main, "override_failed")
+    check(rc == 0 and "steps 8" in out and len(failed) == 1 and failed[0]["part"] == "decoded_cache"
+          and "iterable" in failed[0]["message"] and not of_type(main, "decoded_cache"),
+          "an IterableDataset under decoded_cache: override_failed (decoded_cache) saying it is iterable, the job "
+          "runs its 8 steps as written", rc, failed, err[-2000:])
+
+
 def compute_and_ddp():
     compute = os.path.join(JOBS, "compute_train.py")
     job = os.path.join(WORK, "job-compute")
@@ -546,6 +606,7 @@ def main():
     if PYTHON is None:
         sys.exit(SKIPPED)
     parts = sys.argv[3:] or ["pipelines", "compute_and_ddp", "steps_limit_and_overrides", "threads_reseeds_breaks",
+                             "decoded_cache",
                              "faults"]
     for part in parts:
         print("== %s" % part)

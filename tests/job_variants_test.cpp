@@ -44,6 +44,20 @@ TEST(JobVariants, TheLabsVariantsBecomeAutocastAndCompileAndNothingElse) {
   EXPECT_EQ(value_of(env, "TRAINLAB_JOB_THREADS"), "1");
 }
 
+TEST(JobVariants, TheDoctorsDecodedCacheIsAKeyOfTheTrainingLoadersOverride) {
+  JobTrainingLoader loader;
+  loader.file = "train.py";
+  loader.line = 80;
+  VariantSpec spec;
+  spec.knobs["cache"] = 1;
+  const nlohmann::json cached = nlohmann::json::parse(value_of(job_overrides_for(spec, &loader, "", "runs/x"), "TRAINLAB_JOB_LOADER"));
+  EXPECT_EQ(cached["decoded_cache"], 256);
+  EXPECT_EQ(cached["at"], "train.py:80");
+  spec.knobs.clear();
+  const nlohmann::json plain = nlohmann::json::parse(value_of(job_overrides_for(spec, &loader, "", "runs/x"), "TRAINLAB_JOB_LOADER"));
+  EXPECT_FALSE(plain.contains("decoded_cache"));
+}
+
 TEST(JobVariants, ASweepPointReplacesTheTrainingLoadersFourSettingsAtItsLine) {
   JobTrainingLoader loader;
   loader.file = "train.py";

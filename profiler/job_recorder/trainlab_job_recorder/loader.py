@@ -12,6 +12,7 @@ from . import core
 from . import steps
 
 _LOADER_KEYS = ("num_workers", "prefetch_factor", "pin_memory", "persistent_workers")
+_WHAT_IF_KEYS = ("decoded_cache",)  # not a DataLoader argument: the doctor's bound on the Dataset's cost
 _next_loader_id = [0]
 _override = [None]  # parsed TRAINLAB_JOB_LOADER, or None
 
@@ -77,7 +78,7 @@ def _parse_override(text):
         core.PROC.write({"type": "override_failed", "part": "loader",
                          "message": "TRAINLAB_JOB_LOADER is not a JSON object (%s)" % error})
         return None
-    unknown = sorted(set(value) - set(_LOADER_KEYS) - {"at"})
+    unknown = sorted(set(value) - set(_LOADER_KEYS) - set(_WHAT_IF_KEYS) - {"at"})
     if unknown:
         core.PROC.warning("loader", "TRAINLAB_JOB_LOADER: unknown keys %s left out" % ", ".join(unknown))
     return value
@@ -135,6 +136,11 @@ def _apply_override(signature, loader, args, kwargs, site):
         if current(key) != value:
             overridden[key] = current(key)
             arguments[key] = value
+    if override.get("decoded_cache"):
+        cached = _decoded_cache(current("dataset"), override["decoded_cache"])
+        if cached is not None:
+            overridden["dataset"] = core.qualified_name(type(current("dataset")))
+            arguments["dataset"] = cached
     if workers == 0:  # the script's own worker-only settings would now be refused
         if current("prefetch_factor") is not None:
             overridden.setdefault("prefetch_factor", current("prefetch_factor"))
@@ -199,3 +205,67 @@ def _tag_iterator(loader, iterator):
 
         queue.get = get
     queue._trainlab_timed = True
+
+
+class DecodedCache(object):
+    """The what-if of a decoded cache: N samples of the user's Dataset read (decoded, transformed)
+    once, before the loader exists, and served again for every index (index i gets sample i mod N).
+    What the steps then pay for data is the loader's own cost (workers, collation, transfer): a
+    bound on what caching the Dataset's work could buy, since it also freezes the random transforms
+    of the cached samples. A map-style Dataset (len and indexing) of the inner one's length;
+    attributes it lacks are the inner Dataset's (e.g. .classes)."""
+
+    def __init__(self, inner, samples, length):
+        self.inner = inner
+        self.samples = samples
+        self.length = length
+
+    def __len__(self):
+        return self.length
+
+    def __getitem__(self, index):
+        return self.samples[int(index) % len(self.samples)]
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name in ("inner", "samples", "length"):
+            raise AttributeError(name)
+        return getattr(self.__dict__["inner"], name)
+
+
+def _decoded_cache(dataset, wanted):
+    """The DecodedCache of `wanted` samples of `dataset` spread over its indices, and a
+    decoded_cache line; None, with an override_failed line (part decoded_cache), where the Dataset
+    cannot be indexed or a sample cannot be read."""
+    proc = core.PROC
+
+    def failed(message):
+        proc.write({"type": "override_failed", "part": "decoded_cache", "message": message})
+        return None
+
+    try:
+        wanted = int(wanted)
+    except (TypeError, ValueError):
+        return failed("decoded_cache is not a number of samples: %r" % (wanted,))
+    from torch.utils.data import IterableDataset
+    if isinstance(dataset, IterableDataset) or not hasattr(dataset, "__getitem__"):
+        return failed("the Dataset (%s) is iterable: there is no index to serve cached samples by"
+                      % core.qualified_name(type(dataset)))
+    try:
+        length = len(dataset)
+    except TypeError:
+        return failed("the Dataset (%s) has no len()" % core.qualified_name(type(dataset)))
+    if length <= 0:
+        return failed("the Dataset is empty")
+    count = max(1, min(wanted, length))
+    start = time.perf_counter()
+    samples = []
+    for k in range(count):
+        index = k * length // count
+        try:
+            samples.append(dataset[index])
+        except Exception as error:
+            return failed("reading sample %d of the Dataset failed: %r" % (index, error))
+    proc.write({"type": "decoded_cache", "samples": count, "dataset_length": length,
+                "fill_s": round(time.perf_counter() - start, 4),
+                "dataset": core.qualified_name(type(dataset))})
+    return DecodedCache(dataset, samples, length)
