@@ -242,6 +242,15 @@ TEST(JobSweepRounds, TheSweepRunsMoreRoundsOfTheUndecidedPointsOnlyUntilTheyAreD
   run_sweep(sweep, progress);
   EXPECT_EQ(calls[0], 8);
   EXPECT_EQ(calls[2], 5);
+
+  // A hook that names no point of the grid: no extra round, no note.
+  calls.clear();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  sweep.undecided = [&](const RunRecord&) { return std::vector<std::string>{"workers=9 prefetch=2 pin=off"}; };
+  const SweepOutcome none = run_sweep(sweep, progress);
+  EXPECT_EQ(calls[0], 5);
+  for (const std::string& line : none.record.reading) EXPECT_EQ(line.find("more round"), std::string::npos) << line;
   std::filesystem::remove_all(dir);
 }
 

@@ -356,11 +356,11 @@ bool measure_the_grid(SweepRun& run, ProgressTicker& ticker) {
 }
 
 // After the planned rounds, more rounds of the points SweepOptions::undecided names, while it names
-// any and the rounds and their budget last (see SweepOptions); a note says what ran and why. An
-// interrupt ends them (the planned rounds all ran); returns false.
-bool measure_undecided_rounds(SweepRun& run, ProgressTicker& ticker, std::vector<std::string>& notes) {
+// any of the grid's and the rounds and their budget last (see SweepOptions); a note says what ran
+// and why. An interrupt ends them (the planned rounds all ran).
+void measure_undecided_rounds(SweepRun& run, ProgressTicker& ticker, std::vector<std::string>& notes) {
   const SweepOptions& options = run.options;
-  if (!options.undecided || options.extra_rounds <= 0 || run.outcome.bad_input) return false;
+  if (!options.undecided || options.extra_rounds <= 0 || run.outcome.bad_input) return;
   const auto start = std::chrono::steady_clock::now();
   double longest_round_s = 0;
   size_t rounds = 0;
@@ -375,21 +375,23 @@ bool measure_undecided_rounds(SweepRun& run, ProgressTicker& ticker, std::vector
       break;
     }
     const auto round_start = std::chrono::steady_clock::now();
-    size_t point_number = 0;  // as in the grid's rounds: the files of one point share their number
+    size_t point_number = 0, measured = 0;  // as in the grid's rounds: the files of one point share their number
     for (size_t i = 0; i < run.points.size(); ++i) {
       if (!run.points[i].not_applicable.empty()) continue;
       ++point_number;
       const std::string label = sweep_point_label(run.points[i].spec, false);
       if (std::find(undecided.begin(), undecided.end(), label) == undecided.end()) continue;
-      if (interrupted()) return false;  // the planned rounds all ran: the extra ones just stop
+      if (interrupted()) return;  // the planned rounds all ran: the extra ones just stop
       ++run.total;
+      ++measured;
       measure_point(run, ticker, i, rep, point_number);
       points_run.insert(sweep_point_label(run.points[i].spec, run.with_batch));
       if (run.outcome.record.variants.back().error_kind == "input") {
         run.outcome.bad_input = true;
-        return false;
+        return;
       }
     }
+    if (measured == 0) break;  // it named no point of the grid
     longest_round_s = std::max(
         longest_round_s, std::chrono::duration<double>(std::chrono::steady_clock::now() - round_start).count());
     ++rounds;
@@ -401,7 +403,6 @@ bool measure_undecided_rounds(SweepRun& run, ProgressTicker& ticker, std::vector
     notes.push_back(count_noun(rounds, "more round") + " of " + names + " after the " + std::to_string(run.repeat) +
                     ": their comparison could not be read yet (its paired interval held no change)" + why_stopped);
   }
-  return false;
 }
 
 // The recommendation over the measured points (a point's rounds folded into one figure each) into
@@ -526,8 +527,8 @@ SweepOutcome run_sweep(const SweepOptions& options, std::ostream& progress) {
   }
   record.details.sweep = details;
   write_sweep_progress(run, 0, 0);
-  // Ctrl-C / SIGTERM: the points measured so far are recorded.
-  const bool stopped = measure_the_grid(run, ticker) || measure_undecided_rounds(run, ticker, notes);
+  const bool stopped = measure_the_grid(run, ticker);  // Ctrl-C / SIGTERM: the points measured so far are recorded
+  if (!stopped) measure_undecided_rounds(run, ticker, notes);
   for (const VariantRecord& v : record.variants) {
     if (v.ok()) {
       record.environment = v.environment;
