@@ -10,11 +10,9 @@
 // setting of the job can be faster then, and the sweep says so itself.
 #include <gtest/gtest.h>
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -75,29 +73,15 @@ std::string cores_taken() {
   return "";
 }
 
-// The cores other processes kept busy while `run` ran: the machine's busy ticks over the time,
-// less this process's and its reaped children's CPU (the by-hand runs of the script).
+// The cores other processes kept busy while `run` ran: the machine's busy ticks less this process's
+// tree (its reaped children: the by-hand runs of the script), as the lab judges a job's run.
 template <typename Run>
 double others_busy_cores_while(Run run) {
-  const auto cpu_s = [] {
-    rusage self{}, children{};
-    ::getrusage(RUSAGE_SELF, &self);
-    ::getrusage(RUSAGE_CHILDREN, &children);
-    const auto s = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
-    return s(self.ru_utime) + s(self.ru_stime) + s(children.ru_utime) + s(children.ru_stime);
-  };
-  const auto busy_s = [] {
-    const DisturbanceSnapshot snap = take_disturbance_snapshot();
-    if (!snap.machine) return 0.0;
-    const CpuTimes& t = *snap.machine;
-    return static_cast<double>(t.total_ticks() - t.idle - t.iowait - t.steal) / ::sysconf(_SC_CLK_TCK);
-  };
-  const auto start = std::chrono::steady_clock::now();
-  const double busy0 = busy_s(), cpu0 = cpu_s();
+  const std::vector<int> self = {static_cast<int>(::getpid())};
+  const DisturbanceSnapshot before = take_tree_disturbance_snapshot(self);
   run();
-  const double busy1 = busy_s(), cpu1 = cpu_s();
-  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return wall_s > 0 ? std::max(0.0, (busy1 - busy0) - (cpu1 - cpu0)) / wall_s : 0.0;
+  const CpuDisturbance d = disturbance_between(before, take_tree_disturbance_snapshot(self));
+  return d.other_cpu_pct ? *d.other_cpu_pct / 100.0 * static_cast<double>(::sysconf(_SC_NPROCESSORS_ONLN)) : 0.0;
 }
 
 const nlohmann::json* variant_named(const nlohmann::json& run, const std::string& name) {
