@@ -75,7 +75,6 @@ bool wants_decoded_cache(const VariantSpec& spec) {
 
 // Where a variant asked for what the job could not take: recorded as not measured (the lab reads
 // the others), with the one line that says why.
-
 void mark_unapplied_variant(const VariantSpec& spec, VariantRecord& v) {
   if (!v.job) return;
   const JobInfo& job = *v.job;
@@ -294,20 +293,20 @@ std::string top_stage_words(const VariantRecord& v) {
 std::string fastest_point(const RunRecord& record) {
   std::map<std::string, std::vector<double>> by_point;
   for (const VariantRecord& v : record.variants) {
-    if (v.counts() && aggregate(v).measured_steps > 0)
-      by_point[sweep_point_label(v.spec, false)].push_back(aggregate(v).samples_per_s);
+    if (!v.counts()) continue;
+    const VariantAggregate agg = aggregate(v);
+    if (agg.measured_steps > 0) by_point[sweep_point_label(v.spec, false)].push_back(agg.samples_per_s);
   }
   std::string fastest;
   double best = -1;
   for (const auto& [label, sps] : by_point) {
-    if (stats::median(sps) > best) {
-      best = stats::median(sps);
+    if (const double median = stats::median(sps); median > best) {
+      best = median;
       fastest = label;
     }
   }
   return fastest;
 }
-
 
 // The sweep's answer in the user's code: the change to make at the DataLoader(...) call with its
 // measured gain over the script's own settings, or why there is none; then the next knob where the
