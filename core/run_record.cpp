@@ -582,6 +582,11 @@ nlohmann::json to_json(const JobInfo& job) {
                          {"peak_rss_bytes", p.peak_rss_bytes}, {"read_bytes", p.read_bytes},
                          {"write_bytes", p.write_bytes}, {"ended", p.ended}});
   }
+  nlohmann::json choices = nlohmann::json::array();
+  for (const JobScriptChoice& c : job.script_choices) {
+    choices.push_back({{"kind", c.kind}, {"detail", c.detail}, {"file", c.file}, {"line", c.line},
+                       {"seed", optional_int_json(c.seed)}});
+  }
   return {{"command", job.command}, {"interpreter", job.interpreter}, {"python_version", job.python_version},
           {"torch_version", job.torch_version}, {"device_name", job.device_name}, {"world_size", job.world_size},
           {"ended", job.ended}, {"exit_status", job.exit_status}, {"signal", job.signal},
@@ -590,7 +595,8 @@ nlohmann::json to_json(const JobInfo& job) {
           {"data_not_ready_ns", job.data_not_ready_ns}, {"data_receive_ns", job.data_receive_ns},
           {"backward_ns", optional_int_json(job.backward_ns)}, {"loaders", loaders}, {"stage_groups", groups},
           {"processes", processes}, {"tree_peak_rss_bytes", job.tree_peak_rss_bytes},
-          {"malformed_lines", job.malformed_lines}, {"warnings", job.warnings}, {"no_steps", job.no_steps}};
+          {"malformed_lines", job.malformed_lines}, {"warnings", job.warnings}, {"no_steps", job.no_steps},
+          {"script_choices", choices}};
 }
 
 JobInfo job_info_from_json(const nlohmann::json& j) {
@@ -666,6 +672,10 @@ JobInfo job_info_from_json(const nlohmann::json& j) {
   job.malformed_lines = integer_or<int64_t>(j, "malformed_lines", 0);
   for (const nlohmann::json& w : array_of(j, "warnings")) job.warnings.push_back(field_as<std::string>(w, "warnings"));
   job.no_steps = string_of(j, "no_steps");
+  for (const nlohmann::json& c : array_of(j, "script_choices")) {
+    job.script_choices.push_back({string_of(c, "kind"), string_of(c, "detail"), string_of(c, "file"),
+                                  integer_or<int64_t>(c, "line", 0), optional_int_of(c, "seed")});
+  }
   return job;
 }
 

@@ -293,6 +293,16 @@ struct JobProcess {
   int64_t read_bytes = 0, write_bytes = 0;  // storage IO it caused while sampled
   std::string ended;                  // the recorder's end reason, "" when none was written
 };
+// What the script itself does that trainlab's comparisons also set (rank 0's main process, from the
+// recorder's script_autocast, script_compile and reseed lines): the lab reads its variants against
+// it. In run.json "script_choices".
+struct JobScriptChoice {
+  std::string kind;                   // "autocast", "compile" or "reseed"
+  std::string detail;                 // "torch.autocast('cpu', bfloat16)", "torch.compile(module Net, mode=default)", "torch.manual_seed(0)"
+  std::string file;                   // the file and line that did it, as the script named it
+  int64_t line = 0;
+  std::optional<int64_t> seed;        // reseed: its seed when an integer (null: None, a string, an array)
+};
 struct JobInfo {
   std::vector<std::string> command;   // as the user typed it after --
   std::string interpreter, python_version, torch_version, device_name;
@@ -315,6 +325,7 @@ struct JobInfo {
   int64_t malformed_lines = 0;        // recorder lines skipped
   std::vector<std::string> warnings;  // recorder warnings and what could not be read
   std::string no_steps;               // the recorder's no_steps message, when it wrote one
+  std::vector<JobScriptChoice> script_choices;
 };
 
 struct VariantRecord {

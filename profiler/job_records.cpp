@@ -269,6 +269,20 @@ void parse_one(const json& j, JobProcessFile& out, const JobRecordLimits& limits
     r.file = f.str("file");
     r.line = f.int_or("line", 0, 0, 1 << 30);
     if (static_cast<int64_t>(out.reseeds.size()) < limits.max_reseeds) out.reseeds.push_back(std::move(r));
+  } else if (type == "script_autocast" || type == "script_compile") {
+    JobScriptChoiceLine c;
+    c.file = f.str("file");
+    c.line = f.int_or("line", 0, 0, 1 << 30);
+    if (type == "script_autocast") {
+      c.kind = "autocast";
+      c.detail = "torch.autocast('" + f.str("device_type", true) + "', " + f.str("dtype", true) + ")";
+    } else {
+      c.kind = "compile";
+      const std::string backend = f.str("backend");
+      c.detail = "torch.compile(" + f.str("target", true) + ", mode=" + f.str("mode", true) +
+                 (backend.empty() || backend == "inductor" ? "" : ", backend=" + backend) + ")";
+    }
+    if (static_cast<int64_t>(out.script_choices.size()) < limits.max_reseeds) out.script_choices.push_back(std::move(c));
   } else if (type == "no_steps") {
     out.no_steps = f.str("message");
   } else if (type == "end") {

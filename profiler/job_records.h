@@ -22,7 +22,8 @@ struct JobRecordLimits {
   int64_t max_files = 4096;                     // proc-*.jsonl files read from one folder
   int64_t max_loaders = 256;                    // loader lines kept per file
   int64_t max_messages = 200;                   // warning lines kept per file
-  int64_t max_reseeds = 64;                     // reseed lines kept per file (the recorder writes up to 8)
+  int64_t max_reseeds = 64;                     // reseed lines kept per file (the recorder writes up to 8),
+                                                // and as many script_autocast / script_compile lines
 };
 
 // {"type":"process"}: written first by every process that loads the recorder; {"type":"torch"}
@@ -84,6 +85,15 @@ struct JobReseed {
   int64_t line = 0;
 };
 
+// {"type":"script_autocast"} / {"type":"script_compile"}: the script's own autocast block or
+// compile call (not trainlab's), once per place.
+struct JobScriptChoiceLine {
+  std::string kind;    // "autocast" or "compile"
+  std::string detail;  // "torch.autocast('cpu', bfloat16)", "torch.compile(module Net, mode=default)"
+  std::string file;
+  int64_t line = 0;
+};
+
 struct JobTraceLine {
   int64_t rank = 0;
   std::string path;  // a file name inside the job folder
@@ -100,6 +110,7 @@ struct JobProcessFile {
   std::vector<JobTraceLine> traces;
   std::optional<int64_t> intra_op_threads, inter_op_threads;  // the threads line (the end of step 0)
   std::vector<JobReseed> reseeds;            // in file order, at most max_reseeds
+  std::vector<JobScriptChoiceLine> script_choices;  // in file order, at most max_reseeds
   std::vector<std::string> warnings;         // "part: message" of warning / override_failed lines
   std::vector<std::string> overrides;        // compile / autocast lines, in words
   std::optional<std::string> no_steps;       // the no_steps line's message

@@ -160,11 +160,13 @@ TEST(JobCompareE2E, LabOnTheDataBoundImageScriptSaysTheLoaderBoundsIt) {
 // Issue 57: a model part that torch.compile cannot trace (a custom op with no fake kernel,
 // compute_train.py --break compile): the compiled variant is recorded as not measured with
 // torch.compile's reason, fp32 and bf16 are measured, and the lab reads what it has (exit 0).
-TEST(JobCompareE2E, LabRecordsAVariantThatCannotCompileAsNotMeasuredAndReadsTheOthers) {
+// The script also runs its own bf16 autocast and seeds from the clock: the reading says both
+// first, with the script's line, and that the runs' seeds differed.
+TEST(JobCompareE2E, LabRecordsAVariantThatCannotCompileAsNotMeasuredAndReadsTheOthersAgainstTheScript) {
   NEED_PYTHON();
   const std::string results = fresh_results_dir("job_lab_break");
   const CliResult r = run_trainlab("baseline --results " + results + " --repeat 2 --warmup 2 -- " +
-                                       compute_job("--break compile"),
+                                       compute_job("--break compile --own-autocast --seed-from-clock"),
                                    recorder_env());
   ASSERT_EQ(r.exit_status, 0) << r.err << r.out;
   const nlohmann::json run = read_json(only_run_dir(results) + "/run.json");
@@ -178,7 +180,16 @@ TEST(JobCompareE2E, LabRecordsAVariantThatCannotCompileAsNotMeasuredAndReadsTheO
   EXPECT_NE(why.find("torch.compile"), std::string::npos) << why;
   const std::string reading = reading_of(run);
   EXPECT_NE(reading.find("compiling could not be measured"), std::string::npos) << reading;
-  EXPECT_NE(reading.find("fp32 -> bf16 "), std::string::npos) << reading;
+  // The precision change is read from the job as written, which already holds the script's autocast.
+  EXPECT_NE(reading.find("\nas written (the script's own autocast) -> bf16 "), std::string::npos) << reading;
+  EXPECT_EQ(reading.find("\nfp32 -> bf16 "), std::string::npos) << reading;
+  const std::string first = run["reading"][0].get<std::string>();
+  EXPECT_EQ(first.rfind("The script enters autocast itself (torch.autocast('cpu', bfloat16) at ", 0), 0u) << reading;
+  EXPECT_NE(first.find("compute_train.py:"), std::string::npos) << first;
+  EXPECT_NE(reading.find("The script seeds again after trainlab's seed with seeds that are not the same in every run: "
+                         "torch.manual_seed at "),
+            std::string::npos)
+      << reading;
 }
 
 // Issue 57: a model that refuses bf16 (a hand-fused layer that takes float32 only,

@@ -15,6 +15,7 @@ scripts in tests/jobs/ run with and without the recorder:
 - the threads line, the reseed line, TRAINLAB_JOB_THREADS, the image script's loader settings, and
   compute_train.py --break autocast|compile under the overrides;
 - the decoded cache (TRAINLAB_JOB_LOADER's decoded_cache) on the image script and on an IterableDataset;
+- the script's own torch.autocast and torch.compile (script_autocast, script_compile lines);
 - spawned workers, the user's own sitecustomize, malformed settings;
 - faults.py: non-zero exit, no step, hang and ignored SIGTERM (killed by the test), a daemonised
   child, megabytes of output, a DataLoader worker that exits.
@@ -428,6 +429,85 @@ def threads_reseeds_breaks():
           "layer, stderr's last line says so, no step", plain[0], rc, err[-1000:])
 
 
+SCRIPT_CHOICES = """
+import sys
+import torch
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(8, 8)
+        self.b = torch.nn.Linear(8, 2)
+    @torch.autocast("cpu", dtype=torch.bfloat16)  # DECORATED
+    def head(self, x):
+        return self.b(x)
+    def forward(self, x):
+        return self.head(torch.relu(self.a(x)))
+def loss_of(out, y):
+    return torch.nn.functional.cross_entropy(out.float(), y)
+model = Net()
+if sys.argv[1] == "compile":
+    model = torch.compile(model, backend="eager")  # COMPILE MODEL
+    loss_of = torch.compile(loss_of, backend="eager")  # COMPILE FUNCTION
+elif sys.argv[1] == "module-compile":
+    model.compile(backend="eager")  # MODULE COMPILE
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(4):
+    x, y = torch.randn(16, 8), torch.randint(0, 2, (16,))
+    optimizer.zero_grad()
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # WITH
+        out = model(x)
+    with torch.autocast("cpu", enabled=False):  # DISABLED
+        loss = loss_of(out, y)
+    loss.backward()
+    optimizer.step()
+print("steps 4")
+"""
+
+
+def script_choices():
+    """The script's own torch.autocast blocks (a with block, a decorator; a disabled block is not
+    one) and torch.compile calls (of a module, of a function, Module.compile): one line each with
+    the file and line, none for trainlab's own autocast and compile (issue 57's "if the script
+    already uses autocast or compile, say so")."""
+    script = os.path.join(WORK, "script_choices.py")
+    with open(script, "w") as f:
+        f.write(SCRIPT_CHOICES)
+    at = lambda text: line_of(script, text)  # noqa: E731
+    autocasts = sorted([("bfloat16", "cpu", at("# DECORATED")), ("bfloat16", "cpu", at("# WITH"))], key=lambda a: a[2])
+
+    def seen(main):
+        return sorted([(r["dtype"], r["device_type"], r["line"]) for r in of_type(main, "script_autocast")
+                       if r["file"] == script], key=lambda a: a[2])
+
+    for settings, what in (({}, "as written"), ({"autocast": "bf16"}, "under TRAINLAB_JOB_AUTOCAST=bf16")):
+        job = os.path.join(WORK, "job-script-choices")
+        rc, out, err = run([PYTHON, script, "plain"], recorder_env(job, **settings))
+        main = main_records(read_job(job))
+        check(rc == 0 and "steps 4" in out and seen(main) == autocasts and not of_type(main, "script_compile")
+              and len(of_type(main, "script_autocast")) == 2 and (not settings or of_type(main, "autocast")),
+              "%s: two script_autocast lines, the with block (line %d) and the decorated function (line %d); the "
+              "disabled block and trainlab's own autocast none" % (what, at("# WITH"), at("# DECORATED")),
+              of_type(main, "script_autocast"), err[-2000:])
+
+    for mode, expected, part in (
+            ("compile", [("module Net", at("# COMPILE MODEL")), ("function loss_of", at("# COMPILE FUNCTION"))],
+             "(torch.compile)"),
+            ("module-compile", [("module Net (Module.compile)", at("# MODULE COMPILE"))], "(Module.compile)")):
+        job = os.path.join(WORK, "job-script-compiles")
+        rc, out, err = run([PYTHON, script, mode], recorder_env(job, compile="default"), timeout=600)
+        main = main_records(read_job(job))
+        compiles = [(r["target"], r["line"]) for r in of_type(main, "script_compile")]
+        failed = of_type(main, "override_failed")
+        check(rc == 0 and "steps 4" in out and compiles == expected
+              and all(r["backend"] == "eager" and r["mode"] == "default" and r["file"] == script
+                      for r in of_type(main, "script_compile"))
+              and len(failed) == 1 and failed[0]["part"] == "compile"
+              and "already compiles this module " + part in failed[0]["message"] and not of_type(main, "compile"),
+              "%s: script_compile lines %s; TRAINLAB_JOB_COMPILE does not compile the module again "
+              "(override_failed: already compiles %s)" % (mode, expected, part),
+              of_type(main, "script_compile"), failed, err[-2000:])
+
+
 ITERABLE_SCRIPT = """
 import torch
 class Stream(torch.utils.data.IterableDataset):
@@ -606,7 +686,7 @@ def main():
     if PYTHON is None:
         sys.exit(SKIPPED)
     parts = sys.argv[3:] or ["pipelines", "compute_and_ddp", "steps_limit_and_overrides", "threads_reseeds_breaks",
-                             "decoded_cache",
+                             "decoded_cache", "script_choices",
                              "faults"]
     for part in parts:
         print("== %s" % part)

@@ -136,6 +136,25 @@ TEST(JobRecords, ReadsThreadsAndReseeds) {
   EXPECT_TRUE(none.reseeds.empty());
 }
 
+TEST(JobRecords, ReadsTheScriptsOwnAutocastAndCompile) {
+  const std::string text =
+      std::string(R"({"type":"process","pid":7,"role":"main"})") + "\n" +
+      R"({"type":"script_autocast","dtype":"bfloat16","device_type":"cpu","file":"train.py","line":42})" + "\n" +
+      R"({"type":"script_compile","target":"module Net","mode":"default","backend":"inductor","file":"train.py","line":30})" + "\n" +
+      R"({"type":"script_compile","target":"function loss_of","mode":"max-autotune","backend":"eager","file":"train.py","line":31})" + "\n" +
+      R"({"type":"script_autocast","device_type":"cpu","file":"train.py","line":43})" + "\n" +  // 1: no dtype
+      R"({"type":"script_compile","target":"module Net","mode":"default","line":-4})" + "\n";    // 2: a line below 0
+  const JobProcessFile f = parse_job_lines(text, "proc-7.jsonl");
+  EXPECT_EQ(f.malformed_lines, 2);
+  ASSERT_EQ(f.script_choices.size(), 3u);
+  EXPECT_EQ(f.script_choices[0].kind, "autocast");
+  EXPECT_EQ(f.script_choices[0].detail, "torch.autocast('cpu', bfloat16)");
+  EXPECT_EQ(f.script_choices[0].line, 42);
+  EXPECT_EQ(f.script_choices[1].detail, "torch.compile(module Net, mode=default)");  // inductor: torch.compile's own
+  EXPECT_EQ(f.script_choices[2].detail, "torch.compile(function loss_of, mode=max-autotune, backend=eager)");
+  EXPECT_EQ(f.script_choices[2].file, "train.py");
+}
+
 TEST(JobRecords, BoundsLinesStepsAndStrings) {
   JobRecordLimits limits;
   limits.max_line_bytes = 200;

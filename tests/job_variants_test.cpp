@@ -151,6 +151,60 @@ VariantRecord point_run(int workers, int round, double samples_per_s, double dat
   return v;
 }
 
+// A lab's record of the job: one ok run per variant and round, each with the script's choices.
+RunRecord lab_of(const std::vector<std::vector<JobScriptChoice>>& choices_by_run) {
+  RunRecord record;
+  const std::vector<std::pair<Precision, bool>> variants = {
+      {Precision::kFp32, false}, {Precision::kBf16, false}, {Precision::kBf16, true}};
+  for (size_t i = 0; i < choices_by_run.size(); ++i) {
+    VariantRecord v;
+    v.spec.precision = variants[i % 3].first;
+    v.spec.compiled = variants[i % 3].second;
+    v.job = JobInfo{};
+    v.job->script_choices = choices_by_run[i];
+    record.variants.push_back(v);
+  }
+  return record;
+}
+
+JobScriptChoice reseed_with(std::optional<int64_t> seed) {
+  return {"reseed", "torch.manual_seed(" + (seed ? std::to_string(*seed) : std::string("...")) + ")", "train.py", 12, seed};
+}
+
+TEST(JobScriptChoices, TheLabSaysTheScriptsOwnAutocastAndCompileFromTheRunsAsWritten) {
+  const JobScriptChoice autocast{"autocast", "torch.autocast('cpu', bfloat16)", "train.py", 42, std::nullopt};
+  const JobScriptChoice compile{"compile", "torch.compile(module Net, mode=default)", "train.py", 30, std::nullopt};
+  const std::vector<std::string> lines = script_choice_words(lab_of({{autocast, compile}, {autocast}, {}}), true);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("The script enters autocast itself (torch.autocast('cpu', bfloat16) at train.py:42)"),
+            std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("not fp32 against bf16"), std::string::npos);
+  EXPECT_NE(lines[1].find("The script compiles itself (torch.compile(module Net, mode=default) at train.py:30)"),
+            std::string::npos) << lines[1];
+  // Seen only in a bf16 run (not the job as written): not the script's precision.
+  EXPECT_TRUE(script_choice_words(lab_of({{}, {autocast}, {}}), true).empty());
+  // The sweep does not read precision: nothing to say.
+  EXPECT_TRUE(script_choice_words(lab_of({{autocast, compile}, {}, {}}), false).empty());
+}
+
+TEST(JobScriptChoices, AReseedDefeatsTheSameSliceOnlyWhereItsSeedsDifferOrAreNoIntegers) {
+  const std::vector<std::string> same = script_choice_words(lab_of({{reseed_with(0)}, {reseed_with(0)}, {reseed_with(0)}}), false);
+  ASSERT_EQ(same.size(), 1u);
+  EXPECT_NE(same[0].find("(torch.manual_seed(0) at train.py:12) with the same seed in every run"), std::string::npos) << same[0];
+  const std::vector<std::string> clock =
+      script_choice_words(lab_of({{reseed_with(1764660001)}, {reseed_with(1764660002)}, {reseed_with(1764660001)}}), true);
+  ASSERT_EQ(clock.size(), 1u);
+  EXPECT_NE(clock[0].find("not the same in every run: torch.manual_seed at train.py:12 (1764660001, 1764660002)"),
+            std::string::npos) << clock[0];
+  const std::vector<std::string> none = script_choice_words(lab_of({{reseed_with(std::nullopt)}, {reseed_with(std::nullopt)}}), true);
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_NE(none[0].find("(a seed that is no integer)"), std::string::npos) << none[0];
+  const std::vector<std::string> some = script_choice_words(lab_of({{reseed_with(3)}, {}, {reseed_with(3)}}), true);
+  ASSERT_EQ(some.size(), 1u);
+  EXPECT_NE(some[0].find("in 2 of 3 runs"), std::string::npos) << some[0];
+  EXPECT_TRUE(script_choice_words(lab_of({{}, {}, {}}), true).empty());
+}
+
 // The rounds of a sweep whose workers=2 point gains scatter: ahead in 4 of 5 rounds by 5 % to
 // 120 %, behind in one (the paired interval holds no change).
 const std::vector<double> kScatteredRatios = {1.05, 2.2, 1.1, 2.0, 0.95};

@@ -430,6 +430,17 @@ JobOutcome measure_into(const JobOptions& options, const fs::path& run_dir, cons
     }
   }
 
+  // What the script itself chose that the lab also sets: rank 0's own autocast, compile and reseeds.
+  if (main != nullptr) {
+    for (const JobScriptChoiceLine& c : main->script_choices) {
+      job.script_choices.push_back({c.kind, c.detail, c.file, c.line, std::nullopt});
+    }
+    for (const JobReseed& r : main->reseeds) {
+      job.script_choices.push_back({"reseed", r.call + "(" + (r.seed ? std::to_string(*r.seed) : std::string("...")) + ")",
+                                    r.file, r.line, r.seed});
+    }
+  }
+
   // --- steps of rank 0's main loop
   int64_t first_measured_start = -1, last_measured_end = -1;
   bool steps_reached = false;

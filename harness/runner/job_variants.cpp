@@ -469,6 +469,92 @@ std::string dataloader_arguments(const VariantSpec& point, const JobTrainingLoad
   return join(changed);
 }
 
+std::vector<std::string> script_choice_words(const RunRecord& record, bool lab) {
+  const auto at = [](const JobScriptChoice& c) { return c.file + ":" + std::to_string(c.line); };
+  // The places, each once, over the runs that measured (autocast / compile as written: the runs
+  // trainlab set neither on; reseeds: every run, whose seeds are compared).
+  std::vector<const JobScriptChoice*> autocasts, compiles, reseeds;
+  std::map<std::string, std::set<std::string>> seeds_by_place;  // "call at file:line" -> seeds seen
+  int runs_with_reseeds = 0, measured_runs = 0;
+  const auto add_once = [&](std::vector<const JobScriptChoice*>& to, const JobScriptChoice& c) {
+    const bool seen = std::any_of(to.begin(), to.end(), [&](const JobScriptChoice* o) {
+      return o->detail == c.detail && o->file == c.file && o->line == c.line;
+    });
+    if (!seen) to.push_back(&c);
+  };
+  for (const VariantRecord& v : record.variants) {
+    if (!v.ok() || !v.job) continue;
+    ++measured_runs;
+    const bool as_written = v.spec.precision == Precision::kFp32 && !v.spec.compiled;
+    bool reseeded = false;
+    for (const JobScriptChoice& c : v.job->script_choices) {
+      if (c.kind == "reseed") {
+        reseeded = true;
+        const std::string place = c.detail.substr(0, c.detail.find('(')) + " at " + at(c);
+        seeds_by_place[place].insert(c.seed ? std::to_string(*c.seed) : std::string("a seed that is no integer"));
+        const bool seen = std::any_of(reseeds.begin(), reseeds.end(), [&](const JobScriptChoice* o) {
+          return o->file == c.file && o->line == c.line;
+        });
+        if (!seen) reseeds.push_back(&c);
+      } else if (as_written && c.kind == "autocast") {
+        add_once(autocasts, c);
+      } else if (as_written && c.kind == "compile") {
+        add_once(compiles, c);
+      }
+    }
+    runs_with_reseeds += reseeded ? 1 : 0;
+  }
+  const auto places = [&](const std::vector<const JobScriptChoice*>& list) {
+    std::string out;
+    for (size_t i = 0; i < list.size() && i < 3; ++i) out += std::string(i == 0 ? "" : "; ") + list[i]->detail + " at " + at(*list[i]);
+    if (list.size() > 3) out += " and " + std::to_string(list.size() - 3) + " more";
+    return out;
+  };
+  std::vector<std::string> lines;
+  if (lab && !autocasts.empty()) {
+    lines.push_back("The script enters autocast itself (" + places(autocasts) +
+                    "): the run called fp32 is the job as written, at the script's own precision wherever that block "
+                    "reaches, not fp32. The bf16 variant puts trainlab's bf16 autocast around the whole forward of the "
+                    "trained module, and inside the script's block its own dtype still holds: the precision figures "
+                    "give what bf16 adds to what the script already does, not fp32 against bf16.");
+  }
+  if (lab && !compiles.empty()) {
+    lines.push_back("The script compiles itself (" + places(compiles) +
+                    "): every run is compiled as the script does it, its compile time inside the run's warm-up steps; "
+                    "where it compiles the trained module, the lab's compiled variant does not compile it again.");
+  }
+  if (!reseeds.empty()) {
+    std::string differing;
+    for (const auto& [place, seeds] : seeds_by_place) {
+      const bool not_integer = seeds.count("a seed that is no integer") > 0;
+      if (seeds.size() > 1 || not_integer) {
+        std::string list;
+        int shown = 0;
+        for (const std::string& seed : seeds) {
+          if (shown++ < 4) list += (list.empty() ? "" : ", ") + seed;
+        }
+        differing += (differing.empty() ? "" : "; ") + place + " (" + list + (seeds.size() > 4 ? ", ..." : "") + ")";
+      }
+    }
+    const std::string where = places(reseeds);
+    if (!differing.empty()) {
+      lines.push_back("The script seeds again after trainlab's seed with seeds that are not the same in every run: " +
+                      differing + ". Its runs do not see the same data slice and initial weights, so part of the "
+                      "spread between runs is the data's, not the settings'; a fixed seed there (or none) lets the "
+                      "runs compare alike.");
+    } else if (measured_runs < 2) {
+      lines.push_back("The script seeds again itself (" + where + "): its seed, not trainlab's, decides the data slice.");
+    } else if (runs_with_reseeds == measured_runs) {
+      lines.push_back("The script seeds again itself (" + where +
+                      ") with the same seed in every run: the runs still see the same data slice.");
+    } else {
+      lines.push_back("The script seeds again itself (" + where + ") in " + std::to_string(runs_with_reseeds) + " of " +
+                      std::to_string(measured_runs) + " runs: the others kept trainlab's seed, so not every run saw the same data slice.");
+    }
+  }
+  return lines;
+}
+
 LabOutcome run_job_lab(const JobCompareOptions& options, std::ostream& progress) {
   check_job_options(options.job);
   const auto start = std::chrono::steady_clock::now();
@@ -513,6 +599,19 @@ LabOutcome run_job_lab(const JobCompareOptions& options, std::ostream& progress)
     return v.ok() && v.job && v.job->loaders.empty();
   });
   if (per_step) notes += "; the job builds no DataLoader, so its batch size is unknown: samples/s here are steps/s";
+  // What the script does itself comes first: the rest of the reading is read against it. Under the
+  // script's own autocast, "fp32" is the job as written, and the probe's bound is partly taken.
+  const std::vector<std::string> choices = script_choice_words(record, /*lab=*/true);
+  if (!choices.empty() && choices.front().rfind("The script enters autocast itself", 0) == 0) {
+    for (std::string& line : record.reading) {
+      if (line.rfind("fp32 -> bf16 ", 0) == 0) line.replace(0, 4, "as written (the script's own autocast)");
+      if (line.rfind("Reading: ", 0) == 0) {
+        line += " The run called fp32 already holds the script's own autocast: the probe's bound compares fp32 with "
+                "bf16, and what of it the script's block reaches is already in the job as written.";
+      }
+    }
+  }
+  record.reading.insert(record.reading.begin(), choices.begin(), choices.end());
   record.reading.push_back(notes + format_text(". The lab took %.0f s.", elapsed_s_since(start)));
   write_run_record((fs::path(outcome.run_dir) / "run.json").string(), record);
   return outcome;
@@ -577,6 +676,7 @@ SweepOutcome run_job_sweep(const JobCompareOptions& options, const JobSweepGrid&
   record.reading.push_back(format_text("Note: the sweep took %.0f s, ", elapsed_s_since(start)) +
                            "each point a run of the job with its DataLoader at " + own->at() +
                            " given the point's settings (TRAINLAB_JOB_LOADER), every run seeded alike.");
+  for (const std::string& line : script_choice_words(record, /*lab=*/false)) record.reading.push_back(line);
   rewrite_run_json(outcome);
   return outcome;
 }

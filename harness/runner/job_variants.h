@@ -69,6 +69,14 @@ std::string dataloader_arguments(const VariantSpec& point, const JobTrainingLoad
 
 LabOutcome run_job_lab(const JobCompareOptions& options, std::ostream& progress);
 
+// What the script itself does that the comparison also sets, read from its runs' records (each
+// run's job.script_choices): its own torch.autocast blocks and torch.compile calls, as the run
+// "as written" made them (`lab`: the lab's fp32 is then not fp32, its compiled variant not a first
+// compile); and its reseeds after trainlab's seed, which defeat the same data slice per run where
+// their seeds differ between runs or are not integers. One line each, empty when the script
+// does none of these.
+std::vector<std::string> script_choice_words(const RunRecord& record, bool lab);
+
 // The points a job sweep's answer cannot read yet (its SweepOptions::undecided without --repeat):
 // the script's own settings (`own_label`, sweep_point_label) and the fastest point, while the
 // paired interval of the gain between their rounds holds no change and the script's data wait is

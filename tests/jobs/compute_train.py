@@ -5,14 +5,19 @@ dtype of the model's output at the first step (bfloat16 when trainlab's lab puts
 autocast).
 
   python compute_train.py [--steps S] [--width W] [--depth D] [--batch-size B] [--threads N]
-         [--loader [--workers K]] [--break autocast|compile]
+         [--loader [--workers K]] [--break autocast|compile] [--own-autocast] [--seed-from-clock]
 
 --break puts in the model a part that cannot take one of the lab's variants, as a hand-written
 fused op often cannot: `autocast`, a layer that accepts float32 input only (it raises under
 torch.autocast); `compile`, an op registered with torch.library.custom_op without a fake
 (meta) implementation (torch.compile raises at its first call; it runs eagerly).
+--own-autocast runs the forward and the loss under the script's own torch.autocast("cpu",
+torch.bfloat16), as a script that already took bf16 does; --seed-from-clock seeds torch from the
+clock instead of 0, as a script that wants a new slice each run does.
 """
 import argparse
+import contextlib
+import time
 
 import torch
 
@@ -49,8 +54,13 @@ def main():
     parser.add_argument("--loader", action="store_true", help="batches from a DataLoader over a TensorDataset")
     parser.add_argument("--workers", type=int, default=0, help="the DataLoader's num_workers (with --loader)")
     parser.add_argument("--break", dest="breaks", choices=("autocast", "compile"), default=None)
+    parser.add_argument("--own-autocast", action="store_true", help="the forward and loss under torch.autocast(bf16)")
+    parser.add_argument("--seed-from-clock", action="store_true", help="torch.manual_seed from the clock, not 0")
     args = parser.parse_args()
-    torch.manual_seed(0)
+    if args.seed_from_clock:
+        torch.manual_seed(time.time_ns() % (2 ** 31))
+    else:
+        torch.manual_seed(0)
     torch.set_num_threads(args.threads)
     w = args.width
     layers = [torch.nn.Linear(w, w), torch.nn.ReLU()]
@@ -82,10 +92,12 @@ def main():
                 x = torch.randn(args.batch_size, w)
                 y = torch.randint(0, 10, (args.batch_size,))
             optimizer.zero_grad()
-            out = model(x)
+            precision = torch.autocast("cpu", dtype=torch.bfloat16) if args.own_autocast else contextlib.nullcontext()
+            with precision:
+                out = model(x)
+                loss = torch.nn.functional.cross_entropy(out.float(), y)
             if step == 0:
                 print("output dtype %s" % str(out.dtype).replace("torch.", ""))
-            loss = torch.nn.functional.cross_entropy(out.float(), y)
             loss.backward()
             optimizer.step()
             step += 1

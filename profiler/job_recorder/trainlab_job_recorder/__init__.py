@@ -148,7 +148,8 @@ def _on_torch(torch):
         return
     if settings.threads is not None:
         _part("threads", lambda: _keep_threads(torch))
-    from . import steps, loader, stages
+    from . import steps, loader, stages, script_choices
+    _part("script_choices", lambda: script_choices.install(torch))
     _part("steps", lambda: steps.install(torch))
     _part("loader", lambda: loader.install(torch))
     if settings.stages:

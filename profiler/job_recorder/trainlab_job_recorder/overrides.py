@@ -4,7 +4,7 @@ forward under torch.autocast (TRAINLAB_JOB_AUTOCAST) and through torch.compile
 override_failed and the job runs without it; neither raises into the script."""
 import time
 
-from . import core
+from . import core, steps
 
 _DTYPES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16"}
 _applied = set()
@@ -44,21 +44,20 @@ def _autocast(module, requested, in_forward):
         return
     contexts = []
 
-    def enter(mod, args):
+    def enter(mod):
         context = torch.autocast(device_type, dtype=dtype)
         context.__enter__()
         contexts.append(context)
-        return None
 
-    def leave(mod, args, output):
+    def leave(mod):
         if contexts:
             contexts.pop().__exit__(None, None, None)
-        return None
 
-    module.register_forward_pre_hook(enter, prepend=True)
-    module.register_forward_hook(leave, always_call=True)
+    # Entered and left eagerly, outside any compiled region (a module compiled in place gets it
+    # around its compiled call): a traced __enter__ would leave nothing to __exit__.
+    steps.around_call(module, steps.unseen_by_compile(enter), steps.unseen_by_compile(leave))
     if in_forward:
-        enter(module, None)
+        enter(module)
     core.PROC.write({"type": "autocast", "dtype": dtype_name, "device_type": device_type})
 
 
@@ -77,6 +76,9 @@ def _compile(module, mode):
     import torch
     if type(module).__name__ == "OptimizedModule":
         _failed("compile", "the script already compiles this module (torch.compile)")
+        return
+    if getattr(module, "_compiled_call_impl", None) is not None:
+        _failed("compile", "the script already compiles this module (Module.compile)")
         return
     try:
         eager_forward = module.forward

@@ -5,6 +5,7 @@ into "no batch ready", the time blocked on the workers' result queue, and receiv
 trained module's top-level forward time, optimizer time, process CPU time. Also the
 torch.profiler capture window over chosen steps, and the clean stop after TRAINLAB_JOB_STEPS.
 Backward time is the wall time inside torch.autograd.backward (Tensor.backward calls it)."""
+import functools
 import os
 import time
 import weakref
@@ -118,6 +119,8 @@ def install(torch):
 
     def backward(*args, **kwargs):
         t0 = monotonic_ns()
+        if STATE.step_start_ns is None:
+            _begin_first_step(t0)  # a forward the global hooks did not see (a module compiled in place)
         try:
             return original_backward(*args, **kwargs)
         finally:
@@ -129,11 +132,60 @@ def install(torch):
 
     nn_module = torch.nn.modules.module
     STATE.global_hooks = [
-        nn_module.register_module_forward_pre_hook(_global_forward_pre_hook),
-        nn_module.register_module_forward_hook(_global_forward_hook, always_call=True),
+        nn_module.register_module_forward_pre_hook(unseen_by_compile(_global_forward_pre_hook)),
+        nn_module.register_module_forward_hook(unseen_by_compile(_global_forward_hook), always_call=True),
     ]
     if settings.step_function:
         _watch_step_function(settings.step_function)
+
+
+def unseen_by_compile(hook):
+    """The hook as torch.compile sees it: nothing. A module hook runs inside a compiled region
+    (the submodules of a compiled forward, a module compiled in place by Module.compile), where
+    torch.compile would trace it: its clock calls would break the user's graph at every module.
+    torch.compiler.is_compiling() is True while tracing, so the traced hook is empty; eagerly it
+    runs as it is."""
+    is_compiling = getattr(getattr(_torch, "compiler", None), "is_compiling", None)
+    if is_compiling is None:
+        return hook
+
+    @functools.wraps(hook)
+    def hook_outside_compile(*args):
+        if is_compiling():
+            return None
+        return hook(*args)
+
+    return hook_outside_compile
+
+
+def note_compiled_module(module):
+    """A module compiled in place (Module.compile): the global hooks, inside its compiled call, do
+    not see it, so it is offered here as a top-level module the optimizer may train."""
+    try:
+        STATE.top_modules.setdefault(id(module), weakref.ref(module))
+    except Exception:
+        pass
+
+
+def around_call(module, before, after):
+    """Runs before(module) and after(module) around each call of the module, eagerly: forward
+    hooks, or, for a module compiled in place (Module.compile), around its compiled call, since its
+    hooks run inside the compiled region and torch.compile would trace them."""
+    compiled_call = getattr(module, "_compiled_call_impl", None)
+    if compiled_call is None:
+        module.register_forward_pre_hook(lambda mod, args: before(mod), prepend=True)
+        module.register_forward_hook(lambda mod, args, output: after(mod), always_call=True)
+        return
+
+    @functools.wraps(compiled_call)
+    def call(*args, **kwargs):
+        before(module)
+        try:
+            return compiled_call(*args, **kwargs)
+        finally:
+            after(module)
+
+    module._compiled_call_impl = call
 
 
 def _leading_dim(batch):
@@ -257,21 +309,18 @@ def _switch_to_module_hooks():
         return
     depth = [0, 0]
 
-    def pre(mod, args):
+    def pre(mod):
         depth[0] += 1
         if depth[0] == 1:
             depth[1] = monotonic_ns()
-        return None
 
-    def post(mod, args, output):
+    def post(mod):
         if depth[0] == 1:
             state.forward_ns += monotonic_ns() - depth[1]
             state.forward_calls += 1
         depth[0] = max(0, depth[0] - 1)
-        return None
 
-    module.register_forward_pre_hook(pre)
-    module.register_forward_hook(post, always_call=True)
+    around_call(module, unseen_by_compile(pre), unseen_by_compile(post))
 
 
 # -- step boundaries ----------------------------------------------------------------------------
