@@ -593,7 +593,8 @@ nlohmann::json to_json(const JobInfo& job) {
           {"stderr_tail", job.stderr_tail}, {"steps_limit", job.steps_limit}, {"warmup_steps", job.warmup_steps},
           {"capture", job.capture}, {"stages_on", job.stages_on}, {"step_function", job.step_function},
           {"data_not_ready_ns", job.data_not_ready_ns}, {"data_receive_ns", job.data_receive_ns},
-          {"backward_ns", optional_int_json(job.backward_ns)}, {"loaders", loaders}, {"stage_groups", groups},
+          {"backward_ns", optional_int_json(job.backward_ns)}, {"epoch_starts", job.epoch_starts},
+          {"epoch_start_wait_ns", job.epoch_start_wait_ns}, {"loaders", loaders}, {"stage_groups", groups},
           {"processes", processes}, {"tree_peak_rss_bytes", job.tree_peak_rss_bytes},
           {"malformed_lines", job.malformed_lines}, {"warnings", job.warnings}, {"no_steps", job.no_steps},
           {"script_choices", choices}};
@@ -619,6 +620,8 @@ JobInfo job_info_from_json(const nlohmann::json& j) {
   job.data_not_ready_ns = integer_or<int64_t>(j, "data_not_ready_ns", 0);
   job.data_receive_ns = integer_or<int64_t>(j, "data_receive_ns", 0);
   job.backward_ns = optional_int_of(j, "backward_ns");
+  job.epoch_starts = integer_or<int64_t>(j, "epoch_starts", 0);
+  job.epoch_start_wait_ns = integer_or<int64_t>(j, "epoch_start_wait_ns", 0);
   for (const nlohmann::json& l : array_of(j, "loaders")) {
     JobLoader loader;
     loader.loader_id = integer_or<int64_t>(l, "loader_id", 0);

@@ -318,6 +318,10 @@ struct JobInfo {
   std::string step_function;          // --step-function, "" when none
   int64_t data_not_ready_ns = 0, data_receive_ns = 0;  // over the measured steps of rank 0
   std::optional<int64_t> backward_ns; // over the measured steps of rank 0; absent when not measured
+  // Measured steps of rank 0 that began a later epoch of the training loader (its first batch of a
+  // new iterator), and their waits for that batch summed: the restart cost of workers that are not
+  // persistent, against the steady wait of the other steps.
+  int64_t epoch_starts = 0, epoch_start_wait_ns = 0;
   std::vector<JobLoader> loaders;
   std::vector<JobStageGroup> stage_groups;
   std::vector<JobProcess> processes;

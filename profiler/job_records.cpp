@@ -150,12 +150,16 @@ JobStepLine step_line(const Fields& f) {
   s.forward_ns = f.opt_int("forward_ns");
   s.backward_ns = f.opt_int("backward_ns");
   s.optimizer_ns = f.opt_int("optimizer_ns");
+  s.epoch_start_wait_ns = f.opt_int("epoch_start_wait_ns");
   s.cpu_ns = f.int_or("cpu_ns", 0);
   s.rank = f.int_or("rank", 0, 0, 1 << 24);
   // Parts of a step cannot exceed it (1 ms of slack for clocks read at slightly different places).
   const int64_t slack = wall + 1'000'000;
   if (s.data_wait_ns > slack) Fields::bad("data_wait_ns", "longer than the step");
   if (s.data_not_ready_ns > s.data_wait_ns + 1'000'000) Fields::bad("data_not_ready_ns", "longer than data_wait_ns");
+  if (s.epoch_start_wait_ns && *s.epoch_start_wait_ns > s.data_wait_ns + 1'000'000) {
+    Fields::bad("epoch_start_wait_ns", "longer than data_wait_ns");
+  }
   for (const auto& [part, name] : {std::pair{&s.forward_ns, "forward_ns"}, std::pair{&s.backward_ns, "backward_ns"},
                                    std::pair{&s.optimizer_ns, "optimizer_ns"}}) {
     if (*part && **part > slack) Fields::bad(name, "longer than the step");

@@ -58,6 +58,9 @@ struct JobStepLine {
   bool warmup = false;
   int64_t data_wait_ns = 0, data_not_ready_ns = 0, data_receive_ns = 0;
   std::optional<int64_t> samples, forward_ns, backward_ns, optimizer_ns;
+  // The wait for the first batch of a later epoch's iterator of the training loader, where this
+  // step took one (workers that are not persistent start again there).
+  std::optional<int64_t> epoch_start_wait_ns;
   int64_t cpu_ns = 0;
   int64_t rank = 0;
 };

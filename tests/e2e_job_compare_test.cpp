@@ -231,6 +231,34 @@ TEST(JobCompareE2E, SweepOfAComputeBoundScriptSaysTheLoaderIsNotTheBound) {
   EXPECT_NE(reading.find("compute_train.py line "), std::string::npos) << reading;
 }
 
+// Issue 56: a grid point the job cannot take (workers on a Dataset that spawned workers cannot
+// unpickle, tests/jobs/unpicklable_train.py) is a recorded point with the job's own reason, not a
+// failed sweep; the answer keeps the script's settings and says more workers could not be measured.
+TEST(JobCompareE2E, SweepRecordsAPointTheJobCannotTakeWithItsReason) {
+  NEED_PYTHON();
+  const std::string results = fresh_results_dir("job_sweep_unpicklable");
+  const CliResult r = run_trainlab("sweep --results " + results + " --workers 0,2 --persistent on --repeat 1 -- " +
+                                       test_python() + " " + jobs_dir() + "/unpicklable_train.py --steps 400",
+                                   recorder_env());
+  ASSERT_EQ(r.exit_status, 0) << r.err << r.out;
+  const nlohmann::json run = read_json(only_run_dir(results) + "/run.json");
+  int refused = 0, measured = 0;
+  for (const auto& v : run["variants"]) {
+    const std::string error = v.contains("error") && v["error"].is_string() ? v["error"].get<std::string>() : "";
+    if (v["spec"]["workers"] == 2 && error.find("Can't pickle local object") != std::string::npos) ++refused;
+    if (v["spec"]["workers"] == 0 && error.empty()) ++measured;
+  }
+  EXPECT_GE(refused, 1) << r.out;
+  EXPECT_GE(measured, 1) << r.out;
+  EXPECT_NE(r.out.find("error in workers=2"), std::string::npos) << r.out;  // the table's note, with the reason
+  const std::string reading = reading_of(run);
+  EXPECT_NE(reading.find("In your code: keep DataLoader(num_workers=0"), std::string::npos) << reading;
+  EXPECT_NE(reading.find("no other point completed beside them (the errors say why)"), std::string::npos) << reading;
+  if (reading.find("still input-bound") != std::string::npos) {
+    EXPECT_NE(reading.find("more workers could not be measured: the job failed with them"), std::string::npos) << reading;
+  }
+}
+
 // Issue 56: a script without a DataLoader is one line and exit 2, after one short run.
 TEST(JobCompareE2E, SweepOfAScriptWithoutADataLoaderIsOneLine) {
   NEED_PYTHON();

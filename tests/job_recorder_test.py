@@ -16,6 +16,7 @@ scripts in tests/jobs/ run with and without the recorder:
   compute_train.py --break autocast|compile under the overrides;
 - the decoded cache (TRAINLAB_JOB_LOADER's decoded_cache) on the image script and on an IterableDataset;
 - the script's own torch.autocast and torch.compile (script_autocast, script_compile lines);
+- the steps that begin a later epoch (epoch_start_wait_ns), workers restarting and persistent;
 - spawned workers, the user's own sitecustomize, malformed settings;
 - faults.py: non-zero exit, no step, hang and ignored SIGTERM (killed by the test), a daemonised
   child, megabytes of output, a DataLoader worker that exits.
@@ -508,6 +509,26 @@ def script_choices():
               of_type(main, "script_compile"), failed, err[-2000:])
 
 
+def epoch_starts():
+    """The step lines' epoch_start_wait_ns (the sweep's "epoch start s"): on the image script with 2
+    workers, 2 classes of 20 images in batches of 8 (5 steps an epoch), exactly the steps that began epochs 2, 3
+    and 4 carry it, the workers restarting (the DataLoader's default) or persistent (the iterator is
+    reset, not made again), each wait within its step's data wait."""
+    images = os.path.join(WORK, "images-20-a-class")
+    for persistent in ([], ["--persistent"]):
+        job = os.path.join(WORK, "job-epoch-starts")
+        rc, out, err = run([PYTHON, os.path.join(JOBS, "image_folder_train.py"), images, "--make-data", "20", "--workers", "2",
+                            "--batch-size", "8", "--steps", "16"] + persistent, recorder_env(job))
+        steps = of_type(main_records(read_job(job)), "step")
+        starts = [s["step"] for s in steps if "epoch_start_wait_ns" in s]
+        check(rc == 0 and len(steps) == 16 and starts == [5, 10, 15]
+              and all(0 < s["epoch_start_wait_ns"] <= s["data_wait_ns"] for s in steps if "epoch_start_wait_ns" in s),
+              "workers %s: epoch_start_wait_ns on steps %s (5 steps an epoch), each within its step's data wait: %s ms"
+              % ("persistent" if persistent else "restarting", starts,
+                 [round(s["epoch_start_wait_ns"] / 1e6, 1) for s in steps if "epoch_start_wait_ns" in s]),
+              rc, err[-2000:])
+
+
 ITERABLE_SCRIPT = """
 import torch
 class Stream(torch.utils.data.IterableDataset):
@@ -686,7 +707,7 @@ def main():
     if PYTHON is None:
         sys.exit(SKIPPED)
     parts = sys.argv[3:] or ["pipelines", "compute_and_ddp", "steps_limit_and_overrides", "threads_reseeds_breaks",
-                             "decoded_cache", "script_choices",
+                             "decoded_cache", "script_choices", "epoch_starts",
                              "faults"]
     for part in parts:
         print("== %s" % part)

@@ -155,6 +155,21 @@ TEST(JobRecords, ReadsTheScriptsOwnAutocastAndCompile) {
   EXPECT_EQ(f.script_choices[2].file, "train.py");
 }
 
+TEST(JobRecords, ReadsTheWaitOfAStepThatBeganAnEpoch) {
+  const std::string text =
+      std::string(R"({"type":"process","pid":7,"role":"main"})") + "\n" +
+      R"({"type":"step","step":5,"start_ns":0,"end_ns":50000000,"data_wait_ns":40000000,"epoch_start_wait_ns":31000000})" + "\n" +
+      R"({"type":"step","step":6,"start_ns":50000000,"end_ns":60000000,"data_wait_ns":2000000})" + "\n" +
+      // 1: an epoch start's wait is part of the step's data wait (1 ms of slack)
+      R"({"type":"step","step":7,"start_ns":60000000,"end_ns":90000000,"data_wait_ns":2000000,"epoch_start_wait_ns":3500000})" + "\n";
+  const JobProcessFile f = parse_job_lines(text, "proc-7.jsonl");
+  EXPECT_EQ(f.malformed_lines, 1);
+  ASSERT_EQ(f.steps.size(), 2u);
+  ASSERT_TRUE(f.steps[0].epoch_start_wait_ns);
+  EXPECT_EQ(*f.steps[0].epoch_start_wait_ns, 31000000);
+  EXPECT_FALSE(f.steps[1].epoch_start_wait_ns);
+}
+
 TEST(JobRecords, BoundsLinesStepsAndStrings) {
   JobRecordLimits limits;
   limits.max_line_bytes = 200;

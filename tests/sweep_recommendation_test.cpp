@@ -53,5 +53,28 @@ TEST(SweepRecommendationTest, OneRoundSaysItCannotTellTheTopPointsApart) {
       << rec->reason;
 }
 
+// An input-bound best point: what the reading says of more workers depends on what the grid holds
+// of them (measured and no better, failed, none).
+TEST(SweepRecommendationTest, AnInputBoundAnswerSaysWhetherMoreWorkersWereMeasuredFailedOrAbsent) {
+  SweepFigures zero = point(0, {500, 510, 505});
+  zero.data_wait_pct = 46;
+  SweepFigures two = point(2, {400, 410, 405});
+  two.data_wait_pct = 40;
+  SweepFigures failed = point(2, {0, 0, 0});
+  failed.ok = false;  // e.g. a Dataset spawned workers cannot unpickle
+  const auto measured = recommend_sweep_point({zero, two}, 5, 20);
+  ASSERT_TRUE(measured);
+  EXPECT_NE(measured->reason.find("more workers do not remove it here"), std::string::npos) << measured->reason;
+  const auto refused = recommend_sweep_point({zero, failed}, 5, 20);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->index, 0u);
+  EXPECT_NE(refused->reason.find("more workers could not be measured: the job failed with them"), std::string::npos)
+      << refused->reason;
+  EXPECT_EQ(refused->reason.find("more workers do not remove it"), std::string::npos) << refused->reason;
+  const auto alone = recommend_sweep_point({zero}, 5, 20);
+  ASSERT_TRUE(alone);
+  EXPECT_NE(alone->reason.find("no point with more workers was in the grid"), std::string::npos) << alone->reason;
+}
+
 }  // namespace
 }  // namespace trainlab

@@ -208,7 +208,8 @@ void set_sweep_columns(Table& table, size_t repeat, size_t most_rounds, bool job
     table.columns.insert(table.columns.end() - 1, {{"compute ms", "compute_ms"},
                                                    {"main CPU s", "main_cpu_s"},
                                                    {"workers CPU s", "workers_cpu_s"},
-                                                   {"first batch s", "first_batch_s"}});
+                                                   {"first batch s", "first_batch_s"},
+                                                   {"epoch start s", "epoch_start_s"}});
   }
   if (repeat > 1) {
     // Points that ran more rounds while their comparison was undecided: "range (5-9 rounds)".
@@ -220,9 +221,11 @@ void set_sweep_columns(Table& table, size_t repeat, size_t most_rounds, bool job
 
 // A job point's own cells (the median over its counted rounds): the step less its data wait (does
 // the training step slow as workers take cores?), the main process's and the workers' CPU over the
-// run, and the first step's wait for a batch (the workers' start-up and first batch).
+// run, the first step's wait for a batch (the workers' start-up and first batch), and the wait for
+// the first batch of each later epoch (workers that are not persistent start again there; "-" when
+// the measured steps began no later epoch).
 std::vector<TableCell> job_point_cells(const RunRecord& record, const SweepTableRow& point) {
-  std::vector<double> compute_ms, main_cpu_s, workers_cpu_s, first_batch_s;
+  std::vector<double> compute_ms, main_cpu_s, workers_cpu_s, first_batch_s, epoch_start_s;
   for (size_t index : point.records) {
     const VariantRecord& v = record.variants[index];
     if (!v.ok() || !v.job || !v.disturbed.empty()) continue;
@@ -247,11 +250,15 @@ std::vector<TableCell> job_point_cells(const RunRecord& record, const SweepTable
     if (!v.steps.empty()) {
       first_batch_s.push_back(static_cast<double>(v.steps.front().phase_ns[static_cast<size_t>(Phase::kDataWait)]) / 1e9);
     }
+    if (v.job->epoch_starts > 0) {
+      epoch_start_s.push_back(static_cast<double>(v.job->epoch_start_wait_ns) / 1e9 / static_cast<double>(v.job->epoch_starts));
+    }
   }
   const auto cell = [](const std::vector<double>& values, const char* format) {
     return values.empty() ? missing_cell() : number_cell(stats::median(values), format);
   };
-  return {cell(compute_ms, "%.1f"), cell(main_cpu_s, "%.1f"), cell(workers_cpu_s, "%.1f"), cell(first_batch_s, "%.2f")};
+  return {cell(compute_ms, "%.1f"), cell(main_cpu_s, "%.1f"), cell(workers_cpu_s, "%.1f"), cell(first_batch_s, "%.2f"),
+          cell(epoch_start_s, "%.2f")};
 }
 
 bool is_job_sweep(const RunRecord& record) {

@@ -455,6 +455,10 @@ JobOutcome measure_into(const JobOptions& options, const fs::path& run_dir, cons
         last_measured_end = line.end_ns;
         job.data_not_ready_ns += line.data_not_ready_ns;
         job.data_receive_ns += line.data_receive_ns;
+        if (line.epoch_start_wait_ns) {
+          ++job.epoch_starts;
+          job.epoch_start_wait_ns += *line.epoch_start_wait_ns;
+        }
         if (line.backward_ns) {
           backward_total += *line.backward_ns;
           backward_known = true;

@@ -342,10 +342,14 @@ std::vector<std::string> job_sweep_reading(const SweepOutcome& outcome, const Jo
                          " of the step at the script's own settings (" + loader_words(own) + ", " + site + "). ";
   const VariantRecord* candidate_run = candidate.empty() ? nullptr : first_record_of(record, candidate);
   if (candidate_run == nullptr || candidate == own_label) {
+    // Other points measured beside the script's own, or none of them (every other point failed).
+    const bool others_measured = std::any_of(record.variants.begin(), record.variants.end(), [&](const VariantRecord& v) {
+      return v.ok() && sweep_point_label(v.spec, false) != own_label;
+    });
     lines.push_back(not_bound + "In your code: keep DataLoader(" + loader_words(own) + ") at " + site +
-                    (candidate == own_label ? ": the script's own settings measured best, or within the "
-                                              "tolerance of the best at less cost."
-                                            : ": no point completed beside them."));
+                    (others_measured ? ": the script's own settings measured best, or within the "
+                                       "tolerance of the best at less cost."
+                                     : ": no other point completed beside them (the errors say why)."));
     return lines;
   }
   const std::optional<PointGain> gain = paired_gain(record, own_label, candidate);

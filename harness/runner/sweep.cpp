@@ -210,8 +210,21 @@ std::optional<SweepRecommendation> recommend_sweep_point(const std::vector<Sweep
                 "give the step fewer threads (--threads) or make each sample cheaper (decoded cache, lighter "
                 "augmentation)";
     } else {
-      reason += " - still input-bound: more workers do not remove it here; make each sample cheaper "
-                "(decoded cache, lighter augmentation) or add CPU cores";
+      // What the grid says of more workers: measured and no better, failed, or not in it.
+      const auto more_workers = [&](bool ok) {
+        return std::any_of(figures.begin(), figures.end(),
+                           [&](const SweepFigures& f) { return f.ok == ok && f.workers > chosen.workers; });
+      };
+      if (more_workers(true)) {
+        reason += " - still input-bound: more workers do not remove it here; make each sample cheaper "
+                  "(decoded cache, lighter augmentation) or add CPU cores";
+      } else if (more_workers(false)) {
+        reason += " - still input-bound, and more workers could not be measured: the job failed with them (the "
+                  "errors above say why); make each sample cheaper (decoded cache, lighter augmentation) or make "
+                  "the loader take workers";
+      } else {
+        reason += " - still input-bound: no point with more workers was in the grid (add them to --workers)";
+      }
     }
   }
   // Where the curve flattens: the baseline point (0 workers, same other settings) for contrast.

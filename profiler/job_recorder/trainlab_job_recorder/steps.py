@@ -27,6 +27,10 @@ class StepState:
         self.step_start_ns = None
         self.step_cpu_start_ns = 0
         self.data = {}  # loader_id -> [wait_ns, not_ready_ns, batches, samples]
+        # loader_id -> the wait for the first batch of a later iterator of that loader (an epoch
+        # start: workers that are not persistent start again), this step; reset with data.
+        self.epoch_start_wait = {}
+        self.iterators = {}  # loader_id -> iterators that gave a batch so far (epochs begun)
         self.forward_ns = 0
         self.forward_calls = 0
         self.forward_by_module = []  # (id(module), ns) until the trained module is known
@@ -109,6 +113,13 @@ def install(torch):
                     n = _leading_dim(batch)
                     if n:
                         acc[3] += n
+                    # The iterator's first batch of an epoch: _num_yielded is 1 after it (a persistent
+                    # workers' iterator is reset, not made again, at each epoch).
+                    if getattr(self, "_num_yielded", None) == 1:
+                        begun = state.iterators.get(loader_id, 0) + 1
+                        state.iterators[loader_id] = begun
+                        if begun > 1:
+                            state.epoch_start_wait[loader_id] = t1 - t0
             except Exception:
                 pass
 
@@ -382,17 +393,22 @@ def _end_step(now):
     else:
         forward = state.forward_ns if (state.forward_calls or state.trained_module is not None) else None
     start = state.step_start_ns if state.step_start_ns is not None else now
-    proc.write({
+    line = {
         "type": "step", "step": step, "start_ns": start, "end_ns": now,
         "warmup": step < settings.warmup, "data_wait_ns": acc[0], "data_not_ready_ns": acc[1],
         "data_receive_ns": acc[0] - acc[1], "batches": acc[2], "samples": acc[3] or None,
         "forward_ns": forward, "backward_ns": state.backward_ns, "optimizer_ns": state.optimizer_ns,
-        "cpu_ns": process_time_ns() - state.step_cpu_start_ns, "rank": proc.rank})
+        "cpu_ns": process_time_ns() - state.step_cpu_start_ns, "rank": proc.rank}
+    epoch_start = state.epoch_start_wait.get(state.training_loader_id) if state.training_loader_id is not None else None
+    if epoch_start is not None:
+        line["epoch_start_wait_ns"] = epoch_start
+    proc.write(line)
     if step == 0:
         _device_line()
         _threads_line()
     state.steps_done = step + 1
     state.data = {}
+    state.epoch_start_wait = {}
     state.forward_ns = 0
     state.forward_calls = 0
     state.forward_by_module = []
