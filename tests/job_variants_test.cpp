@@ -174,7 +174,8 @@ JobScriptChoice reseed_with(std::optional<int64_t> seed) {
 TEST(JobScriptChoices, TheLabSaysTheScriptsOwnAutocastAndCompileFromTheRunsAsWritten) {
   const JobScriptChoice autocast{"autocast", "torch.autocast('cpu', bfloat16)", "train.py", 42, std::nullopt};
   const JobScriptChoice compile{"compile", "torch.compile(module Net, mode=default)", "train.py", 30, std::nullopt};
-  const std::vector<std::string> lines = script_choice_words(lab_of({{autocast, compile}, {autocast}, {}}), true);
+  const std::vector<std::string> lines = script_choice_words(lab_of({{autocast, compile}, {autocast}, {}}), true).lines;
+  EXPECT_TRUE(script_choice_words(lab_of({{autocast}, {}, {}}), true).autocast);
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_NE(lines[0].find("The script enters autocast itself (torch.autocast('cpu', bfloat16) at train.py:42)"),
             std::string::npos) << lines[0];
@@ -182,27 +183,27 @@ TEST(JobScriptChoices, TheLabSaysTheScriptsOwnAutocastAndCompileFromTheRunsAsWri
   EXPECT_NE(lines[1].find("The script compiles itself (torch.compile(module Net, mode=default) at train.py:30)"),
             std::string::npos) << lines[1];
   // Seen only in a bf16 run (not the job as written): not the script's precision.
-  EXPECT_TRUE(script_choice_words(lab_of({{}, {autocast}, {}}), true).empty());
+  EXPECT_TRUE(script_choice_words(lab_of({{}, {autocast}, {}}), true).lines.empty());
   // The sweep does not read precision: nothing to say.
-  EXPECT_TRUE(script_choice_words(lab_of({{autocast, compile}, {}, {}}), false).empty());
+  EXPECT_TRUE(script_choice_words(lab_of({{autocast, compile}, {}, {}}), false).lines.empty());
 }
 
 TEST(JobScriptChoices, AReseedDefeatsTheSameSliceOnlyWhereItsSeedsDifferOrAreNoIntegers) {
-  const std::vector<std::string> same = script_choice_words(lab_of({{reseed_with(0)}, {reseed_with(0)}, {reseed_with(0)}}), false);
+  const std::vector<std::string> same = script_choice_words(lab_of({{reseed_with(0)}, {reseed_with(0)}, {reseed_with(0)}}), false).lines;
   ASSERT_EQ(same.size(), 1u);
   EXPECT_NE(same[0].find("(torch.manual_seed(0) at train.py:12) with the same seed in every run"), std::string::npos) << same[0];
   const std::vector<std::string> clock =
-      script_choice_words(lab_of({{reseed_with(1764660001)}, {reseed_with(1764660002)}, {reseed_with(1764660001)}}), true);
+      script_choice_words(lab_of({{reseed_with(1764660001)}, {reseed_with(1764660002)}, {reseed_with(1764660001)}}), true).lines;
   ASSERT_EQ(clock.size(), 1u);
   EXPECT_NE(clock[0].find("not the same in every run: torch.manual_seed at train.py:12 (1764660001, 1764660002)"),
             std::string::npos) << clock[0];
-  const std::vector<std::string> none = script_choice_words(lab_of({{reseed_with(std::nullopt)}, {reseed_with(std::nullopt)}}), true);
+  const std::vector<std::string> none = script_choice_words(lab_of({{reseed_with(std::nullopt)}, {reseed_with(std::nullopt)}}), true).lines;
   ASSERT_EQ(none.size(), 1u);
   EXPECT_NE(none[0].find("(a seed that is no integer)"), std::string::npos) << none[0];
-  const std::vector<std::string> some = script_choice_words(lab_of({{reseed_with(3)}, {}, {reseed_with(3)}}), true);
+  const std::vector<std::string> some = script_choice_words(lab_of({{reseed_with(3)}, {}, {reseed_with(3)}}), true).lines;
   ASSERT_EQ(some.size(), 1u);
   EXPECT_NE(some[0].find("in 2 of 3 runs"), std::string::npos) << some[0];
-  EXPECT_TRUE(script_choice_words(lab_of({{}, {}, {}}), true).empty());
+  EXPECT_TRUE(script_choice_words(lab_of({{}, {}, {}}), true).lines.empty());
 }
 
 // The rounds of a sweep whose workers=2 point gains scatter: ahead in 4 of 5 rounds by 5 % to

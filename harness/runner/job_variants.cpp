@@ -473,16 +473,18 @@ std::string dataloader_arguments(const VariantSpec& point, const JobTrainingLoad
   return join(changed);
 }
 
-std::vector<std::string> script_choice_words(const RunRecord& record, bool lab) {
+ScriptChoiceWords script_choice_words(const RunRecord& record, bool lab) {
   const auto at = [](const JobScriptChoice& c) { return c.file + ":" + std::to_string(c.line); };
+  const std::string no_integer = "a seed that is no integer";
   // The places, each once, over the runs that measured (autocast / compile as written: the runs
   // trainlab set neither on; reseeds: every run, whose seeds are compared).
   std::vector<const JobScriptChoice*> autocasts, compiles, reseeds;
   std::map<std::string, std::set<std::string>> seeds_by_place;  // "call at file:line" -> seeds seen
   int runs_with_reseeds = 0, measured_runs = 0;
+  // Once per place; a reseed's detail holds its seed, so its place alone is the key.
   const auto add_once = [&](std::vector<const JobScriptChoice*>& to, const JobScriptChoice& c) {
     const bool seen = std::any_of(to.begin(), to.end(), [&](const JobScriptChoice* o) {
-      return o->detail == c.detail && o->file == c.file && o->line == c.line;
+      return o->file == c.file && o->line == c.line && (c.kind == "reseed" || o->detail == c.detail);
     });
     if (!seen) to.push_back(&c);
   };
@@ -495,11 +497,8 @@ std::vector<std::string> script_choice_words(const RunRecord& record, bool lab) 
       if (c.kind == "reseed") {
         reseeded = true;
         const std::string place = c.detail.substr(0, c.detail.find('(')) + " at " + at(c);
-        seeds_by_place[place].insert(c.seed ? std::to_string(*c.seed) : std::string("a seed that is no integer"));
-        const bool seen = std::any_of(reseeds.begin(), reseeds.end(), [&](const JobScriptChoice* o) {
-          return o->file == c.file && o->line == c.line;
-        });
-        if (!seen) reseeds.push_back(&c);
+        seeds_by_place[place].insert(c.seed ? std::to_string(*c.seed) : no_integer);
+        add_once(reseeds, c);
       } else if (as_written && c.kind == "autocast") {
         add_once(autocasts, c);
       } else if (as_written && c.kind == "compile") {
@@ -514,8 +513,10 @@ std::vector<std::string> script_choice_words(const RunRecord& record, bool lab) 
     if (list.size() > 3) out += " and " + std::to_string(list.size() - 3) + " more";
     return out;
   };
-  std::vector<std::string> lines;
-  if (lab && !autocasts.empty()) {
+  ScriptChoiceWords out;
+  std::vector<std::string>& lines = out.lines;
+  out.autocast = lab && !autocasts.empty();
+  if (out.autocast) {
     lines.push_back("The script enters autocast itself (" + places(autocasts) +
                     "): the run called fp32 is the job as written, at the script's own precision wherever that block "
                     "reaches, not fp32. The bf16 variant puts trainlab's bf16 autocast around the whole forward of the "
@@ -530,7 +531,7 @@ std::vector<std::string> script_choice_words(const RunRecord& record, bool lab) 
   if (!reseeds.empty()) {
     std::string differing;
     for (const auto& [place, seeds] : seeds_by_place) {
-      const bool not_integer = seeds.count("a seed that is no integer") > 0;
+      const bool not_integer = seeds.count(no_integer) > 0;
       if (seeds.size() > 1 || not_integer) {
         std::string list;
         int shown = 0;
@@ -556,7 +557,7 @@ std::vector<std::string> script_choice_words(const RunRecord& record, bool lab) 
                       std::to_string(measured_runs) + " runs: the others kept trainlab's seed, so not every run saw the same data slice.");
     }
   }
-  return lines;
+  return out;
 }
 
 LabOutcome run_job_lab(const JobCompareOptions& options, std::ostream& progress) {
@@ -605,8 +606,8 @@ LabOutcome run_job_lab(const JobCompareOptions& options, std::ostream& progress)
   if (per_step) notes += "; the job builds no DataLoader, so its batch size is unknown: samples/s here are steps/s";
   // What the script does itself comes first: the rest of the reading is read against it. Under the
   // script's own autocast, "fp32" is the job as written, and the probe's bound is partly taken.
-  const std::vector<std::string> choices = script_choice_words(record, /*lab=*/true);
-  if (!choices.empty() && choices.front().rfind("The script enters autocast itself", 0) == 0) {
+  const ScriptChoiceWords choices = script_choice_words(record, /*lab=*/true);
+  if (choices.autocast) {
     for (std::string& line : record.reading) {
       if (line.rfind("fp32 -> bf16 ", 0) == 0) line.replace(0, 4, "as written (the script's own autocast)");
       if (line.rfind("Reading: ", 0) == 0) {
@@ -615,7 +616,7 @@ LabOutcome run_job_lab(const JobCompareOptions& options, std::ostream& progress)
       }
     }
   }
-  record.reading.insert(record.reading.begin(), choices.begin(), choices.end());
+  record.reading.insert(record.reading.begin(), choices.lines.begin(), choices.lines.end());
   record.reading.push_back(notes + format_text(". The lab took %.0f s.", elapsed_s_since(start)));
   write_run_record((fs::path(outcome.run_dir) / "run.json").string(), record);
   return outcome;
@@ -680,7 +681,7 @@ SweepOutcome run_job_sweep(const JobCompareOptions& options, const JobSweepGrid&
   record.reading.push_back(format_text("Note: the sweep took %.0f s, ", elapsed_s_since(start)) +
                            "each point a run of the job with its DataLoader at " + own->at() +
                            " given the point's settings (TRAINLAB_JOB_LOADER), every run seeded alike.");
-  for (const std::string& line : script_choice_words(record, /*lab=*/false)) record.reading.push_back(line);
+  for (const std::string& line : script_choice_words(record, /*lab=*/false).lines) record.reading.push_back(line);
   rewrite_run_json(outcome);
   return outcome;
 }

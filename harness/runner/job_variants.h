@@ -74,8 +74,12 @@ LabOutcome run_job_lab(const JobCompareOptions& options, std::ostream& progress)
 // "as written" made them (`lab`: the lab's fp32 is then not fp32, its compiled variant not a first
 // compile); and its reseeds after trainlab's seed, which defeat the same data slice per run where
 // their seeds differ between runs or are not integers. One line each, empty when the script
-// does none of these.
-std::vector<std::string> script_choice_words(const RunRecord& record, bool lab);
+// does none of these. `autocast`: the lab's words name the script's own autocast (its first line).
+struct ScriptChoiceWords {
+  std::vector<std::string> lines;
+  bool autocast = false;
+};
+ScriptChoiceWords script_choice_words(const RunRecord& record, bool lab);
 
 // The points a job sweep's answer cannot read yet (its SweepOptions::undecided without --repeat):
 // the script's own settings (`own_label`, sweep_point_label) and the fastest point, while the
