@@ -82,7 +82,19 @@ case "$mode" in
   lab)  say "three-run baseline lab on the default scenario"; exec "$build_dir/trainlab" baseline --scenario recsys ;;
   test)
     say "tests"
-    ctest --test-dir "$build_dir" --output-on-failure -j 2
+    ctest_status=0
+    ctest --test-dir "$build_dir" --output-on-failure -j 2 || ctest_status=$?
+    if [ "$ctest_status" -ne 0 ]; then
+      # The failed tests' own last lines again, last: a long log's middle is where a reader cut it.
+      log="$build_dir/Testing/Temporary/LastTest.log"
+      say "failed tests, the last lines each printed (all of it: $log)"
+      while IFS=: read -r _ name; do
+        echo "--- $name"
+        awk -v t="$name" '$0 ~ ("Testing: " t "$") {on=1; next} on && $0 ~ ("^\"" t "\" end time") {on=0} on' "$log" |
+          grep -v -E '^(-+|Test time = .*|Test (Passed|Failed)\.?|<end of output>)$' | tail -n 15
+      done < "$build_dir/Testing/Temporary/LastTestsFailed.log"
+      exit "$ctest_status"
+    fi
     # A short fuzz pass over the readers of untrusted input (ASan+UBSan, clang; the long one and
     # the sanitizer runs of the unit tests: scripts/check_hardening.sh).
     say "fuzz targets, 10 s each"

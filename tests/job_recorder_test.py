@@ -55,7 +55,11 @@ def recorder_env(job_dir, **settings):
 
 
 def run(args, env, timeout=300):
-    result = subprocess.run(args, capture_output=True, text=True, env=env, timeout=timeout, cwd=WORK)
+    try:
+        result = subprocess.run(args, capture_output=True, text=True, env=env, timeout=timeout, cwd=WORK)
+    except subprocess.TimeoutExpired as e:
+        tail = lambda text: (text.decode(errors="replace") if isinstance(text, bytes) else text or "")[-2000:]  # noqa: E731
+        check(False, "%s ended within %d s" % (" ".join(args[1:3]), timeout), tail(e.stdout), tail(e.stderr))
     return result.returncode, result.stdout, result.stderr
 
 
