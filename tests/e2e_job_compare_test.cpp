@@ -183,6 +183,10 @@ TEST(JobCompareE2E, LabRecordsAVariantThatCannotCompileAsNotMeasuredAndReadsTheO
   // The precision change is read from the job as written, which already holds the script's autocast.
   EXPECT_NE(reading.find("\nas written (the script's own autocast) -> bf16 "), std::string::npos) << reading;
   EXPECT_EQ(reading.find("\nfp32 -> bf16 "), std::string::npos) << reading;
+  // Its conclusion is what trainlab's bf16 adds to the script's block, not the probe's fp32 bound.
+  EXPECT_NE(reading.find("\nReading: the script enters autocast itself (torch.autocast('cpu', bfloat16) at "),
+            std::string::npos) << reading;
+  EXPECT_EQ(reading.find("far less than the hardware could give"), std::string::npos) << reading;
   const std::string first = run["reading"][0].get<std::string>();
   EXPECT_EQ(first.rfind("The script enters autocast itself (torch.autocast('cpu', bfloat16) at ", 0), 0u) << reading;
   EXPECT_NE(first.find("compute_train.py:"), std::string::npos) << first;
@@ -295,6 +299,9 @@ TEST(JobCompareE2E, SweepRecommendsMoreWorkersAtTheLoaderLineAndTheScriptConfirm
   ASSERT_NE(at, std::string::npos) << reading << r.out;
   EXPECT_NE(reading.find("image_folder_train.py line ", at), std::string::npos) << reading;
   EXPECT_NE(reading.find("(today: num_workers=0", at), std::string::npos) << reading;
+  // The grid measured workers=2 persistent and restarting, over steps that begin later epochs
+  // (64 images in batches of 8): the answer says what each later epoch's start waited for.
+  EXPECT_NE(reading.find("Each later epoch's first batch at num_workers=2: "), std::string::npos) << reading;
   // The separate measurement: the script's own samples/s, its own settings and the recommended
   // ones alternated, 5 pairs of 200 steps (runs of 60 steps, 1.5 s, scattered 117-355 samples/s
   // on a quiet machine here; of 200 steps, 277-340).

@@ -188,6 +188,39 @@ TEST(JobScriptChoices, TheLabSaysTheScriptsOwnAutocastAndCompileFromTheRunsAsWri
   EXPECT_TRUE(script_choice_words(lab_of({{autocast, compile}, {}, {}}), false).lines.empty());
 }
 
+// A lab's figures for one variant: its samples/s per round and one data wait share for all.
+LabVariantFigures figures_of(const std::vector<double>& samples_per_s, double data_wait_pct) {
+  LabVariantFigures f;
+  f.ok = true;
+  f.samples_per_s = samples_per_s;
+  f.data_wait_pct.assign(samples_per_s.size(), data_wait_pct);
+  return f;
+}
+
+TEST(JobScriptChoices, UnderTheScriptsOwnAutocastTheReadingIsWhatBf16AddsNotTheProbesBound) {
+  const std::string places = "torch.autocast('cpu', bfloat16) at train.py:42";
+  const LabVariantFigures as_written = figures_of({100, 104, 98}, 5);
+  const std::string more = own_autocast_reading(as_written, figures_of({130, 137, 126}, 5), places, 50, "python train.py");
+  EXPECT_EQ(more.rfind("Reading: the script enters autocast itself (" + places + ")", 0), 0u) << more;
+  EXPECT_NE(more.find("gained +30.0 % [+23.5, +36.8]"), std::string::npos) << more;
+  EXPECT_NE(more.find("widening the script's autocast"), std::string::npos) << more;
+  EXPECT_EQ(more.find("far less than the hardware"), std::string::npos) << more;
+  const std::string same = own_autocast_reading(as_written, figures_of({102, 101, 97}, 5), places, 50, "python train.py");
+  EXPECT_NE(same.find("changed nothing measurable"), std::string::npos) << same;
+  EXPECT_NE(same.find("`trainlab profile -- python train.py`"), std::string::npos) << same;
+  const std::string scattered = own_autocast_reading(as_written, figures_of({70, 150, 100}, 5), places, 50, "x");
+  EXPECT_NE(scattered.find("cannot be told from noise yet ("), std::string::npos) << scattered;
+  EXPECT_NE(scattered.find("over 3 paired repetitions): --repeat 5"), std::string::npos) << scattered;
+  const std::string slower = own_autocast_reading(as_written, figures_of({80, 85, 79}, 5), places, 50, "python train.py");
+  EXPECT_NE(slower.find("made the step slower"), std::string::npos) << slower;
+  // The job as written waits on its data: the lab's own reading (data pipeline) stands.
+  EXPECT_EQ(own_autocast_reading(figures_of({100, 104, 98}, 80), figures_of({130, 137, 126}, 75), places, 50, "x"), "");
+  LabVariantFigures refused;
+  refused.unavailable = "the model refuses bf16";
+  const std::string none = own_autocast_reading(as_written, refused, places, 50, "x");
+  EXPECT_NE(none.find("no reading against it (the model refuses bf16)"), std::string::npos) << none;
+}
+
 TEST(JobScriptChoices, AReseedDefeatsTheSameSliceOnlyWhereItsSeedsDifferOrAreNoIntegers) {
   const std::vector<std::string> same = script_choice_words(lab_of({{reseed_with(0)}, {reseed_with(0)}, {reseed_with(0)}}), false).lines;
   ASSERT_EQ(same.size(), 1u);

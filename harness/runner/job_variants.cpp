@@ -18,6 +18,7 @@
 #include "core/text.h"
 #include "diagnostics/rules.h"
 #include "harness/process/interrupt.h"
+#include "harness/report/lab_report.h"
 #include "harness/report/sweep_figures.h"
 #include "harness/runner/compare.h"
 #include "harness/runner/diagnose.h"
@@ -308,11 +309,37 @@ std::string fastest_point(const RunRecord& record) {
   return fastest;
 }
 
+// What persistent_workers changes at `spec`'s worker count: the median wait for each later epoch's
+// first batch with the workers persistent and restarting, where the grid measured both and the
+// measured steps began later epochs (the table's "epoch start s"); "" otherwise.
+std::string epoch_start_words(const RunRecord& record, const VariantSpec& spec) {
+  if (spec.workers <= 0) return "";
+  const auto epoch_start_s = [&](bool persistent) -> std::optional<double> {
+    VariantSpec point = spec;
+    point.persistent_workers = persistent;
+    const std::string label = sweep_point_label(point, false);
+    std::vector<double> per_epoch_s;
+    for (const VariantRecord& v : record.variants) {
+      if (!v.counts() || !v.job || v.job->epoch_starts <= 0 || sweep_point_label(v.spec, false) != label) continue;
+      per_epoch_s.push_back(static_cast<double>(v.job->epoch_start_wait_ns) / 1e9 /
+                            static_cast<double>(v.job->epoch_starts));
+    }
+    if (per_epoch_s.empty()) return std::nullopt;
+    return stats::median(per_epoch_s);
+  };
+  const std::optional<double> persistent_s = epoch_start_s(true), restarting_s = epoch_start_s(false);
+  if (!persistent_s || !restarting_s) return "";
+  return format_text("Each later epoch's first batch at num_workers=%d: %.3f s with persistent_workers=True against "
+                     "%.3f s with the workers restarting (the median over the runs, the table's epoch start s).",
+                     spec.workers, *persistent_s, *restarting_s);
+}
+
 // The sweep's answer in the user's code: the change to make at the DataLoader(...) call with its
 // measured gain over the script's own settings, or why there is none; then the next knob where the
-// loader still bounds the best point.
-std::vector<std::string> job_sweep_reading(const SweepOutcome& outcome, const JobTrainingLoader& own,
-                                           const VariantSpec& own_spec, const Thresholds& thresholds) {
+// loader still bounds the best point. candidate: set to the point the answer read against the script's own (its label; empty where none).
+std::vector<std::string> job_sweep_answer(const SweepOutcome& outcome, const JobTrainingLoader& own,
+                                          const VariantSpec& own_spec, const Thresholds& thresholds,
+                                          std::string& candidate) {
   std::vector<std::string> lines;
   const RunRecord& record = outcome.record;
   const std::string own_label = sweep_point_label(own_spec, false);
@@ -322,7 +349,7 @@ std::vector<std::string> job_sweep_reading(const SweepOutcome& outcome, const Jo
   const std::string site = own.file + " line " + std::to_string(own.line);
   // The candidate: the sweep's recommendation, else (its top points tied) the fastest point; what
   // decides is whether it beats the script's own settings beyond noise.
-  std::string candidate;
+  candidate.clear();
   if (record.details.sweep && record.details.sweep->recommendation) {
     const RecommendedPoint& rec = *record.details.sweep->recommendation;
     candidate = sweep_point_label(record.variants.at(static_cast<size_t>(rec.variant_index)).spec, false);
@@ -373,6 +400,17 @@ std::vector<std::string> job_sweep_reading(const SweepOutcome& outcome, const Jo
                     "; the next knob is the samples' own cost: cheaper transforms, caching decoded samples, or "
                     "augmenting on the GPU.");
   }
+  return lines;
+}
+
+// The answer, then what persistent workers change at each later epoch's start at the point it read.
+std::vector<std::string> job_sweep_reading(const SweepOutcome& outcome, const JobTrainingLoader& own,
+                                           const VariantSpec& own_spec, const Thresholds& thresholds) {
+  std::string candidate;
+  std::vector<std::string> lines = job_sweep_answer(outcome, own, own_spec, thresholds, candidate);
+  const VariantRecord* at = first_record_of(outcome.record, candidate);
+  const std::string epochs = epoch_start_words(outcome.record, at != nullptr ? at->spec : own_spec);
+  if (!epochs.empty()) lines.push_back(epochs);
   return lines;
 }
 
@@ -517,6 +555,7 @@ ScriptChoiceWords script_choice_words(const RunRecord& record, bool lab) {
   std::vector<std::string>& lines = out.lines;
   out.autocast = lab && !autocasts.empty();
   if (out.autocast) {
+    out.autocast_places = places(autocasts);
     lines.push_back("The script enters autocast itself (" + places(autocasts) +
                     "): the run called fp32 is the job as written, at the script's own precision wherever that block "
                     "reaches, not fp32. The bf16 variant puts trainlab's bf16 autocast around the whole forward of the "
@@ -558,6 +597,44 @@ ScriptChoiceWords script_choice_words(const RunRecord& record, bool lab) {
     }
   }
   return out;
+}
+
+// Wider than this (points of gain), an interval that holds no change cannot say "nothing changed".
+constexpr double kOwnAutocastUndecidedWidthPct = 20.0;
+
+std::string own_autocast_reading(const LabVariantFigures& as_written, const LabVariantFigures& bf16,
+                                 const std::string& places, double input_high_pct, const std::string& job_command) {
+  if (as_written.ok && !as_written.data_wait_pct.empty() && stats::mean(as_written.data_wait_pct) >= input_high_pct)
+    return "";
+  const std::string head = "Reading: the script enters autocast itself (" + places + "), so the job as written is "
+                           "not fp32 and the probe's fp32-against-bf16 bound does not apply to it";
+  const std::optional<GainEstimate> g = paired_gain(as_written, bf16, 0.0);
+  if (!g) {
+    return head + "; the bf16 variant gave no reading against it" +
+           (!bf16.ok && !bf16.unavailable.empty() ? " (" + bf16.unavailable + ")" : std::string()) + ".";
+  }
+  const std::string gain =
+      g->has_interval ? format_text("%+.1f %% [%+.1f, %+.1f]", g->gain_pct, g->low_pct, g->high_pct)
+                      : format_text("%+.1f %% (one repetition: tentative)", g->gain_pct);
+  const std::string added = ". trainlab's bf16 autocast around the whole forward of the trained module, on top of the "
+                            "script's own block, ";
+  const std::string not_measured = " What the script's own block buys against fp32 is not measured here: every run "
+                                   "holds it.";
+  if (g->low_pct > 0) {
+    return head + added + "gained " + gain + ": part of the forward the script leaves in fp32 still pays for bf16; "
+           "widening the script's autocast to the whole forward is worth measuring." + not_measured;
+  }
+  if (g->high_pct < 0) {
+    return head + added + "made the step slower (" + gain + "): the script's own block already takes what bf16 gives "
+           "here, and more of it costs (dtype conversions); keep the script's autocast as it is." + not_measured;
+  }
+  // An interval this wide says the rounds scatter, not that nothing changed.
+  if (g->high_pct - g->low_pct > kOwnAutocastUndecidedWidthPct) {
+    return head + added + format_text("cannot be told from noise yet (%s over %d paired repetitions): --repeat 5 "
+                                      "measures more rounds.", gain.c_str(), g->repetitions) + not_measured;
+  }
+  return head + added + "changed nothing measurable (" + gain + "): what the script leaves in fp32 costs little, so "
+         "more bf16 will not shorten this step; `trainlab profile -- " + job_command + "` splits it by op." + not_measured;
 }
 
 LabOutcome run_job_lab(const JobCompareOptions& options, std::ostream& progress) {
@@ -608,12 +685,13 @@ LabOutcome run_job_lab(const JobCompareOptions& options, std::ostream& progress)
   // script's own autocast, "fp32" is the job as written, and the probe's bound is partly taken.
   const ScriptChoiceWords choices = script_choice_words(record, /*lab=*/true);
   if (choices.autocast) {
+    const std::string own_reading =
+        own_autocast_reading(lab_variant_figures(record, "fp32"), lab_variant_figures(record, "bf16"),
+                             choices.autocast_places, options.job.thresholds->value(threshold::input_bound::high_pct),
+                             quoted_job_command(options.job.command));
     for (std::string& line : record.reading) {
       if (line.rfind("fp32 -> bf16 ", 0) == 0) line.replace(0, 4, "as written (the script's own autocast)");
-      if (line.rfind("Reading: ", 0) == 0) {
-        line += " The run called fp32 already holds the script's own autocast: the probe's bound compares fp32 with "
-                "bf16, and what of it the script's block reaches is already in the job as written.";
-      }
+      if (line.rfind("Reading: ", 0) == 0 && !own_reading.empty()) line = own_reading;
     }
   }
   record.reading.insert(record.reading.begin(), choices.lines.begin(), choices.lines.end());

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/run_record.h"
+#include "diagnostics/baseline_reading.h"
 #include "harness/outcomes/doctor_outcome.h"
 #include "harness/outcomes/sweep_outcome.h"
 #include "harness/runner/job_runner.h"
@@ -78,8 +79,19 @@ LabOutcome run_job_lab(const JobCompareOptions& options, std::ostream& progress)
 struct ScriptChoiceWords {
   std::vector<std::string> lines;
   bool autocast = false;
+  std::string autocast_places;  // the script's autocast blocks, "torch.autocast(...) at file:line; ..."
 };
 ScriptChoiceWords script_choice_words(const RunRecord& record, bool lab);
+
+// The lab's reading where the script enters autocast itself (`places`, its blocks' file:line): the
+// run called fp32 is the job as written, so the probe's fp32-against-bf16 bound says nothing of
+// it; what trainlab's bf16 around the whole forward adds to the script's own block is read instead
+// (the paired interval against no change; an interval wider than 20 points that holds no change is
+// undecided, not "nothing changed"). Empty where the data wait of the job as written is at
+// `input_high_pct` or more: the lab's data-pipeline reading stands whatever precision does.
+// `job_command`: the job's command as the user would type it after `trainlab profile --`.
+std::string own_autocast_reading(const LabVariantFigures& as_written, const LabVariantFigures& bf16,
+                                 const std::string& places, double input_high_pct, const std::string& job_command);
 
 // The points a job sweep's answer cannot read yet (its SweepOptions::undecided without --repeat):
 // the script's own settings (`own_label`, sweep_point_label) and the fastest point, while the
