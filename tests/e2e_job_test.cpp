@@ -204,6 +204,45 @@ TEST(JobE2E, RealRecorderOnASmallTrainingScript) {
 #endif
 }
 
+// A 2-rank DDP job under torchrun (tests/jobs/ddp_train.py, Gloo on CPU), profiled unmodified with a
+// captured window: DDP's all-reduce waits are inside backward in the step records, and the window's
+// trace takes them out of compute. The ground truth, measured another way: the same script's steps
+// timed by hand with and without model.no_sync() (ddp_train.py --by-hand), the all-reduce's share
+// of the step's compute phases being 1 - no_sync / sync. The rank's verdict is communication, and
+// its communication share of the compute phases is within 20 points of the hand-timed one.
+TEST(JobE2E, DdpJobUnderTorchrunSplitsTheAllReduceOutOfComputeAsTheHandTimedShare) {
+#ifndef TRAINLAB_TORCH_PYTHON
+  GTEST_SKIP() << "no Python with torch configured";
+#else
+  const char* env = std::getenv("TRAINLAB_JOB_RECORDER_DIR");
+  const std::string recorder = env != nullptr && *env ? env : std::string(TRAINLAB_SOURCE_DIR) + "/profiler/job_recorder";
+  const std::string script = std::string(TRAINLAB_SOURCE_DIR) + "/tests/jobs/ddp_train.py";
+  if (!fs::exists(recorder + "/sitecustomize.py") || !fs::exists(script)) GTEST_SKIP() << "no recorder or tests/jobs";
+  const std::string torchrun = std::string(TRAINLAB_TORCH_PYTHON) + " -m torch.distributed.run --standalone --nproc-per-node 2 ";
+  const std::string results = fresh_results_dir("job_ddp");
+  const CliResult r = run_trainlab("profile --results " + results + " --steps 16 --warmup 2 --capture 6:6 -- " + torchrun +
+                                       script + " --steps 100",
+                                   {{"TRAINLAB_JOB_RECORDER_DIR", recorder}});
+  ASSERT_EQ(r.exit_status, 0) << r.err << r.out;
+  const std::string dir = only_run_dir(results);
+  EXPECT_TRUE(fs::exists(dir + "/traces/job/rank0.pt.trace.json"));
+  EXPECT_TRUE(fs::exists(dir + "/traces/job/rank1.pt.trace.json"));
+  const nlohmann::json d = read_json(dir + "/diagnosis.json")["diagnoses"][0];
+  const nlohmann::json& shares = d["summary"]["shares_pct"];
+  const double comm = shares["communication"], busy = comm + shares["compute"].get<double>() + shares["framework"].get<double>();
+  ASSERT_GT(busy, 0.0);
+  const std::string report = results + "/by_hand.json";
+  run_command(torchrun + script + " --by-hand " + report + " > /dev/null 2>&1");
+  const nlohmann::json hand = read_json(report);
+  const double hand_pct = 100.0 * (1.0 - hand["no_sync_ms"].get<double>() / hand["sync_ms"].get<double>());
+  std::cout << "all-reduce share of the compute phases: ours " << 100.0 * comm / busy << " %, by hand " << hand_pct
+            << " % (" << hand["sync_ms"] << " ms a step, " << hand["no_sync_ms"] << " ms under no_sync)\n";
+  EXPECT_EQ(d["verdict"]["primary"], "communication") << d["verdict"]["headline"];
+  EXPECT_NEAR(100.0 * comm / busy, hand_pct, 20.0);
+  EXPECT_NE(r.out.find("communication from the captured window's trace"), std::string::npos) << r.out;
+#endif
+}
+
 // The recorder helper's image job (tests/jobs/image_folder_train.py: JPEGs through ImageFolder and
 // torchvision transforms), profiled unmodified with 2 workers: the verdict is the data pipeline, and
 // the stage it names first is the top stage of the same pipeline timed by hand

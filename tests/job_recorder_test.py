@@ -177,6 +177,12 @@ def check_pipeline_job(what, args, report, groups, hand_args, workers):
           "%s: data wait %.3f s against the script's own timing of next(loader) %.3f s" % (what, wait_s, own["loader_wait_s"]))
     check(all(0 <= s["data_not_ready_ns"] <= s["data_wait_ns"] and s["data_receive_ns"] == s["data_wait_ns"] - s["data_not_ready_ns"]
               for s in steps), "%s: not ready + receiving = the data wait" % what)
+    if workers:
+        # Receiving is the loop's own CPU time in next(): against the script's thread_time around it.
+        receive_s = sum(s["data_receive_ns"] for s in steps) / 1e9
+        check(abs(receive_s - own["loader_cpu_s"]) <= 0.25 * own["loader_cpu_s"] + 0.005,
+              "%s: receiving %.3f s against the script's own CPU time in next(loader) %.3f s (of a %.3f s wait)"
+              % (what, receive_s, own["loader_cpu_s"], own["loader_wait_s"]))
     check(all(s["forward_ns"] and 0 < s["forward_ns"] < s["end_ns"] - s["start_ns"] for s in steps),
           "%s: the model's forward time in every step" % what)
     check(all(s["samples"] for s in steps), "%s: samples per step from the batch" % what)

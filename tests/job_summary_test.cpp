@@ -4,9 +4,12 @@
 // and the action in the user's words for their own DataLoader.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/run_record.h"
 #include "diagnostics/diagnosis.h"
 #include "diagnostics/loader_stages.h"
+#include "core/profile.h"
 #include "harness/runner/record_summary.h"
 
 namespace trainlab {
@@ -105,6 +108,52 @@ TEST(JobSummary, DataBoundVerdictNamesTheStageAndTheUsersLoader) {
   EXPECT_NE(action.find("Your DataLoader at train.py:212 (today: num_workers=2"), std::string::npos) << action;
   EXPECT_NE(action.find("DataLoader(num_workers=4, persistent_workers=True, ...)"), std::string::npos) << action;
   EXPECT_NE(action.find("PIL.Image.Image.convert, is 44 %"), std::string::npos) << action;
+}
+
+// A captured window of a DDP job's rank: two 10 ms ProfilerSteps on the loop thread (track 1), its
+// backward's aten::mm 0-5 ms, then 5-10 ms waiting out the all-reduce that Gloo's thread (track 2)
+// runs 5.2-9.9 ms: half of the loop's busy time (mm + wait) is exposed communication.
+Profile ddp_window() {
+  Profile p;
+  const auto span = [&](EventKind kind, const std::string& name, double start_ms, double end_ms, int64_t track) {
+    TraceEvent e;
+    e.kind = kind;
+    e.name = name;
+    e.start_ns = static_cast<int64_t>(start_ms * 1e6);
+    e.end_ns = static_cast<int64_t>(end_ms * 1e6);
+    e.track = track;
+    p.events.push_back(e);
+  };
+  for (int step = 0; step < 2; ++step) {
+    const double t0 = step * 10.0;
+    span(EventKind::kStep, "ProfilerStep#" + std::to_string(step + 1), t0, t0 + 10, 1);
+    span(EventKind::kCpuOp, "aten::mm", t0, t0 + 5, 1);
+    span(EventKind::kCpuOp, "c10d::allreduce_", t0 + 5, t0 + 10, 1);
+    span(EventKind::kAnnotation, "gloo:all_reduce", t0 + 5.2, t0 + 9.9, 2);
+  }
+  return p;
+}
+
+TEST(JobSummary, ADdpJobsCapturedWindowTakesItsCollectiveWaitsOutOfCompute) {
+  VariantRecord v = job_record(1);
+  v.world_size = 2;
+  // Without a window the record cannot tell the all-reduce wait from backward: said in a note.
+  const Summary blind = summarise_variant(v, "job train", nullptr);
+  EXPECT_NEAR(blind.shares.communication_pct, 0.0, 1e-9);
+  EXPECT_TRUE(std::any_of(blind.notes.begin(), blind.notes.end(), [](const std::string& n) {
+    return n.find("communication not measured: this job of 2 ranks has no captured window") == 0;
+  }));
+  const Profile window = ddp_window();
+  const Summary s = summarise_variant(v, "job train", &window);
+  // The record's compute phases (99 % of the step) split as the window's busy time: half exposed.
+  EXPECT_NEAR(s.shares.communication_pct, 0.5 * (blind.shares.compute_pct + blind.shares.framework_pct), 0.5);
+  EXPECT_NEAR(s.shares.compute_pct + s.shares.communication_pct, blind.shares.compute_pct, 1e-6);
+  ASSERT_FALSE(s.step_shares.empty());
+  EXPECT_NEAR(s.step_shares.front().communication_pct, 0.5 * blind.step_shares.front().compute_pct, 0.5);
+  const Diagnosis d = diagnose_summary(s, Thresholds::defaults());
+  EXPECT_EQ(d.verdict.primary, Suspect::kCommunication) << d.verdict.headline;
+  // The script's DDP, not a built-in scenario's --comm-mode, in the action's words.
+  for (const Finding& f : d.findings) EXPECT_EQ(f.recommendation.find("--comm-mode"), std::string::npos) << f.recommendation;
 }
 
 TEST(JobSummary, ComputeBoundVerdictNamesNoStage) {

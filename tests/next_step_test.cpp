@@ -51,6 +51,25 @@ TEST(NextStepTest, DiagnoseSuggestsDoctorOnAVerdictAndProfileWhenInconclusive) {
   EXPECT_NE(next_after_diagnose(o).find("open results/r/report.html"), std::string::npos) << next_after_diagnose(o);
 }
 
+TEST(NextStepTest, DiagnoseOfAJobNamesTheJobsOwnCommandNotAScenario) {
+  DiagnoseOutcome o;
+  o.from_run_record = true;
+  o.out_dir = "results/j";
+  o.job_command = {"torchrun", "--nproc-per-node", "2", "train.py", "--data dir a"};
+  o.diagnoses.resize(1);
+  o.diagnoses[0].verdict.primary = Suspect::kDataPipeline;
+  EXPECT_EQ(next_after_diagnose(o), "next: trainlab doctor -- torchrun --nproc-per-node 2 train.py '--data dir a' "
+                                    "(tries the loader's fixes on the job and measures them)");
+  o.diagnoses[0].verdict.primary = Suspect::kModelCompute;
+  EXPECT_EQ(next_after_diagnose(o).rfind("next: trainlab baseline -- torchrun ", 0), 0u) << next_after_diagnose(o);
+  o.diagnoses[0].verdict.primary = Suspect::kCommunication;
+  EXPECT_EQ(next_after_diagnose(o).rfind("next: open results/j/report.html", 0), 0u) << next_after_diagnose(o);
+  o.diagnoses[0].verdict.inconclusive = true;
+  EXPECT_EQ(next_after_diagnose(o).rfind("next: trainlab profile --steps 60 --capture 40:5 -- torchrun ", 0), 0u)
+      << next_after_diagnose(o);
+  EXPECT_EQ(next_after_diagnose(o).find("--scenario"), std::string::npos);
+}
+
 TEST(NextStepTest, CompareHistoryDoctorAndValidateEachHaveTheirBranches) {
   EXPECT_EQ(next_after_compare("a", "b", true, false), "next: trainlab diagnose b (what the slower run waits on)");
   EXPECT_EQ(next_after_compare("a", "b", false, false), "next: trainlab diagnose b");

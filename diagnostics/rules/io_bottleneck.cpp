@@ -22,6 +22,15 @@ std::optional<Finding> io_bottleneck(const Summary& s, const Thresholds& t) {
   const double high = t.value(threshold::input_bound::high_pct);
   const double share = s.shares.data_wait_pct;
   if (!(iowait->p95 > iowait_max && share >= moderate)) return std::nullopt;
+  // A job's loader stages say what its producers did: where reading files is under a tenth of
+  // their time, the machine's IO wait is another process's (an in-memory dataset reads nothing).
+  if (s.loader_stages && !s.loader_stages->stages.empty()) {
+    double read_pct = 0;
+    for (const LoaderStageShare& st : s.loader_stages->stages) {
+      if (st.kind == "read") read_pct += st.share_pct;
+    }
+    if (read_pct < t.value(threshold::io_bottleneck::read_stage_min_pct)) return std::nullopt;
+  }
   Finding f =
       make("io_bottleneck", share >= high ? Severity::kHigh : Severity::kModerate, Suspect::kDataPipeline);
   f.evidence.push_back({"cpu.iowait_pct.p95", iowait->p95, iowait_max, "pct"});

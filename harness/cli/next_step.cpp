@@ -37,6 +37,20 @@ std::string next_after_profile(const std::string& trace_path, const VariantSpec&
 
 std::string next_after_diagnose(const DiagnoseOutcome& outcome) {
   const bool inconclusive = outcome.diagnoses.empty() || outcome.diagnoses.front().verdict.inconclusive;
+  if (outcome.from_run_record && !outcome.job_command.empty()) {
+    // The user's own job: the commands that take it as it is (no --scenario to name).
+    std::string command;
+    for (const std::string& word : outcome.job_command) command += " " + shell_word(word);
+    const Suspect primary = inconclusive ? Suspect::kNone : outcome.diagnoses.front().verdict.primary;
+    if (inconclusive) return kNext + "trainlab profile --steps 60 --capture 40:5 --" + command + " (more steps to decide on)";
+    if (primary == Suspect::kDataPipeline) {
+      return kNext + "trainlab doctor --" + command + " (tries the loader's fixes on the job and measures them)";
+    }
+    if (primary == Suspect::kModelCompute || primary == Suspect::kFrameworkOverhead) {
+      return kNext + "trainlab baseline --" + command + " (measures bf16 and torch.compile on the job)";
+    }
+    return kNext + "open " + shell_word(outcome.out_dir + "/report.html") + " (the actions, ranked, in your code's terms)";
+  }
   if (outcome.from_run_record) {
     const std::string args = scenario_args(outcome.spec);
     if (inconclusive) return kNext + "trainlab profile " + args + " (ops, kernels and more steps to decide on)";

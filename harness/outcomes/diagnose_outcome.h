@@ -47,6 +47,7 @@ struct DiagnoseOutcome {
   std::string input;                 // the run folder or trace(s) as given
   bool from_run_record = false;      // a run folder, not traces
   VariantSpec spec;                  // a run folder's first variant: what to profile or doctor next
+  std::vector<std::string> job_command;  // a job's run folder: the user's command (what to run next on it)
   std::string out_dir;
   bool gate_failed = false;
   std::vector<std::string> gate_reasons;

@@ -586,6 +586,7 @@ DiagnoseOutcome diagnose_run(const RunRecord& record, const std::string& run_dir
   outcome.input = run_dir;
   outcome.from_run_record = true;
   if (!record.variants.empty()) outcome.spec = record.variants.front().spec;
+  if (!record.variants.empty() && record.variants.front().job) outcome.job_command = record.variants.front().job->command;
   outcome.out_dir = options.out_dir.empty() ? run_dir : options.out_dir;
   // One variant's trace in memory at a time; the report keeps the first one's system metrics.
   std::vector<ReportTimeline> timelines;

@@ -7,6 +7,7 @@
 
 #include "diagnostics/profiler_cost.h"
 #include "diagnostics/summarise.h"
+#include "core/text.h"
 #include "core/units.h"
 
 namespace trainlab {
@@ -74,7 +75,7 @@ void describe_run(const VariantRecord& record, const std::string& scenario, Summ
   if (record.distributed.local_world_size > 0) s.ranks_on_machine = record.distributed.local_world_size;
   // What the run already had in place: the rules do not propose it again (diagnostics/in_place.h).
   if (record.spec.compiled) s.compiled_by = to_string(record.spec.compiler);
-  if (record.world_size > 1) {
+  if (record.world_size > 1 && !record.job) {  // a job's DDP settings are the script's, not a spec's
     s.comm_mode = to_string(record.spec.comm_mode);
     s.bucket_mb = record.spec.bucket_mb;
   }
@@ -326,6 +327,54 @@ void add_job(const VariantRecord& record, Summary& s) {
   }
 }
 
+// A job's step records time backward as one span, and DDP's all-reduce waits fall inside it (its
+// reducer waits for the buckets in C++ as backward ends): the recorder cannot tell them from
+// compute. The captured window's trace can (its collective spans against the loop thread's own
+// work, summarise_trace): the window's exposed collective time over its loop work and exposed
+// collectives is the share of the compute phases that is communication, taken out of compute in
+// the shares and in every step's. Without a window, a job of several ranks is said to count its
+// collective waits as compute.
+void add_job_communication(const VariantRecord& record, const Profile* profile, Summary& s) {
+  if (!record.job) return;
+  if (profile == nullptr) {
+    if (record.world_size > 1) {
+      s.notes.push_back(format_text("communication not measured: this job of %d ranks has no captured window, so its "
+                                    "collective waits (DDP's all-reduce at the end of backward) count as compute; "
+                                    "--capture START:COUNT measures them",
+                                    record.world_size));
+    }
+    return;
+  }
+  const Summary window = summarise_trace(*profile, nlohmann::json::object(), "job window");
+  const double exposed = window.shares.communication_pct;
+  const double busy = window.shares.compute_pct + window.shares.framework_pct + exposed;
+  if (!(exposed > 0) || !(busy > 0)) return;
+  const double fraction = exposed / busy;
+  const double moved = std::min(s.shares.compute_pct, (s.shares.compute_pct + s.shares.framework_pct) * fraction);
+  if (!(moved > 0)) return;
+  const double of_compute = moved / s.shares.compute_pct;
+  s.shares.communication_pct += moved;
+  s.shares.compute_pct -= moved;
+  s.device_busy_pct = s.shares.compute_pct;
+  for (StepShares& step : s.step_shares) {
+    const double step_moved = step.compute_pct * of_compute;
+    step.communication_pct += step_moved;
+    step.compute_pct -= step_moved;
+  }
+  // The window's collective figures, in the job's steps' terms (the window's busy time is the
+  // job's compute phases).
+  const double scale = (s.shares.compute_pct + s.shares.framework_pct + s.shares.communication_pct) / busy;
+  if (window.comm_total_pct) s.comm_total_pct = *window.comm_total_pct * scale;
+  if (window.comm_overlapped_pct) s.comm_overlapped_pct = *window.comm_overlapped_pct * scale;
+  s.collectives = window.collectives;
+  s.collective_calls_per_step = window.collective_calls_per_step;
+  s.comm_in_backward_pct = window.comm_in_backward_pct;
+  s.notes.push_back(format_text("communication from the captured window's trace: %.0f %% of the forward, backward and "
+                                "optimizer time there is exposed collective time (DDP's all-reduce waits inside "
+                                "backward), so %.1f %% of the step is communication, not compute",
+                                100.0 * fraction, moved));
+}
+
 }  // namespace
 
 // The record's Summary: settings, measured steps, shares, efficiency, pipeline, ranks, captured window.
@@ -350,6 +399,7 @@ Summary summarise_variant(const VariantRecord& measured, const std::string& scen
   add_pipeline_and_system(record, agg, s);
   add_data_parallel(record, agg, s);
   const bool gpu_busy_known = profile != nullptr && add_captured_window(*profile, s, record.profile.op_sample);
+  add_job_communication(record, profile, s);
   if (s.on_gpu && !gpu_busy_known) {
     s.notes.push_back(
         "framework overhead on a GPU needs the captured kernels (trainlab profile): counted as compute here");

@@ -9,7 +9,8 @@ read through torchvision.datasets.ImageFolder, torchvision transforms, a small C
 --threads (default 1) is torch.set_num_threads; --prefetch, --persistent and --pin-memory are the
 DataLoader's prefetch_factor, persistent_workers and pin_memory (default: DataLoader's defaults).
 Prints its step count and last loss (deterministic: the script seeds itself); --report writes the
-script's own timing as JSON: seconds spent in next() on the DataLoader iterator, and samples_per_s
+script's own timing as JSON: seconds spent in next() on the DataLoader iterator (loader_wait_s; its
+thread's CPU time there, loader_cpu_s), and samples_per_s
 over the steps after the first 2 (null with 2 steps or fewer).
 """
 import argparse
@@ -92,18 +93,19 @@ def main():
     model = SmallCNN()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
-    steps, loader_wait_s, loss = 0, 0.0, None
+    steps, loader_wait_s, loader_cpu_s, loss = 0, 0.0, 0.0, None
     timed_from, timed_samples = None, 0  # from the end of the first 2 steps on
     start = time.perf_counter()
     while steps < args.steps:
         batches = iter(loader)
         while steps < args.steps:
-            t0 = time.perf_counter()
+            t0, cpu0 = time.perf_counter(), time.thread_time()
             try:
                 images, labels = next(batches)
             except StopIteration:
                 break
             loader_wait_s += time.perf_counter() - t0
+            loader_cpu_s += time.thread_time() - cpu0
             optimizer.zero_grad()
             loss = loss_fn(model(images), labels)
             loss.backward()
@@ -120,7 +122,7 @@ def main():
     print("loss %.5f" % loss.item())
     if args.report:
         with open(args.report, "w") as f:
-            json.dump({"steps": steps, "loader_wait_s": loader_wait_s, "elapsed_s": elapsed_s,
+            json.dump({"steps": steps, "loader_wait_s": loader_wait_s, "loader_cpu_s": loader_cpu_s, "elapsed_s": elapsed_s,
                        "samples_per_s": samples_per_s}, f)
 
 

@@ -1,7 +1,9 @@
 """Steps of the user's training loop, found without changing its code: a step ends at each
 optimizer step (torch.optim's global step hooks) or at each return of the function named by
 TRAINLAB_JOB_STEP_FUNCTION. Per step: the wait inside the training DataLoader's iterator (split
-into "no batch ready", the time blocked on the workers' result queue, and receiving it), the
+into "no batch ready", the time the loop's thread did not run inside it: blocked on the workers'
+result queue, on a worker's handover of the batch, or waiting for a CPU; and receiving it, the
+thread's own CPU time there: unpickling, rebuilding the tensors), the
 trained module's top-level forward time, optimizer time, process CPU time. Also the
 torch.profiler capture window over chosen steps, and the clean stop after TRAINLAB_JOB_STEPS.
 Backward time is the wall time inside torch.autograd.backward (Tensor.backward calls it)."""
@@ -14,6 +16,7 @@ from . import core
 
 monotonic_ns = time.monotonic_ns
 process_time_ns = time.process_time_ns
+thread_time_ns = time.thread_time_ns
 
 # Time blocked waiting for a batch no worker had ready, summed by the wrappers of the result
 # queues (loader.py); __next__ reads the difference around its call.
@@ -89,6 +92,7 @@ def install(torch):
     def __next__(self):
         state = STATE
         t0 = monotonic_ns()
+        cpu0 = thread_time_ns()
         not_ready0 = NOT_READY_NS[0]
         if state.step_start_ns is None:
             _begin_first_step(t0)
@@ -107,7 +111,12 @@ def install(torch):
                 if isinstance(self, single_iter):
                     acc[1] += t1 - t0  # made on demand: no batch was ready
                 else:
-                    acc[1] += min(NOT_READY_NS[0] - not_ready0, t1 - t0)
+                    # Receiving a batch costs the loop's thread CPU; the rest of the wall time it did
+                    # not run: the queue had no batch, or the worker still handed it over (a tensor's
+                    # shared memory passes through the worker's own thread, which waits for the
+                    # worker's GIL: on a busy worker that is most of the wait).
+                    blocked = (t1 - t0) - (thread_time_ns() - cpu0)
+                    acc[1] += min(t1 - t0, max(NOT_READY_NS[0] - not_ready0, blocked))
                 if batch is not None:
                     acc[2] += 1
                     n = _leading_dim(batch)
