@@ -55,6 +55,36 @@ TEST(CompareTest, IdenticalRunsAreUnchangedAndPassTheGate) {
   EXPECT_GT(*row(o, "step p50 ms").p_value, 0.5);
 }
 
+// A job's run: run_of's steps, and its training DataLoader at train.py:88 with `workers`.
+RunRecord job_run_of(double step_ms, int64_t workers, bool persistent) {
+  RunRecord r = run_of(step_ms, 40, 1, "job train");
+  JobInfo job;
+  JobLoader loader;
+  loader.file = "train.py";
+  loader.line = 88;
+  loader.num_workers = workers;
+  if (workers > 0) loader.prefetch_factor = 2;
+  loader.persistent_workers = persistent;
+  loader.batch_size = 8;
+  loader.training = true;
+  job.loaders.push_back(loader);
+  r.variants[0].job = job;
+  return r;
+}
+
+TEST(CompareTest, TwoJobRunsSayHowTheirTrainingDataLoaderDiffers) {
+  const CompareOutcome o = compare_runs(job_run_of(100, 0, false), job_run_of(60, 2, true), CompareOptions{});
+  ASSERT_EQ(o.changed.size(), 1u);
+  EXPECT_EQ(o.changed[0], "the training DataLoader at train.py:88: num_workers 0 -> 2, prefetch_factor - -> 2, "
+                          "persistent_workers False -> True");
+  EXPECT_NE(render_compare_table(o, CompareOptions{}).find("changed: the training DataLoader at train.py:88"),
+            std::string::npos);
+  EXPECT_GT(row(o, "samples/s").change.change_pct, 50.0);
+  // The same settings, or a run that is not a job: nothing to say.
+  EXPECT_TRUE(compare_runs(job_run_of(100, 2, true), job_run_of(90, 2, true), CompareOptions{}).changed.empty());
+  EXPECT_TRUE(compare_runs(run_of(100), run_of(90), CompareOptions{}).changed.empty());
+}
+
 TEST(CompareTest, StepsHalfAsFastAgainOverRepetitionsAreARegressionThatFailsTheGate) {
   const CompareOutcome o = compare_runs(run_of(100, 40, 3), run_of(150, 40, 3), CompareOptions{});
   const CompareRow& sps = row(o, "samples/s");

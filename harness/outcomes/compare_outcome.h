@@ -38,6 +38,9 @@ struct CompareOutcome {
   std::string before_label, after_label;  // run ids
   std::vector<CompareRow> rows;
   std::vector<std::string> warnings;      // environment differences, too few samples, unpaired variants
+  // What the two runs were given differently where the record knows it: a job's training DataLoader
+  // ("DataLoader at train.py:88: num_workers 0 -> 2, persistent_workers False -> True").
+  std::vector<std::string> changed;
   bool gate_failed = false;               // a gated regression beyond max_regression_pct
   std::vector<std::string> ungated_regressions;  // "variant metric" rows beyond it, under 3 runs a side
 };

@@ -47,6 +47,8 @@ std::string footer(const CompareOutcome& outcome, const CompareOptions& options)
 
 std::string render_compare_table(const CompareOutcome& outcome, const CompareOptions& options) {
   std::string out = "compare " + outcome.before_label + " -> " + outcome.after_label + "\n\n";
+  for (const std::string& c : outcome.changed) out += "changed: " + c + "\n";
+  if (!outcome.changed.empty()) out += "\n";
   out += render_table_text(compare_rows_table(outcome));
   for (const std::string& w : outcome.warnings) out += "warning: " + w + "\n";
   return out + footer(outcome, options) + "\n";
@@ -55,6 +57,7 @@ std::string render_compare_table(const CompareOutcome& outcome, const CompareOpt
 std::string render_compare_markdown(const CompareOutcome& outcome, const CompareOptions& options) {
   std::string out = "**trainlab compare** `" + outcome.before_label + "` → `" + outcome.after_label + "`\n\n" +
                     render_table_markdown(compare_rows_table(outcome)) + "\n";
+  for (const std::string& c : outcome.changed) out += "> changed: " + c + "\n";
   for (const std::string& w : outcome.warnings) out += "> warning: " + w + "\n";
   return out + "\n" + footer(outcome, options) + "\n";
 }
@@ -81,6 +84,7 @@ nlohmann::json compare_json(const CompareOutcome& outcome, const CompareOptions&
                                      {"max_regression_pct", options.max_regression_pct},
                                      {"rows", rows},
                                      {"warnings", outcome.warnings},
+                                     {"changed", outcome.changed},
                                      {"gate_failed", outcome.gate_failed},
                                      {"ungated_regressions", outcome.ungated_regressions}});
 }

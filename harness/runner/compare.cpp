@@ -110,13 +110,54 @@ CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, c
                               const std::function<std::string(const VariantRecord&)>& key);
 }  // namespace
 
+namespace {
+
+// The training DataLoader of a job run's first counted variant (rank 0's), or none.
+const JobLoader* training_loader_of(const RunRecord& record) {
+  for (const VariantRecord& v : record.variants) {
+    if (!v.counts() || !v.job) continue;
+    for (const JobLoader& l : v.job->loaders) {
+      if (l.rank == 0 && l.training && *l.training) return &l;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string job_loader_change(const RunRecord& before, const RunRecord& after) {
+  const JobLoader* a = training_loader_of(before);
+  const JobLoader* b = training_loader_of(after);
+  if (a == nullptr || b == nullptr) return "";
+  std::string changes;
+  const auto add = [&](const std::string& name, const std::string& from, const std::string& to) {
+    if (from != to) changes += (changes.empty() ? "" : ", ") + name + " " + from + " -> " + to;
+  };
+  const auto number = [](const std::optional<int64_t>& n) { return n ? std::to_string(*n) : std::string("default"); };
+  const auto flag = [](bool on) { return std::string(on ? "True" : "False"); };
+  add("num_workers", std::to_string(a->num_workers), std::to_string(b->num_workers));
+  if (a->num_workers > 0 || b->num_workers > 0) {
+    add("prefetch_factor", a->num_workers > 0 ? number(a->prefetch_factor) : "-",
+        b->num_workers > 0 ? number(b->prefetch_factor) : "-");
+    add("persistent_workers", flag(a->persistent_workers), flag(b->persistent_workers));
+  }
+  add("pin_memory", flag(a->pin_memory), flag(b->pin_memory));
+  add("batch_size", number(a->batch_size), number(b->batch_size));
+  if (changes.empty()) return "";
+  const std::string at = a->file + ":" + std::to_string(a->line);
+  const std::string b_at = b->file + ":" + std::to_string(b->line);
+  return "the training DataLoader at " + at + (b_at != at ? " (after: " + b_at + ")" : "") + ": " + changes;
+}
+
 CompareOutcome compare_runs(const RunRecord& before, const RunRecord& after, const CompareOptions& options) {
   // A sweep's points share the variant name: they pair by loader settings and batch size too.
   const bool sweeps = before.kind == "sweep" && after.kind == "sweep";
-  return compare_groups(before, after, options, [sweeps](const VariantRecord& v) {
+  CompareOutcome outcome = compare_groups(before, after, options, [sweeps](const VariantRecord& v) {
     return sweeps ? v.spec.name() + " " + v.spec.loader_label() + " batch=" + std::to_string(v.spec.batch_size)
                   : v.spec.name();
   });
+  if (const std::string loader = job_loader_change(before, after); !loader.empty()) outcome.changed.push_back(loader);
+  return outcome;
 }
 
 CompareOutcome compare_ab(const RunRecord& run, const CompareOptions& options) {

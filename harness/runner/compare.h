@@ -15,5 +15,9 @@ CompareOutcome compare_runs(const RunRecord& before, const RunRecord& after, con
 // An A/B run (trainlab run --ab): its "A" records against its "B" records, as one pair.
 // Throws InputError when the run has no A and B records.
 CompareOutcome compare_ab(const RunRecord& run, const CompareOptions& options);
+// Two job runs' training DataLoader settings where they differ ("the training DataLoader at
+// train.py:88: num_workers 0 -> 2, persistent_workers False -> True"); "" when they are the same or
+// either run is not a job. compare_runs puts it in CompareOutcome::changed.
+std::string job_loader_change(const RunRecord& before, const RunRecord& after);
 
 }  // namespace trainlab
