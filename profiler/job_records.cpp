@@ -251,7 +251,7 @@ void parse_one(const json& j, JobProcessFile& out, const JobRecordLimits& limits
     }
   } else if (type == "compile") {
     const auto seconds = j.contains("seconds") && j.at("seconds").is_number() ? j.at("seconds").get<double>() : 0.0;
-    out.overrides.push_back("torch.compile(mode=" + f.str("mode") + ") applied, " + std::to_string(seconds) + " s");
+    out.overrides.push_back("torch.compile(mode=" + f.str("mode") + ") applied, " + format_text("%.1f s", seconds));
   } else if (type == "decoded_cache") {
     const auto fill_s = j.contains("fill_s") && j.at("fill_s").is_number() ? j.at("fill_s").get<double>() : 0.0;
     out.overrides.push_back("decoded cache of " + std::to_string(f.int_or("samples", 0)) + " samples of " +

@@ -211,6 +211,11 @@ TEST(JobScriptChoices, UnderTheScriptsOwnAutocastTheReadingIsWhatBf16AddsNotTheP
   const std::string scattered = own_autocast_reading(as_written, figures_of({70, 150, 100}, 5), places, 50, "x");
   EXPECT_NE(scattered.find("cannot be told from noise yet ("), std::string::npos) << scattered;
   EXPECT_NE(scattered.find("over 3 paired repetitions): --repeat 5"), std::string::npos) << scattered;
+  // A CPU whose bf16 GEMMs are slower than fp32: the script's own block may cost time.
+  const std::string costly = own_autocast_reading(as_written, figures_of({102, 101, 97}, 5), places, 50, "x", 0.73);
+  EXPECT_NE(costly.find("The probe measured bf16 GEMMs at 0.73x fp32 on this CPU, so that block may itself cost time"),
+            std::string::npos) << costly;
+  EXPECT_EQ(same.find("The probe measured"), std::string::npos) << same;
   const std::string slower = own_autocast_reading(as_written, figures_of({80, 85, 79}, 5), places, 50, "python train.py");
   EXPECT_NE(slower.find("made the step slower"), std::string::npos) << slower;
   // The job as written waits on its data: the lab's own reading (data pipeline) stands.

@@ -108,9 +108,6 @@ std::string env_line(const Environment& e) {
 namespace {
 CompareOutcome compare_groups(const RunRecord& before, const RunRecord& after, const CompareOptions& options,
                               const std::function<std::string(const VariantRecord&)>& key);
-}  // namespace
-
-namespace {
 
 // The training DataLoader of a job run's first counted variant (rank 0's), or none.
 const JobLoader* training_loader_of(const RunRecord& record) {

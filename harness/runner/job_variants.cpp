@@ -34,7 +34,7 @@ double elapsed_s_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// "proc-12.jsonl: torch.compile(mode=default) applied, 21.400000 s" (the records' override words):
+// "proc-12.jsonl: torch.compile(mode=default) applied, 21.4 s" (the records' override words):
 // the seconds of the first compile.
 std::optional<double> compile_seconds_of(const JobInfo& job) {
   for (const std::string& w : job.warnings) {
@@ -599,11 +599,26 @@ ScriptChoiceWords script_choice_words(const RunRecord& record, bool lab) {
   return out;
 }
 
+namespace {
+
+// The lab's probe as the reading uses it: bf16 GEMMs over fp32 on this CPU (none on a CUDA device,
+// or where the probe failed).
+std::optional<double> probe_gemm_x_of(const RunRecord& record) {
+  const std::optional<Bf16ProbeTimings>& probe = record.details.bf16_probe;
+  if (!probe || !probe->error.empty() || probe->fp32_ns.size() < 2) return std::nullopt;
+  const Bf16Probe read = read_bf16_probe(probe->fp32_ns, probe->bf16_ns, "", /*skip_below_pct=*/-100);
+  if (!read.measured) return std::nullopt;
+  return 1.0 + read.gemm_gain.gain_pct / 100.0;
+}
+
 // Wider than this (points of gain), an interval that holds no change cannot say "nothing changed".
 constexpr double kOwnAutocastUndecidedWidthPct = 20.0;
 
+}  // namespace
+
 std::string own_autocast_reading(const LabVariantFigures& as_written, const LabVariantFigures& bf16,
-                                 const std::string& places, double input_high_pct, const std::string& job_command) {
+                                 const std::string& places, double input_high_pct, const std::string& job_command,
+                                 std::optional<double> probe_gemm_x) {
   if (as_written.ok && !as_written.data_wait_pct.empty() && stats::mean(as_written.data_wait_pct) >= input_high_pct)
     return "";
   const std::string head = "Reading: the script enters autocast itself (" + places + "), so the job as written is "
@@ -618,8 +633,13 @@ std::string own_autocast_reading(const LabVariantFigures& as_written, const LabV
                       : format_text("%+.1f %% (one repetition: tentative)", g->gain_pct);
   const std::string added = ". trainlab's bf16 autocast around the whole forward of the trained module, on top of the "
                             "script's own block, ";
-  const std::string not_measured = " What the script's own block buys against fp32 is not measured here: every run "
-                                   "holds it.";
+  std::string not_measured = " What the script's own block buys against fp32 is not measured here: every run "
+                             "holds it.";
+  if (probe_gemm_x && *probe_gemm_x < 1.0) {
+    not_measured += format_text(" The probe measured bf16 GEMMs at %.2fx fp32 on this CPU, so that block may itself "
+                                "cost time: the lab on the script without it measures what it buys.",
+                                *probe_gemm_x);
+  }
   if (g->low_pct > 0) {
     return head + added + "gained " + gain + ": part of the forward the script leaves in fp32 still pays for bf16; "
            "widening the script's autocast to the whole forward is worth measuring." + not_measured;
@@ -688,7 +708,7 @@ LabOutcome run_job_lab(const JobCompareOptions& options, std::ostream& progress)
     const std::string own_reading =
         own_autocast_reading(lab_variant_figures(record, "fp32"), lab_variant_figures(record, "bf16"),
                              choices.autocast_places, options.job.thresholds->value(threshold::input_bound::high_pct),
-                             quoted_job_command(options.job.command));
+                             quoted_job_command(options.job.command), probe_gemm_x_of(record));
     for (std::string& line : record.reading) {
       if (line.rfind("fp32 -> bf16 ", 0) == 0) line.replace(0, 4, "as written (the script's own autocast)");
       if (line.rfind("Reading: ", 0) == 0 && !own_reading.empty()) line = own_reading;

@@ -90,8 +90,11 @@ ScriptChoiceWords script_choice_words(const RunRecord& record, bool lab);
 // undecided, not "nothing changed"). Empty where the data wait of the job as written is at
 // `input_high_pct` or more: the lab's data-pipeline reading stands whatever precision does.
 // `job_command`: the job's command as the user would type it after `trainlab profile --`.
+// `probe_gemm_x`: the lab's probe, bf16 GEMMs over fp32 on this CPU; where it is under 1, the
+// reading adds that the script's own autocast may itself cost time.
 std::string own_autocast_reading(const LabVariantFigures& as_written, const LabVariantFigures& bf16,
-                                 const std::string& places, double input_high_pct, const std::string& job_command);
+                                 const std::string& places, double input_high_pct, const std::string& job_command,
+                                 std::optional<double> probe_gemm_x = std::nullopt);
 
 // The points a job sweep's answer cannot read yet (its SweepOptions::undecided without --repeat):
 // the script's own settings (`own_label`, sweep_point_label) and the fastest point, while the

@@ -355,7 +355,7 @@ void add_job_communication(const VariantRecord& record, const Profile* profile, 
   const double of_compute = moved / s.shares.compute_pct;
   s.shares.communication_pct += moved;
   s.shares.compute_pct -= moved;
-  s.device_busy_pct = s.shares.compute_pct;
+  if (!s.on_gpu) s.device_busy_pct = s.shares.compute_pct;  // a GPU's stays the window's kernels
   for (StepShares& step : s.step_shares) {
     const double step_moved = step.compute_pct * of_compute;
     step.communication_pct += step_moved;
