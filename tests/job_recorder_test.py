@@ -7,7 +7,8 @@ torchvision and pyarrow from PyPI; exits 77, skipped, when PyPI cannot be reache
 scripts in tests/jobs/ run with and without the recorder:
 - image_folder_train.py (ImageFolder JPEGs, torchvision transforms) with 0 and 2 workers and
   parquet_train.py (pyarrow, a Python augmentation) with 2 workers: steps counted as the script
-  counts them, the data wait against the script's own timing of its loader, the top stage and its
+  counts them, the data wait against the script's own timing of its loader (and with workers, the
+  receiving part against the script's own CPU time in next()), the top stage and its
   share against the same stages timed by hand (tests/jobs/stages_by_hand.py) within 10 points,
   >= 90 % of the workers' busy time named, outputs and exit status as without the recorder;
 - compute_train.py (no DataLoader), ddp_train.py under torchrun (2 ranks, one file each);
