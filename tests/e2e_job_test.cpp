@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -243,39 +244,40 @@ TEST(JobE2E, DdpJobUnderTorchrunSplitsTheAllReduceOutOfComputeAsTheHandTimedShar
 #endif
 }
 
-// The recorder helper's image job (tests/jobs/image_folder_train.py: JPEGs through ImageFolder and
-// torchvision transforms), profiled unmodified with 2 workers: the verdict is the data pipeline, and
-// the stage it names first is the top stage of the same pipeline timed by hand
-// (tests/jobs/stages_by_hand.py, CPU time, in one process without the recorder) or within 10
-// points of it, with a share within 10 points of the hand-timed one. Needs a Python with
-// torchvision: $TRAINLAB_JOB_TEST_PYTHON (tests/job_recorder_test.py makes such a side venv).
-TEST(JobE2E, ImageFolderJobNamesTheHandTimedTopStage) {
+// A data-bound test job (tests/jobs/), profiled unmodified through the real recorder: the verdict is
+// the data pipeline, and the stage it names first is the top stage of the same pipeline timed by
+// hand (tests/jobs/stages_by_hand.py, CPU time, in a run without the recorder) or within 10 points
+// of it, with a share within 10 points of the hand-timed one. `job_args`: the script and its
+// arguments after the interpreter; `hand_args`: stages_by_hand.py's. Needs a Python with
+// torchvision and pyarrow: $TRAINLAB_JOB_TEST_PYTHON (tests/job_recorder_test.py makes that side venv).
+void expect_hand_timed_top_stage(const std::string& name, const std::string& job_args, const std::string& hand_args) {
   const char* jobs_env = std::getenv("TRAINLAB_JOB_SCRIPTS_DIR");  // another checkout's tests/jobs
   const std::string jobs = jobs_env != nullptr && *jobs_env ? jobs_env : std::string(TRAINLAB_SOURCE_DIR) + "/tests/jobs";
   const char* py = std::getenv("TRAINLAB_JOB_TEST_PYTHON");
   if (py == nullptr || !fs::exists(py) || !fs::exists(jobs + "/image_folder_train.py")) GTEST_SKIP() << "no tests/jobs or TRAINLAB_JOB_TEST_PYTHON";
   const char* env = std::getenv("TRAINLAB_JOB_RECORDER_DIR");
   const std::string recorder = env != nullptr && *env ? env : std::string(TRAINLAB_SOURCE_DIR) + "/profiler/job_recorder";
-  const std::string data = ::testing::TempDir() + "/job_image_data";
-  const std::string results = fresh_results_dir("job_image_hand");
-  const CliResult r = run_trainlab("profile --results " + results + " --steps 14 --warmup 2 -- " + py + " " + jobs +
-                                       "/image_folder_train.py " + data + " --make-data 40 --workers 2 --steps 100",
+  const std::string results = fresh_results_dir(name);
+  const CliResult r = run_trainlab("profile --results " + results + " --steps 14 --warmup 2 -- " + py + " " + jobs + "/" +
+                                       job_args,
                                    {{"TRAINLAB_JOB_RECORDER_DIR", recorder}});
   ASSERT_EQ(r.exit_status, 0) << r.err;
   const nlohmann::json d = read_json(only_run_dir(results) + "/diagnosis.json")["diagnoses"][0];
   EXPECT_EQ(d["verdict"]["primary"], "data_pipeline") << d["verdict"]["headline"];
   const nlohmann::json& stages = d["summary"]["loader_stages"]["stages"];
   ASSERT_FALSE(stages.empty());
-  const nlohmann::json hand = nlohmann::json::parse(run_command(std::string(py) + " " + jobs + "/stages_by_hand.py image " + data + " 96 2"));
-  // The recorder's stage names as the hand timing groups them (a JPEG's read, its decode).
+  const nlohmann::json hand = nlohmann::json::parse(run_command(std::string(py) + " " + jobs + "/stages_by_hand.py " + hand_args));
+  // The recorder's stage names as the hand timing groups them (a file's read, its decode, the
+  // Dataset's own code).
   const auto group_of = [](const nlohmann::json& st) -> std::string {
-    const std::string name = st["name"], kind = st["kind"];
+    const std::string stage = st["name"], kind = st["kind"];
     if (kind == "read" || kind == "decode" || kind == "collate" || kind == "handoff") return kind;
-    return name;
+    if (kind == "dataset") return "own";
+    return stage;
   };
   std::map<std::string, double> hand_pct, ours_pct;
   double hand_total = hand["total_cpu_ns"].get<double>();
-  for (const auto& [name, st] : hand["stages"].items()) hand_pct[name] = 100.0 * st["cpu_ns"].get<double>() / hand_total;
+  for (const auto& [stage, st] : hand["stages"].items()) hand_pct[stage] = 100.0 * st["cpu_ns"].get<double>() / hand_total;
   // Ours by CPU time too, from the record's own stage group (the summary's shares are by wall time
   // on a quiet machine).
   const nlohmann::json group = read_json(only_run_dir(results) + "/run.json")["variants"][0]["job"]["stage_groups"][0];
@@ -284,8 +286,32 @@ TEST(JobE2E, ImageFolderJobNamesTheHandTimedTopStage) {
   for (const auto& [k, v] : hand_pct) if (hand_top.empty() || v > hand_pct[hand_top]) hand_top = k;
   for (const auto& [k, v] : ours_pct) if (hand_pct.count(k) && (our_top.empty() || v > ours_pct[our_top])) our_top = k;
   ASSERT_FALSE(our_top.empty());
+  std::cout << name << ": top stage " << our_top << " " << ours_pct[our_top] << " % of CPU; by hand " << hand_top << " "
+            << hand_pct[hand_top] << " % (" << our_top << " " << hand_pct[our_top] << " %)\n";
   EXPECT_LE(hand_pct[hand_top] - hand_pct[our_top], 10.0) << "ours " << our_top << ", by hand " << hand_top;
   EXPECT_NEAR(ours_pct[our_top], hand_pct[our_top], 10.0) << our_top;
+}
+
+// JPEGs through ImageFolder and torchvision transforms, 2 workers.
+TEST(JobE2E, ImageFolderJobNamesTheHandTimedTopStage) {
+  const std::string data = ::testing::TempDir() + "/job_image_data";
+  expect_hand_timed_top_stage("job_image_hand", "image_folder_train.py " + data + " --make-data 40 --workers 2 --steps 100",
+                              "image " + data + " 96 2");
+}
+
+// The same pipeline with 0 workers: the main process builds each batch, and its stages are named.
+TEST(JobE2E, ImageFolderJobWithoutWorkersNamesTheHandTimedTopStage) {
+  const std::string data = ::testing::TempDir() + "/job_image_data";
+  expect_hand_timed_top_stage("job_image_hand_w0",
+                              "image_folder_train.py " + data + " --make-data 40 --workers 0 --steps 100",
+                              "image " + data + " 96 0");
+}
+
+// Rows of a parquet file read through pyarrow in the Dataset, a Python augmentation, 2 workers.
+TEST(JobE2E, ParquetJobNamesTheHandTimedTopStage) {
+  const std::string rows = ::testing::TempDir() + "/job_rows.parquet";
+  expect_hand_timed_top_stage("job_parquet_hand", "parquet_train.py " + rows + " --make-data 512 --workers 2 --steps 100",
+                              "parquet " + rows + " 192 2");
 }
 
 }  // namespace
