@@ -205,6 +205,33 @@ TEST(JobE2E, RealRecorderOnASmallTrainingScript) {
 #endif
 }
 
+// The compute-bound test job (tests/jobs/compute_train.py: an MLP on tensors made in the loop, no
+// DataLoader), profiled unmodified through the real recorder: the verdict is model compute, and no
+// loader stage is named. Ground truth: the script's steps wait on no loader at all.
+TEST(JobE2E, ComputeTrainJobIsModelComputeAndNamesNoStage) {
+#ifndef TRAINLAB_TORCH_PYTHON
+  GTEST_SKIP() << "no Python with torch configured";
+#else
+  const char* env = std::getenv("TRAINLAB_JOB_RECORDER_DIR");
+  const std::string recorder = env != nullptr && *env ? env : std::string(TRAINLAB_SOURCE_DIR) + "/profiler/job_recorder";
+  const std::string script = std::string(TRAINLAB_SOURCE_DIR) + "/tests/jobs/compute_train.py";
+  if (!fs::exists(recorder + "/sitecustomize.py") || !fs::exists(script)) GTEST_SKIP() << "no recorder or tests/jobs";
+  const std::string results = fresh_results_dir("job_compute");
+  const CliResult r = run_trainlab("profile --results " + results + " --steps 20 --warmup 2 -- " +
+                                       std::string(TRAINLAB_TORCH_PYTHON) + " " + script + " --steps 100",
+                                   {{"TRAINLAB_JOB_RECORDER_DIR", recorder}});
+  ASSERT_EQ(r.exit_status, 0) << r.err << r.out;
+  const nlohmann::json d = read_json(only_run_dir(results) + "/diagnosis.json")["diagnoses"][0];
+  EXPECT_EQ(d["verdict"]["primary"], "model_compute") << d["verdict"]["headline"];
+  EXPECT_FALSE(d["summary"].contains("loader_stages") && !d["summary"]["loader_stages"].is_null() &&
+               !d["summary"]["loader_stages"]["stages"].empty())
+      << d["summary"]["loader_stages"];
+  const std::string headline = d["verdict"]["headline"];
+  for (const char* stage_word : {"workers spend", "main process spends", "decoding"})
+    EXPECT_EQ(headline.find(stage_word), std::string::npos) << headline;
+#endif
+}
+
 // A 2-rank DDP job under torchrun (tests/jobs/ddp_train.py, Gloo on CPU), profiled unmodified with a
 // captured window: DDP's all-reduce waits are inside backward in the step records, and the window's
 // trace takes them out of compute. The ground truth, measured another way: the same script's steps
