@@ -90,8 +90,13 @@ case "$mode" in
       say "failed tests, the last lines each printed (all of it: $log)"
       while IFS=: read -r _ name; do
         echo "--- $name"
-        awk -v t="$name" '$0 ~ ("Testing: " t "$") {on=1; next} on && $0 ~ ("^\"" t "\" end time") {on=0} on' "$log" |
-          grep -v -E '^(-+|Test time = .*|Test (Passed|Failed)\.?|<end of output>)$' | tail -n 15
+        out=$(awk -v t="$name" '$0 ~ ("Testing: " t "$") {on=1; next} on && $0 ~ ("^\"" t "\" end time") {on=0} on' "$log" |
+          grep -v -E '^(-+|Test time = .*|Test (Passed|Failed)\.?|<end of output>)$' | cut -c1-400)
+        # The check that failed (gtest's "file:line: Failure" and the next lines, a FAIL: line, a
+        # traceback), then the output's end.
+        printf '%s\n' "$out" | grep -m 3 -A 2 -E '(: Failure$|^FAIL: |^Traceback)' || true
+        echo "  [...]"
+        printf '%s\n' "$out" | tail -n 8
       done < "$build_dir/Testing/Temporary/LastTestsFailed.log"
       exit "$ctest_status"
     fi
