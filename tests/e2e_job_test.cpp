@@ -30,6 +30,16 @@ std::string loop(const std::string& mode, int steps = 8) {
   return "python3 " + fixtures() + "/job_scripts/fake_loop.py " + mode + " " + std::to_string(steps);
 }
 nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(slurp(path)); }
+// The real in-job recorder (profiler/job_recorder/, or $TRAINLAB_JOB_RECORDER_DIR) and the test jobs
+// (tests/jobs/, or $TRAINLAB_JOB_SCRIPTS_DIR: another checkout's).
+std::string real_recorder_dir() {
+  const char* env = std::getenv("TRAINLAB_JOB_RECORDER_DIR");
+  return env != nullptr && *env ? env : std::string(TRAINLAB_SOURCE_DIR) + "/profiler/job_recorder";
+}
+std::string jobs_dir() {
+  const char* env = std::getenv("TRAINLAB_JOB_SCRIPTS_DIR");
+  return env != nullptr && *env ? env : std::string(TRAINLAB_SOURCE_DIR) + "/tests/jobs";
+}
 
 TEST(JobE2E, CommandNotFoundIsOneLineAndExitTwo) {
   const std::string results = fresh_results_dir("job_not_found");
@@ -184,8 +194,7 @@ TEST(JobE2E, RealRecorderOnASmallTrainingScript) {
 #ifndef TRAINLAB_TORCH_PYTHON
   GTEST_SKIP() << "no Python with torch configured";
 #else
-  const char* env = std::getenv("TRAINLAB_JOB_RECORDER_DIR");
-  const std::string recorder = env != nullptr && *env ? env : std::string(TRAINLAB_SOURCE_DIR) + "/profiler/job_recorder";
+  const std::string recorder = real_recorder_dir();
   if (!fs::exists(recorder + "/sitecustomize.py")) GTEST_SKIP() << "no recorder in " << recorder;
   const std::string results = fresh_results_dir("job_real_recorder");
   const CliResult r = run_trainlab("profile --results " + results + " --steps 8 --warmup 2 --capture 4:2 -- " +
@@ -212,9 +221,8 @@ TEST(JobE2E, ComputeTrainJobIsModelComputeAndNamesNoStage) {
 #ifndef TRAINLAB_TORCH_PYTHON
   GTEST_SKIP() << "no Python with torch configured";
 #else
-  const char* env = std::getenv("TRAINLAB_JOB_RECORDER_DIR");
-  const std::string recorder = env != nullptr && *env ? env : std::string(TRAINLAB_SOURCE_DIR) + "/profiler/job_recorder";
-  const std::string script = std::string(TRAINLAB_SOURCE_DIR) + "/tests/jobs/compute_train.py";
+  const std::string recorder = real_recorder_dir();
+  const std::string script = jobs_dir() + "/compute_train.py";
   if (!fs::exists(recorder + "/sitecustomize.py") || !fs::exists(script)) GTEST_SKIP() << "no recorder or tests/jobs";
   const std::string results = fresh_results_dir("job_compute");
   const CliResult r = run_trainlab("profile --results " + results + " --steps 20 --warmup 2 -- " +
@@ -242,9 +250,8 @@ TEST(JobE2E, DdpJobUnderTorchrunSplitsTheAllReduceOutOfComputeAsTheHandTimedShar
 #ifndef TRAINLAB_TORCH_PYTHON
   GTEST_SKIP() << "no Python with torch configured";
 #else
-  const char* env = std::getenv("TRAINLAB_JOB_RECORDER_DIR");
-  const std::string recorder = env != nullptr && *env ? env : std::string(TRAINLAB_SOURCE_DIR) + "/profiler/job_recorder";
-  const std::string script = std::string(TRAINLAB_SOURCE_DIR) + "/tests/jobs/ddp_train.py";
+  const std::string recorder = real_recorder_dir();
+  const std::string script = jobs_dir() + "/ddp_train.py";
   if (!fs::exists(recorder + "/sitecustomize.py") || !fs::exists(script)) GTEST_SKIP() << "no recorder or tests/jobs";
   const std::string torchrun = std::string(TRAINLAB_TORCH_PYTHON) + " -m torch.distributed.run --standalone --nproc-per-node 2 ";
   const std::string results = fresh_results_dir("job_ddp");
@@ -278,12 +285,9 @@ TEST(JobE2E, DdpJobUnderTorchrunSplitsTheAllReduceOutOfComputeAsTheHandTimedShar
 // arguments after the interpreter; `hand_args`: stages_by_hand.py's. Needs a Python with
 // torchvision and pyarrow: $TRAINLAB_JOB_TEST_PYTHON (tests/job_recorder_test.py makes that side venv).
 void expect_hand_timed_top_stage(const std::string& name, const std::string& job_args, const std::string& hand_args) {
-  const char* jobs_env = std::getenv("TRAINLAB_JOB_SCRIPTS_DIR");  // another checkout's tests/jobs
-  const std::string jobs = jobs_env != nullptr && *jobs_env ? jobs_env : std::string(TRAINLAB_SOURCE_DIR) + "/tests/jobs";
+  const std::string jobs = jobs_dir(), recorder = real_recorder_dir();
   const char* py = std::getenv("TRAINLAB_JOB_TEST_PYTHON");
   if (py == nullptr || !fs::exists(py) || !fs::exists(jobs + "/image_folder_train.py")) GTEST_SKIP() << "no tests/jobs or TRAINLAB_JOB_TEST_PYTHON";
-  const char* env = std::getenv("TRAINLAB_JOB_RECORDER_DIR");
-  const std::string recorder = env != nullptr && *env ? env : std::string(TRAINLAB_SOURCE_DIR) + "/profiler/job_recorder";
   const std::string results = fresh_results_dir(name);
   const CliResult r = run_trainlab("profile --results " + results + " --steps 14 --warmup 2 -- " + py + " " + jobs + "/" +
                                        job_args,

@@ -11,6 +11,7 @@
 #include "diagnostics/loader_stages.h"
 #include "core/profile.h"
 #include "harness/runner/record_summary.h"
+#include "host_span.h"
 
 namespace trainlab {
 namespace {
@@ -116,13 +117,8 @@ TEST(JobSummary, DataBoundVerdictNamesTheStageAndTheUsersLoader) {
 Profile ddp_window() {
   Profile p;
   const auto span = [&](EventKind kind, const std::string& name, double start_ms, double end_ms, int64_t track) {
-    TraceEvent e;
-    e.kind = kind;
-    e.name = name;
-    e.start_ns = static_cast<int64_t>(start_ms * 1e6);
-    e.end_ns = static_cast<int64_t>(end_ms * 1e6);
-    e.track = track;
-    p.events.push_back(e);
+    p.events.push_back(test_profile::host_span(kind, name, static_cast<int64_t>(start_ms * 1e6),
+                                               static_cast<int64_t>(end_ms * 1e6), track));
   };
   for (int step = 0; step < 2; ++step) {
     const double t0 = step * 10.0;
