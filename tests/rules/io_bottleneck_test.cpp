@@ -11,7 +11,7 @@ namespace {
 TEST(RulesTest, IoBottleneckNeedsIoWaitAndDataWait) {
   Summary s = quiet();
   s.shares.data_wait_pct = 10;
-  s.system["cpu.iowait_pct"] = dist(200, 4, 15);
+  s.system["cpu.iowait_pct"] = dist(200, 4, 15, 12);
   auto f = find(s, "io_bottleneck");
   ASSERT_TRUE(fired_as(f, Severity::kModerate, Suspect::kDataPipeline));
   EXPECT_TRUE(has_evidence(*f, "cpu.iowait_pct.p95", 15, 10));
@@ -28,6 +28,19 @@ TEST(RulesTest, IoBottleneckNeedsIoWaitAndDataWait) {
   EXPECT_FALSE(find(s, "io_bottleneck"));
   s.system.clear();
   EXPECT_FALSE(find(s, "io_bottleneck"));
+}
+
+// Reads must be at least half the data wait: the mean IO wait times the cores against the data wait.
+TEST(RulesTest, IoBottleneckStaysQuietWhereDecodingIsMostOfTheWait) {
+  Summary s = quiet();
+  s.logical_cores = 2;
+  s.shares.data_wait_pct = 77.6;
+  Distribution d = dist(6, 8.7, 10.9);
+  d.mean = 6.5;  // the seeded JPEG loader on one thread: 13 % of the wall blocked on reads at most
+  s.system["cpu.iowait_pct"] = d;
+  EXPECT_FALSE(find(s, "io_bottleneck"));
+  s.system["cpu.iowait_pct"].mean = 20;  // 40 % of the wall on 2 cores: over half of 77.6 %
+  EXPECT_TRUE(fired_as(find(s, "io_bottleneck"), Severity::kHigh, Suspect::kDataPipeline));
 }
 
 }  // namespace

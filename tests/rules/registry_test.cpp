@@ -103,7 +103,7 @@ TEST(RulesTest, EveryThresholdTheRulesUseIsDefined) {
   s.shares = {30, 6, 50, 12, 25, 5};
   s.system["gpu0.util_pct"] = dist(10, 5, 20, 10, 8);
   s.system["cpu.total_pct"] = dist(10, 95, 99);
-  s.system["cpu.iowait_pct"] = dist(10, 5, 30);
+  s.system["cpu.iowait_pct"] = dist(10, 5, 30, 20);
   s.device_busy_pct = 20;
   s.loader_workers = 0;
   s.pin_memory = false;
