@@ -6,7 +6,8 @@
 // suspect's or says why it is not; overlap words agree with the overlap figures; collective counts
 // agree with the trace; one device-busy figure; the printed verdict is the JSON's. Hand-built
 // Summaries stand for the causes no trace here shows (a V100 in fp32, a blocking copy to the host, a
-// ROCm job without its caching allocator). Torch-free.
+// ROCm job without its caching allocator). The seeded cases' half of the table is in
+// configs/seeded_cases.json (first_action_rules, never), checked by `trainlab validate`. Torch-free.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -192,8 +192,11 @@ TEST(OutputFormatTest, ValidateAndDoctorRenderTheirTablesInEachFormat) {
   bad.seeded.name = "tiny_ops";
   bad.seeded.expect = "framework_overhead";
   bad.correct = false;
+  bad.first_action = "precision";
+  bad.advice_wrong = {"first action precision", "says 'bf16 autocast'"};
   v.cases = {good, bad};
   const std::string text = render_validation(v, OutputFormat::kTable);
+  EXPECT_NE(text.find("precision; first action precision; says 'bf16 autocast'  WRONG"), std::string::npos) << text;
   EXPECT_NE(text.find("Confusion matrix (seeded cases):\nexpected \\ named"), std::string::npos) << text;
   EXPECT_NE(text.find("1 of 2 cases named correctly"), std::string::npos) << text;
   const nlohmann::json j = nlohmann::json::parse(render_validation(v, OutputFormat::kJson));
@@ -202,8 +205,10 @@ TEST(OutputFormatTest, ValidateAndDoctorRenderTheirTablesInEachFormat) {
   EXPECT_EQ(j["confusion_matrix"][0]["expected"], "data_pipeline");
   EXPECT_EQ(j["confusion_matrix"][0]["data_pipeline"], 1);
   EXPECT_EQ(j["confusion_matrix"][1]["data_pipeline"], 1);  // tiny_ops named data_pipeline
+  EXPECT_EQ(j["cases"][1]["first_action"], "precision");
+  EXPECT_EQ(j["cases"][1]["advice_wrong"].size(), 2u);
   const std::vector<std::string> md = lines_of(render_validation(v, OutputFormat::kMarkdown));
-  expect_markdown_table(md, 0, 6, 2);
+  expect_markdown_table(md, 0, 7, 2);
 
   DoctorOutcome d;
   d.out_dir = "results/doc";
@@ -219,6 +224,25 @@ TEST(OutputFormatTest, ValidateAndDoctorRenderTheirTablesInEachFormat) {
   const std::vector<std::string> dmd = lines_of(render_doctor(d, OutputFormat::kMarkdown));
   expect_markdown_table(dmd, 2, 5, 1);
   EXPECT_NE(render_doctor(d, OutputFormat::kTable).find("+12.5 %  [+3.0, +22.0]  improved"), std::string::npos);
+}
+
+// A seeded case's expected advice (issue 55's table): the first action's rules and words, and words
+// that must not appear, read from the case file; left out, nothing is checked.
+TEST(OutputFormatTest, SeededCasesReadTheirExpectedAdvice) {
+  const std::vector<SeededCase> cases = parse_seeded_cases(R"({"schema_version": 1, "cases": [
+      {"name": "a", "expect": "data_pipeline", "args": ["--scenario", "vision"],
+       "first_action_rules": ["input_bound", "loader_settings"], "first_action_words": "workers",
+       "never": ["Reads, not decoding"]},
+      {"name": "b", "expect": "model_compute", "args": ["--scenario", "mlp"]}]})",
+                                                           "cases.json");
+  ASSERT_EQ(cases.size(), 2u);
+  EXPECT_EQ(cases[0].first_action_rules, (std::vector<std::string>{"input_bound", "loader_settings"}));
+  EXPECT_EQ(cases[0].first_action_words, "workers");
+  EXPECT_EQ(cases[0].never, std::vector<std::string>{"Reads, not decoding"});
+  EXPECT_TRUE(cases[1].first_action_rules.empty());
+  EXPECT_TRUE(cases[1].never.empty());
+  EXPECT_THROW(parse_seeded_cases(R"({"schema_version": 1, "cases": [{"name": "a", "expect": "model_compute",
+      "args": [], "never": "one string"}]})", "cases.json"), InputError);
 }
 
 }  // namespace

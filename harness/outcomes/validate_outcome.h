@@ -19,6 +19,12 @@ struct SeededCase {
   std::vector<std::string> expect_findings; // rule ids that must fire
   bool expect_efficiency = false;           // the verdict must state achieved vs peak FLOP/s
   bool ci = false;                          // part of the fast subset (--ci)
+  // The expected advice (issue 55's table): the first action's rule, one of these ("" list = not
+  // checked: it depends on the CPU, e.g. bf16 first only where the probe measures it faster), words
+  // its text must hold, and words no action or finding may hold.
+  std::vector<std::string> first_action_rules;
+  std::string first_action_words;
+  std::vector<std::string> never;
   std::string why;                          // how the case builds its bottleneck
   std::vector<std::string> args;            // `trainlab profile` arguments
 };
@@ -29,7 +35,9 @@ struct CaseResult {
   std::string confidence;
   std::string headline;
   std::vector<std::string> fired;           // rule ids that fired (any severity)
-  bool correct = false;                     // named == expect and every expected finding fired
+  std::string first_action;                 // the first action's rule ("" when no action came)
+  std::vector<std::string> advice_wrong;    // what the expected advice found wrong (empty = right)
+  bool correct = false;                     // named == expect, every expected finding fired, advice right
   double wall_s = 0;
   std::string run_dir;
 };

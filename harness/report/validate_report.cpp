@@ -20,6 +20,9 @@ nlohmann::json validation_json(const ValidateOutcome& outcome) {
                      {"headline", r.headline},
                      {"expect_findings", r.seeded.expect_findings},
                      {"fired", r.fired},
+                     {"first_action", r.first_action},
+                     {"expect_first_action", r.seeded.first_action_rules},
+                     {"advice_wrong", r.advice_wrong},
                      {"correct", r.correct},
                      {"wall_s", r.wall_s},
                      {"run_dir", r.run_dir},
@@ -28,12 +31,24 @@ nlohmann::json validation_json(const ValidateOutcome& outcome) {
   return output_document("validate", {{"all_correct", outcome.all_correct}, {"cases", cases}});
 }
 
+namespace {
+
+// The first action's rule, then what the expected advice found wrong ("precision; says 'workers'").
+std::string first_action_cell(const CaseResult& r) {
+  std::string cell = r.first_action.empty() ? "none" : r.first_action;
+  for (const std::string& wrong : r.advice_wrong) cell += "; " + wrong;
+  return cell;
+}
+
+}  // namespace
+
 Table validation_cases_table(const ValidateOutcome& outcome) {
   Table table;
   table.left_align_last = true;
   table.columns = {{"case", "case"},           {"expected", "expected"},
                    {"named", "named"},         {"confidence", "confidence"},
-                   {"secondary findings", "secondary_findings"}, {"result", "result"}};
+                   {"secondary findings", "secondary_findings"}, {"first action", "first_action"},
+                   {"result", "result"}};
   for (const CaseResult& r : outcome.cases) {
     std::string secondary;
     for (const std::string& id : r.seeded.expect_findings) {
@@ -42,7 +57,7 @@ Table validation_cases_table(const ValidateOutcome& outcome) {
     }
     table.rows.push_back({text_cell(r.seeded.name), text_cell(r.seeded.expect), text_cell(r.named),
                           text_cell(r.confidence), text_cell(secondary.empty() ? "-" : secondary),
-                          text_cell(r.correct ? "ok" : "WRONG")});
+                          text_cell(first_action_cell(r)), text_cell(r.correct ? "ok" : "WRONG")});
   }
   return table;
 }
@@ -79,7 +94,7 @@ std::string render_validation(const ValidateOutcome& outcome, OutputFormat forma
   int correct = 0;
   for (const CaseResult& r : outcome.cases) correct += r.correct ? 1 : 0;
   const std::string closing = std::to_string(correct) + " of " + count_noun(outcome.cases.size(), "case") +
-                              " named correctly (with their expected secondary findings). Results: " +
+                              " named correctly (with their expected secondary findings and advice). Results: " +
                               outcome.out_dir + "/validate.json\n";
   if (format == OutputFormat::kMarkdown) {
     return render_table_markdown(validation_cases_table(outcome)) + "\n**Confusion matrix (seeded cases)**\n\n" +

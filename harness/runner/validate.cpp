@@ -65,7 +65,23 @@ CaseResult run_case(const SeededCase& seeded, const std::string& cases_dir, cons
   const bool efficiency_ok =
       !seeded.expect_efficiency || result.headline.find("peak FLOP/s") != std::string::npos &&
                                        result.headline.find("unknown") == std::string::npos;
-  result.correct = result.named == seeded.expect && findings_ok && efficiency_ok;
+  // The expected advice: the first action, and words no action or finding may hold.
+  if (!d.actions.empty()) result.first_action = d.actions.front().rule;
+  if (!seeded.first_action_rules.empty()) {
+    if (std::find(seeded.first_action_rules.begin(), seeded.first_action_rules.end(), result.first_action) ==
+        seeded.first_action_rules.end()) {
+      result.advice_wrong.push_back("first action " + (result.first_action.empty() ? "none" : result.first_action));
+    } else if (d.actions.front().action.find(seeded.first_action_words) == std::string::npos) {
+      result.advice_wrong.push_back("first action without '" + seeded.first_action_words + "'");
+    }
+  }
+  for (const std::string& words : seeded.never) {
+    bool said = false;
+    for (const ActionLine& a : d.actions) said |= a.action.find(words) != std::string::npos;
+    for (const FindingLine& f : d.findings) said |= f.title.find(words) != std::string::npos;
+    if (said) result.advice_wrong.push_back("says '" + words + "'");
+  }
+  result.correct = result.named == seeded.expect && findings_ok && efficiency_ok && result.advice_wrong.empty();
   return result;
 }
 
@@ -91,6 +107,9 @@ std::vector<SeededCase> parse_seeded_cases(const std::string& json_text, const s
       s.expect_efficiency = optional_field<bool>(c, "expect_efficiency", false);
       s.ci = optional_field<bool>(c, "ci", false);
       s.why = optional_field<std::string>(c, "why", "");
+      s.first_action_rules = optional_field<std::vector<std::string>>(c, "first_action_rules", {});
+      s.first_action_words = optional_field<std::string>(c, "first_action_words", "");
+      s.never = optional_field<std::vector<std::string>>(c, "never", {});
       if (std::find(kSeededCaseSuspects.begin(), kSeededCaseSuspects.end(), s.expect) == kSeededCaseSuspects.end()) {
         throw InputError("case '" + s.name +
                          "': expect must be one of data_pipeline, model_compute, "
