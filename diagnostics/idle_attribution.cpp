@@ -198,6 +198,18 @@ void IdleAttributor::find_copies_to_host(const Profile& profile, const std::vect
   std::sort(copies_to_host_.begin(), copies_to_host_.end());
 }
 
+std::vector<const TraceEvent*> IdleAttributor::copy_to_host_calls() const {
+  std::vector<const TraceEvent*> by_start = copies_to_host_;
+  std::sort(by_start.begin(), by_start.end(), [](const TraceEvent* a, const TraceEvent* b) {
+    return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->end_ns > b->end_ns;
+  });
+  std::vector<const TraceEvent*> outermost;
+  for (const TraceEvent* e : by_start) {
+    if (outermost.empty() || e->start_ns >= outermost.back()->end_ns) outermost.push_back(e);
+  }
+  return outermost;
+}
+
 IdleCause IdleAttributor::cause_of(const TraceEvent& e) const {
   if (std::binary_search(copies_to_host_.begin(), copies_to_host_.end(), &e)) return IdleCause::kCopy;
   return classify_host_event(e);

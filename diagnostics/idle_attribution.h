@@ -49,6 +49,10 @@ class IdleAttributor {
   // Splits `idle` (merged device idle intervals) by cause.
   IdleSplit attribute(const std::vector<intervals::Interval>& idle) const;
 
+  // The main thread's copies to the host, one event each: the outermost copy op around a runtime call
+  // that launches a Memcpy DtoH (the call itself where no op encloses it), by start.
+  std::vector<const TraceEvent*> copy_to_host_calls() const;
+
  private:
   struct Piece {  // the main thread's activity over [start_ns, end_ns)
     int64_t start_ns, end_ns;

@@ -152,6 +152,49 @@ std::vector<PythonFrameShare> host_python_frames(const Profile& profile, const s
   return largest_first(std::move(out), max_frames);
 }
 
+std::vector<PythonFrameShare> calling_python_frames(const Profile& profile,
+                                                    const std::vector<const TraceEvent*>& calls,
+                                                    size_t max_frames) {
+  if (calls.empty()) return {};
+  std::map<int64_t, std::vector<const TraceEvent*>> frames;  // thread -> the user's frames by start
+  for (const TraceEvent& e : profile.events) {
+    if (is_python_frame(e) && !is_library_python_frame(e.name)) frames[e.track].push_back(&e);
+  }
+  if (frames.empty()) return {};
+  for (auto& [track, list] : frames) {
+    std::sort(list.begin(), list.end(),
+              [](const TraceEvent* a, const TraceEvent* b) { return a->start_ns < b->start_ns; });
+  }
+  std::map<std::string, int64_t> by_frame_ns;
+  int64_t calls_ns = 0;
+  for (const TraceEvent* call : calls) {
+    calls_ns += call->duration_ns();
+    const auto list = frames.find(call->track);
+    if (list == frames.end()) continue;
+    // Frames nest on a thread: the last one to start before the call that still holds it is the innermost.
+    auto it = std::upper_bound(list->second.begin(), list->second.end(), call->start_ns,
+                               [](int64_t t, const TraceEvent* f) { return t < f->start_ns; });
+    while (it != list->second.begin()) {
+      --it;
+      if ((*it)->end_ns >= call->end_ns) {
+        by_frame_ns[(*it)->name] += call->duration_ns();
+        break;
+      }
+    }
+  }
+  if (calls_ns <= 0) return {};
+  std::vector<PythonFrameShare> out;
+  for (const auto& [frame, ns] : by_frame_ns) {
+    out.push_back({frame, 100.0 * static_cast<double>(ns) / static_cast<double>(calls_ns)});
+  }
+  return largest_first(std::move(out), max_frames);
+}
+
+std::string calling_frames_words(const std::vector<PythonFrameShare>& frames) {
+  if (frames.empty()) return "";
+  return "called from " + frame_list(frames) + " of their time";
+}
+
 std::string host_python_frames_note(const std::vector<PythonFrameShare>& frames) {
   if (frames.empty()) return "";
   return "host time by your Python functions (their own time, outside operators): " + frame_list(frames) +

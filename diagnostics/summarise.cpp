@@ -827,6 +827,7 @@ Summary summarise_trace(const Profile& profile, const nlohmann::json& metadata, 
   fill_trace_shares(tl, steps, totals, attribute_idle, s);
   add_trace_details(profile, ours, steps, found.main_track, s);
   s.collective_run_own_work_ns = own_work_under_runs(tl, s.collective_runs_ns, s.on_gpu);
+  if (attributor) s.copy_to_host_python_frames = calling_python_frames(profile, attributor->copy_to_host_calls());
   return s;
 }
 
@@ -981,6 +982,7 @@ nlohmann::json to_json(const Summary& s) {
           {"dataloader_next_ms", opt(s.dataloader_next_ms)},
           {"data_wait_python_frames", python_frames_json(s.data_wait_python_frames, "pct_of_data_wait")},
           {"host_python_frames", python_frames_json(s.host_python_frames, "pct_of_step")},
+          {"copy_to_host_python_frames", python_frames_json(s.copy_to_host_python_frames, "pct_of_copies")},
           {"loader_stages", s.loader_stages ? to_json(*s.loader_stages) : nlohmann::json(nullptr)},
           {"world_size", s.world_size},
           {"ranks_on_machine", opt(s.ranks_on_machine)},

@@ -260,8 +260,19 @@ TEST(ExpectedAdvice, ABlockingCopyToTheHostIsItsOwnCauseNotLaunching) {
     p.events.push_back(host(EventKind::kRuntime, "cudaStreamSynchronize", t0 + 60'000, t0 + 8'990'000));
     p.events.push_back(device(EventKind::kMemcpy, "Memcpy DtoH (Device -> Pageable)", t0 + 3'000'000,
                               t0 + 3'100'000, 200 + i));
+    // with_stack=True: the user's function around the copy (4 steps in train_step, 1 in log_metrics),
+    // inside the training loop's frame and around torch's own frame of Tensor.cpu.
+    p.events.push_back(host(EventKind::kAnnotation, "train.py(90): main", t0 + 1'000, t0 + 9'999'000));
+    p.events.push_back(host(EventKind::kAnnotation, i < 4 ? "train.py(42): train_step" : "train.py(60): log_metrics",
+                            t0 + 35'000, t0 + 9'500'000));
+    p.events.push_back(host(EventKind::kAnnotation, "torch/_tensor.py(1): cpu", t0 + 38'000, t0 + 9'100'000));
+    for (size_t k = p.events.size() - 3; k < p.events.size(); ++k) p.events[k].args = {{"Python id", 10 + k}};
   }
   const Summary s = summarise_trace(p, nlohmann::json::object(), "copies");
+  ASSERT_EQ(s.copy_to_host_python_frames.size(), 2u);
+  EXPECT_EQ(s.copy_to_host_python_frames[0].frame, "train.py(42): train_step");
+  EXPECT_NEAR(s.copy_to_host_python_frames[0].share_pct, 80.0, 1e-9);  // 4 of 5 equal copies
+  EXPECT_EQ(s.copy_to_host_python_frames[1].frame, "train.py(60): log_metrics");
   ASSERT_TRUE(s.idle_cause_pct.count("copy"));
   EXPECT_GT(s.idle_cause_pct.at("copy"), 50.0);
   EXPECT_LT(s.idle_cause_pct.count("launch") ? s.idle_cause_pct.at("launch") : 0.0, 1.0);
@@ -269,6 +280,11 @@ TEST(ExpectedAdvice, ABlockingCopyToTheHostIsItsOwnCauseNotLaunching) {
   ASSERT_FALSE(d.verdict.actions.empty());
   EXPECT_EQ(d.verdict.actions.front().rule_id, "dispatch_overhead");
   EXPECT_TRUE(contains(d.verdict.actions.front().action, "copies tensors to the host")) << d.verdict.actions.front().action;
+  // Where they are made: the user's function, not torch's own frame or the loop around it.
+  EXPECT_TRUE(contains(d.verdict.actions.front().action,
+                       "The copies are called from train.py(42): train_step 80.0 %, train.py(60): log_metrics 20.0 % "
+                       "of their time."))
+      << d.verdict.actions.front().action;
   EXPECT_FALSE(contains(all_words(d), "torch.compile(model) fuses")) << all_words(d);
 }
 

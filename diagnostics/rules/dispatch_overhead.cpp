@@ -3,6 +3,7 @@
 // as short as its own dispatch.
 #include "diagnostics/rules/rule_list.h"
 
+#include "diagnostics/python_frames.h"
 #include "diagnostics/rules/rule_support.h"
 #include "diagnostics/text_format.h"
 
@@ -60,6 +61,11 @@ std::optional<Finding> dispatch_overhead(const Summary& s, const Thresholds& t) 
         "tensor.to(\"cpu\") on a device tensor: aten::copy_ with a Memcpy DtoH, then a stream synchronisation): "
         "keep the values on the device, copy every N steps instead of every step, or copy with "
         "non_blocking=True into a pinned buffer and synchronise once where the value is needed.";
+    // With stacks, where the copies are made: the user's innermost function around them.
+    if (const std::string where = calling_frames_words(s.copy_to_host_python_frames); !where.empty()) {
+      f.title += " (" + where + ")";
+      f.recommendation += " The copies are " + where + ".";
+    }
   } else if (cause("allocator") > 0 && cause("allocator") >= cause("launch") && cause("allocator") >= cause("sync")) {
     if (cause("allocator") >= caching_off_pct) {
       // The caching allocator reuses freed blocks without calling the driver: this much time in the
