@@ -35,13 +35,14 @@ std::vector<PythonFrameShare> host_python_frames(const Profile& profile, const s
                                                  double min_pct = 5.0, size_t max_frames = 3);
 
 // The user's innermost frame around each of `calls` (host events on their own threads, such as the
-// runtime calls of blocking copies to the host), each with its share of the calls' time, the
-// largest first, at most `max_frames`. Empty without Python frames around them.
+// blocking copies to the host), each with its share of the calls' time, the largest first, at most
+// `max_frames`. Empty without the user's Python frames around them.
 std::vector<PythonFrameShare> calling_python_frames(const Profile& profile,
                                                     const std::vector<const TraceEvent*>& calls,
                                                     size_t max_frames = 2);
 
-// "called from train.py(42): train_step (80.0 % of their time), ..."; "" for none.
+// "called from train.py(42): train_step 80.0 %, train.py(60): log_metrics 20.0 % of their time";
+// "" for none.
 std::string calling_frames_words(const std::vector<PythonFrameShare>& frames);
 
 // "data wait by your Python functions (the trace has stacks): userdata.py(10): __getitem__ 98.1 %,

@@ -187,8 +187,8 @@ struct Summary {
   std::optional<double> data_busy_ms;         // producer wall time per batch
   std::optional<double> dataloader_next_ms;   // traces: DataLoader __next__ per step
   std::vector<PythonFrameShare> data_wait_python_frames;  // traces with stacks: the user's functions in it
-  std::vector<PythonFrameShare> copy_to_host_python_frames;  // traces with stacks: where blocking copies to the host are called
   std::vector<PythonFrameShare> host_python_frames;       // ... and their own time, as a share of the step
+  std::vector<PythonFrameShare> copy_to_host_python_frames;  // ... and where the blocking copies to the host are made
   std::optional<LoaderStages> loader_stages;  // a job's stages inside the data pipeline (recorder)
 
   // --- data parallel
